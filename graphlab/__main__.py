@@ -1,0 +1,3 @@
+from graphlab.cli import main
+
+raise SystemExit(main())
