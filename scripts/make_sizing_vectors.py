@@ -1,0 +1,524 @@
+#!/usr/bin/env python3
+"""Regenerate data/vllm_sizing_vectors.json from the released vLLM wheels' own sizing code.
+
+Developer script, never run by tests or at run time. It downloads the vllm wheels 0.5.5, 0.6.0,
+0.12.0 and 0.13.0 from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
+with zipfile WITHOUT importing vllm (the wheels need CUDA), pulls the sizing definitions out with
+`ast`, execs them in small namespaces with stand-in config objects, and records, per
+(engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens), the captured sizes and
+the path (graph / eager / crash) a batch of n rows (V0) or n tokens (V1) takes.
+
+What is verbatim and what is mirrored by hand is listed in the output's provenance
+("functions" and "notes"). Only the standard library is used. Output is deterministic apart
+from provenance.generated_at.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import copy
+import datetime
+import enum
+import hashlib
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import types
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
+DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
+
+V0_VERSIONS = ("0.5.5", "0.6.0")
+V1_VERSIONS = ("0.12.0", "0.13.0")
+# Edge values around the padding steps (1, 2, 4, multiples of 8), 128/256/512 and the V0 cap,
+# plus five seeded random values so that no policy can be tuned to the edge list alone.
+EDGE_MAX_NUM_SEQS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 127, 128, 129,
+                     255, 256, 257, 300, 512, 1000, 1024)
+MAX_NUM_SEQS = tuple(sorted(set(EDGE_MAX_NUM_SEQS) | set(
+    random.Random("graphlab-sizing-vectors").sample(range(1, 1025), 5))))
+NUM_SPECULATIVE_TOKENS = tuple(range(9))
+MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
+# Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
+EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
+SAMPLE_CAP = 300
+STEP_POINTS = 3
+RANDOM_POINTS = 2
+# V1 defaults are resolved as an OpenAI-API server on one H200 (>= 70 GiB, not an A100).
+H200_MEMORY_BYTES = 143771 * 2**20
+H200_NAME = "NVIDIA H200"
+STAND_IN_MAX_MODEL_LEN = 8192
+
+
+# --------------------------------------------------------------------------- wheels and ast
+
+def fetch_wheel(version: str, cache_dir: Path) -> Path:
+    """Return the cached wheel for vllm==version, downloading it with pip if absent."""
+    found = sorted(cache_dir.glob(f"vllm-{version}-*.whl"))
+    if not found:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", f"vllm=={version}",
+                        "--no-deps", "--only-binary=:all:", "-d", str(cache_dir)], check=True)
+        found = sorted(cache_dir.glob(f"vllm-{version}-*.whl"))
+    if len(found) != 1:
+        raise SystemExit(f"expected one wheel for vllm=={version} in {cache_dir}, found {found}")
+    return found[0]
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class WheelSource:
+    """The .py members of one wheel, parsed on demand; names taken verbatim are recorded."""
+
+    def __init__(self, path: Path):
+        self.zip = zipfile.ZipFile(path)
+        self.trees: dict[str, ast.Module] = {}
+        self.taken: list[str] = []
+
+    def tree(self, member: str) -> ast.Module:
+        if member not in self.trees:
+            self.trees[member] = ast.parse(self.zip.read(member).decode("utf-8"), member)
+        return self.trees[member]
+
+    def has(self, member: str, name: str, cls: str | None = None) -> bool:
+        return _find(self.tree(member), name, cls) is not None
+
+    def node(self, member: str, name: str, cls: str | None = None) -> ast.AST:
+        found = _find(self.tree(member), name, cls)
+        if found is None:
+            raise SystemExit(f"{member}: {cls + '.' if cls else ''}{name} not found")
+        self.taken.append(f"{member}:{cls + '.' if cls else ''}{name}")
+        return found
+
+    def exec_defs(self, member: str, names: list[str], namespace: dict,
+                  cls: str | None = None) -> dict:
+        """Exec the named top-level (or class-member) definitions verbatim into namespace."""
+        body = [_plain_function(self.node(member, name, cls)) for name in names]
+        module = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
+        exec(compile(module, f"<{member}>", "exec"), namespace)
+        return namespace
+
+    def expr(self, member: str, func: str, cls: str | None, pick, label: str) -> ast.expr:
+        """The first expression inside cls.func for which pick(node) returns it (verbatim)."""
+        for sub in ast.walk(self.node(member, func, cls)):
+            got = pick(sub)
+            if got is not None:
+                self.taken[-1] += f" [{label}]"
+                return got
+        raise SystemExit(f"{member}: {cls}.{func}: {label} not found")
+
+
+def _find(tree: ast.Module, name: str, cls: str | None) -> ast.AST | None:
+    scope = tree.body
+    if cls is not None:
+        owner = next((n for n in scope if isinstance(n, ast.ClassDef) and n.name == cls), None)
+        if owner is None:
+            return None
+        scope = owner.body
+    for node in scope:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node.name == name:
+            return node
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == name for t in targets):
+                return node
+    return None
+
+
+def _plain_function(node: ast.AST) -> ast.AST:
+    """Drop decorators, annotations and function-local imports; the logic is left untouched.
+
+    Annotations name vllm types that are not loaded here; the only local import
+    (`from vllm.usage.usage_lib import UsageContext`) is replaced by a stand-in in the namespace.
+    """
+    if not isinstance(node, ast.FunctionDef):
+        return node
+    node = copy.deepcopy(node)
+    node.decorator_list = []
+    node.returns = None
+    for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
+        arg.annotation = None
+    node.body = [s for s in node.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    return node
+
+
+def evaluate(expr: ast.expr, namespace: dict):
+    return eval(compile(ast.fix_missing_locations(ast.Expression(expr)), "<expr>", "eval"),
+                dict(namespace))
+
+
+def _assign_to(target: str):
+    """A picker for `target = <value>` (target is a name or self.attribute); returns <value>."""
+    def pick(node):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            t = node.targets[0]
+            name = t.id if isinstance(t, ast.Name) else (
+                f"self.{t.attr}" if isinstance(t, ast.Attribute) else None)
+            if name == target:
+                return node.value
+        return None
+    return pick
+
+
+class _Logger:
+    """Stand-in for vllm's logger: the sizing code only logs."""
+
+    def __getattr__(self, _name):
+        return lambda *args, **kwargs: None
+
+
+ns = types.SimpleNamespace
+
+# --------------------------------------------------------------------------- sampling of n
+
+
+def sample_batch_sizes(reach: int, capture_sizes: list[int], graph_limit: int,
+                       max_num_seqs: int, q: int, key: str) -> list[int]:
+    """Deterministic sample of n in [1, reach]: padding edges, the graph limit, workload
+    points n = B*q, the largest reachable n, and seeded picks of capture-size steps and n."""
+    cap = min(reach, SAMPLE_CAP)
+    rng = random.Random(key)
+    points = set(EDGE_BATCH_SIZES)
+    points |= {graph_limit, graph_limit + 1, max_num_seqs, max_num_seqs + 1}
+    points |= {capture_sizes[-1], capture_sizes[-1] + 1} if capture_sizes else set()
+    points |= {b * q for b in (1, 2, 3, max_num_seqs // 2, max_num_seqs - 1, max_num_seqs)}
+    points.add(reach)
+    # c + 1 is the first n that pads past the captured size c.
+    steps = [c for c in capture_sizes if c < cap]
+    points |= {c + 1 for c in rng.sample(steps, min(STEP_POINTS, len(steps)))}
+    points |= {rng.randint(1, cap) for _ in range(RANDOM_POINTS)}
+    near = {p for p in points if 1 <= p <= cap}
+    # Points above the cap are kept only where the outcome may change (limit edges, reach).
+    far = {p for p in points if cap < p <= reach and (
+        p in (graph_limit, graph_limit + 1, reach) or p - 1 in capture_sizes[-1:])}
+    return sorted(near | far)
+
+
+# --------------------------------------------------------------------------- V0 (0.5.5, 0.6.0)
+
+V0_MEMBER = "vllm/worker/model_runner.py"
+
+
+def v0_engine(src: WheelSource):
+    """capture_sizes(S), graph_limit(S) and dispatch(n, ...) built from one V0 model_runner.py."""
+    names = ["_BATCH_SIZE_ALIGNMENT", "_BATCH_SIZES_TO_CAPTURE", "_get_graph_batch_size"]
+    if src.has(V0_MEMBER, "_get_max_graph_batch_size"):
+        names.append("_get_max_graph_batch_size")
+    module_ns = src.exec_defs(V0_MEMBER, names, {})
+    src.exec_defs(V0_MEMBER, ["_use_captured_graph"], module_ns, cls="ModelInputForGPUBuilder")
+    capture_exprs = [
+        src.expr(V0_MEMBER, "capture_model", "GPUModelRunnerBase", _assign_to(t), t)
+        for t in ("graph_batch_size", "batch_size_capture_list")]
+    init_max = None
+    if "_get_max_graph_batch_size" in module_ns:
+        init_max = src.expr(V0_MEMBER, "__init__", "GPUModelRunnerBase",
+                            _assign_to("self.max_batchsize_to_capture"),
+                            "self.max_batchsize_to_capture")
+
+    def runner(max_num_seqs: int):
+        # The attributes GPUModelRunnerBase.__init__ sets that the sizing code reads.
+        self = ns(scheduler_config=ns(max_num_seqs=max_num_seqs),
+                  model_config=ns(enforce_eager=False), max_seq_len_to_capture=8192)
+        if init_max is not None:
+            self.max_batchsize_to_capture = evaluate(init_max, {**module_ns, "self": self})
+        return self
+
+    def capture_sizes(max_num_seqs: int) -> list[int]:
+        local = {**module_ns, "self": runner(max_num_seqs)}
+        local["graph_batch_size"] = evaluate(capture_exprs[0], local)
+        return sorted(evaluate(capture_exprs[1], local))
+
+    def graph_limit(max_num_seqs: int) -> int:
+        # The largest n for which _use_captured_graph holds (it is monotone in n).
+        builder = ns(decode_only=True, runner=runner(max_num_seqs))
+        use = module_ns["_use_captured_graph"]
+        n = 1
+        while use(builder, n + 1, 1):
+            n += 1
+        return n if use(builder, n, 1) else 0
+
+    def dispatch(n: int, max_num_seqs: int, graph_runners: dict):
+        builder = ns(decode_only=True, runner=runner(max_num_seqs))
+        if not module_ns["_use_captured_graph"](builder, n, 1):
+            return [n, "eager", None, None]
+        graph_batch_size = module_ns["_get_graph_batch_size"](n)
+        try:
+            graph_runners[graph_batch_size]  # execute_model: self.graph_runners[ve][size]
+        except KeyError as exc:
+            return [n, "crash", None, f"KeyError: {exc}"]
+        return [n, "graph", graph_batch_size, None]
+
+    return capture_sizes, graph_limit, dispatch
+
+
+def v0_vectors(version: str, src: WheelSource) -> list[dict]:
+    capture_sizes, graph_limit, dispatch = v0_engine(src)
+    vectors = []
+    for max_num_seqs in MAX_NUM_SEQS:
+        sizes = capture_sizes(max_num_seqs)
+        limit = graph_limit(max_num_seqs)
+        graph_runners = {size: f"CUDAGraphRunner[{size}]" for size in sizes}
+        for k in NUM_SPECULATIVE_TOKENS:
+            q = k + 1
+            # Batch expansion: n = B_s*(k+1) + B_0 rows with B_s + B_0 <= max_num_seqs.
+            reach = max_num_seqs * q
+            key = f"vllm-{version}/{max_num_seqs}/{k}"
+            batch_sizes = sample_batch_sizes(reach, sizes, limit, max_num_seqs, q, key)
+            vectors.append({
+                "engine": f"vllm-{version}", "max_num_seqs": max_num_seqs,
+                "num_speculative_tokens": k, "max_num_batched_tokens": None,
+                "capture_sizes": sizes,
+                "outcomes": [dispatch(n, max_num_seqs, graph_runners) for n in batch_sizes],
+            })
+    return vectors
+
+
+# --------------------------------------------------------------------------- V1 (0.12.0, 0.13.0)
+
+def v1_engine(src: WheelSource):
+    comp, vcfg = "vllm/config/compilation.py", "vllm/config/vllm.py"
+    args, sched = "vllm/engine/arg_utils.py", "vllm/config/scheduler.py"
+    runner, disp = "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/cudagraph_dispatcher.py"
+    module_ns: dict = {"enum": enum, "logger": _Logger()}
+    src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
+    src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
+    cc_methods = src.exec_defs(comp, ["post_init_cudagraph_sizes",
+                                      "compute_bs_to_padded_graph_size",
+                                      "adjust_cudagraph_sizes_for_spec_decode"],
+                               dict(module_ns), cls="CompilationConfig")
+    vc_methods = src.exec_defs(vcfg, ["_set_cudagraph_sizes", "pad_for_cudagraph"],
+                               dict(module_ns), cls="VllmConfig")
+    mode = module_ns["CUDAGraphMode"]
+
+    usage = enum.Enum("UsageContext", ["LLM_CLASS", "OPENAI_API_SERVER"])
+    platform = ns(get_device_total_memory=lambda: H200_MEMORY_BYTES,
+                  get_device_name=lambda: H200_NAME, is_tpu=lambda: False, is_cpu=lambda: False)
+    sched_consts = {}
+    for name in ("DEFAULT_MAX_NUM_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS"):
+        sched_consts[name] = evaluate(src.node(sched, name, "SchedulerConfig").value, {})
+    args_ns = src.exec_defs(args, ["get_batch_defaults",
+                                   "_set_default_max_num_seqs_and_batched_tokens_args"],
+                            {"current_platform": platform, "GiB_bytes": 1 << 30,
+                             "UsageContext": usage, "logger": _Logger(),
+                             "SchedulerConfig": ns(**sched_consts)}, cls="EngineArgs")
+    verify_ns = src.exec_defs(sched, ["verify_max_model_len"], {"logger": _Logger()},
+                              cls="SchedulerConfig")
+
+    def adjust_pick(node):
+        # gpu_model_runner: `if <test>: self.compilation_config.adjust_cudagraph_sizes_...`
+        if isinstance(node, ast.If) and any(
+                isinstance(c, ast.Attribute) and c.attr == "adjust_cudagraph_sizes_for_spec_decode"
+                for c in ast.walk(node.body[0])):
+            return node.test
+        return None
+    adjust_test = src.expr(runner, "_check_and_update_cudagraph_mode", "GPUModelRunner",
+                           adjust_pick, "if-test guarding adjust_cudagraph_sizes_for_spec_decode")
+
+    def eager_pick(node):
+        # CudagraphDispatcher.dispatch: the first `if`, whose body returns NONE (eager).
+        return node.test if isinstance(node, ast.If) else None
+    eager_test = src.expr(disp, "dispatch", "CudagraphDispatcher", eager_pick,
+                          "first if-test (returns CUDAGraphMode.NONE)")
+
+    compilation_cls = type("CompilationConfig", (), {
+        k: cc_methods[k] for k in ("post_init_cudagraph_sizes", "compute_bs_to_padded_graph_size",
+                                   "adjust_cudagraph_sizes_for_spec_decode")})
+    vllm_cls = type("VllmConfig", (), {
+        k: vc_methods[k] for k in ("_set_cudagraph_sizes", "pad_for_cudagraph")})
+
+    def resolve_max_num_batched_tokens(max_num_seqs: int, tokens: int | None) -> int:
+        engine_args = ns(pipeline_parallel_size=1, tensor_parallel_size=1,
+                         max_num_batched_tokens=tokens, max_num_seqs=max_num_seqs,
+                         enable_chunked_prefill=True)
+        # A classmethod in vLLM, called as self.get_batch_defaults(world_size).
+        engine_args.get_batch_defaults = types.MethodType(args_ns["get_batch_defaults"],
+                                                          engine_args)
+        args_ns["_set_default_max_num_seqs_and_batched_tokens_args"](
+            engine_args, usage.OPENAI_API_SERVER, ns(max_model_len=STAND_IN_MAX_MODEL_LEN))
+        scheduler = ns(max_num_batched_tokens=engine_args.max_num_batched_tokens,
+                       max_num_seqs=max_num_seqs, enable_chunked_prefill=True,
+                       max_num_partial_prefills=1, max_long_partial_prefills=1,
+                       long_prefill_token_threshold=0)
+        verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
+        return engine_args.max_num_batched_tokens
+
+    def build(max_num_seqs: int, k: int, tokens: int):
+        cc = compilation_cls()
+        cc.__dict__.update(cudagraph_mode=mode.FULL_AND_PIECEWISE, cudagraph_capture_sizes=None,
+                           max_cudagraph_capture_size=None, compile_sizes=None,
+                           pass_config=ns(enable_sp=False), bs_to_padded_graph_size=None)
+        vc = vllm_cls()
+        vc.__dict__.update(
+            model_config=ns(enforce_eager=False), compilation_config=cc,
+            scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
+            speculative_config=ns(num_speculative_tokens=k) if k else None,
+            parallel_config=ns(tensor_parallel_size=1))
+        vc._set_cudagraph_sizes()
+        config_sizes = list(cc.cudagraph_capture_sizes)
+        # gpu_model_runner: uniform_decode_query_len = 1 + num_speculative_tokens.
+        q = 1 + k
+        if evaluate(adjust_test, {"cudagraph_mode": cc.cudagraph_mode, "CUDAGraphMode": mode,
+                                  "self": ns(uniform_decode_query_len=q)}):
+            cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
+        return vc, config_sizes
+
+    def dispatch(n: int, vc) -> list:
+        dispatcher = ns(keys_initialized=True, cudagraph_mode=vc.compilation_config.cudagraph_mode,
+                        compilation_config=vc.compilation_config)
+        if evaluate(eager_test, {"self": dispatcher, "num_tokens": n, "CUDAGraphMode": mode}):
+            return [n, "eager", None, None]
+        return [n, "graph", vc.pad_for_cudagraph(n), None]
+
+    return resolve_max_num_batched_tokens, build, dispatch
+
+
+def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], int]:
+    """Vectors, start-up errors, and the value max_num_batched_tokens=None resolves to."""
+    resolve, build, dispatch = v1_engine(src)
+    vectors, startup_errors, defaults = [], [], set()
+    for max_num_seqs in MAX_NUM_SEQS:
+        for k in NUM_SPECULATIVE_TOKENS:
+            for tokens in MAX_NUM_BATCHED_TOKENS:
+                head = {"engine": f"vllm-{version}", "max_num_seqs": max_num_seqs,
+                        "num_speculative_tokens": k, "max_num_batched_tokens": tokens}
+                try:
+                    resolved = resolve(max_num_seqs, tokens)
+                    if tokens is None:
+                        defaults.add(resolved)
+                    vc, config_sizes = build(max_num_seqs, k, resolved)
+                except ValueError as exc:
+                    startup_errors.append({**head, "error": f"ValueError: {exc}"})
+                    continue
+                sizes = list(vc.compilation_config.cudagraph_capture_sizes)
+                q = k + 1
+                # Uniform decode: B requests of q tokens each, B <= max_num_seqs.
+                reach = max_num_seqs * q
+                limit = vc.compilation_config.max_cudagraph_capture_size
+                key = f"vllm-{version}/{max_num_seqs}/{k}/{tokens}"
+                batch_sizes = sample_batch_sizes(reach, sizes, limit, max_num_seqs, q, key)
+                vector = {**head, "capture_sizes": sizes}
+                if config_sizes != sizes:
+                    vector["config_capture_sizes"] = config_sizes
+                vectors.append({**vector, "outcomes": [dispatch(n, vc) for n in batch_sizes]})
+    if len(defaults) != 1:
+        raise SystemExit(f"max_num_batched_tokens=None resolved to {sorted(defaults)}")
+    return vectors, startup_errors, defaults.pop()
+
+
+# --------------------------------------------------------------------------- main
+
+NOTES = (
+    "V0 (0.5.5, 0.6.0): verbatim from vllm/worker/model_runner.py: _BATCH_SIZE_ALIGNMENT, "
+    "_BATCH_SIZES_TO_CAPTURE, _get_graph_batch_size, _get_max_graph_batch_size (0.6.0 only; "
+    "absent in 0.5.5), ModelInputForGPUBuilder._use_captured_graph (exec'd as a function, called "
+    "with a stand-in self: decode_only=True, enforce_eager=False, max_seq_len_to_capture=8192, "
+    "max_decode_seq_len=1), and from GPUModelRunnerBase.capture_model the two expressions "
+    "`graph_batch_size = ...` and `batch_size_capture_list = [...]` (plus, 0.6.0, the __init__ "
+    "expression `self.max_batchsize_to_capture = _get_max_graph_batch_size(...)`), evaluated "
+    "with the wheel's own constants. Mirrored by hand: build() padding n to "
+    "_get_graph_batch_size(n) when _use_captured_graph holds, and execute_model's "
+    "graph_runners[virtual_engine][graph_batch_size] as a real dict lookup over the captured "
+    "sizes (a missing key is the crash, 'KeyError: <size>'). Outcomes are per n rows; V0 capture "
+    "does not depend on k, k only sets the reach n <= max_num_seqs*(k+1) of batch expansion. "
+    "V1 (0.12.0, 0.13.0): verbatim: CUDAGraphMode, round_up, CompilationConfig."
+    "post_init_cudagraph_sizes / compute_bs_to_padded_graph_size / "
+    "adjust_cudagraph_sizes_for_spec_decode, VllmConfig._set_cudagraph_sizes / "
+    "pad_for_cudagraph, EngineArgs.get_batch_defaults / "
+    "_set_default_max_num_seqs_and_batched_tokens_args, SchedulerConfig.verify_max_model_len and "
+    "DEFAULT_* constants, the if-test in GPUModelRunner._check_and_update_cudagraph_mode that "
+    "guards adjust_cudagraph_sizes_for_spec_decode, and the first if-test of "
+    "CudagraphDispatcher.dispatch (eager when num_tokens > max_cudagraph_capture_size). "
+    "Decorators, annotations and the function-local UsageContext import are stripped. "
+    "Stand-ins (mirrored by hand): cudagraph_mode = FULL_AND_PIECEWISE (the O2/O3 default) "
+    "assumed to survive attention-backend resolution (FlashAttention on Hopper supports "
+    "ALWAYS (FA3) or UNIFORM_BATCH (FA2), both keep FULL decode graphs); tensor_parallel_size=1 "
+    "(no sequence-parallel rounding); enforce_eager=False; no LoRA, no data parallel; "
+    "uniform_decode_query_len = 1 + num_speculative_tokens; platform = one H200 "
+    "(143771 MiB, 'NVIDIA H200'), usage context OPENAI_API_SERVER, max_model_len 8192, chunked "
+    "prefill on, so max_num_batched_tokens=null resolves to 8192 for every max_num_seqs "
+    "in the grid (an LLM-class engine would get 16384, a <70 GiB GPU "
+    "2048 (API) / 8192 (LLM class): all >= 512, so the capture sizes are the same). "
+    "capture_sizes is what the runner captures and the dispatcher pads to (after "
+    "adjust_cudagraph_sizes_for_spec_decode when k >= 1); config_capture_sizes, present only "
+    "where it differs, is compilation_config.cudagraph_capture_sizes straight after "
+    "VllmConfig._set_cudagraph_sizes. "
+    "V1 outcomes are per n tokens (uniform decode sends n = B*(k+1)); the FULL-vs-PIECEWISE "
+    "choice is not recorded (both are 'graph' at the same padded size). Configurations vLLM "
+    "refuses at start-up (SchedulerConfig: max_num_batched_tokens < max_num_seqs; 0.12.0: "
+    "adjust_cudagraph_sizes_for_spec_decode finds no multiple of k+1 <= the largest size) are "
+    "listed under startup_errors, not vectors. "
+    f"Grid: max_num_seqs in {list(MAX_NUM_SEQS)}, num_speculative_tokens 0..8, "
+    "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null). "
+    f"Sample of n per vector, within 1..reach (reach = max_num_seqs*(k+1), the most rows "
+    f"(V0) or tokens (V1) a decode step can send): {list(EDGE_BATCH_SIZES)}, the graph limit L "
+    f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "
+    f"B in (1, 2, 3, S//2, S-1, S), reach itself, c+1 for {STEP_POINTS} seeded-random captured "
+    f"sizes c and {RANDOM_POINTS} seeded-random n (seed = the vector's key string); points "
+    f"above {SAMPLE_CAP} are kept only at L, L+1, c_max+1 and reach."
+)
+
+
+def write_json_atomic(payload: dict, out: Path) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; the data file is meant to be read
+        with os.fdopen(fd, "w") as fh:
+            json.dump(payload, fh, separators=(",", ":"))
+            fh.write("\n")
+        os.replace(tmp, out)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
+                        help=f"output JSON (default: {DEFAULT_OUT.relative_to(REPO_ROOT)})")
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
+                        help="where wheels are downloaded/cached (default: build/wheels)")
+    args = parser.parse_args(argv)
+
+    wheels, functions, defaults, vectors, startup_errors = {}, {}, {}, [], []
+    for version in V0_VERSIONS + V1_VERSIONS:
+        path = fetch_wheel(version, args.cache_dir)
+        wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
+        src = WheelSource(path)
+        if version in V0_VERSIONS:
+            vectors += v0_vectors(version, src)
+        else:
+            got, errors, defaults[version] = v1_vectors(version, src)
+            vectors += got
+            startup_errors += errors
+        functions[version] = list(dict.fromkeys(src.taken))
+    payload = {
+        "provenance": {
+            "generated_by": "scripts/make_sizing_vectors.py",
+            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"),
+            "wheels": wheels, "functions": functions,
+            "default_max_num_batched_tokens": defaults, "notes": NOTES,
+        },
+        "vectors": vectors,
+        "startup_errors": startup_errors,
+    }
+    write_json_atomic(payload, args.out)
+    print(f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors to {args.out} "
+          f"({args.out.stat().st_size} bytes)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
