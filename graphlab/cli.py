@@ -1,0 +1,260 @@
+"""Command line: `python -m graphlab <command>`.
+
+Each command is one `add_<cmd>_parser(subparsers)` that registers its arguments and sets
+`handler`; a handler takes the parsed args and returns the exit status. Bad input raises
+GraphlabError, which `main` prints on one line (exit status 2, no traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing import ENGINES, SizingConfig, get_policy
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose usage errors become GraphlabError, so every bad input reads the same way."""
+
+    def error(self, message):
+        raise GraphlabError(message)
+
+
+def _engine(value: str) -> str:
+    try:
+        get_policy(value)
+    except GraphlabError as error:
+        # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return value
+
+
+def _int_at_least(minimum: int):
+    def parse(value: str) -> int:
+        try:
+            number = int(value)
+        except ValueError:
+            number = None
+        if number is None or number < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value!r}")
+        return number
+
+    return parse
+
+
+def _int_range(minimum: int):
+    """'A:B' -> range(A, B + 1), both ends inclusive and >= minimum."""
+
+    def parse(value: str) -> range:
+        parts = value.split(":")
+        try:
+            bounds = [_int_at_least(minimum)(part) for part in parts] if len(parts) == 2 else None
+        except argparse.ArgumentTypeError:
+            bounds = None
+        if bounds is None or bounds[0] > bounds[1]:
+            raise argparse.ArgumentTypeError(f"must be START:END with {minimum} <= START <= END, got {value!r}")
+        return range(bounds[0], bounds[1] + 1)
+
+    return parse
+
+
+def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=_int_at_least(1),
+        default=None,
+        help="token budget per step; only the vLLM V1 engines read it (default 8192)",
+    )
+
+
+# --- audit ----------------------------------------------------------------------------------------
+
+
+def add_audit_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "audit",
+        help="which decode batches get a graph, run eagerly, or crash, for one config",
+        description=(
+            "Which decode batches get a CUDA graph, run eagerly, or crash, for one engine and config. "
+            "Prints the captured sizes, then every batch size the decode steps can produce "
+            "(batch-expansion rows, V1 uniform-decode tokens or requests, per engine) with its path "
+            "(graph with its padded size, eager, or crash with the exception the engine raises), "
+            "then a summary."
+        ),
+    )
+    parser.add_argument("--engine", required=True, type=_engine, help=f"one of: {', '.join(ENGINES)}")
+    parser.add_argument(
+        "--max-num-seqs", required=True, type=_int_at_least(1),
+        help="S, the most sequences scheduled per step (>= 1)",
+    )
+    parser.add_argument(
+        "--num-speculative-tokens", type=_int_at_least(0), default=0,
+        help="k, draft tokens per step (default 0: no speculative decoding)",
+    )
+    _add_config_arguments(parser)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.set_defaults(handler=run_audit)
+
+
+def _runs(outcomes):
+    """Consecutive outcomes with the same path, padded size and error, as (first, last, outcome)."""
+    runs = []
+    for d in outcomes:
+        if runs and (runs[-1][2].path, runs[-1][2].graph_size, runs[-1][2].error) == (d.path, d.graph_size, d.error):
+            runs[-1][1] = d.batch_size
+        else:
+            runs.append([d.batch_size, d.batch_size, d])
+    return runs
+
+
+def _format_audit(report) -> str:
+    s = report.summary
+    lines = [
+        f"engine {report.engine}: max_num_seqs={report.config.max_num_seqs} "
+        f"num_speculative_tokens={report.config.num_speculative_tokens} "
+        f"max_num_batched_tokens={report.max_num_batched_tokens}",
+        *([f"startup error (the engine refuses this config): {report.startup_error}"] if report.startup_error else []),
+        f"capture_sizes ({len(report.capture_sizes)}): {', '.join(map(str, report.capture_sizes))}",
+        f"batch size ({report.batch_unit})  path   graph_size / error",
+    ]
+    for first, last, d in _runs(report.outcomes):
+        span = str(first) if first == last else f"{first}-{last}"
+        detail = d.graph_size if d.path == "graph" else (d.error or "")
+        lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
+    lines.append(
+        f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
+        f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
+        f"mean padding waste {s.mean_padding_waste:.2f}; "
+        + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
+    )
+    return "\n".join(lines)
+
+
+def run_audit(args) -> int:
+    from graphlab.audit import audit
+
+    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
+    report = audit(args.engine, cfg)
+    print(json.dumps(report.to_dict()) if args.json else _format_audit(report))
+    return 0
+
+
+# --- crash-map ------------------------------------------------------------------------------------
+
+
+def add_crash_map_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "crash-map",
+        help="for which (max_num_seqs, k) an engine crashes, and how much of the workload gets graphs",
+        description=(
+            "Sweeps max_num_seqs x num_speculative_tokens and writes one CSV row per cell: first "
+            "crashing batch size and its error, crash count, graph fraction, mean padding waste."
+        ),
+    )
+    parser.add_argument(
+        "--engine", default="all", type=lambda v: v if v == "all" else _engine(v),
+        help=f"one of: all, {', '.join(ENGINES)} (default all)",
+    )
+    parser.add_argument(
+        "--max-num-seqs-range", type=_int_range(1), default=range(1, 513),
+        help="START:END, inclusive (default 1:512)",
+    )
+    parser.add_argument(
+        "--k-range", type=_int_range(0), default=range(0, 9),
+        help="num_speculative_tokens START:END, inclusive (default 0:8)",
+    )
+    _add_config_arguments(parser)
+    parser.add_argument("--out", required=True, help="CSV path, written atomically")
+    parser.set_defaults(handler=run_crash_map)
+
+
+def run_crash_map(args) -> int:
+    from graphlab.audit import crash_map
+    from graphlab.export import write_csv_atomic
+
+    frame = crash_map(
+        args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
+        progress=args.engine == "all",
+    )
+    try:
+        write_csv_atomic(frame, args.out)
+    except OSError as error:
+        raise GraphlabError(f"cannot write --out {args.out!r}: {error.strerror or error}") from None
+    print(f"wrote {len(frame)} rows to {args.out}")
+    return 0
+
+
+# --- repro ----------------------------------------------------------------------------------------
+
+
+def add_repro_parser(subparsers) -> None:
+    from graphlab.sizing import V0_POLICIES
+    from graphlab.spec_decode import DRAFT_KINDS, SCORERS
+
+    parser = subparsers.add_parser(
+        "repro",
+        help="speculative decoding on the tiny model: vllm-0.5.5 ends in the V0 KeyError",
+        description=(
+            "Runs speculative decoding (draft proposals, batch-expansion or MQA scoring, rejection "
+            "sampling) over a seeded load with continuous batching, on graphlab's V0-shaped runner. "
+            "With vllm-0.5.5 the first step with all max_num_seqs sequences speculating sends "
+            "max_num_seqs*(k+1) rows and the graph lookup raises KeyError (traceback, exit 1); "
+            "vllm-0.6.0 and adaptive finish and print a per-step table and acceptance metrics."
+        ),
+    )
+    parser.add_argument("--policy", choices=V0_POLICIES, default="vllm-0.5.5", help="default vllm-0.5.5")
+    parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
+    parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
+    parser.add_argument("--draft", choices=DRAFT_KINDS, default="truncated", help="default truncated")
+    parser.add_argument("--scorer", choices=SCORERS, default="batch-expansion", help="default batch-expansion")
+    parser.add_argument("--num-requests", type=_int_at_least(1), default=16, help="default 16")
+    parser.add_argument("--max-tokens", type=_int_at_least(1), default=32, help="default 32")
+    parser.add_argument("--max-model-len", type=_int_at_least(2), default=64, help="default 64")
+    parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
+    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default 0")
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
+    parser.set_defaults(handler=run_repro)
+
+
+def run_repro(args) -> int:
+    import traceback
+
+    from graphlab.spec_decode import format_report, run_speculative
+
+    try:
+        _, output = run_speculative(
+            args.policy, args.max_num_seqs, args.num_speculative_tokens, args.draft,
+            args.num_requests, args.max_tokens, args.max_model_len, args.seed, args.device,
+            args.scorer, args.temperature, log=print)
+    except (KeyError, StopIteration):
+        # The engine's own failed graph lookup: show it as the engine would.
+        traceback.print_exc()
+        return 1
+    print(format_report(output))
+    return 0
+
+
+# --- entry point ----------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="python -m graphlab",
+        description="CUDA graphs and speculative decoding: capture sizes, crashes and coverage per engine.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    add_audit_parser(subparsers)
+    add_crash_map_parser(subparsers)
+    add_repro_parser(subparsers)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except GraphlabError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2

@@ -1,0 +1,100 @@
+"""`python -m graphlab audit | crash-map`: output schema, one-line errors, atomic CSV."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from graphlab.cli import main
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_audit_json_schema(capsys):
+    code, out, err = run_main(
+        capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--json"
+    )
+    assert code == 0 and err == ""
+    data = json.loads(out)
+    assert {"engine", "max_num_seqs", "num_speculative_tokens", "max_num_batched_tokens", "capture_sizes", "outcomes", "summary"} <= set(data)
+    assert (data["engine"], data["max_num_seqs"], data["num_speculative_tokens"]) == ("vllm-0.5.5", 8, 4)
+    assert data["max_num_batched_tokens"] is None and data["capture_sizes"] == [1, 2, 4, 8]
+    by_n = {o["batch_size"]: o for o in data["outcomes"]}
+    assert set(by_n[1]) == {"batch_size", "path", "graph_size", "error"}
+    assert by_n[40] == {"batch_size": 40, "path": "crash", "graph_size": None, "error": "KeyError: 40"}
+    assert by_n[5] == {"batch_size": 5, "path": "graph", "graph_size": 8, "error": None}
+    assert len(by_n) == data["summary"]["num_reachable"] == 34
+
+
+def test_audit_table_compresses_runs(capsys):
+    code, out, _ = run_main(capsys, "audit", "--engine", "nano-vllm", "--max-num-seqs", "100")
+    assert code == 0
+    assert "97-100  crash  StopIteration" in out
+    assert "capture_sizes (10): 1, 2, 4, 8, 16" in out and "first crash at n=97" in out
+
+
+def test_v1_json_reports_token_budget(capsys):
+    code, out, _ = run_main(
+        capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "4", "--num-speculative-tokens", "2",
+        "--max-num-batched-tokens", "16", "--json",
+    )
+    data = json.loads(out)
+    assert code == 0 and data["max_num_batched_tokens"] == 16 and max(data["capture_sizes"]) == 16
+
+
+@pytest.mark.parametrize(
+    "argv, named",
+    [
+        (["audit", "--engine", "vllm-9.9", "--max-num-seqs", "8"], "'vllm-9.9'"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "0"], "'0'"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "-4"], "'-4'"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "4", "--num-speculative-tokens", "-1"], "'-1'"),
+        (["crash-map", "--engine", "nope", "--out", "x.csv"], "'nope'"),
+        (["crash-map", "--k-range", "5:2", "--out", "x.csv"], "'5:2'"),
+        (["crash-map", "--max-num-seqs-range", "0:3", "--out", "x.csv"], "'0:3'"),
+    ],
+)
+def test_bad_input_one_line_exit_2(capsys, argv, named):
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and named in err and "Traceback" not in err
+    if "--engine" in argv and named in ("'vllm-9.9'", "'nope'"):
+        assert "vllm-0.5.5" in err and "trtllm" in err  # the allowed values
+    if named in ("'0'", "'-4'", "'-1'"):
+        assert ">= " in err
+
+
+def test_crash_map_csv_written_and_read_back(tmp_path, capsys):
+    out = tmp_path / "map.csv"
+    code, stdout, _ = run_main(
+        capsys, "crash-map", "--engine", "vllm-0.5.5", "--max-num-seqs-range", "1:16", "--k-range", "0:4", "--out", str(out)
+    )
+    assert code == 0 and "80 rows" in stdout
+    frame = pd.read_csv(out)
+    assert len(frame) == 80 and set(frame.num_speculative_tokens) == set(range(5))
+    row = frame.query("max_num_seqs == 8 and num_speculative_tokens == 4").iloc[0]
+    assert (row.first_crash_n, row.error) == (9, "KeyError: 16")
+
+
+def test_crash_map_unwritable_out_leaves_nothing(tmp_path, capsys):
+    out = tmp_path / "missing-dir" / "map.csv"
+    code, _, err = run_main(capsys, "crash-map", "--engine", "nano-vllm", "--max-num-seqs-range", "1:4", "--out", str(out))
+    assert code == 2 and err.count("\n") == 1 and "cannot write" in err
+    assert not out.parent.exists() and os.listdir(tmp_path) == []
+
+
+def test_module_entry_point_and_help():
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    done = subprocess.run([sys.executable, "-m", "graphlab", "audit", "--help"], capture_output=True, text=True, env=env)
+    assert done.returncode == 0 and "graph" in done.stdout and "eager" in done.stdout and "crash" in done.stdout
+    done = subprocess.run(
+        [sys.executable, "-m", "graphlab", "audit", "--engine", "x", "--max-num-seqs", "1"], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2 and done.stderr.count("\n") == 1

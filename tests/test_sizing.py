@@ -1,0 +1,191 @@
+"""Capture sizes and dispatch per engine: worked examples from the sources, and properties."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing import ENGINES, V0_POLICIES, SizingConfig, Vllm033, get_policy, pad0
+from graphlab.workload import reachable_batch_sizes
+
+seqs = st.integers(min_value=1, max_value=600)
+ks = st.integers(min_value=0, max_value=8)
+tokens = st.one_of(st.none(), st.integers(min_value=1, max_value=20000))
+engines = st.sampled_from(sorted(ENGINES))
+
+
+def outcome(engine, n, seqs, k=0, tokens=None):
+    d = get_policy(engine).dispatch(n, SizingConfig(seqs, k, tokens))
+    return d.path, d.graph_size, d.error
+
+
+# --- worked examples -------------------------------------------------------------------------------
+
+
+def test_pad0_matches_v0_rule():
+    assert [pad0(n) for n in (1, 2, 3, 4, 5, 8, 9, 16, 17, 40, 255, 256, 257)] == [
+        1, 2, 4, 4, 8, 8, 16, 16, 24, 40, 256, 256, 264,
+    ]
+
+
+def test_issue_7907_keyerror_40_and_16():
+    # max_num_seqs 8, k 4: captured {1, 2, 4, 8}; 8 speculating sequences send 40 rows.
+    assert get_policy("vllm-0.5.5").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8)
+    assert outcome("vllm-0.5.5", 40, 8, 4) == ("crash", None, "KeyError: 40")
+    assert outcome("vllm-0.5.5", 35, 8, 4) == ("crash", None, "KeyError: 40")
+    assert outcome("vllm-0.5.5", 10, 8, 4) == ("crash", None, "KeyError: 16")
+    assert outcome("vllm-0.5.5", 8, 8, 4) == ("graph", 8, None)
+    assert outcome("vllm-0.5.5", 257, 8, 4) == ("eager", None, None)
+
+
+def test_guard_and_adaptive_on_the_issue_config():
+    assert outcome("vllm-0.6.0", 40, 8, 4) == ("eager", None, None)
+    assert outcome("vllm-0.6.0", 7, 8, 4) == ("graph", 8, None)
+    assert get_policy("adaptive").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8, 16, 24, 32, 40)
+    assert outcome("adaptive", 35, 8, 4) == ("graph", 40, None)
+
+
+def test_v0_lists_end_at_256_and_8192():
+    assert len(get_policy("vllm-0.5.5").capture_sizes(SizingConfig(1000))) == 35
+    assert get_policy("vllm-0.6.0").capture_sizes(SizingConfig(100000))[-1] == 8192
+    assert get_policy("adaptive").capture_sizes(SizingConfig(4096, 8))[-1] == 8192  # the cap
+
+
+def test_nano_vllm_stop_iteration_for_97_to_100():
+    policy, cfg = get_policy("nano-vllm"), SizingConfig(100)
+    assert policy.capture_sizes(cfg) == (1, 2, 4, 8, 16, 32, 48, 64, 80, 96)
+    assert [policy.dispatch(n, cfg).error for n in range(97, 101)] == ["StopIteration"] * 4
+    assert all(policy.dispatch(n, cfg).path == "graph" for n in range(1, 97))
+    with pytest.raises(StopIteration):
+        policy.padded_size(97, policy.capture_sizes(cfg))
+    # No speculative decoding: k changes neither the sizes nor the outcome.
+    assert policy.capture_sizes(SizingConfig(100, 5)) == policy.capture_sizes(cfg)
+    assert outcome("nano-vllm", 600, 1000) == ("eager", None, None)
+
+
+def test_vllm_033_uniform_decode_example():
+    # S=4, k=2: grid to min(2*4*3, 512) = 24, plus decode sizes 3, 6, 12 (requests 1, 2, 4).
+    assert get_policy("vllm-0.33.0").capture_sizes(SizingConfig(4, 2)) == (1, 2, 3, 4, 6, 8, 12, 16, 24)
+    assert outcome("vllm-0.33.0", 9, 4, 2) == ("graph", 12, None)
+    # k=0 adds max_num_seqs itself, and T when it fits under the ceiling.
+    assert 100 in get_policy("vllm-0.33.0").capture_sizes(SizingConfig(100))
+    assert get_policy("vllm-0.33.0").capture_sizes(SizingConfig(100, 0, 60))[-1] == 60
+
+
+def test_vllm_033_memory_clamp_and_blackwell_ceiling():
+    hopper, blackwell = get_policy("vllm-0.33.0"), Vllm033(default_max_graph_size=1024)
+    cfg = SizingConfig(512, 8)
+    assert hopper.capture_sizes(cfg)[-1] == 512
+    assert blackwell.capture_sizes(cfg)[-1] == 1024
+    assert outcome("vllm-0.33.0", 513, 512, 8) == ("eager", None, None)
+
+
+def test_v1_012_013_and_startup_refusal():
+    assert get_policy("vllm-0.12.0").capture_sizes(SizingConfig(4, 0)) == (1, 2, 4, 8)
+    # 0.13 sizes by 2*S*(1+k); its V1 runner rounds to multiples of 1+k.
+    assert get_policy("vllm-0.13.0").capture_sizes(SizingConfig(4, 1)) == (2, 4, 8, 16)
+    refused = SizingConfig(1, 3)  # 0.12: sizes [1, 2], no multiple of 4 fits
+    assert get_policy("vllm-0.12.0").capture_sizes(refused) == ()
+    assert "No valid cudagraph sizes" in get_policy("vllm-0.12.0").startup_error(refused)
+    assert get_policy("vllm-0.13.0").startup_error(refused) is None
+    assert "max_num_seqs (300)" in get_policy("vllm-0.33.0").startup_error(SizingConfig(300, 0, 256))
+
+
+def test_peers():
+    assert get_policy("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 152
+    assert get_policy("sglang").capture_sizes(SizingConfig(20, 3)) == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 21)
+    assert outcome("sglang", 153, 256, 3) == ("eager", None, None)
+    assert get_policy("sglang").capture_sizes(SizingConfig(256, 0))[-1] == 160
+    assert get_policy("trtllm").capture_sizes(SizingConfig(300)) == (1, 2, 4, *range(8, 129, 8), 192, 256, 300)
+    assert outcome("trtllm", 130, 300) == ("graph", 192, None)
+
+
+def test_unknown_engine_and_bad_config_name_the_value():
+    with pytest.raises(GraphlabError, match="'vllm-9'.*vllm-0.5.5.*trtllm"):
+        get_policy("vllm-9")
+    for kwargs, name in (
+        (dict(max_num_seqs=0), "max_num_seqs"),
+        (dict(max_num_seqs=4, num_speculative_tokens=-1), "num_speculative_tokens"),
+        (dict(max_num_seqs=4, max_num_batched_tokens=0), "max_num_batched_tokens"),
+        (dict(max_num_seqs=True), "max_num_seqs"),
+    ):
+        with pytest.raises(GraphlabError, match=name):
+            SizingConfig(**kwargs)
+
+
+# --- properties ------------------------------------------------------------------------------------
+
+
+@settings(max_examples=60, deadline=None)
+@given(engine=engines, s=seqs, k=ks, t=tokens)
+def test_capture_sizes_sorted_unique_positive(engine, s, k, t):
+    sizes = get_policy(engine).capture_sizes(SizingConfig(s, k, t))
+    assert list(sizes) == sorted(set(sizes)) and all(x >= 1 for x in sizes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(engine=engines, s=seqs, k=ks, t=tokens, n=st.integers(min_value=1, max_value=10000))
+def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
+    policy, cfg = get_policy(engine), SizingConfig(s, k, t)
+    d = policy.dispatch(n, cfg)
+    if d.path == "graph":
+        assert d.graph_size >= n and d.graph_size in policy.capture_sizes(cfg)
+    assert (d.error is None) == (d.path != "crash")
+
+
+@settings(max_examples=40, deadline=None)
+@given(engine=st.sampled_from(V0_POLICIES[1:]), s=seqs, k=ks)
+def test_guard_and_adaptive_never_crash(engine, s, k):
+    policy, cfg = get_policy(engine), SizingConfig(s, k)
+    path, _, _ = policy.dispatch_array(np.arange(1, s * (k + 1) + 300), cfg)
+    assert not (path == 2).any()
+
+
+@settings(max_examples=200, deadline=None)
+@given(s=seqs, n=st.integers(min_value=1, max_value=5000))
+def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
+    crashes = get_policy("vllm-0.5.5").dispatch(n, SizingConfig(s)).path == "crash"
+    assert crashes == (pad0(s) < pad0(n) <= 256)
+
+
+@settings(max_examples=40, deadline=None)
+@given(s=st.integers(min_value=1, max_value=1200), k=ks)
+def test_adaptive_graphs_every_batch_expansion_size(s, k):
+    cfg = SizingConfig(s, k)
+    ns = reachable_batch_sizes("adaptive", cfg)
+    path, graph, _ = get_policy("adaptive").dispatch_array(ns, cfg)
+    if pad0(s * (k + 1)) <= 8192:
+        assert (path == 0).all()
+    else:
+        assert (path[ns <= 8192] == 0).all() and (path[ns > 8192] == 1).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(engine=engines, s=st.integers(min_value=1, max_value=200), k=ks, t=tokens)
+def test_vectorized_dispatch_agrees_with_scalar(engine, s, k, t):
+    policy, cfg = get_policy(engine), SizingConfig(s, k, t)
+    ns = np.arange(1, s * (k + 1) + 20)
+    path, graph, _ = policy.dispatch_array(ns, cfg)
+    for n, p, g in zip(ns, path, graph):
+        d = policy.dispatch(int(n), cfg)
+        assert (d.path, d.graph_size or 0) == (("graph", "eager", "crash")[p], g)
+
+
+@settings(max_examples=60, deadline=None)
+@given(engine=engines, s=st.integers(min_value=1, max_value=300), k=ks, n=st.integers(min_value=1, max_value=3000))
+def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
+    # What a runner does with the three answers: graph_limit, padded_size, graph_runners[padded].
+    policy, cfg = get_policy(engine), SizingConfig(s, k)
+    sizes = policy.capture_sizes(cfg)
+    graph_runners = {size: f"graph-{size}" for size in sizes}
+    d = policy.dispatch(n, cfg)
+    if n > policy.graph_limit(cfg, sizes):
+        assert d.path == "eager"
+        return
+    try:
+        assert graph_runners[policy.padded_size(n, sizes)] == f"graph-{d.graph_size}"
+    except KeyError as error:
+        assert d.error == f"KeyError: {error.args[0]}"
+    except StopIteration:
+        assert d.error == "StopIteration"
