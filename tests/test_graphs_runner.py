@@ -1,0 +1,226 @@
+"""The V0-shaped runner on the cpu-emulated backend: sizing outcomes, the KeyError, padding."""
+
+import pytest
+import torch
+
+from graphlab.errors import GraphlabError
+from graphlab.graphs import capture_graphs
+from graphlab.memory import predict_graph_memory, predict_pool_bytes
+from graphlab.model import PRESETS, build_model
+from graphlab.runner import ModelRunner, measure_graph_memory, measure_latency
+from graphlab.sizing import V0_POLICIES, SizingConfig, get_policy
+
+NUM_SLOTS, MAX_SEQ_LEN = 32, 16
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    # Tiny steps gain nothing from threads, and OpenMP threads stall on a busy machine.
+    previous = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(previous)
+
+
+@pytest.fixture(scope="module")
+def model():
+    model = build_model("tiny", seed=0)
+    model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    return model
+
+
+def batch(n, seed=0):
+    """n decode rows on distinct (slot, position) cells; rows share slots once n > NUM_SLOTS."""
+    g = torch.Generator().manual_seed(seed)
+    cells = torch.randperm(NUM_SLOTS * MAX_SEQ_LEN, generator=g)[:n]
+    return torch.randint(0, 512, (n,), generator=g), cells % MAX_SEQ_LEN, cells // MAX_SEQ_LEN
+
+
+def snapshot(model):
+    return [(k.clone(), v.clone()) for k, v in model.kv_cache()]
+
+
+def restore(model, snap):
+    for (k, v), (k0, v0) in zip(model.kv_cache(), snap):
+        k.copy_(k0), v.copy_(v0)
+
+
+def step_outcome(runner, n):
+    try:
+        _, record = runner.execute_model(*batch(n))
+    except KeyError as e:
+        return "crash", None, f"KeyError: {e}"
+    return record.path, record.graph_size, None
+
+
+@pytest.mark.parametrize("policy", V0_POLICIES)
+@pytest.mark.parametrize("max_num_seqs, k", [(8, 4), (32, 2), (100, 3)])
+def test_runner_outcome_equals_sizing_dispatch_for_every_n(model, policy, max_num_seqs, k):
+    cfg = SizingConfig(max_num_seqs=max_num_seqs, num_speculative_tokens=k)
+    runner = ModelRunner(model, policy, cfg, backend="cpu-emulated")
+    runner.capture_model()
+    assert sorted(runner.graph_runners) == list(get_policy(policy).capture_sizes(cfg))
+    for n in range(1, 301):
+        expected = get_policy(policy).dispatch(n, cfg)
+        assert step_outcome(runner, n) == (expected.path, expected.graph_size, expected.error), n
+
+
+def test_prefix_runner_raises_the_engines_keyerror_40(model):
+    runner = ModelRunner(model, "vllm-0.5.5", SizingConfig(8, num_speculative_tokens=4))
+    runner.capture_model()
+    assert sorted(runner.graph_runners) == [1, 2, 4, 8]
+    with pytest.raises(KeyError) as info:
+        runner.execute_model(*batch(40))
+    assert str(info.value) == "40" and not isinstance(info.value, GraphlabError)
+    # The guard runs the same batch eagerly; adaptive replays a graph of 40 rows.
+    for policy, path in (("vllm-0.6.0", "eager"), ("adaptive", "graph")):
+        other = ModelRunner(model, policy, SizingConfig(8, 4))
+        other.capture_model()
+        assert other.execute_model(*batch(40))[1].path == path
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_emulated_replay_equals_eager(dtype):
+    # CPU GEMMs block rows by M, so a padded replay (M = graph size) may differ from an eager
+    # step (M = n) in the last bits; with no padding (n == size) the two are bit-identical.
+    model = build_model("tiny", seed=2, dtype=dtype)
+    model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    cfg = SizingConfig(max_num_seqs=8, num_speculative_tokens=4)
+    graphs = ModelRunner(model, "adaptive", cfg)
+    graphs.capture_model()
+    eager = ModelRunner(model, "adaptive", cfg, enforce_eager=True)
+    eager.capture_model()
+    start = snapshot(model)
+    for n in range(1, 41):
+        restore(model, start)
+        replayed, record = graphs.execute_model(*batch(n, seed=n))
+        restore(model, start)
+        reference, eager_record = eager.execute_model(*batch(n, seed=n))
+        assert (record.path, eager_record.path) == ("graph", "eager")
+        if n == record.graph_size:
+            assert torch.equal(replayed, reference), n
+        else:
+            torch.testing.assert_close(replayed, reference, atol=1e-5, rtol=0)
+
+
+def test_padding_writes_only_the_pad_row(model):
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(max_num_seqs=32))
+    runner.capture_model()
+    eager = ModelRunner(model, "vllm-0.6.0", SizingConfig(max_num_seqs=32), enforce_eager=True)
+    eager.capture_model()
+    start = snapshot(model)
+    for n in (3, 5, 13, 27):
+        ids, pos, slots = batch(n, seed=n)
+        restore(model, start)
+        assert runner.execute_model(ids, pos, slots)[1].graph_size > n  # padded
+        padded = snapshot(model)
+        restore(model, start)
+        eager.execute_model(ids, pos, slots)
+        unpadded = snapshot(model)
+        written = torch.zeros(NUM_SLOTS + 1, MAX_SEQ_LEN, dtype=torch.bool)
+        written[slots, pos] = True
+        for (k, v), (ke, ve), (k0, v0) in zip(padded, unpadded, start):
+            for c, ce, c0 in ((k, ke, k0), (v, ve, v0)):
+                real = c[:NUM_SLOTS].transpose(1, 2)  # [slot, position, head, dim]
+                untouched = ~written[:NUM_SLOTS]
+                assert torch.equal(real[untouched], c0[:NUM_SLOTS].transpose(1, 2)[untouched])
+                assert torch.equal(real[untouched], ce[:NUM_SLOTS].transpose(1, 2)[untouched])
+                torch.testing.assert_close(real[~untouched],
+                                           ce[:NUM_SLOTS].transpose(1, 2)[~untouched],
+                                           atol=1e-6, rtol=0)
+                assert not torch.equal(c[NUM_SLOTS], c0[NUM_SLOTS])  # the pad row took them
+
+
+def test_capture_never_writes_real_slots(model):
+    start = snapshot(model)
+    runner = ModelRunner(model, "adaptive", SizingConfig(8, 4))
+    runner.capture_model()
+    for (k, v), (k0, v0) in zip(model.kv_cache(), start):
+        assert torch.equal(k[:NUM_SLOTS], k0[:NUM_SLOTS])
+        assert torch.equal(v[:NUM_SLOTS], v0[:NUM_SLOTS])
+
+
+def test_enforce_eager_never_captures(model):
+    runner = ModelRunner(model, "vllm-0.5.5", SizingConfig(8, 4), enforce_eager=True)
+    assert runner.capture_model() == [] and runner.graph_runners == {}
+    _, record = runner.execute_model(*batch(40))
+    assert (record.path, record.graph_size, record.backend) == ("eager", None, "cpu-emulated")
+    assert record.time_ms > 0
+
+
+def test_emulated_records_are_predicted(model):
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(16))
+    records = runner.capture_model()
+    assert [r.size for r in records] == [16, 8, 4, 2, 1]  # largest first
+    for r in records:
+        assert r.memory_kind == "predicted" and r.pool_bytes is None
+        assert r.predicted_bytes == predict_graph_memory(model.config, r.size, MAX_SEQ_LEN,
+                                                         torch.float32)
+        assert r.capture_ms > 0 and r.backend == "cpu-emulated"
+    # In the shared pool the largest graph's blocks serve every smaller one.
+    assert [r.memory_bytes for r in records] == [records[0].predicted_bytes, 0, 0, 0, 0]
+    separate = ModelRunner(model, "vllm-0.6.0", SizingConfig(16), graph_pool="separate")
+    assert all(r.memory_bytes == r.predicted_bytes for r in separate.capture_model())
+
+
+def test_prediction_grows_with_batch_and_cache_and_pools_combine():
+    config = PRESETS["1b"]
+    small, large = (predict_graph_memory(config, s, 256) for s in (8, 256))
+    assert 0 < small < large
+    assert predict_graph_memory(config, 8, 2048) > small
+    # bf16 logits plus their float32 copy dominate a 1B model's step at 256 rows.
+    assert large >= 256 * config.vocab_size * (2 + 4)
+    assert predict_pool_bytes([3, 5, 2], "shared") == 5
+    assert predict_pool_bytes([3, 5, 2], "separate") == 10
+
+
+def test_sweeps_run_on_cpu_with_labelled_rows():
+    latency = measure_latency("tiny", dtype="float32", device="cpu", batch_sizes=(1, 3, 8),
+                              repeats=2, warmup=1, max_seq_len=16)
+    assert {(r["mode"], r["batch_size"]) for r in latency} == {
+        (m, n) for m in ("eager", "graph") for n in (1, 3, 8)}
+    graph_row = next(r for r in latency if r["mode"] == "graph" and r["batch_size"] == 3)
+    assert (graph_row["path"], graph_row["graph_size"]) == ("graph", 4)
+    assert all(r["backend"] == "cpu-emulated" and r["median_ms"] > 0 for r in latency)
+    memory = measure_graph_memory("tiny", dtype="float32", device="cpu", max_num_seqs=16,
+                                  max_seq_len=16)
+    shared = [r for r in memory if r["graph_pool"] == "shared"]
+    separate = [r for r in memory if r["graph_pool"] == "separate"]
+    assert [r["capture_size"] for r in shared] == [16, 8, 4, 2, 1]
+    assert shared[-1]["cumulative_predicted_bytes"] == shared[0]["predicted_bytes"]
+    assert shared[-1]["cumulative_bytes"] == shared[0]["predicted_bytes"]
+    assert separate[-1]["cumulative_predicted_bytes"] == sum(r["predicted_bytes"] for r in separate)
+    assert all(r["memory_kind"] == "predicted" and r["model"] == "tiny" for r in memory)
+
+
+def test_bad_inputs_are_clear_errors(model):
+    cfg = SizingConfig(8)
+    with pytest.raises(GraphlabError, match="unknown engine 'vllm-9'"):
+        ModelRunner(model, "vllm-9", cfg)
+    with pytest.raises(GraphlabError, match="V0-shaped runner supports"):
+        ModelRunner(model, "vllm-0.13.0", cfg)
+    with pytest.raises(GraphlabError, match="graph_pool 'pooled'"):
+        ModelRunner(model, "vllm-0.6.0", cfg, graph_pool="pooled")
+    with pytest.raises(GraphlabError, match="backend 'tpu'"):
+        ModelRunner(model, "vllm-0.6.0", cfg, backend="tpu")
+    with pytest.raises(GraphlabError, match="needs the model on a CUDA device"):
+        capture_graphs(model, [1], "cuda-graph")
+    runner = ModelRunner(model, "vllm-0.6.0", cfg)
+    ids, pos, slots = batch(4)
+    with pytest.raises(GraphlabError, match="capture_model"):
+        runner.execute_model(ids, pos, slots)
+    runner.capture_model()
+    with pytest.raises(GraphlabError, match="positions out of range.*max_seq_len=16"):
+        runner.execute_model(ids, torch.full((4,), MAX_SEQ_LEN), slots)
+    with pytest.raises(GraphlabError, match="slots out of range"):
+        runner.execute_model(ids, pos, torch.full((4,), model.pad_slot))
+    with pytest.raises(GraphlabError, match="same KV cache cell"):
+        zeros = torch.zeros(4, dtype=torch.long)
+        runner.execute_model(ids, zeros, zeros)
+    with pytest.raises(GraphlabError, match="1-D"):
+        runner.execute_model(ids[:, None], pos[:, None], slots)
+    with pytest.raises(GraphlabError, match="does not fit the graph captured for 4"):
+        runner.graph_runners[4].replay(*batch(5))
+    unallocated = build_model("tiny")
+    with pytest.raises(GraphlabError, match="allocate_kv_cache"):
+        ModelRunner(unallocated, "vllm-0.6.0", cfg)
