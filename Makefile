@@ -13,6 +13,8 @@ export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
 export HF_HUB_OFFLINE ?= 1
 export TRANSFORMERS_OFFLINE ?= 1
 export MPLBACKEND ?= Agg
+# One torch thread per process: on a 2-core runner, competing processes otherwise spin-wait (50 s -> 460 s seen).
+export OMP_NUM_THREADS ?= 1
 
 .PHONY: notebooks test env clean
 

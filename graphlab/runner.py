@@ -99,7 +99,7 @@ class ModelRunner:
         device = self.model.device
         input_ids, positions, slots = (t.to(device, non_blocking=True)
                                        for t in (input_ids, positions, slots))
-        timer = _Timer(device)
+        timer = StepTimer(device)
         with torch.no_grad():
             if self._use_captured_graph(n):
                 padded = self.policy.padded_size(n, self.capture_sizes)
@@ -112,7 +112,7 @@ class ModelRunner:
         return logits, StepRecord(n, path, graph_size, timer.stop(), self.backend)
 
 
-class _Timer:
+class StepTimer:
     """Milliseconds of device work since creation: CUDA events on a GPU, perf_counter elsewhere."""
 
     def __init__(self, device: torch.device):

@@ -18,6 +18,8 @@ never saw d_k; one catch-up draft step (at most max_num_seqs rows) feeds it befo
 proposals, as gpt-fast does (V0 instead widened the draft's first batch with those sequences). Requests arrive over time; a step that
 admits new requests prefills them (eagerly, target and draft) instead of decoding, as V0's
 scheduler did without chunked prefill. There is no EOS: a request stops at max_tokens.
+Two seeded loads: make_requests ("mixed": full batches that thin out) and coverage_requests
+("coverage": every reachable scorer batch size once).
 """
 
 from __future__ import annotations
@@ -35,14 +37,15 @@ from graphlab.memory import predict_pool_bytes
 from graphlab.model import LlamaForCausalLM, ModelConfig, build_model, init_weights
 from graphlab.provenance import resolve_device
 from graphlab.rejection import SpecDecodeMetrics, greedy_verify, rejection_sample
-from graphlab.runner import ModelRunner, StepRecord, _Timer
+from graphlab.runner import ModelRunner, StepRecord, StepTimer
 from graphlab.sizing import V0_POLICIES, SizingConfig
+from graphlab.workload import batch_expansion_sizes
 
 SCORERS = ("batch-expansion", "mqa")
 DRAFT_KINDS = ("truncated", "target", "random")
-# build_model's default std (0.02) leaves the tiny model repeating its input token, which any
-# draft predicts; at 0.06 greedy text varies and the truncated draft agrees ~30% of the time
-# (greedy, k=4; a random draft ~3%).
+# Deliberately not build_model's non-degenerate default, whose random-weight text a truncated
+# draft predicts ~5% of the time: at 0.06 the tiny target mostly repeats its last token, so the
+# truncated draft is accepted ~25% (a random one ~1%) and acceptance reaches every position.
 SPEC_WEIGHT_STD = 0.06
 
 
@@ -50,7 +53,7 @@ SPEC_WEIGHT_STD = 0.06
 
 def build_target(preset: str | ModelConfig = "tiny", seed: int = 0, dtype="float32", device="cpu",
                  weight_std: float = SPEC_WEIGHT_STD) -> LlamaForCausalLM:
-    """build_model with weights of std `weight_std`, so greedy decoding is not degenerate."""
+    """build_model with weights of std `weight_std` (see SPEC_WEIGHT_STD)."""
     model = build_model(preset, seed=seed, dtype=dtype, device=device)
     init_weights(model, seed, std=weight_std)
     return model
@@ -127,6 +130,61 @@ def make_requests(num_requests: int, max_num_seqs: int, max_tokens: int, max_mod
         prompt = tuple(int(t) for t in rng.integers(0, vocab_size, prompt_len))
         requests.append(Request(prompt, min(tokens, room), arrival))
     return requests
+
+
+def coverage_requests(max_num_seqs: int, num_speculative_tokens: int, max_model_len: int,
+                      vocab_size: int, seed: int = 0) -> list[Request]:
+    """A seeded load whose scorer batches take every reachable size n, each once, ascending.
+
+    The reachable sizes are graphlab.workload's n = B_s*(k+1) + B_0 with B_s + B_0 <=
+    max_num_seqs. Per size one group arrives: B_s requests with short prompts (room for k more
+    tokens, so they speculate) and B_0 whose prompts end within k tokens of max_model_len (V0's
+    rule gives them no proposals), split with the most speculating sequences (fewest requests).
+    Every request asks for 2 tokens: the prefill step samples the first, the next (decode) step
+    the second, so the whole group finishes in that one decode step whatever was accepted, and
+    the next group, arriving two steps later, finds all slots free. What each decode step holds
+    therefore depends on neither the draft nor the temperature.
+    """
+    k = num_speculative_tokens
+    SizingConfig(max_num_seqs, k)  # raises on bad values
+    if max_model_len < k + 3:
+        raise GraphlabError(f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
+                            f"{k + 3} (a speculating prompt, its first token and k proposals)")
+    rng = np.random.default_rng(seed)
+    short = (1, min(16, max_model_len - k - 2))          # seq_len + k < max_model_len
+    near_end = (max_model_len - k - 1, max_model_len - 2) if k else short  # k = 0: all plain
+
+    def prompt(lengths: tuple[int, int]) -> tuple[int, ...]:
+        length = int(rng.integers(lengths[0], lengths[1] + 1))
+        return tuple(int(t) for t in rng.integers(0, vocab_size, length))
+
+    requests = []
+    for group, n in enumerate(batch_expansion_sizes(max_num_seqs, k).tolist()):
+        speculating = 0
+        if k:
+            speculating = max(b for b in range(min(max_num_seqs, n // (k + 1)) + 1)
+                              if n - b * (k + 1) <= max_num_seqs - b)
+        plain = n - speculating * (k + 1)
+        requests += [Request(prompt(short), 2, 2 * group) for _ in range(speculating)]
+        requests += [Request(prompt(near_end), 2, 2 * group) for _ in range(plain)]
+    return requests
+
+
+LOADS = ("mixed", "coverage")
+
+
+def load_requests(load: str, num_requests: int, max_num_seqs: int, num_speculative_tokens: int,
+                  max_tokens: int, max_model_len: int, vocab_size: int,
+                  seed: int = 0) -> list[Request]:
+    """The named load: "mixed" (make_requests) or "coverage" (coverage_requests, which sets its
+    own number of requests and lengths, so num_requests and max_tokens do not apply)."""
+    if load == "mixed":
+        return make_requests(num_requests, max_num_seqs, max_tokens, max_model_len, vocab_size,
+                             seed)
+    if load == "coverage":
+        return coverage_requests(max_num_seqs, num_speculative_tokens, max_model_len, vocab_size,
+                                 seed)
+    raise GraphlabError(f"load {load!r} is not one of {', '.join(LOADS)}")
 
 
 # ---- engine config and records -------------------------------------------------------------
@@ -323,7 +381,7 @@ class MQAScorer:
         model = self.runner.model
         device = model.device
         k = drafts.shape[1]
-        timer = _Timer(device)
+        timer = StepTimer(device)
         with torch.no_grad():
             spec_logits = plain_logits = torch.empty(0, k + 1, model.config.vocab_size,
                                                      device=device)
@@ -522,11 +580,12 @@ def spec_decode_benchmark(preset: str = "tiny", device: str = "auto", dtype: str
                           num_speculative_tokens=(2, 4), draft: str = "truncated",
                           num_requests_per_seq: int = 2, max_tokens: int = 32,
                           max_model_len: int = 96, temperature: float = 0.0,
-                          warmup: bool = True, seed: int = 0) -> list[dict]:
+                          warmup: bool = True, seed: int = 0, load: str = "mixed") -> list[dict]:
     """Speculative decoding throughput, guard (vllm-0.6.0) against adaptive sizing.
 
     One row per (policy, max_num_seqs, k): decode tokens per second over a make_requests load of
-    num_requests_per_seq * max_num_seqs requests (the same load for both policies), the share of
+    num_requests_per_seq * max_num_seqs requests (the same load for both policies; `load`
+    "coverage" runs coverage_requests instead, every reachable scorer size once), the share of
     scorer steps that replayed a graph, the target's graph memory from its GraphRecords, and
     the acceptance metrics. Capture is not timed; with `warmup` the first max_num_seqs requests
     run once before the timed run (first-call kernel setup stays out of the numbers).
@@ -537,8 +596,8 @@ def spec_decode_benchmark(preset: str = "tiny", device: str = "auto", dtype: str
     rows = []
     for seqs in max_num_seqs:
         for k in num_speculative_tokens:
-            requests = make_requests(num_requests_per_seq * seqs, seqs, max_tokens, max_model_len,
-                                     target.config.vocab_size, seed)
+            requests = load_requests(load, num_requests_per_seq * seqs, seqs, k, max_tokens,
+                                     max_model_len, target.config.vocab_size, seed)
             for policy in policies:
                 config = SpecDecodeConfig(seqs, k, policy=policy, temperature=temperature,
                                           max_model_len=max_model_len, seed=seed)
@@ -574,8 +633,8 @@ def run_speculative(policy: str = "vllm-0.5.5", max_num_seqs: int = 8,
                     num_requests: int = 16, max_tokens: int = 32, max_model_len: int = 64,
                     seed: int = 0, device: str = "auto", scorer: str = "batch-expansion",
                     temperature: float = 0.0, preset: str = "tiny",
-                    log=None) -> tuple[SpecDecodeEngine, GenerateOutput]:
-    """Speculative decoding of a make_requests load; vllm-0.5.5 raises the engine's KeyError.
+                    log=None, load: str = "mixed") -> tuple[SpecDecodeEngine, GenerateOutput]:
+    """Speculative decoding of a load (see load_requests); vllm-0.5.5 raises the engine's KeyError.
 
     `log`, if given, receives a line describing the setup before generation starts.
     """
@@ -584,14 +643,15 @@ def run_speculative(policy: str = "vllm-0.5.5", max_num_seqs: int = 8,
                               temperature=temperature, max_model_len=max_model_len, seed=seed)
     target = build_target(preset, seed=seed, device=dev)
     drafter = build_draft(target, draft, seed=seed + 1) if num_speculative_tokens else None
-    requests = make_requests(num_requests, max_num_seqs, max_tokens, max_model_len,
-                             target.config.vocab_size, seed)
+    requests = load_requests(load, num_requests, max_num_seqs, num_speculative_tokens, max_tokens,
+                             max_model_len, target.config.vocab_size, seed)
     engine = SpecDecodeEngine(target, drafter, config)
     engine.capture_model()
     if log is not None:
         runner = engine.runner
         log(f"{policy} on {runner.backend}: target captured {list(runner.capture_sizes)}, "
-            f"graph limit {runner.graph_limit}; {num_requests} requests, {max_num_seqs} at once, "
+            f"graph limit {runner.graph_limit}; {len(requests)} requests ({load} load), "
+            f"max_num_seqs={max_num_seqs}, "
             f"k={num_speculative_tokens}, draft={draft}, scorer={scorer}, "
             f"temperature={temperature}")
     return engine, engine.generate(requests)

@@ -26,7 +26,8 @@ def batch(n, seed=0):
     return ids.cuda(), (cells % MAX_SEQ_LEN).cuda(), (cells // MAX_SEQ_LEN).cuda()
 
 
-@pytest.mark.parametrize("dtype, tol", [("float32", 1e-4), ("bfloat16", 3e-2)])
+# bf16 replay and eager may pick different GEMM kernels for the padded shape; logits have std ~1.5.
+@pytest.mark.parametrize("dtype, tol", [("float32", 1e-4), ("bfloat16", 6e-2)])
 def test_replay_equals_eager_for_every_captured_size(dtype, tol):
     model = cuda_model(dtype)
     cfg = SizingConfig(max_num_seqs=NUM_SLOTS)

@@ -125,9 +125,11 @@ def test_padding_writes_only_the_pad_row(model):
                 untouched = ~written[:NUM_SLOTS]
                 assert torch.equal(real[untouched], c0[:NUM_SLOTS].transpose(1, 2)[untouched])
                 assert torch.equal(real[untouched], ce[:NUM_SLOTS].transpose(1, 2)[untouched])
+                # Padded GEMMs (M = graph size) may differ from eager ones in the last bits of
+                # these O(1) values; a misplaced write would differ by O(1).
                 torch.testing.assert_close(real[~untouched],
                                            ce[:NUM_SLOTS].transpose(1, 2)[~untouched],
-                                           atol=1e-6, rtol=0)
+                                           atol=1e-5, rtol=0)
                 assert not torch.equal(c[NUM_SLOTS], c0[NUM_SLOTS])  # the pad row took them
 
 

@@ -115,15 +115,30 @@ def test_pad_slot_writes_leave_real_slots_untouched():
         assert k[3].abs().sum() > 0
 
 
-def test_seeded_weights_are_reproducible_and_not_degenerate():
+def test_seeded_weights_are_reproducible():
     a, b = build_model("tiny", seed=7), build_model("tiny", seed=7)
     assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
     assert not torch.equal(a.lm_head.weight, build_model("tiny", seed=8).lm_head.weight)
-    a.allocate_kv_cache(1, 64)
-    ids = torch.randint(0, 512, (1, 64), generator=torch.Generator().manual_seed(0))
+
+
+@pytest.mark.parametrize("preset", ["tiny", "100m"])
+def test_default_weights_give_a_non_degenerate_greedy_continuation(preset):
+    # A tied lm_head echoes the input token when the layers add little to its embedding (at a
+    # fixed std 0.02 the tiny and 100m greedy texts repeat their last token >90% of the time).
+    model = build_model(preset, seed=7)
+    model.allocate_kv_cache(1, 48)
+    tokens = torch.randint(0, model.config.vocab_size, (8,),
+                           generator=torch.Generator().manual_seed(0)).tolist()
     with torch.no_grad():
-        greedy = a(ids, torch.arange(64)[None], torch.tensor([0])).argmax(-1)
-    assert greedy.unique().numel() > 16  # a degenerate model would repeat one token
+        logits = model(torch.tensor([tokens]), torch.arange(8)[None], torch.tensor([0]))[0, -1]
+        while len(tokens) < 48:
+            tokens.append(int(logits.argmax()))
+            logits = model(torch.tensor([tokens[-1:]]), torch.tensor([[len(tokens) - 1]]),
+                           torch.tensor([0]))[0, 0]
+    continuation = tokens[7:]  # the prompt's last token, then 40 generated
+    repeats = sum(a == b for a, b in zip(continuation, continuation[1:]))
+    assert repeats <= 8 and len(set(continuation[1:])) >= 24
+    assert 0.5 < float(logits.std()) < 4  # logits spread by about INIT_GAIN, not saturated
 
 
 def test_bfloat16_model_runs():

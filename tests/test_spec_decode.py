@@ -9,9 +9,11 @@ import torch
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.model import ModelConfig
+from graphlab.sizing import SizingConfig, pad0
 from graphlab.spec_decode import (DRAFT_KINDS, SCORERS, Request, SpecDecodeConfig,
-                                  SpecDecodeEngine, build_draft, build_target, make_requests,
-                                  spec_decode_benchmark)
+                                  SpecDecodeEngine, build_draft, build_target, coverage_requests,
+                                  load_requests, make_requests, spec_decode_benchmark)
+from graphlab.workload import reachable_batch_sizes
 
 MAX_MODEL_LEN = 32
 MAX_NUM_SEQS = 4
@@ -132,6 +134,45 @@ def test_vllm_055_raises_the_engines_key_error(target, drafts, load):
     with pytest.raises(KeyError) as error:
         generate(target, drafts["truncated"], load, k=4, policy="vllm-0.5.5")
     assert error.value.args == (24,)
+
+
+# The drafts differ in acceptance (1, partial, near 0) and one run samples: the coverage load's
+# steps must not depend on either.
+@pytest.mark.parametrize("max_num_seqs, k, policy, kind, temperature", [
+    (8, 4, "vllm-0.6.0", "truncated", 0.0), (5, 2, "adaptive", "random", 1.0),
+    (12, 3, "vllm-0.6.0", "target", 0.0), (12, 3, "adaptive", "truncated", 0.0),
+    (3, 0, "vllm-0.6.0", None, 0.0),
+])
+def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_seqs, k, policy,
+                                                       kind, temperature):
+    requests = coverage_requests(max_num_seqs, k, MAX_MODEL_LEN, target.config.vocab_size, seed=1)
+    out = generate(target, drafts.get(kind), requests, k, policy=policy, max_num_seqs=max_num_seqs,
+                   temperature=temperature)
+    decode = out.steps_frame().query("kind == 'decode'")
+    reachable = reachable_batch_sizes(policy, SizingConfig(max_num_seqs, k)).tolist()
+    # Each reachable size once, ascending, through V0's rule: no proposals near max_model_len.
+    assert decode.batch_size.tolist() == reachable
+    b_s = decode.num_speculating
+    assert (decode.batch_size == b_s * (k + 1) + decode.num_seqs - b_s).all()
+    assert decode.num_seqs.max() <= max_num_seqs
+    assert [len(o) for o in out.outputs] == [2] * len(requests)
+    largest_graph = pad0(max_num_seqs * (k + 1) if policy == "adaptive" else max_num_seqs)
+    assert (decode.path == np.where(decode.batch_size <= largest_graph, "graph", "eager")).all()
+
+
+def test_coverage_load_under_vllm_055_crashes_at_the_first_uncaptured_size(target, drafts):
+    # Captured 1, 2, 4, 8; sizes climb 1, 2, ..., and n = 9 looks up 16.
+    requests = load_requests("coverage", 0, 8, 4, 0, MAX_MODEL_LEN, target.config.vocab_size)
+    with pytest.raises(KeyError) as error:
+        generate(target, drafts["truncated"], requests, k=4, policy="vllm-0.5.5", max_num_seqs=8)
+    assert error.value.args == (16,)
+
+
+def test_coverage_load_rejects_a_max_model_len_without_room_for_proposals():
+    with pytest.raises(GraphlabError, match="max_model_len"):
+        coverage_requests(4, 4, 6, 512)
+    with pytest.raises(GraphlabError, match="load"):
+        load_requests("bursty", 4, 4, 2, 8, 32, 512)
 
 
 def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
