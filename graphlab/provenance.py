@@ -45,7 +45,10 @@ def backend_for(device: torch.device) -> str:
 
 
 def device_name(device: torch.device) -> str:
-    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores)'."""
+    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
+
+    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
+    """
     if device.type == "cuda":
         return torch.cuda.get_device_name(device)
     model = platform.processor() or platform.machine()
@@ -56,7 +59,8 @@ def device_name(device: torch.device) -> str:
                 break
     except OSError:
         pass  # not Linux: platform's answer stands
-    return f"cpu: {model} ({os.cpu_count()} cores)"
+    threads = torch.get_num_threads()
+    return f"cpu: {model} ({os.cpu_count()} cores, {threads} torch thread{'s' * (threads != 1)})"
 
 
 def package_version(import_name: str) -> str:

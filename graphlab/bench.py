@@ -1,0 +1,248 @@
+"""Benchmark sweeps as tidy DataFrames with provenance, and their CSV export.
+
+This module orchestrates; the measuring lives where the thing measured lives:
+`graphlab.runner.measure_latency` and `measure_graph_memory` (decode steps and captures),
+`graphlab.spec_decode.spec_decode_benchmark` and `run_speculative` (speculative decoding per
+sizing policy: summary and per step) and `graphlab.audit.crash_map` (computed from the sizing
+rules). Each sweep here runs one of them
+over a `Suite`'s sizes and returns a DataFrame whose every row carries the provenance block of
+`graphlab.provenance` (device, backend, versions, dtype, model, commit, time).
+
+    from graphlab.bench import latency_sweep, export
+    frames = {"latency": latency_sweep("quick", device="cpu")}
+    export(frames, "my_run")          # my_run/latency.csv, written atomically
+
+The CSV columns are documented in data/README.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from tqdm.auto import tqdm
+
+from graphlab.audit import crash_map
+from graphlab.errors import GraphlabError
+from graphlab.export import write_csv_atomic
+from graphlab.provenance import FIELDS, provenance, resolve_device
+from graphlab.runner import measure_graph_memory, measure_latency
+from graphlab.sizing import V0_POLICIES
+from graphlab.spec_decode import run_speculative, spec_decode_benchmark
+
+# What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
+# On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
+DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
+SWEEPS = ("latency", "graph_memory", "spec_decode", "spec_decode_steps", "crash_map")
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The sizes one `bench` run sweeps. preset/dtype None: DEVICE_DEFAULTS for the device."""
+
+    name: str
+    preset: str | None
+    dtype: str | None
+    latency_batch_sizes: tuple[int, ...]
+    repeats: int
+    warmup: int
+    max_seq_len: int
+    memory_max_num_seqs: int
+    spec_policies: tuple[str, ...]
+    spec_max_num_seqs: tuple[int, ...]
+    spec_num_speculative_tokens: tuple[int, ...]
+    spec_num_requests_per_seq: int
+    spec_max_tokens: int
+    spec_max_model_len: int
+    crash_map_engines: tuple[str, ...] | str
+    crash_map_max_num_seqs: range
+    crash_map_k: range
+
+    def __post_init__(self):
+        positive = {"latency_batch_sizes": self.latency_batch_sizes,
+                    "spec_max_num_seqs": self.spec_max_num_seqs,
+                    "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
+                    "repeats": (self.repeats,), "max_seq_len": (self.max_seq_len,),
+                    "memory_max_num_seqs": (self.memory_max_num_seqs,),
+                    "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
+                    "spec_max_tokens": (self.spec_max_tokens,)}
+        non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
+                        "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
+        for bound, fields in ((1, positive), (0, non_negative)):
+            for name, values in fields.items():
+                if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
+                    raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
+                                        f"non-empty integers >= {bound}")
+        bad = [p for p in self.spec_policies if p not in V0_POLICIES]
+        if bad or not self.spec_policies:
+            raise GraphlabError(f"suite {self.name!r}: spec_policies {bad or '()'} must be among "
+                                f"{', '.join(V0_POLICIES)}")
+
+    def model_for(self, device: str) -> tuple[str, str]:
+        """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
+        default = DEVICE_DEFAULTS["cuda" if device.startswith("cuda") else "cpu"]
+        return self.preset or default[0], self.dtype or default[1]
+
+
+SUITES = {
+    # Seconds on two CPU cores: the shapes of every sweep, small.
+    "quick": Suite(
+        name="quick", preset="tiny", dtype="float32",
+        latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
+        max_seq_len=64, memory_max_num_seqs=32,
+        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
+        spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
+        spec_max_model_len=48,
+        crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
+        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9)),
+    # Minutes on a GPU: V0's whole capture list, and the full crash map.
+    "full": Suite(
+        name="full", preset=None, dtype=None,
+        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256.
+        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 257, 8)),
+        repeats=50, warmup=5, max_seq_len=256, memory_max_num_seqs=256,
+        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
+        spec_num_speculative_tokens=(2, 4, 8), spec_num_requests_per_seq=2, spec_max_tokens=32,
+        spec_max_model_len=96,
+        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9)),
+}
+
+
+def get_suite(suite: str | Suite) -> Suite:
+    if isinstance(suite, Suite):
+        return suite
+    if suite not in SUITES:
+        raise GraphlabError(f"unknown suite {suite!r}; allowed: {', '.join(SUITES)}")
+    return SUITES[suite]
+
+
+def with_provenance(rows, prov: dict[str, str]) -> pd.DataFrame:
+    """Rows as a frame with the provenance columns last; a row's own value wins over prov's.
+
+    A sweep that already stamped its rows (measure_latency does) keeps its stamp; one that
+    named the model `preset` gets it under the provenance name `model`.
+    """
+    frame = pd.DataFrame(list(rows) if not isinstance(rows, pd.DataFrame) else rows)
+    if "preset" in frame.columns and "model" not in frame.columns:
+        frame = frame.rename(columns={"preset": "model"})
+    for field in FIELDS:
+        if field not in frame.columns:
+            frame[field] = prov[field]
+    own = [c for c in frame.columns if c not in FIELDS]
+    return frame[own + list(FIELDS)]
+
+
+def _setup(suite: str | Suite, device: str):
+    suite = get_suite(suite)
+    dev = str(resolve_device(device))
+    preset, dtype = suite.model_for(dev)
+    return suite, dev, preset, dtype, provenance(dev, dtype=dtype, model=preset)
+
+
+def latency_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+    """Decode step latency per batch size, eager and graph replay (measure_latency's rows)."""
+    suite, dev, preset, dtype, prov = _setup(suite, device)
+    rows = measure_latency(preset, dtype, dev, suite.latency_batch_sizes, suite.repeats,
+                           suite.warmup, suite.max_seq_len)
+    return with_provenance(rows, prov)
+
+
+def graph_memory_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+    """Memory and capture time per captured size, shared and separate pools."""
+    suite, dev, preset, dtype, prov = _setup(suite, device)
+    rows = measure_graph_memory(preset, dtype, dev, suite.memory_max_num_seqs, suite.max_seq_len)
+    return with_provenance(rows, prov)
+
+
+def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+    """Speculative decoding per sizing policy: tokens/s, scorer graph share, acceptance."""
+    suite, dev, preset, dtype, prov = _setup(suite, device)
+    rows = spec_decode_benchmark(preset, dev, dtype, suite.spec_policies, suite.spec_max_num_seqs,
+                                 suite.spec_num_speculative_tokens,
+                                 num_requests_per_seq=suite.spec_num_requests_per_seq,
+                                 max_tokens=suite.spec_max_tokens,
+                                 max_model_len=suite.spec_max_model_len)
+    return with_provenance(rows, prov)
+
+
+def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+    """Every engine step of one speculative-decoding run per (policy, max_num_seqs, k).
+
+    The per-step view behind spec_decode.csv: scorer batch size, path taken, padded size and step
+    times, over the "coverage" load (every reachable scorer batch size once, so each size's path
+    under each policy appears).
+    """
+    suite, dev, preset, _, prov = _setup(suite, device)
+    frames = []
+    for seqs in suite.spec_max_num_seqs:
+        for k in suite.spec_num_speculative_tokens:
+            for policy in suite.spec_policies:
+                _, output = run_speculative(policy, seqs, k,
+                                            num_requests=suite.spec_num_requests_per_seq * seqs,
+                                            max_tokens=suite.spec_max_tokens,
+                                            max_model_len=suite.spec_max_model_len, device=dev,
+                                            preset=preset, load="coverage")
+                frames.append(output.steps_frame().assign(policy=policy, max_num_seqs=seqs,
+                                                          num_speculative_tokens=k))
+    frame = pd.concat(frames, ignore_index=True)
+    lead = ["policy", "max_num_seqs", "num_speculative_tokens"]
+    # run_speculative builds its models in float32 whatever the suite's dtype.
+    return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]],
+                           prov | {"dtype": "float32"})
+
+
+def crash_map_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+    """The crash map over the suite's (max_num_seqs, k) grid; computed, so no memory_kind."""
+    suite, _, _, _, prov = _setup(suite, device)
+    frame = crash_map(suite.crash_map_engines, suite.crash_map_max_num_seqs, suite.crash_map_k)
+    return with_provenance(frame, prov)
+
+
+_SWEEP_FUNCTIONS = {"latency": latency_sweep, "graph_memory": graph_memory_sweep,
+                    "spec_decode": spec_decode_sweep, "spec_decode_steps": spec_decode_steps_sweep,
+                    "crash_map": crash_map_sweep}
+
+
+def export(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
+    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
+
+
+def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
+              sweeps=SWEEPS, progress: bool = True) -> dict[str, Path]:
+    """Run the sweeps in order, writing each CSV as soon as its sweep finishes.
+
+    An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
+    """
+    unknown = [s for s in sweeps if s not in _SWEEP_FUNCTIONS]
+    if unknown:
+        raise GraphlabError(f"unknown sweeps {unknown}; allowed: {', '.join(SWEEPS)}")
+    suite = get_suite(suite)
+    device = str(resolve_device(device))  # bad input fails before any sweep starts
+    written = {}
+    bar = tqdm(sweeps, desc=f"bench {suite.name}", unit="sweep", disable=not progress)
+    for name in bar:
+        bar.set_postfix_str(name)
+        written |= export({name: _SWEEP_FUNCTIONS[name](suite, device)}, out)
+    return written
+
+
+def summary(paths: dict[str, Path]) -> str:
+    """One line per written CSV: name, rows, backend and (where present) memory kind."""
+    lines = []
+    for name, path in paths.items():
+        frame = pd.read_csv(path)
+        kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
+                 if "memory_kind" in frame.columns else "")
+        lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
+                     f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
+    return "\n".join(lines)
+
+
+def replace_suite(suite: str | Suite, **changes) -> Suite:
+    """A suite with some fields changed, e.g. replace_suite('quick', repeats=3)."""
+    return dataclasses.replace(get_suite(suite), **changes)

@@ -1,0 +1,230 @@
+"""Figures from the tidy benchmark frames (the only module that imports matplotlib).
+
+Each function takes a DataFrame shaped like one of the CSVs in data/ (columns in data/README.md)
+and returns a matplotlib Figure. Titles always name the backend and the device, and say
+"cpu-emulated" / "predicted" in words where that applies, so an emulated or predicted number is
+never mistaken for a GPU measurement.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from graphlab.errors import GraphlabError
+
+MIB = 2**20
+_PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
+
+
+def _one(df: pd.DataFrame, column: str) -> str:
+    """The single value of a provenance column; mixing machines in one figure would mislead."""
+    if column not in df.columns:
+        raise GraphlabError(f"frame has no {column!r} column; plots need the provenance columns")
+    values = sorted(df[column].dropna().astype(str).unique())
+    if len(values) != 1:
+        raise GraphlabError(f"frame mixes {column} values {values}; plot one {column} at a time")
+    return values[0]
+
+
+def provenance_title(df: pd.DataFrame, what: str) -> str:
+    """'<what>' over lines naming backend, device, model and how memory was obtained."""
+    backend, device = _one(df, "backend"), _one(df, "device")
+    lines = [what, f"backend: {backend}, device: {device}"]
+    if "model" in df.columns and "dtype" in df.columns:
+        lines[-1] += f", model: {_one(df, 'model')} ({_one(df, 'dtype')})"
+    if backend == "cpu-emulated":
+        lines.append("cpu-emulated: graphs emulated eagerly on CPU, not a GPU measurement")
+    if "memory_kind" in df.columns:
+        kind = _one(df, "memory_kind")
+        lines.append("graph memory " + ("PREDICTED, not measured" if kind == "predicted" else "measured"))
+    return "\n".join(lines)
+
+
+def _require(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise GraphlabError(f"frame lacks columns {missing}; see data/README.md for the schema")
+    if df.empty:
+        raise GraphlabError("frame is empty: nothing to plot")
+
+
+def plot_latency(df: pd.DataFrame) -> Figure:
+    """Latency and padded size against batch size, one column per engine.
+
+    Top: median decode-step latency (p90 as a band) in eager mode and in graph mode; graph-mode
+    batches that found no graph are drawn as eager/crash markers, and a dashed line marks the
+    largest captured size (the eager cliff lies above it). Bottom: the padded size each batch was
+    run at; over densely swept sizes, a staircase above the diagonal.
+    """
+    _require(df, ("engine", "batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms"))
+    engines = list(dict.fromkeys(df["engine"]))
+    fig = Figure(figsize=(max(8.0, 5.5 * len(engines)), 7), layout="constrained")
+    axes = fig.subplots(2, len(engines), squeeze=False, sharex="col", height_ratios=(2, 1))
+    for col, engine in enumerate(engines):
+        rows = df[df["engine"] == engine].sort_values("batch_size")
+        top, bottom = axes[0, col], axes[1, col]
+        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
+            part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
+            if part.empty:
+                continue
+            top.plot(part["batch_size"], part["median_ms"], color=color, lw=1.2,
+                     label=f"{mode} mode (median)")
+            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=color,
+                             alpha=0.2, lw=0)
+        in_graph_mode = rows[rows["mode"] == "graph"]
+        for path, (color, marker) in _PATH_STYLE.items():
+            hits = in_graph_mode[in_graph_mode["path"] == path]
+            if hits.empty:
+                continue
+            # A crashed step has no latency: mark it on the x axis.
+            y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
+            top.scatter(hits["batch_size"], y, color=color, marker=marker, s=18, zorder=3,
+                        label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
+        graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
+        if not graphed.empty:
+            largest = int(graphed["graph_size"].max())
+            for ax in (top, bottom):
+                ax.axvline(largest, color="grey", ls="--", lw=1)
+            top.annotate(f"largest captured size {largest}", (largest, top.get_ylim()[1]),
+                         rotation=90, va="top", ha="right", fontsize=8, color="grey")
+            # Markers only: between two swept sizes the padded size is unknown to the plot.
+            bottom.plot(graphed["batch_size"], graphed["graph_size"], "o", ms=3,
+                        color="tab:blue", label="padded size (graph key)")
+        bottom.plot(rows["batch_size"], rows["batch_size"], color="black", lw=0.8, ls=":",
+                    label="no padding (n)")
+        top.set_title(engine)
+        top.set_ylabel("decode step latency (ms)")
+        top.set_ylim(bottom=0)
+        bottom.set_xlabel("batch size (rows per decode step)")
+        bottom.set_ylabel("padded size (rows)")
+        top.legend(fontsize=7)
+        bottom.legend(fontsize=7)
+    fig.suptitle(provenance_title(df, "Decode latency against batch size"), fontsize=10)
+    return fig
+
+
+_CRASH_MAP_VALUES = {
+    "num_crash": ("batch sizes that crash (count)", "Reds"),
+    "first_crash_n": ("smallest batch size that crashes (rows)", "magma_r"),
+    "graph_fraction": ("reachable batch sizes with a graph (fraction)", "viridis"),
+}
+
+
+def plot_crash_map(df: pd.DataFrame, value: str = "num_crash") -> Figure:
+    """Heatmap over (max_num_seqs, num_speculative_tokens), one panel per engine.
+
+    value: "num_crash", "first_crash_n" (blank where nothing crashes) or "graph_fraction".
+    The map is computed from the engines' sizing rules, not measured; the title says so.
+    """
+    if value not in _CRASH_MAP_VALUES:
+        raise GraphlabError(f"value {value!r} is not one of {', '.join(_CRASH_MAP_VALUES)}")
+    _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", value))
+    label, cmap = _CRASH_MAP_VALUES[value]
+    engines = list(dict.fromkeys(df["engine"]))
+    fig = Figure(figsize=(4.2 * len(engines) + 1, 4.5), layout="constrained")
+    axes = fig.subplots(1, len(engines), squeeze=False)[0]
+    grids = {e: df[df["engine"] == e].pivot(index="max_num_seqs", columns="num_speculative_tokens",
+                                             values=value).astype(float) for e in engines}
+    finite = np.concatenate([g.to_numpy().ravel() for g in grids.values()])
+    finite = finite[np.isfinite(finite)]
+    vmin, vmax = (0.0, 1.0) if value == "graph_fraction" else (0.0, max(1.0, finite.max(initial=0)))
+    image = None
+    for ax, engine in zip(axes, engines):
+        grid = grids[engine]
+        image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap=cmap,
+                          vmin=vmin, vmax=vmax, interpolation="nearest")
+        ax.set_xticks(range(grid.shape[1]), [str(k) for k in grid.columns])
+        step = max(1, len(grid.index) // 12)
+        ax.set_yticks(range(0, len(grid.index), step), [str(s) for s in grid.index[::step]])
+        if grid.size <= 120:  # small maps: print each cell's value
+            for (i, j), v in np.ndenumerate(grid.to_numpy()):
+                text = "" if not np.isfinite(v) else (f"{v:.2f}" if value == "graph_fraction" else f"{v:.0f}")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7)
+        ax.set_title(engine)
+        ax.set_xlabel("num_speculative_tokens k")
+        ax.set_ylabel("max_num_seqs")
+    fig.colorbar(image, ax=list(axes), label=label, shrink=0.9)
+    where = ""
+    if "backend" in df.columns and "device" in df.columns:
+        where = f" (rows labelled {_one(df, 'backend')} on {_one(df, 'device')})"
+    blank = "; blank: no crash" if value == "first_crash_n" else ""
+    fig.suptitle(f"Crash map: {label}\ncomputed from each engine's sizing rules, not measured "
+                 f"on any device{where}{blank}", fontsize=10)
+    return fig
+
+
+def plot_graph_memory(df: pd.DataFrame) -> Figure:
+    """Graph memory per captured size and cumulative, shared vs separate pools; capture time.
+
+    `memory_bytes` is what each capture adds (measured: the free-memory drop; predicted: the
+    growth of the predicted pool), so in a shared pool captured largest first the smaller graphs
+    add little. Captures run largest first: the cumulative value at size s covers s and every
+    larger size.
+    """
+    _require(df, ("graph_pool", "capture_size", "memory_bytes", "cumulative_bytes", "capture_ms",
+                  "memory_kind"))
+    measured = _one(df, "memory_kind") == "measured"
+    fig = Figure(figsize=(14, 4.4), layout="constrained")
+    per_graph, cumulative, capture = fig.subplots(1, 3)
+    for pool, marker in zip(sorted(df["graph_pool"].unique()), "os^"):
+        rows = df[df["graph_pool"] == pool].sort_values("capture_size")
+        style = dict(marker=marker, ms=4, lw=1, label=f"{pool} pool")
+        per_graph.plot(rows["capture_size"], rows["memory_bytes"] / MIB, **style)
+        cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
+        capture.plot(rows["capture_size"], rows["capture_ms"], **style)
+    per_graph.set_title("memory each capture adds", fontsize=9)
+    per_graph.set_ylabel("graph memory (MiB)")
+    cumulative.set_title("this size and all larger ones (captured largest first)", fontsize=9)
+    cumulative.set_ylabel("cumulative graph memory (MiB)")
+    capture.set_title("capture time of each graph" if measured
+                      else "emulated capture: one eager step, no graph recorded", fontsize=9)
+    capture.set_ylabel("capture time (ms)")
+    for ax in (per_graph, cumulative, capture):
+        ax.set_xlabel("captured batch size (rows)")
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=8)
+    fig.suptitle(provenance_title(df, "CUDA graph memory against batch size"), fontsize=10)
+    return fig
+
+
+def plot_spec_decode(df: pd.DataFrame) -> Figure:
+    """Speculative decoding per sizing policy, one bar group per (max_num_seqs, k).
+
+    Panels: decode tokens per second, the share of scorer steps that replayed a graph, and the
+    target model's graph memory. Acceptance does not depend on the policy (same load, same
+    models); it is printed under each group.
+    """
+    _require(df, ("policy", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
+                  "scorer_graph_fraction", "target_graph_memory_bytes", "acceptance_rate",
+                  "memory_kind"))
+    configs = df[["max_num_seqs", "num_speculative_tokens"]].drop_duplicates().sort_values(
+        ["max_num_seqs", "num_speculative_tokens"]).to_records(index=False)
+    policies = list(dict.fromkeys(df["policy"]))
+    width = 0.8 / len(policies)
+    fig = Figure(figsize=(14, 4.6), layout="constrained")
+    axes = fig.subplots(1, 3)
+    panels = (("tokens_per_s", 1.0, "decode throughput (tokens/s)"),
+              ("scorer_graph_fraction", 1.0, "scorer steps on a graph (fraction)"),
+              ("target_graph_memory_bytes", 1 / MIB, "target graph memory (MiB)"))
+    labels = []
+    for seqs, k in configs:
+        cell = df[(df["max_num_seqs"] == seqs) & (df["num_speculative_tokens"] == k)]
+        labels.append(f"S={seqs}, k={k}\naccept {cell['acceptance_rate'].mean():.2f}")
+    x = np.arange(len(configs))
+    for i, policy in enumerate(policies):
+        rows = df[df["policy"] == policy].set_index(["max_num_seqs", "num_speculative_tokens"])
+        for ax, (column, scale, _) in zip(axes, panels):
+            values = [rows[column].get((s, k), np.nan) * scale for s, k in configs]
+            ax.bar(x + (i - (len(policies) - 1) / 2) * width, values, width, label=policy)
+    for ax, (_, _, label) in zip(axes, panels):
+        ax.set_xticks(x, labels, fontsize=8)
+        ax.set_xlabel("max_num_seqs S, num_speculative_tokens k")
+        ax.set_ylabel(label)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
+        ax.legend(fontsize=8, loc="upper left")
+    axes[1].set_ylim(0, 1.25)
+    fig.suptitle(provenance_title(df, "Speculative decoding (batch-expansion scorer) per sizing "
+                                  "policy"), fontsize=10)
+    return fig

@@ -1,0 +1,119 @@
+#!/usr/bin/env python
+"""Execute every notebook headless with papermill and print a summary table.
+
+    python scripts/run_notebooks.py [--out build] [--ci] [--only NAME ...]
+
+Executed copies go to <out>/notebooks/<name>.ipynb; what a notebook writes (figures, CSVs) goes
+to <out>/<name>/, passed to it as the `out_dir` parameter. `--ci` passes `ci=True`, which the
+notebooks turn into small sizes. Exit status 1 when any notebook failed or did not write what it
+promises (EXPECTED_OUTPUTS).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOK_DIR = ROOT / "notebooks"
+# Kernels inherit this. The tiny model's CPU steps are overhead-bound: two OpenMP threads spinning
+# against each other on a busy 2-core machine made the notebooks' sweeps ~20x slower. Rows record
+# the thread count in their device name. Set OMP_NUM_THREADS yourself to override.
+KERNEL_ENV = {"OMP_NUM_THREADS": "1"}
+# Files each notebook promises to write under its out_dir; the runner checks them.
+EXPECTED_OUTPUTS = {
+    "00_setup_check": ("setup.json",),
+    "01_cuda_graphs_first_principles": ("graph_pool.png",),
+    "02_the_crash": ("traceback.txt", "crash_dispatch.csv", "crash.json"),
+    "03_the_guard_fix": ("guard_steps.csv",),
+    "04_adaptive_sizing": ("crash_map.csv", "crash_map_before_after.png",
+                           "graph_fraction_before_after.png", "adaptive_graph_memory.png",
+                           "vllm_v1_graph_fraction.png"),
+    "05_latency_and_memory": ("latency.csv", "graph_memory.csv", "spec_decode.csv",
+                              "spec_decode_steps.csv", "crash_map.csv", "latency.png",
+                              "graph_memory.png", "spec_decode.png", "crash_map.png"),
+}
+
+
+@dataclass(frozen=True)
+class Result:
+    notebook: str
+    seconds: float
+    status: str          # "ok" | "failed" | "missing outputs"
+    detail: str = ""     # the error's last line, or the missing files
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def notebook_names() -> list[str]:
+    return sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+
+
+def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
+    """Run one notebook with cwd=notebooks/ (as in Jupyter) and check its promised outputs."""
+    import papermill  # imported here so --help works without the notebook extras
+
+    for key, value in KERNEL_ENV.items():
+        os.environ.setdefault(key, value)
+    out = Path(out).resolve()
+    out_dir = out / name
+    out_dir.mkdir(parents=True, exist_ok=True)
+    executed = out / "notebooks" / f"{name}.ipynb"
+    executed.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(NOTEBOOK_DIR / f"{name}.ipynb"), str(executed),
+            parameters={"ci": ci, "out_dir": str(out_dir)},
+            kernel_name="python3", cwd=str(NOTEBOOK_DIR), progress_bar=False)
+    except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
+        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+        return Result(name, time.perf_counter() - start, "failed", lines[-1] if lines else repr(exc))
+    seconds = time.perf_counter() - start
+    missing = [f for f in EXPECTED_OUTPUTS.get(name, ()) if not (out_dir / f).is_file()]
+    if missing:
+        return Result(name, seconds, "missing outputs", ", ".join(missing))
+    return Result(name, seconds, "ok")
+
+
+def run_notebooks(out: Path = ROOT / "build", ci: bool = False,
+                  only: list[str] | None = None) -> list[Result]:
+    names = notebook_names()
+    if only:
+        unknown = sorted(set(only) - set(names))
+        if unknown:
+            raise SystemExit(f"unknown notebook(s) {unknown}; known: {', '.join(names)}")
+        names = [n for n in names if n in only]
+    return [run_notebook(name, out, ci) for name in names]
+
+
+def summary(results: list[Result]) -> str:
+    width = max([len("notebook")] + [len(r.notebook) for r in results])
+    lines = [f"{'notebook':<{width}}  {'seconds':>7}  status"]
+    for r in results:
+        lines.append(f"{r.notebook:<{width}}  {r.seconds:7.1f}  {r.status}"
+                     + (f": {r.detail}" if r.detail else ""))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build",
+                        help="where executed notebooks and their outputs go (default: build/)")
+    parser.add_argument("--ci", action="store_true", help="small parameters (ci=True)")
+    parser.add_argument("--only", action="append", metavar="NAME",
+                        help="run only this notebook (name without .ipynb); repeatable")
+    args = parser.parse_args(argv)
+    results = run_notebooks(args.out, args.ci, args.only)
+    print(summary(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,185 @@
+"""bench: tidy rows with provenance, CSVs written atomically, the `bench` command."""
+
+import pandas as pd
+import pytest
+import torch
+
+from graphlab import bench
+from graphlab.cli import main
+from graphlab.errors import GraphlabError
+from graphlab.provenance import FIELDS
+
+# Every sweep's shape at a size that runs in seconds on one CPU core.
+TINY = bench.replace_suite(
+    "quick", name="tiny-test", latency_batch_sizes=(1, 3), repeats=2, warmup=1, max_seq_len=16,
+    memory_max_num_seqs=4, spec_max_num_seqs=(2,), spec_num_speculative_tokens=(2,),
+    spec_num_requests_per_seq=1, spec_max_tokens=4, spec_max_model_len=24,
+    crash_map_engines=("vllm-0.5.5", "vllm-0.6.0"), crash_map_max_num_seqs=range(1, 5),
+    crash_map_k=range(0, 3))
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    return bench.run_bench(TINY, "cpu", out, progress=False)
+
+
+def test_every_sweep_writes_its_csv(written):
+    assert sorted(written) == sorted(bench.SWEEPS)
+    for name, path in written.items():
+        assert path.name == f"{name}.csv"
+        assert len(pd.read_csv(path)) > 0
+
+
+def test_every_row_carries_provenance(written):
+    for path in written.values():
+        frame = pd.read_csv(path)
+        assert list(frame.columns[-len(FIELDS):]) == list(FIELDS)
+        assert frame[list(FIELDS)].notna().all().all(), path
+        assert set(frame["backend"]) == {"cpu-emulated"}
+        assert set(frame["model"]) == {"tiny"} and set(frame["dtype"]) == {"float32"}
+
+
+def test_memory_on_cpu_is_labelled_predicted(written):
+    for name in ("graph_memory", "spec_decode"):
+        assert set(pd.read_csv(written[name])["memory_kind"]) == {"predicted"}
+
+
+def test_latency_rows_cover_both_modes_and_the_padded_size(written):
+    frame = pd.read_csv(written["latency"])
+    assert set(frame["mode"]) == {"eager", "graph"}
+    graph = frame[frame["mode"] == "graph"].set_index("batch_size")
+    assert graph.loc[3, "graph_size"] == 4  # V0 pads 3 rows to the size-4 graph
+    assert (frame["p90_ms"] >= frame["median_ms"]).all()
+
+
+def test_spec_decode_rows_per_policy(written):
+    frame = pd.read_csv(written["spec_decode"])
+    assert list(frame["policy"]) == list(TINY.spec_policies)
+    by_policy = frame.set_index("policy")
+    # Adaptive captures the expanded batch: every scorer step replays a graph.
+    assert by_policy.loc["adaptive", "scorer_graph_fraction"] == 1.0
+    assert by_policy.loc["vllm-0.6.0", "scorer_graph_fraction"] < 1.0
+
+
+def test_spec_decode_steps_show_which_scorer_batches_lost_their_graphs(written):
+    frame = pd.read_csv(written["spec_decode_steps"])
+    decode = frame[frame["kind"] == "decode"]
+    guard = decode[decode["policy"] == "vllm-0.6.0"]
+    # max_num_seqs=2: the guard graphs up to 2 rows; expanded batches (2*(k+1) = 6) run eagerly.
+    assert (guard[guard["path"] == "eager"]["batch_size"] > 2).all()
+    assert (guard["batch_size"] == 6).any()
+    assert set(decode[decode["policy"] == "adaptive"]["path"]) == {"graph"}
+    assert set(frame["dtype"]) == {"float32"}
+
+
+def test_crash_map_matches_the_worked_example(written):
+    frame = pd.read_csv(written["crash_map"]).set_index(["engine", "max_num_seqs",
+                                                         "num_speculative_tokens"])
+    assert frame.loc[("vllm-0.5.5", 4, 2), "num_crash"] > 0
+    assert frame.loc[("vllm-0.6.0", 4, 2), "num_crash"] == 0
+
+
+def test_with_provenance_keeps_a_rows_own_values():
+    prov = dict.fromkeys(FIELDS, "x") | {"backend": "cpu-emulated"}
+    frame = bench.with_provenance([{"preset": "tiny", "backend": "cuda-graph", "v": 1}], prov)
+    assert frame.loc[0, "backend"] == "cuda-graph"
+    assert frame.loc[0, "model"] == "tiny" and "preset" not in frame.columns
+    assert list(frame.columns) == ["v", *FIELDS]
+
+
+def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monkeypatch):
+    (tmp_path / "graph_memory.csv").write_text("old\n")
+
+    def broken(suite, device):
+        raise KeyboardInterrupt  # as if the reader pressed Ctrl-C mid-sweep
+
+    monkeypatch.setitem(bench._SWEEP_FUNCTIONS, "graph_memory", broken)
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"),
+                        progress=False)
+    assert len(pd.read_csv(tmp_path / "crash_map.csv")) == 2 * 4 * 3
+    assert (tmp_path / "graph_memory.csv").read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["crash_map.csv", "graph_memory.csv"]
+
+
+def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
+    target = tmp_path / "crash_map.csv"
+    target.write_text("old\n")
+    frame = bench.crash_map_sweep(TINY, "cpu")
+
+    def interrupted(self, handle, **kwargs):
+        handle.write("engine,max_num")  # half a header, then the interrupt
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        bench.export({"crash_map": frame}, tmp_path)
+    assert target.read_text() == "old\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["crash_map.csv"]
+
+
+def test_suite_fields_are_validated():
+    with pytest.raises(GraphlabError, match="repeats=.*>= 1"):
+        bench.replace_suite("quick", repeats=0)
+    with pytest.raises(GraphlabError, match="latency_batch_sizes"):
+        bench.replace_suite("quick", latency_batch_sizes=())
+    with pytest.raises(GraphlabError, match="spec_policies.*vllm-0.5.5"):
+        bench.replace_suite("quick", spec_policies=("sglang",))
+
+
+def test_bad_suite_and_sweep_names():
+    with pytest.raises(GraphlabError, match="quick"):
+        bench.get_suite("medium")
+    with pytest.raises(GraphlabError, match="latency"):
+        bench.run_bench(TINY, "cpu", "unused", sweeps=("latncy",))
+
+
+def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(bench.SUITES, "quick", TINY)
+    assert main(["bench", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "crash_map.csv: 24 rows, cpu-emulated on cpu" in out
+    assert "graph_memory.csv" in out and "memory predicted" in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
+def test_bench_command_refuses_cuda_without_a_gpu(tmp_path, capsys):
+    assert main(["bench", "--device", "cuda", "--out", str(tmp_path)]) == 2
+    assert "no CUDA device" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_provenance_names_the_backend_and_reads_versions_without_importing_vllm():
+    import sys
+
+    from graphlab.provenance import provenance
+
+    imported_before = "vllm" in sys.modules
+    prov = provenance("cpu", dtype=torch.bfloat16, model="tiny")
+    assert list(prov) == list(FIELDS)
+    assert prov["backend"] == "cpu-emulated" and prov["device"].startswith("cpu: ")
+    assert prov["dtype"] == "bfloat16" and prov["torch_version"] == torch.__version__
+    assert prov["vllm_version"] == "not installed" or prov["vllm_version"].startswith("vllm")
+    assert imported_before or "vllm" not in sys.modules  # metadata only: no 10 s import
+
+
+def test_provenance_rejects_unknown_devices():
+    from graphlab.provenance import resolve_device
+
+    with pytest.raises(GraphlabError, match="auto, cpu, cuda"):
+        resolve_device("tpu")
+
+
+def test_git_commit_override_for_copies_without_git(monkeypatch):
+    from graphlab.provenance import git_commit
+
+    monkeypatch.setenv("GRAPHLAB_GIT_COMMIT", "abc123")
+    assert git_commit() == "abc123"
+
+
+def test_package_version_of_a_missing_package():
+    from graphlab.provenance import package_version
+
+    assert package_version("no_such_package_xyz") == "not installed"

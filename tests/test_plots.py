@@ -1,0 +1,170 @@
+"""Plots on small hand-made frames: a Figure comes back, and its text names backend, device and units."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib.figure import Figure
+
+from graphlab import plots
+from graphlab.audit import crash_map
+from graphlab.errors import GraphlabError
+from graphlab.sizing import SizingConfig, get_policy
+
+CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}
+GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
+
+
+def _texts(fig: Figure) -> str:
+    """Every title, axis label, tick-free text and legend entry in the figure, joined."""
+    parts = [fig.get_suptitle()]
+    for ax in fig.axes:
+        parts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
+        legend = ax.get_legend()
+        if legend is not None:
+            parts += [t.get_text() for t in legend.get_texts()]
+    return "\n".join(parts)
+
+
+def latency_frame(engine="vllm-0.6.0", prov=CPU) -> pd.DataFrame:
+    policy, cfg = get_policy(engine), SizingConfig(8, 4)
+    rows = []
+    for n in range(1, 41):
+        rows.append(dict(engine=engine, batch_size=n, mode="eager", path="eager", graph_size=np.nan,
+                         median_ms=1 + 0.05 * n, p90_ms=1.1 + 0.05 * n))
+        d = policy.dispatch(n, cfg)
+        ms = {"graph": 0.3 + 0.01 * (d.graph_size or 0), "eager": 1 + 0.05 * n}.get(d.path, np.nan)
+        rows.append(dict(engine=engine, batch_size=n, mode="graph", path=d.path,
+                         graph_size=d.graph_size, median_ms=ms, p90_ms=ms * 1.1))
+    return pd.DataFrame(rows).assign(**prov)
+
+
+def memory_frame(kind="predicted", prov=CPU) -> pd.DataFrame:
+    rows = []
+    for pool in ("shared", "separate"):
+        total = 0
+        for size in (1, 2, 4, 8):
+            b = size * 2**20 if pool == "separate" else (8 * 2**20 if size == 8 else 0)
+            total += b
+            rows.append(dict(engine="vllm-0.6.0", graph_pool=pool, capture_size=size, memory_bytes=b,
+                             cumulative_bytes=total, capture_ms=10.0 + size, memory_kind=kind))
+    return pd.DataFrame(rows).assign(**prov)
+
+
+def test_latency_figure_names_backend_device_and_units():
+    fig = plots.plot_latency(latency_frame())
+    text = _texts(fig)
+    assert isinstance(fig, Figure)
+    assert "cpu-emulated" in text and "Test CPU" in text and "not a GPU measurement" in text
+    assert "(ms)" in text and "(rows" in text
+    # The largest captured size (8 for max_num_seqs=8) is marked: the eager cliff starts above it.
+    assert "largest captured size 8" in "\n".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_latency_marks_the_crashes_of_vllm_055():
+    fig = plots.plot_latency(latency_frame("vllm-0.5.5"))
+    assert "graph mode: KeyError" in _texts(fig)
+
+
+def test_latency_on_gpu_does_not_claim_emulation():
+    text = _texts(plots.plot_latency(latency_frame(prov=GPU)))
+    assert "cuda-graph" in text and "NVIDIA H200" in text
+    assert "emulated" not in text
+
+
+def test_memory_figure_spells_out_predicted():
+    fig = plots.plot_graph_memory(memory_frame())
+    text = _texts(fig)
+    assert "PREDICTED" in text and "cpu-emulated" in text
+    assert "(MiB)" in text and "capture time (ms)" in text
+    assert "shared pool" in text and "separate pool" in text
+
+
+def test_memory_figure_measured_on_gpu():
+    text = _texts(plots.plot_graph_memory(memory_frame("measured", GPU)))
+    assert "measured" in text and "PREDICTED" not in text
+
+
+@pytest.mark.parametrize("value", ["num_crash", "first_crash_n", "graph_fraction"])
+def test_crash_map_heatmap_per_engine(value):
+    df = crash_map(["vllm-0.5.5", "vllm-0.6.0"], range(1, 9), range(0, 5))
+    fig = plots.plot_crash_map(df, value)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert "vllm-0.5.5" in titles and "vllm-0.6.0" in titles
+    assert "not measured" in fig.get_suptitle()
+    assert "max_num_seqs" in _texts(fig) and "num_speculative_tokens" in _texts(fig)
+    # The 0.5.5 panel's image is the crash count grid itself (max_num_seqs rows by k columns).
+    if value == "num_crash":
+        image = fig.axes[0].images[0].get_array()
+        assert image.shape == (8, 5)
+        assert image[7, 4] > 0 and image[7, 0] == 0  # crashes need speculation
+
+
+def test_mixed_backends_are_refused():
+    mixed = pd.concat([latency_frame(), latency_frame(prov=GPU)])
+    with pytest.raises(GraphlabError, match="mixes backend"):
+        plots.plot_latency(mixed)
+
+
+def test_missing_columns_are_named():
+    with pytest.raises(GraphlabError, match="median_ms"):
+        plots.plot_latency(latency_frame().drop(columns="median_ms"))
+    with pytest.raises(GraphlabError, match="value"):
+        plots.plot_crash_map(crash_map("vllm-0.5.5", range(1, 3), range(0, 2)), "latency")
+
+
+def spec_frame(prov=CPU) -> pd.DataFrame:
+    rows = []
+    for seqs, k in ((8, 2), (8, 4)):
+        for policy, fraction, memory in (("vllm-0.6.0", 0.3, 2**20), ("adaptive", 1.0, 5 * 2**20)):
+            rows.append(dict(policy=policy, max_num_seqs=seqs, num_speculative_tokens=k,
+                             tokens_per_s=100.0 * k, scorer_graph_fraction=fraction,
+                             target_graph_memory_bytes=memory, acceptance_rate=0.25,
+                             memory_kind="predicted"))
+    return pd.DataFrame(rows).assign(**prov)
+
+
+def test_spec_decode_figure_compares_policies_per_config():
+    fig = plots.plot_spec_decode(spec_frame())
+    text = _texts(fig)
+    assert "vllm-0.6.0" in text and "adaptive" in text
+    assert "(tokens/s)" in text and "(MiB)" in text and "(fraction)" in text
+    assert "PREDICTED" in text and "cpu-emulated" in text
+    throughput = fig.axes[0]
+    # Two configs x two policies: four bars; adaptive's graph fraction bars reach 1.
+    assert len(throughput.patches) == 4
+    heights = sorted(p.get_height() for p in fig.axes[1].patches)
+    assert heights == [0.3, 0.3, 1.0, 1.0]
+    labels = [t.get_text() for t in throughput.get_xticklabels()]
+    assert labels[0].startswith("S=8, k=2") and "accept 0.25" in labels[0]
+
+
+def test_make_figures_prefers_gpu_csvs_and_falls_back_to_cpu(tmp_path):
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "make_figures.py"
+    spec = importlib.util.spec_from_file_location("make_figures", script)
+    make_figures = importlib.util.module_from_spec(spec)
+    sys.modules["make_figures"] = make_figures
+    spec.loader.exec_module(make_figures)
+
+    cpu, h200 = tmp_path / "data" / "cpu", tmp_path / "data" / "h200"
+    cpu.mkdir(parents=True)
+    h200.mkdir()
+    model = {"model": "tiny", "dtype": "float32"}
+    latency_frame(prov=GPU).assign(**model).to_csv(h200 / "latency.csv", index=False)
+    memory_frame().assign(**model).to_csv(cpu / "graph_memory.csv", index=False)
+    spec_frame().assign(**model).to_csv(cpu / "spec_decode.csv", index=False)
+    crash_map(["vllm-0.5.5", "vllm-0.6.0", "adaptive"], range(1, 5), range(0, 3)).to_csv(
+        cpu / "crash_map.csv", index=False)
+    out = tmp_path / "figures"
+    assert make_figures.main(["--data", str(tmp_path / "data"), "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        f"{n}.png" for n in ("latency", "graph_memory", "spec_decode", "crash_map", "graph_fraction"))
+    assert make_figures.source(tmp_path / "data", "latency.csv") == h200 / "latency.csv"
+    assert make_figures.source(tmp_path / "data", "spec_decode.csv") == cpu / "spec_decode.csv"
