@@ -59,6 +59,9 @@ class Suite:
     crash_map_engines: tuple[str, ...] | str
     crash_map_max_num_seqs: range
     crash_map_k: range
+    # The latency runner's capture limit (as the policy sizes it); batch sizes above it run
+    # eagerly in graph mode (the eager cliff). None: max(latency_batch_sizes), no cliff.
+    latency_max_num_seqs: int | None = None
 
     def __post_init__(self):
         positive = {"latency_batch_sizes": self.latency_batch_sizes,
@@ -70,6 +73,8 @@ class Suite:
                     "spec_max_tokens": (self.spec_max_tokens,)}
         non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
                         "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
+        if self.latency_max_num_seqs is not None:  # None: the default capture limit
+            positive["latency_max_num_seqs"] = (self.latency_max_num_seqs,)
         for bound, fields in ((1, positive), (0, non_negative)):
             for name, values in fields.items():
                 if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
@@ -96,17 +101,20 @@ SUITES = {
         spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
         spec_max_model_len=48,
         crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
-        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9)),
+        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
+        latency_max_num_seqs=24),  # batches 25..32 fall off the graphs: the eager cliff
     # Minutes on a GPU: V0's whole capture list, and the full crash map.
     "full": Suite(
         name="full", preset=None, dtype=None,
-        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256.
-        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 257, 8)),
+        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256 (the
+        # capture limit) and on to 320, which run eagerly: the eager cliff.
+        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 321, 8)),
         repeats=50, warmup=5, max_seq_len=256, memory_max_num_seqs=256,
         spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
-        spec_num_speculative_tokens=(2, 4, 8), spec_num_requests_per_seq=2, spec_max_tokens=32,
+        spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
         spec_max_model_len=96,
-        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9)),
+        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
+        latency_max_num_seqs=256),
 }
 
 
@@ -142,10 +150,15 @@ def _setup(suite: str | Suite, device: str):
 
 
 def latency_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """Decode step latency per batch size, eager and graph replay (measure_latency's rows)."""
+    """Decode step latency per batch size, eager and graph replay (measure_latency's rows).
+
+    Graphs are captured up to suite.latency_max_num_seqs; larger batches run eagerly in graph
+    mode too (under the vllm-0.6.0 guard), which is the eager cliff.
+    """
     suite, dev, preset, dtype, prov = _setup(suite, device)
     rows = measure_latency(preset, dtype, dev, suite.latency_batch_sizes, suite.repeats,
-                           suite.warmup, suite.max_seq_len)
+                           suite.warmup, suite.max_seq_len,
+                           max_num_seqs=suite.latency_max_num_seqs)
     return with_provenance(rows, prov)
 
 
@@ -174,7 +187,7 @@ def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") 
     times, over the "coverage" load (every reachable scorer batch size once, so each size's path
     under each policy appears).
     """
-    suite, dev, preset, _, prov = _setup(suite, device)
+    suite, dev, preset, dtype, prov = _setup(suite, device)
     frames = []
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
@@ -183,14 +196,12 @@ def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") 
                                             num_requests=suite.spec_num_requests_per_seq * seqs,
                                             max_tokens=suite.spec_max_tokens,
                                             max_model_len=suite.spec_max_model_len, device=dev,
-                                            preset=preset, load="coverage")
+                                            preset=preset, dtype=dtype, load="coverage")
                 frames.append(output.steps_frame().assign(policy=policy, max_num_seqs=seqs,
                                                           num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
     lead = ["policy", "max_num_seqs", "num_speculative_tokens"]
-    # run_speculative builds its models in float32 whatever the suite's dtype.
-    return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]],
-                           prov | {"dtype": "float32"})
+    return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]], prov)
 
 
 def crash_map_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:

@@ -151,18 +151,19 @@ def weight_bytes(model: LlamaForCausalLM) -> int:
 def measure_latency(preset: str = "100m", dtype: str = "bfloat16", device: str = "auto",
                     batch_sizes=(1, 2, 4, 8, 16, 32, 64, 128, 256), repeats: int = 50,
                     warmup: int = 5, max_seq_len: int = 256, policy: str = "vllm-0.6.0",
-                    seed: int = 0) -> list[dict]:
+                    seed: int = 0, max_num_seqs: int | None = None) -> list[dict]:
     """Step latency per batch size, eager and graph replay, one row per (batch size, mode).
 
-    Graphs are captured for policy.capture_sizes(max_num_seqs = max(batch_sizes)), so batch
-    sizes between captured ones are padded; rows past the graph limit run eagerly in both modes.
-    Every row is one slot per sequence at position max_seq_len // 2.
+    Graphs are captured for policy.capture_sizes(max_num_seqs) (default: max(batch_sizes)), so
+    batch sizes between captured ones are padded, and batch sizes past the graph limit run
+    eagerly in graph mode too: under vllm-0.6.0's guard, sweeping beyond max_num_seqs shows the
+    eager cliff. The KV cache has max(batch_sizes) slots, so every batch fits; every row is one
+    slot per sequence at position max_seq_len // 2.
     """
     dev = resolve_device(device)
     model = build_model(preset, seed=seed, dtype=dtype, device=dev)
-    max_num_seqs = max(batch_sizes)
-    model.allocate_kv_cache(max_num_seqs, max_seq_len)
-    cfg = SizingConfig(max_num_seqs=max_num_seqs)
+    model.allocate_kv_cache(max(batch_sizes), max_seq_len)
+    cfg = SizingConfig(max_num_seqs=max(batch_sizes) if max_num_seqs is None else max_num_seqs)
     runners = {"eager": ModelRunner(model, policy, cfg, enforce_eager=True),
                "graph": ModelRunner(model, policy, cfg)}
     for runner in runners.values():
@@ -179,7 +180,8 @@ def measure_latency(preset: str = "100m", dtype: str = "bfloat16", device: str =
             times = np.array([s.time_ms for s in steps])
             rows.append(dict(
                 origin, backend=runner.backend, engine=runner.policy.name, mode=mode,
-                batch_size=n, path=steps[0].path, graph_size=steps[0].graph_size,
+                max_num_seqs=cfg.max_num_seqs, batch_size=n, path=steps[0].path,
+                graph_size=steps[0].graph_size,
                 median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
                 min_ms=float(times.min()), repeats=repeats, warmup=warmup,
                 max_seq_len=max_seq_len, weight_bytes=weight_bytes(model),

@@ -633,15 +633,18 @@ def run_speculative(policy: str = "vllm-0.5.5", max_num_seqs: int = 8,
                     num_requests: int = 16, max_tokens: int = 32, max_model_len: int = 64,
                     seed: int = 0, device: str = "auto", scorer: str = "batch-expansion",
                     temperature: float = 0.0, preset: str = "tiny",
-                    log=None, load: str = "mixed") -> tuple[SpecDecodeEngine, GenerateOutput]:
+                    log=None, load: str = "mixed",
+                    dtype: str = "float32") -> tuple[SpecDecodeEngine, GenerateOutput]:
     """Speculative decoding of a load (see load_requests); vllm-0.5.5 raises the engine's KeyError.
+
+    Target and draft are built in `dtype` (logits stay float32 either way).
 
     `log`, if given, receives a line describing the setup before generation starts.
     """
     dev = resolve_device(device)
     config = SpecDecodeConfig(max_num_seqs, num_speculative_tokens, policy=policy, scorer=scorer,
                               temperature=temperature, max_model_len=max_model_len, seed=seed)
-    target = build_target(preset, seed=seed, device=dev)
+    target = build_target(preset, seed=seed, dtype=dtype, device=dev)
     drafter = build_draft(target, draft, seed=seed + 1) if num_speculative_tokens else None
     requests = load_requests(load, num_requests, max_num_seqs, num_speculative_tokens, max_tokens,
                              max_model_len, target.config.vocab_size, seed)

@@ -1,8 +1,14 @@
-"""The GPU check's sweeps: decode latency and graph memory per preset, CSVs and a target table.
+"""The GPU check's Python steps, each a thin call into graphlab.bench (scripts/gpu_check.sh runs
+each under its own timeout, so a hung step costs only its own time).
 
-On the H200: `PYTHONPATH=. python scripts/gpu_bench.py --out $OUT` (bf16, presets 100m and 1b).
-Dry run anywhere: `--device cpu --small` (tiny preset, few sizes; rows say cpu-emulated and the
-memory is predicted). Writes latency.csv, graph_memory.csv, targets.csv and targets.txt under --out.
+    sweep:   python scripts/gpu_bench.py sweep --out DIR [--suite full] [--device auto]
+                 [--preset 1b] latency graph_memory
+             bench.run_bench of the named sweeps of a suite, the suite's preset replaced when
+             --preset is given; writes DIR/<sweep>.csv as each sweep finishes.
+    report:  python scripts/gpu_bench.py report --out DIR --small 100m --large 1b
+             the target table (runner.summarize_targets) from DIR/<small>/ and DIR/<large>/,
+             written to DIR/targets.csv, and the speculative-decoding headline from
+             DIR/<small>/spec_decode.csv; prints both. A missing CSV is reported, not fatal.
 """
 
 from __future__ import annotations
@@ -13,45 +19,77 @@ from pathlib import Path
 
 import pandas as pd
 
+from graphlab import bench
 from graphlab.export import write_csv_atomic
-from graphlab.runner import measure_graph_memory, measure_latency, summarize_targets
+from graphlab.runner import summarize_targets
 
-FULL = dict(presets=("100m", "1b"), batch_sizes=(1, 2, 3, 4, 8, 12, 16, 32, 64, 100, 128, 256),
-            repeats=50, warmup=5, max_num_seqs=256, max_seq_len=256)
-SMALL = dict(presets=("tiny",), batch_sizes=(1, 3, 8), repeats=3, warmup=1, max_num_seqs=16,
-             max_seq_len=32)
+HEADLINE = ["policy", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
+            "scorer_graph_fraction", "num_target_graphs", "target_graph_MiB", "memory_kind",
+            "mean_acceptance_length"]
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
-    parser.add_argument("--device", default="auto", help="auto | cuda | cpu")
-    parser.add_argument("--dtype", default="bfloat16", help="float32 | bfloat16")
-    parser.add_argument("--small", action="store_true", help="tiny preset, few sizes (dry run)")
-    args = parser.parse_args()
-    plan = SMALL if args.small else FULL
-    args.out.mkdir(parents=True, exist_ok=True)
+def run_sweeps(args) -> None:
+    suite = bench.get_suite(args.suite)
+    if args.preset:
+        suite = bench.replace_suite(suite, preset=args.preset)
+    start = time.perf_counter()
+    paths = bench.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
+    print(bench.summary(paths))
+    print(f"{', '.join(args.sweeps)} ({suite.name} suite) in {time.perf_counter() - start:.1f} s")
+
+
+def _read(out: Path, name: str) -> pd.DataFrame | None:
+    if (out / name).is_file():
+        return pd.read_csv(out / name)
+    print(f"missing: {name} (its step failed or timed out; see steps.tsv and logs/)")
+    return None
+
+
+def report(args) -> int:
+    """Print the target table and the speculative-decoding headline; 1 when anything is missing."""
+    status = 0
     latency, memory = [], []
-    for preset in plan["presets"]:
-        start = time.perf_counter()
-        latency += measure_latency(preset, args.dtype, args.device, plan["batch_sizes"],
-                                   plan["repeats"], plan["warmup"], plan["max_seq_len"])
-        memory += measure_graph_memory(preset, args.dtype, args.device, plan["max_num_seqs"],
-                                       plan["max_seq_len"])
-        print(f"{preset}: sweeps done in {time.perf_counter() - start:.1f} s", flush=True)
-    latency_df, memory_df = pd.DataFrame(latency), pd.DataFrame(memory)
-    write_csv_atomic(latency_df, args.out / "latency.csv")
-    write_csv_atomic(memory_df, args.out / "graph_memory.csv")
-    # The launch-bound targets use the first preset, the bandwidth floor the last.
-    targets = pd.DataFrame(summarize_targets(latency, memory, plan["presets"][0],
-                                             plan["presets"][-1]))
-    write_csv_atomic(targets, args.out / "targets.csv")
-    columns = ["batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms"]
-    print(latency_df[["model"] + columns].to_string(index=False))
-    table = targets.to_string(index=False, float_format=lambda v: f"{v:.3g}")
-    (args.out / "targets.txt").write_text(table + "\n")
-    print(table)
+    for preset in dict.fromkeys((args.small, args.large)):
+        for name, rows in (("latency", latency), ("graph_memory", memory)):
+            frame = _read(args.out, f"{preset}/{name}.csv")
+            if frame is None:
+                status = 1
+            else:
+                rows += frame.to_dict("records")
+    if status == 0:
+        targets = pd.DataFrame(summarize_targets(latency, memory, args.small, args.large))
+        write_csv_atomic(targets, args.out / "targets.csv")
+        print("== targets (DESIGN.md §6)")
+        print(targets.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    spec = _read(args.out, f"{args.small}/spec_decode.csv")
+    if spec is None:
+        return 1
+    spec["target_graph_MiB"] = spec["target_graph_memory_bytes"] / 2**20
+    print(f"== speculative decoding, guard (vllm-0.6.0) vs adaptive: {args.small} "
+          f"{spec['dtype'].iloc[0]}, {spec['backend'].iloc[0]} on {spec['device'].iloc[0]}")
+    print(spec[HEADLINE].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
+    return status
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    steps = parser.add_subparsers(dest="step", required=True)
+    sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
+    sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
+    sweep.add_argument("--suite", default="full", help="a graphlab.bench suite (default full)")
+    sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
+    sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
+    sweep.add_argument("sweeps", nargs="+", choices=bench.SWEEPS)
+    summary = steps.add_parser("report", help="target table and speculative-decoding headline")
+    summary.add_argument("--out", type=Path, required=True, help="folder holding <preset>/")
+    summary.add_argument("--small", default="100m", help="preset of the launch-bound targets")
+    summary.add_argument("--large", default="1b", help="preset held against the bandwidth floor")
+    args = parser.parse_args()
+    if args.step == "sweep":
+        run_sweeps(args)
+        return 0
+    return report(args)
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -1,5 +1,12 @@
 """bench: tidy rows with provenance, CSVs written atomically, the `bench` command."""
 
+import os
+import stat
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+
 import pandas as pd
 import pytest
 import torch
@@ -7,6 +14,7 @@ import torch
 from graphlab import bench
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
+from graphlab.export import write_csv_atomic
 from graphlab.provenance import FIELDS
 
 # Every sweep's shape at a size that runs in seconds on one CPU core.
@@ -51,6 +59,47 @@ def test_latency_rows_cover_both_modes_and_the_padded_size(written):
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert graph.loc[3, "graph_size"] == 4  # V0 pads 3 rows to the size-4 graph
     assert (frame["p90_ms"] >= frame["median_ms"]).all()
+
+
+def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9),
+                                latency_max_num_seqs=4)
+    frame = bench.latency_sweep(suite, "cpu")
+    graph = frame[frame["mode"] == "graph"].set_index("batch_size")
+    assert list(graph["path"]) == ["graph", "graph", "graph", "eager", "eager"]
+    assert graph.loc[3, "graph_size"] == 4 and graph.loc[[5, 9], "graph_size"].isna().all()
+    assert set(frame[frame["mode"] == "eager"]["path"]) == {"eager"}
+    assert set(frame["max_num_seqs"]) == {4}
+
+
+def test_every_suite_sweeps_past_its_capture_limit():
+    for suite in bench.SUITES.values():
+        assert max(suite.latency_batch_sizes) > suite.latency_max_num_seqs, suite.name
+
+
+def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
+    seen = []
+
+    def spy(*args, **kwargs):
+        seen.append(kwargs["dtype"])
+        return run_speculative(*args, **kwargs)
+
+    run_speculative = bench.run_speculative
+    monkeypatch.setattr(bench, "run_speculative", spy)
+    frame = bench.spec_decode_steps_sweep(bench.replace_suite(TINY, dtype="bfloat16"), "cpu")
+    assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_policies)
+    assert set(frame["dtype"]) == {"bfloat16"}
+
+
+def test_csv_files_get_the_umask_permissions_not_mkstemps(tmp_path):
+    frame = pd.DataFrame({"a": [1]})
+    previous = os.umask(0o022)
+    try:
+        assert stat.S_IMODE(write_csv_atomic(frame, tmp_path / "a.csv").stat().st_mode) == 0o644
+        os.umask(0o077)
+        assert stat.S_IMODE(write_csv_atomic(frame, tmp_path / "b.csv").stat().st_mode) == 0o600
+    finally:
+        os.umask(previous)
 
 
 def test_spec_decode_rows_per_policy(written):
@@ -124,6 +173,8 @@ def test_suite_fields_are_validated():
         bench.replace_suite("quick", repeats=0)
     with pytest.raises(GraphlabError, match="latency_batch_sizes"):
         bench.replace_suite("quick", latency_batch_sizes=())
+    with pytest.raises(GraphlabError, match="latency_max_num_seqs=.*>= 1"):
+        bench.replace_suite("quick", latency_max_num_seqs=0)
     with pytest.raises(GraphlabError, match="spec_policies.*vllm-0.5.5"):
         bench.replace_suite("quick", spec_policies=("sglang",))
 
@@ -183,3 +234,26 @@ def test_package_version_of_a_missing_package():
     from graphlab.provenance import package_version
 
     assert package_version("no_such_package_xyz") == "not installed"
+
+
+def test_gpu_check_dry_run_packs_every_csv_into_one_archive(tmp_path):
+    root, out = Path(__file__).resolve().parents[1], tmp_path / "out"
+    env = os.environ | {"OUT": str(out), "PYTHON": sys.executable, "PYTHONPATH": str(root),
+                        "GRAPHLAB_GIT_COMMIT": "dryrun123"}
+    done = subprocess.run(["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
+                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    # The device tool brings back few files: everything else travels inside the archive.
+    assert sorted(p.name for p in out.iterdir()) == ["gpu_check.tar.gz", "summary.txt"]
+    with tarfile.open(out / "gpu_check.tar.gz") as archive:
+        names = set(archive.getnames())
+        latency = pd.read_csv(archive.extractfile("gpu_check/tiny/latency.csv"))
+    expected = {f"gpu_check/tiny/{sweep}.csv" for sweep in bench.SWEEPS} | {
+        f"gpu_check/{name}" for name in ("targets.csv", "environment.txt", "steps.tsv",
+                                         "summary.txt", "logs/gpu_tests.log")}
+    assert expected <= names
+    assert set(latency["git_commit"]) == {"dryrun123"}
+    assert set(latency[latency["mode"] == "graph"]["path"]) == {"graph", "eager"}  # the cliff
+    summary = (out / "summary.txt").read_text()
+    assert "replay speedup at batch 1" in summary and "adaptive" in summary
+    assert done.stdout.rstrip().endswith(summary.rstrip())  # the summary is printed last

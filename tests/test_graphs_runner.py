@@ -184,6 +184,7 @@ def test_sweeps_run_on_cpu_with_labelled_rows():
     graph_row = next(r for r in latency if r["mode"] == "graph" and r["batch_size"] == 3)
     assert (graph_row["path"], graph_row["graph_size"]) == ("graph", 4)
     assert all(r["backend"] == "cpu-emulated" and r["median_ms"] > 0 for r in latency)
+    assert {r["max_num_seqs"] for r in latency} == {8}  # default: the largest batch size
     memory = measure_graph_memory("tiny", dtype="float32", device="cpu", max_num_seqs=16,
                                   max_seq_len=16)
     shared = [r for r in memory if r["graph_pool"] == "shared"]
@@ -193,6 +194,17 @@ def test_sweeps_run_on_cpu_with_labelled_rows():
     assert shared[-1]["cumulative_bytes"] == shared[0]["predicted_bytes"]
     assert separate[-1]["cumulative_predicted_bytes"] == sum(r["predicted_bytes"] for r in separate)
     assert all(r["memory_kind"] == "predicted" and r["model"] == "tiny" for r in memory)
+
+
+def test_latency_past_the_capture_limit_falls_off_the_graphs():
+    latency = measure_latency("tiny", dtype="float32", device="cpu", batch_sizes=(1, 3, 8, 12),
+                              repeats=1, warmup=0, max_seq_len=16, max_num_seqs=8)
+    graph_mode = {r["batch_size"]: (r["path"], r["graph_size"])
+                  for r in latency if r["mode"] == "graph"}
+    # The guard captured up to 8; the 12-row batch (it has its own KV slots) runs eagerly.
+    assert graph_mode == {1: ("graph", 1), 3: ("graph", 4), 8: ("graph", 8), 12: ("eager", None)}
+    assert {r["path"] for r in latency if r["mode"] == "eager"} == {"eager"}
+    assert {r["max_num_seqs"] for r in latency} == {8}
 
 
 def test_bad_inputs_are_clear_errors(model):

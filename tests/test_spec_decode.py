@@ -12,7 +12,8 @@ from graphlab.model import ModelConfig
 from graphlab.sizing import SizingConfig, pad0
 from graphlab.spec_decode import (DRAFT_KINDS, SCORERS, Request, SpecDecodeConfig,
                                   SpecDecodeEngine, build_draft, build_target, coverage_requests,
-                                  load_requests, make_requests, spec_decode_benchmark)
+                                  load_requests, make_requests, run_speculative,
+                                  spec_decode_benchmark)
 from graphlab.workload import reachable_batch_sizes
 
 MAX_MODEL_LEN = 32
@@ -289,6 +290,15 @@ def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
     assert main(["repro", "--device", "cpu", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error:")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_run_speculative_builds_both_models_in_the_dtype(dtype):
+    engine, output = run_speculative("vllm-0.6.0", max_num_seqs=2, num_speculative_tokens=2,
+                                     num_requests=2, max_tokens=3, max_model_len=24,
+                                     device="cpu", dtype=dtype)
+    assert engine.target.dtype == engine.proposer.model.dtype == getattr(torch, dtype)
+    assert len(output.outputs) == 2 and all(output.outputs)  # both requests generated
 
 
 def test_benchmark_rows_on_cpu():
