@@ -8,6 +8,7 @@ GraphlabError, which `main` prints on one line (exit status 2, no traceback).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 
@@ -58,6 +59,15 @@ def _int_range(minimum: int):
         return range(bounds[0], bounds[1] + 1)
 
     return parse
+
+
+@contextlib.contextmanager
+def _writing_out(path):
+    """An OSError while writing --out is bad input (missing folder, no permission), not a crash."""
+    try:
+        yield
+    except OSError as error:
+        raise GraphlabError(f"cannot write --out {path!r}: {error.strerror or error}") from None
 
 
 def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
@@ -178,10 +188,8 @@ def run_crash_map(args) -> int:
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
         progress=args.engine == "all",
     )
-    try:
+    with _writing_out(args.out):
         write_csv_atomic(frame, args.out)
-    except OSError as error:
-        raise GraphlabError(f"cannot write --out {args.out!r}: {error.strerror or error}") from None
     print(f"wrote {len(frame)} rows to {args.out}")
     return 0
 
@@ -264,10 +272,8 @@ def add_bench_parser(subparsers) -> None:
 def run_bench(args) -> int:
     from graphlab import bench
 
-    try:
+    with _writing_out(args.out):
         paths = bench.run_bench(args.suite, args.device, args.out)
-    except OSError as error:
-        raise GraphlabError(f"cannot write --out {args.out!r}: {error.strerror or error}") from None
     print(bench.summary(paths))
     return 0
 

@@ -168,15 +168,14 @@ def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
     target_dir, draft_dir = export_pair(target, draft, directory)
     config = SpecDecodeConfig(max_num_seqs, num_speculative_tokens, max_model_len=max_model_len)
     result = SpecDecodeEngine(target, draft, config).generate(requests)
-    ours = {"outputs": result.outputs, **{k: v for k, v in result.metrics.as_dict().items()
-                                          if k in ("num_drafts", "num_draft_tokens",
-                                                   "num_accepted_tokens", "accepted_per_position")}}
+    counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position")
+    metrics = result.metrics.as_dict()
+    ours = {"outputs": result.outputs, **{c: metrics[c] for c in counts}}
     theirs = run_vllm_subprocess(
         timeout_s, target_dir=target_dir, draft_dir=draft_dir,
         prompts=[list(r.prompt_token_ids) for r in requests],
         max_tokens=[r.max_tokens for r in requests], num_speculative_tokens=num_speculative_tokens,
         max_model_len=max_model_len, max_num_seqs=max_num_seqs)
-    counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position")
     return {"graphlab": ours, "vllm": theirs,
             "tokens_equal": ours["outputs"] == theirs["outputs"],
             "counts_equal": all(ours[c] == theirs[c] for c in counts)}

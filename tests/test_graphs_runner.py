@@ -13,13 +13,7 @@ from graphlab.sizing import V0_POLICIES, SizingConfig, get_policy
 NUM_SLOTS, MAX_SEQ_LEN = 32, 16
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny steps gain nothing from threads, and OpenMP threads stall on a busy machine.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 @pytest.fixture(scope="module")

@@ -13,13 +13,7 @@ LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_fre
                    original_max_position_embeddings=64)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def one_thread():
-    # Tiny steps gain nothing from threads, and OpenMP threads stall on a busy machine.
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def hf_llama(tmp_path, rope_scaling=None, tie=False):
