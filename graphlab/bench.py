@@ -4,9 +4,9 @@ This module orchestrates; the measuring lives where the thing measured lives:
 `graphlab.runner.measure_latency` and `measure_graph_memory` (decode steps and captures),
 `graphlab.spec_decode.spec_decode_benchmark` and `run_speculative` (speculative decoding per
 sizing policy: summary and per step) and `graphlab.audit.crash_map` (computed from the sizing
-rules). Each sweep here runs one of them
-over a `Suite`'s sizes and returns a DataFrame whose every row carries the provenance block of
-`graphlab.provenance` (device, backend, versions, dtype, model, commit, time).
+rules). Each sweep here runs one of them over a `Suite`'s sizes and returns a DataFrame whose
+every row carries the provenance block of `graphlab.provenance` (device, backend, versions,
+dtype, model, commit, time).
 
     from graphlab.bench import latency_sweep, export
     frames = {"latency": latency_sweep("quick", device="cpu")}

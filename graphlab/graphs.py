@@ -56,10 +56,6 @@ class StaticBuffers:
         self.logits = torch.zeros(max_size, model.config.vocab_size, dtype=torch.float32,
                                   device=device)
 
-    @property
-    def max_size(self) -> int:
-        return self.slots.shape[0]
-
     def fill(self, input_ids, positions, slots, size: int) -> None:
         """Rows [0, n) from the batch, rows [n, size) padding that writes only the pad row."""
         n = input_ids.shape[0]

@@ -280,7 +280,7 @@ class LlamaForCausalLM(nn.Module):
         return [(layer.self_attn.k_cache, layer.self_attn.v_cache) for layer in self.model.layers]
 
     def check_inputs(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                     slots: torch.Tensor, allow_pad_slot: bool = False) -> None:
+                     slots: torch.Tensor) -> None:
         """Raise GraphlabError for inputs forward() would mis-index (reads values: syncs a GPU)."""
         self.kv_cache()
         if input_ids.dim() != 2 or positions.shape != input_ids.shape:
@@ -296,8 +296,7 @@ class LlamaForCausalLM(nn.Module):
                 raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
         checks = (("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
                   ("positions", positions, self.max_seq_len, "max_seq_len"),
-                  ("slots", slots, self.num_slots + allow_pad_slot,
-                   "num_slots + 1 (pad slot)" if allow_pad_slot else "num_slots"))
+                  ("slots", slots, self.num_slots, "num_slots"))
         for name, t, bound, bound_name in checks:
             lo, hi = int(t.min()), int(t.max())
             if lo < 0 or hi >= bound:

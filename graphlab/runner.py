@@ -168,7 +168,8 @@ def measure_latency(preset: str = "100m", dtype: str = "bfloat16", device: str =
                "graph": ModelRunner(model, policy, cfg)}
     for runner in runners.values():
         runner.capture_model()
-    floor_ms = weight_bytes(model) / HBM_BYTES_PER_S * 1e3
+    weights = weight_bytes(model)
+    floor_ms = weights / HBM_BYTES_PER_S * 1e3
     origin = provenance(dev, dtype=dtype, model=preset)
     rows = []
     for n in batch_sizes:
@@ -184,7 +185,7 @@ def measure_latency(preset: str = "100m", dtype: str = "bfloat16", device: str =
                 graph_size=steps[0].graph_size,
                 median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
                 min_ms=float(times.min()), repeats=repeats, warmup=warmup,
-                max_seq_len=max_seq_len, weight_bytes=weight_bytes(model),
+                max_seq_len=max_seq_len, weight_bytes=weights,
                 bandwidth_floor_ms=floor_ms))
     return rows
 
@@ -195,10 +196,10 @@ def measure_graph_memory(preset: str = "100m", dtype: str = "bfloat16", device: 
                          seed: int = 0) -> list[dict]:
     """Memory and time of every capture, per pool mode, in capture order (largest first).
 
-    Cumulative columns run in capture order (largest first): cumulative_bytes is the running
-    total of memory_bytes, i.e. what all graphs captured so far hold (measured, or predicted when
-    emulated); cumulative_predicted_bytes is what the prediction says they hold on any backend
-    (running max of predicted_bytes for a shared pool, running sum for separate pools).
+    Cumulative columns run in that order: cumulative_bytes is the running total of memory_bytes,
+    i.e. what all graphs captured so far hold (measured, or predicted when emulated);
+    cumulative_predicted_bytes is what the prediction says they hold on any backend (running max
+    of predicted_bytes for a shared pool, running sum for separate pools).
     """
     dev = resolve_device(device)
     model = build_model(preset, seed=seed, dtype=dtype, device=dev)
@@ -226,7 +227,6 @@ def measure_graph_memory(preset: str = "100m", dtype: str = "bfloat16", device: 
         if dev.type == "cuda":
             torch.cuda.empty_cache()  # the next pool mode starts from released graphs
     return rows
-
 
 
 # The GPU check's targets (DESIGN.md §6): name -> (threshold, whether the value must reach it

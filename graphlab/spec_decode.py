@@ -15,11 +15,11 @@ One decode step, as vLLM V0's spec-decode worker ran it:
 A sequence gets no proposals in a step when seq_len + k >= max_model_len (V0 Top1Proposer's
 rule), so steps mix speculating and plain sequences. When all k drafts were accepted the draft
 never saw d_k; one catch-up draft step (at most max_num_seqs rows) feeds it before the next
-proposals, as gpt-fast does (V0 instead widened the draft's first batch with those sequences). Requests arrive over time; a step that
-admits new requests prefills them (eagerly, target and draft) instead of decoding, as V0's
-scheduler did without chunked prefill. There is no EOS: a request stops at max_tokens.
-Two seeded loads: make_requests ("mixed": full batches that thin out) and coverage_requests
-("coverage": every reachable scorer batch size once).
+proposals, as gpt-fast does (V0 instead widened the draft's first batch with those sequences).
+Requests arrive over time; a step that admits new requests prefills them (eagerly, target and
+draft) instead of decoding, as V0's scheduler did without chunked prefill. There is no EOS: a
+request stops at max_tokens. Two seeded loads: make_requests ("mixed": full batches that thin
+out) and coverage_requests ("coverage": every reachable scorer batch size once).
 """
 
 from __future__ import annotations
@@ -202,7 +202,6 @@ class SpecDecodeConfig:
     graph_pool: str = "shared"
 
     def __post_init__(self):
-        # SizingConfig validates max_num_seqs and num_speculative_tokens.
         if self.policy not in V0_POLICIES:
             raise GraphlabError(f"policy {self.policy!r}: speculative decoding runs on the V0-shaped "
                                 f"runner, allowed: {', '.join(V0_POLICIES)}")
@@ -346,8 +345,6 @@ def _prefill(model: LlamaForCausalLM, prompts: list[list[int]], slots: list[int]
 class BatchExpansionScorer:
     """k+1 single-token rows per speculating sequence, sharing its slot, through the runner."""
 
-    name = "batch-expansion"
-
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
@@ -372,8 +369,6 @@ class BatchExpansionScorer:
 class MQAScorer:
     """One row of k+1 tokens per speculating sequence, one eager forward; plain rows separately."""
 
-    name = "mqa"
-
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
@@ -381,26 +376,28 @@ class MQAScorer:
         model = self.runner.model
         device = model.device
         k = drafts.shape[1]
+        batches = []  # (ids [B, L], positions [B, L], slots [B]) of the spec rows, then the plain
+        if spec:
+            batches.append((
+                torch.cat([_long([s.token_ids[-1] for s in spec], device)[:, None], drafts], dim=1),
+                _long([s.seq_len - 1 for s in spec], device)[:, None]
+                + torch.arange(k + 1, device=device),
+                _long([s.slot for s in spec], device)))
+        if plain:
+            batches.append((_long([[s.token_ids[-1]] for s in plain], device),
+                            _long([[s.seq_len - 1] for s in plain], device),
+                            _long([s.slot for s in plain], device)))
+        # Checked before the timer starts: the checks read values, which syncs a GPU.
+        for batch in batches:
+            model.check_inputs(*batch)
         timer = StepTimer(device)
         with torch.no_grad():
-            spec_logits = plain_logits = torch.empty(0, k + 1, model.config.vocab_size,
-                                                     device=device)
-            if spec:
-                ids = torch.cat([_long([s.token_ids[-1] for s in spec], device)[:, None], drafts],
-                                dim=1)
-                positions = (_long([s.seq_len - 1 for s in spec], device)[:, None]
-                             + torch.arange(k + 1, device=device))
-                slots = _long([s.slot for s in spec], device)
-                model.check_inputs(ids, positions, slots)
-                spec_logits = model(ids, positions, slots)
-            if plain:
-                ids = _long([[s.token_ids[-1]] for s in plain], device)
-                positions = _long([[s.seq_len - 1] for s in plain], device)
-                slots = _long([s.slot for s in plain], device)
-                model.check_inputs(ids, positions, slots)
-                plain_logits = model(ids, positions, slots)
+            logits = [model(*batch) for batch in batches]
         record = StepRecord(len(spec) + len(plain), "eager", None, timer.stop(),
                             self.runner.backend)
+        empty = torch.empty(0, k + 1, model.config.vocab_size, device=device)
+        spec_logits = logits[0] if spec else empty
+        plain_logits = logits[-1] if plain else empty
         return spec_logits, plain_logits[:, 0], record
 
 
@@ -478,15 +475,15 @@ class SpecDecodeEngine:
         spec = [s for s in running if k > 0 and s.seq_len + k < max_len]
         plain = [s for s in running if s not in spec]
         device = self.target.device
-        draft_ms = 0.0
-        drafts = torch.empty(len(spec), k, dtype=torch.long, device=device)
-        draft_probs = None
+        draft_ms, draft_probs = 0.0, None
         if spec:
             start = time.perf_counter()
             self.proposer.catch_up(spec)
             drafts, draft_probs = self.proposer.propose(spec, self._sample)
             _sync(device)
             draft_ms = (time.perf_counter() - start) * 1e3
+        else:
+            drafts = torch.empty(0, k, dtype=torch.long, device=device)
         spec_logits, plain_logits, record = self.scorer.score(spec, drafts, plain)
         emitted, per_position = 0, ()
         if spec:
