@@ -297,13 +297,16 @@ class LlamaForCausalLM(nn.Module):
         checks = (("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
                   ("positions", positions, self.max_seq_len, "max_seq_len"),
                   ("slots", slots, self.num_slots, "num_slots"))
-        for name, t, bound, bound_name in checks:
-            lo, hi = int(t.min()), int(t.max())
+        cells = (slots[:, None].to(positions.device) * self.max_seq_len + positions).flatten()
+        # All values in one tensor, so a GPU syncs once per step rather than once per check.
+        stats = [x.to(positions.device) for _, t, _, _ in checks for x in (t.min(), t.max())]
+        stats = torch.stack(stats + [(cells.sort().values.diff() == 0).any().long()]).tolist()
+        for i, (name, _, bound, bound_name) in enumerate(checks):
+            lo, hi = stats[2 * i], stats[2 * i + 1]
             if lo < 0 or hi >= bound:
                 raise GraphlabError(f"{name} out of range: values in [{lo}, {hi}], allowed "
                                     f"[0, {bound - 1}] ({bound_name}={bound})")
-        cells = slots[:, None] * self.max_seq_len + positions
-        if cells.unique().numel() != cells.numel():
+        if stats[-1]:
             raise GraphlabError("two tokens in one step write the same KV cache cell "
                                 "(same slot and position); each (slot, position) once per step")
 
