@@ -7,7 +7,9 @@ padding, lookup table and errors and runs the step eagerly; its memory figures a
 
 Replay copies a batch of n rows into the static buffers, fills rows n..size-1 with padding
 (token 0, position 0, the model's pad slot, so padding writes only the pad row of the KV cache),
-runs the graph of that size and returns the n real rows' logits.
+runs the graph of that size and returns the n real rows' hidden states. The graph holds the
+decoder only: logits are computed after replay, outside it, as vLLM V0's CUDAGraphRunner and
+nano-vllm do, so a graph's memory is the decoder's and not the LM head's [size, vocab] output.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ from dataclasses import dataclass
 
 import torch
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
 from graphlab.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.model import LlamaForCausalLM
-from graphlab.provenance import BACKENDS
+from graphlab.provenance import BACKENDS, backend_for
 
 GRAPH_POOLS = ("shared", "separate")
 # vLLM V0 ran two warm-up steps per size before capturing (vllm/worker/model_runner.py).
@@ -52,24 +54,26 @@ class StaticBuffers:
         self.input_ids = torch.zeros(max_size, 1, dtype=torch.long, device=device)
         self.positions = torch.zeros(max_size, 1, dtype=torch.long, device=device)
         # Start on the pad slot: warm-up and capture runs must not write into real sequences.
-        self.slots = torch.full((max_size,), model.pad_slot, dtype=torch.long, device=device)
-        self.logits = torch.zeros(max_size, model.config.vocab_size, dtype=torch.float32,
-                                  device=device)
+        self.seq_slots = torch.full((max_size,), model.pad_slot, dtype=torch.long,
+                                    device=device)
+        self.hidden_states = torch.zeros(max_size, model.config.hidden_size, dtype=model.dtype,
+                                         device=device)
 
-    def fill(self, input_ids, positions, slots, size: int) -> None:
+    def fill(self, input_ids, positions, seq_slots, size: int) -> None:
         """Rows [0, n) from the batch, rows [n, size) padding that writes only the pad row."""
         n = input_ids.shape[0]
         self.input_ids[:n, 0].copy_(input_ids, non_blocking=True)
         self.positions[:n, 0].copy_(positions, non_blocking=True)
-        self.slots[:n].copy_(slots, non_blocking=True)
+        self.seq_slots[:n].copy_(seq_slots, non_blocking=True)
         self.input_ids[n:size].zero_()
         self.positions[n:size].zero_()
-        self.slots[n:size].fill_(self.pad_slot)
+        self.seq_slots[n:size].fill_(self.pad_slot)
 
     def run(self, model: LlamaForCausalLM, size: int) -> None:
-        """One step over the first `size` rows, its logits written into the static output."""
-        out = model(self.input_ids[:size], self.positions[:size], self.slots[:size])
-        self.logits[:size].copy_(out[:, 0])
+        """One step over the first `size` rows, its hidden states written into the static output."""
+        out = model.hidden_states(self.input_ids[:size], self.positions[:size],
+                                  self.seq_slots[:size])
+        self.hidden_states[:size].copy_(out[:, 0])
 
 
 class CapturedGraph:
@@ -80,30 +84,38 @@ class CapturedGraph:
         self.model, self.buffers, self.size, self.graph = model, buffers, size, graph
 
     def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
-               slots: torch.Tensor) -> torch.Tensor:
-        """Logits [n, vocab] (a copy: the static output is overwritten by the next step)."""
+               seq_slots: torch.Tensor) -> torch.Tensor:
+        """Hidden states [n, hidden]: a view of the static output, which the next replay
+        overwrites (vLLM V0's CUDAGraphRunner returns its output buffer the same way); pass it
+        to model.compute_logits before replaying again."""
         n = input_ids.shape[0]
         if n > self.size:
             raise GraphlabError(f"a batch of {n} rows does not fit the graph captured for "
                                 f"{self.size} rows")
-        self.buffers.fill(input_ids, positions, slots, self.size)
+        self.buffers.fill(input_ids, positions, seq_slots, self.size)
         if self.graph is None:
             self.buffers.run(self.model, self.size)
         else:
             self.graph.replay()
-        return self.buffers.logits[:n].clone()
+        return self.buffers.hidden_states[:n]
 
 
-def capture_graphs(model: LlamaForCausalLM, sizes, backend: str, graph_pool: str = "shared",
-                   num_warmups: int = NUM_WARMUPS):
-    """Capture every size, largest first; returns ({size: CapturedGraph}, [GraphRecord])."""
-    if backend not in BACKENDS:
-        raise GraphlabError(f"backend {backend!r} is not one of {', '.join(BACKENDS)}")
-    if graph_pool not in GRAPH_POOLS:
-        raise GraphlabError(f"graph_pool {graph_pool!r} is not one of {', '.join(GRAPH_POOLS)}")
+def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> str:
+    """The backend for `model` ("auto": from its device), with backend and graph_pool checked."""
+    if backend == "auto":
+        backend = backend_for(model.device)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
+    check_choice("graph_pool", graph_pool, GRAPH_POOLS)
     if backend == "cuda-graph" and model.device.type != "cuda":
         raise GraphlabError(f"backend 'cuda-graph' needs the model on a CUDA device, "
                             f"not {model.device}; use 'cpu-emulated'")
+    return backend
+
+
+def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto", graph_pool: str = "shared",
+                   num_warmups: int = NUM_WARMUPS):
+    """Capture every size, largest first; returns ({size: CapturedGraph}, [GraphRecord])."""
+    backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)
     if not sizes:
         return {}, []

@@ -9,9 +9,10 @@ Measured (CUDA), per capture:
 
 Predicted (any device): the peak bytes of live intermediate tensors of graphlab's own decode step
 at batch ``size``, counted analytically from the config (no allocator rounding, no cuBLAS
-workspace). A captured graph keeps exactly these intermediates' addresses reserved in its pool, so
-the prediction is the memory one graph needs on its own; a shared pool captured largest first
-needs about the largest graph's, separate pools the sum.
+workspace, no SDPA-internal buffers). A captured graph keeps exactly these intermediates'
+addresses reserved in its pool, so the prediction is the memory one graph needs on its own; a
+shared pool captured largest first needs about the largest graph's, separate pools the sum. The
+graph holds the decoder only (the LM head runs after replay), so no [size, vocab] logits count.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch
 
 from graphlab.model import ModelConfig, resolve_dtype
 
-FLOAT32_BYTES = 4
+INT64_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -38,28 +39,36 @@ class MemorySnapshot:
         return cls(torch.cuda.mem_get_info(device)[0], torch.cuda.memory_reserved(device))
 
 
+def gathered_kv_bytes(config: ModelConfig, size: int, max_seq_len: int,
+                      dtype: str | torch.dtype = torch.bfloat16) -> int:
+    """The dense copy of every row's whole K and V slot that one layer's attention makes,
+    [size, num_kv_heads, max_seq_len, head_dim] each: paged attention reads the cache in place
+    instead, so this term is graphlab's, not an engine's; it grows with max_seq_len."""
+    b = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
+    return size * 2 * config.num_key_value_heads * max_seq_len * config.head_dim * b
+
+
 def predict_graph_memory(config: ModelConfig, size: int, max_seq_len: int,
                          dtype: str | torch.dtype = torch.bfloat16) -> int:
     """Peak live intermediate bytes of one decode step (one token per row) at batch `size`.
 
-    The step keeps the residual stream, the rotary angles and the attention mask alive
-    throughout, and at its peak also holds the largest of three phases: attention (q, k, v, the
-    gathered cache rows of every row's slot, the boolean mask turned into an additive bias of the
-    model dtype, the output), the SwiGLU MLP (three [size, intermediate] tensors) or the LM head
-    (the logits in the model dtype and their float32 copy).
+    The step keeps the residual stream, the rows' rotary cos/sin, the attention mask (boolean
+    and additive, [size, group, max_seq_len]) and the rows' cache indices alive throughout, and
+    at its peak also holds the larger of two phases: attention (the normed input, the fused QKV
+    output, the rotated q/k, the gathered K/V copy of gathered_kv_bytes, the attention output,
+    the o_proj output) or the SwiGLU MLP (the normed input, the fused gate/up output, silu(gate),
+    the product). The LM head is not in the graph.
     """
     b = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
-    f = FLOAT32_BYTES
     s, h, d, t = size, config.hidden_size, config.head_dim, max_seq_len
     heads, kv = config.num_attention_heads, config.num_key_value_heads
     group = heads // kv
-    # freqs, angles (float32), cos, sin (model dtype), boolean mask, two residual streams.
-    persistent = s * (d // 2 * f + d * f + 2 * d * b + t + 2 * h * b)
-    attention = s * b * (h + 2 * heads * d + 2 * kv * d + 2 * kv * t * d + group * t + h)
-    mlp = s * b * (h + 3 * config.intermediate_size)
-    head_copy = config.vocab_size * f if b != f else 0  # .float() of float32 is free
-    head = s * (h * b + config.vocab_size * b + head_copy)
-    return persistent + max(attention, mlp, head)
+    # cos/sin rows, boolean and additive mask, two residual streams, int64 slot per row.
+    persistent = s * (2 * d * b + t + group * t * b + 2 * h * b + INT64_BYTES)
+    attention = (s * b * (h + (heads + 2 * kv) * d + (heads + kv) * d + heads * d + h)
+                 + gathered_kv_bytes(config, size, max_seq_len, dtype))
+    mlp = s * b * (h + 4 * config.intermediate_size)
+    return persistent + max(attention, mlp)
 
 
 def predict_pool_bytes(per_graph_bytes: list[int], graph_pool: str) -> int:

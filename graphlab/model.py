@@ -1,19 +1,19 @@
 """A Llama-family decoder with a static KV cache that a CUDA graph can capture.
 
 RMSNorm, rotary embeddings (Hugging Face's rotate_half layout, optional Llama 3 frequency
-scaling), grouped-query attention and a SwiGLU MLP. Module names equal Hugging Face's, so a
-checkpoint's state dict loads without renaming. The KV cache is preallocated once: one row per
-sequence slot plus a pad row (``pad_slot``) that padded batch rows write into, so padding never
-touches a real sequence's cache. A step reads only the tensors it is given plus the cache, which
-is what makes a decode step capturable.
+scaling), grouped-query attention and a SwiGLU MLP, with the query/key/value and the gate/up
+projections fused into one matrix each (as vLLM and gpt-fast do) so a decode step launches fewer
+kernels; ``hf_parameters()`` names every weight as Hugging Face does (graphlab.checkpoint reads
+and writes checkpoints through it). The KV cache is preallocated once: one row per sequence slot
+plus a pad row (``pad_slot``) that padded batch rows write into, so padding never touches a real
+sequence's cache. A step reads only the tensors it is given plus the cache, which is what makes
+a decode step capturable; the LM head runs after it (``compute_logits``), outside any graph.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from dataclasses import asdict, dataclass, fields
-from pathlib import Path
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -143,15 +143,19 @@ class RMSNorm(nn.Module):
         self.eps = eps
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Normalise in float32 (as Hugging Face does) so bf16 models match it.
-        x32 = x.float()
-        x32 = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + self.eps)
-        return self.weight * x32.to(x.dtype)
+        # rms_norm normalises in float32 and rounds to x's dtype; scaling after that rounding is
+        # Hugging Face's order, so bf16 models match it bit for bit.
+        return self.weight * F.rms_norm(x, self.weight.shape, eps=self.eps)
 
 
-def rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+class MergedLinear(nn.Linear):
+    """One matrix for several Hugging Face projections, stacked by rows (vLLM's
+    QKVParallelLinear and MergedColumnParallelLinear): one GEMM instead of several."""
+
+    def __init__(self, in_features: int, parts: dict[str, int], device=None, dtype=None):
+        super().__init__(in_features, sum(parts.values()), bias=False, device=device,
+                         dtype=dtype)
+        self.parts = parts  # Hugging Face module name -> rows, in stacking order
 
 
 class LlamaAttention(nn.Module):
@@ -160,47 +164,49 @@ class LlamaAttention(nn.Module):
         h, d = config.hidden_size, config.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = (
             config.num_attention_heads, config.num_key_value_heads, d)
-        kw = dict(bias=False, device=device, dtype=dtype)
-        self.q_proj = nn.Linear(h, self.num_heads * d, **kw)
-        self.k_proj = nn.Linear(h, self.num_kv_heads * d, **kw)
-        self.v_proj = nn.Linear(h, self.num_kv_heads * d, **kw)
-        self.o_proj = nn.Linear(self.num_heads * d, h, **kw)
+        self.qkv_proj = MergedLinear(h, {"q_proj": self.num_heads * d,
+                                         "k_proj": self.num_kv_heads * d,
+                                         "v_proj": self.num_kv_heads * d}, device, dtype)
+        self.o_proj = nn.Linear(self.num_heads * d, h, bias=False, device=device, dtype=dtype)
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
 
-    def forward(self, x, cos, sin, positions, slots, mask):
-        n, length, _ = x.shape
-        kv, d = self.num_kv_heads, self.head_dim
-        group = self.num_heads // kv
-        q = self.q_proj(x).view(n, length, self.num_heads, d).transpose(1, 2)
-        k = self.k_proj(x).view(n, length, kv, d).transpose(1, 2)
-        v = self.v_proj(x).view(n, length, kv, d)
-        q = q * cos + rotate_half(q) * sin
-        k = (k * cos + rotate_half(k) * sin).transpose(1, 2)
-        # Write every row's K/V first, in place, so rows sharing a slot see each other's.
-        cell = (slots[:, None], slice(None), positions)
-        self.k_cache[cell] = k
-        self.v_cache[cell] = v
-        keys, values = self.k_cache[slots], self.v_cache[slots]  # [n, kv, max_seq_len, d]
-        # Grouped-query attention without repeating K/V: fold each KV head's query group
-        # into the query-length axis.
-        q = q.reshape(n, kv, group * length, d)
+    def forward(self, x, cos, sin, cells, seq_slots, mask):
+        heads, kv, d = self.num_heads, self.num_kv_heads, self.head_dim
+        n = seq_slots.shape[0]
+        length, group = x.shape[0] // n, heads // kv
+        qk, v = self.qkv_proj(x).view(-1, heads + 2 * kv, d).split([heads + kv, kv], dim=1)
+        # Hugging Face's rotate_half(x) is roll(x) with the first half negated: sin carries it.
+        qk = torch.addcmul(qk * cos, qk.roll(d // 2, dims=-1), sin)
+        q, k = qk.split([heads, kv], dim=1)
+        # Write every token's K/V first, in place, so rows sharing a slot see each other's.
+        self.k_cache[cells] = k
+        self.v_cache[cells] = v
+        # A dense copy of each row's whole slot, [n, kv, max_seq_len, d]: SDPA needs contiguous
+        # keys per row, where paged attention reads the cache blocks in place.
+        keys, values = self.k_cache[seq_slots], self.v_cache[seq_slots]
+        # Grouped-query attention without repeating K/V: fold each KV head's query group into
+        # the query-length axis, [n, kv, group * length, d] (a plain view when decoding).
+        if length == 1:
+            q = q.view(n, kv, group, d)
+        else:
+            q = q.view(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        out = out.reshape(n, self.num_heads, length, d).transpose(1, 2).reshape(n, length, -1)
-        return self.o_proj(out)
+        if length > 1:
+            out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
+        return self.o_proj(out.reshape(-1, heads * d))
 
 
 class LlamaMLP(nn.Module):
     def __init__(self, config: ModelConfig, device=None, dtype=None):
         super().__init__()
         h, i = config.hidden_size, config.intermediate_size
-        kw = dict(bias=False, device=device, dtype=dtype)
-        self.gate_proj = nn.Linear(h, i, **kw)
-        self.up_proj = nn.Linear(h, i, **kw)
-        self.down_proj = nn.Linear(i, h, **kw)
+        self.gate_up_proj = MergedLinear(h, {"gate_proj": i, "up_proj": i}, device, dtype)
+        self.down_proj = nn.Linear(i, h, bias=False, device=device, dtype=dtype)
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        gate, up = self.gate_up_proj(x).chunk(2, dim=-1)
+        return self.down_proj(F.silu(gate) * up)
 
 
 class LlamaDecoderLayer(nn.Module):
@@ -212,8 +218,8 @@ class LlamaDecoderLayer(nn.Module):
                                                 device, dtype)
         self.mlp = LlamaMLP(config, device, dtype)
 
-    def forward(self, x, cos, sin, positions, slots, mask):
-        x = x + self.self_attn(self.input_layernorm(x), cos, sin, positions, slots, mask)
+    def forward(self, x, cos, sin, cells, seq_slots, mask):
+        x = x + self.self_attn(self.input_layernorm(x), cos, sin, cells, seq_slots, mask)
         return x + self.mlp(self.post_attention_layernorm(x))
 
 
@@ -236,7 +242,6 @@ class LlamaForCausalLM(nn.Module):
                                  device=device, dtype=dtype)
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.register_buffer("inv_freq", rope_inv_freq(config).to(device), persistent=False)
         self.num_slots = 0
         self.max_seq_len = 0
 
@@ -253,9 +258,25 @@ class LlamaForCausalLM(nn.Module):
     def dtype(self) -> torch.dtype:
         return self.lm_head.weight.dtype
 
+    def hf_parameters(self) -> dict[str, torch.Tensor]:
+        """Every parameter under its Hugging Face name, in Hugging Face's module order; fused
+        matrices appear as their row blocks (views: writing one writes the model)."""
+        params = {}
+        for name, param in self.named_parameters():
+            module_name = name.rpartition(".")[0]
+            module = self.get_submodule(module_name)
+            if not isinstance(module, MergedLinear):
+                params[name] = param
+                continue
+            parent = module_name.rpartition(".")[0]
+            for part, rows in zip(module.parts, param.split(list(module.parts.values()))):
+                params[f"{parent}.{part}.weight"] = rows
+        return params
+
     def allocate_kv_cache(self, num_slots: int, max_seq_len: int, device=None,
                           dtype=None) -> None:
-        """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer."""
+        """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
+        and the rotary cos/sin of every position below max_seq_len."""
         if not isinstance(num_slots, int) or num_slots < 1:
             raise GraphlabError(f"num_slots={num_slots!r}: must be an integer >= 1")
         limit = self.config.max_position_embeddings
@@ -269,8 +290,14 @@ class LlamaForCausalLM(nn.Module):
         for layer in self.model.layers:
             layer.self_attn.k_cache = torch.zeros(shape, device=device, dtype=dtype)
             layer.self_attn.v_cache = torch.zeros(shape, device=device, dtype=dtype)
-        self.register_buffer("key_positions", torch.arange(max_seq_len, device=device),
-                             persistent=False)
+        key_positions = torch.arange(max_seq_len, device=device)
+        self.register_buffer("key_positions", key_positions, persistent=False)
+        # Angles in float32 and cos/sin rounded to the model dtype, as Hugging Face computes them
+        # each step; sin's first half negated for the roll in LlamaAttention.
+        freqs = key_positions[:, None].float() * rope_inv_freq(self.config).to(device)
+        sin = freqs.sin()
+        rope = torch.stack((torch.cat((freqs, freqs), -1).cos(), torch.cat((-sin, sin), -1)), 1)
+        self.register_buffer("rope_cache", rope.to(self.dtype), persistent=False)
         self.num_slots, self.max_seq_len = num_slots, max_seq_len
 
     def kv_cache(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -280,24 +307,25 @@ class LlamaForCausalLM(nn.Module):
         return [(layer.self_attn.k_cache, layer.self_attn.v_cache) for layer in self.model.layers]
 
     def check_inputs(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                     slots: torch.Tensor) -> None:
+                     seq_slots: torch.Tensor) -> None:
         """Raise GraphlabError for inputs forward() would mis-index (reads values: syncs a GPU)."""
         self.kv_cache()
         if input_ids.dim() != 2 or positions.shape != input_ids.shape:
             raise GraphlabError(f"input_ids {tuple(input_ids.shape)} and positions "
                                 f"{tuple(positions.shape)} must both be [n, L]")
-        if slots.shape != input_ids.shape[:1]:
-            raise GraphlabError(f"slots {tuple(slots.shape)} must be [n] with "
+        if seq_slots.shape != input_ids.shape[:1]:
+            raise GraphlabError(f"seq_slots {tuple(seq_slots.shape)} must be [n] with "
                                 f"n={input_ids.shape[0]}")
         if input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
             raise GraphlabError(f"empty batch: input_ids shape {tuple(input_ids.shape)}")
-        for name, t in (("input_ids", input_ids), ("positions", positions), ("slots", slots)):
+        for name, t in (("input_ids", input_ids), ("positions", positions),
+                        ("seq_slots", seq_slots)):
             if t.dtype != torch.long:
                 raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
         checks = (("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
                   ("positions", positions, self.max_seq_len, "max_seq_len"),
-                  ("slots", slots, self.num_slots, "num_slots"))
-        cells = (slots[:, None].to(positions.device) * self.max_seq_len + positions).flatten()
+                  ("seq_slots", seq_slots, self.num_slots, "num_slots"))
+        cells = (seq_slots[:, None].to(positions.device) * self.max_seq_len + positions).flatten()
         # All values in one tensor, so a GPU syncs once per step rather than once per check.
         stats = [x.to(positions.device) for _, t, _, _ in checks for x in (t.min(), t.max())]
         stats = torch.stack(stats + [(cells.sort().values.diff() == 0).any().long()]).tolist()
@@ -308,28 +336,42 @@ class LlamaForCausalLM(nn.Module):
                                     f"[0, {bound - 1}] ({bound_name}={bound})")
         if stats[-1]:
             raise GraphlabError("two tokens in one step write the same KV cache cell "
-                                "(same slot and position); each (slot, position) once per step")
+                                "(same seq_slot and position); each (seq_slot, position) once "
+                                "per step")
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                slots: torch.Tensor) -> torch.Tensor:
-        """Logits [n, L, vocab] in float32; writes K/V at (slot, position) of every token.
+    def hidden_states(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                      seq_slots: torch.Tensor) -> torch.Tensor:
+        """The decoder's output after the final norm, [n, L, hidden] in the model dtype: what a
+        CUDA graph captures. Writes K/V at (seq_slot, position) of every token.
 
-        Token j of row i attends to cache positions <= positions[i, j] of slot slots[i].
+        Token j of row i attends to cache positions <= positions[i, j] of slot seq_slots[i].
         Values are not range-checked here (that would sync a GPU and break capture); callers
         validate with check_inputs.
         """
         if not self.num_slots:
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
-        freqs = positions[..., None].float() * self.inv_freq  # [n, L, d/2], float32 as HF
-        angles = torch.cat((freqs, freqs), dim=-1)[:, None]    # [n, 1, L, d]
-        cos, sin = angles.cos().to(self.dtype), angles.sin().to(self.dtype)
+        n, length = input_ids.shape
+        tokens = positions.flatten()
+        cos, sin = self.rope_cache[tokens, None].unbind(2)      # [n * L, 1, head_dim] each
+        cells = (seq_slots.repeat_interleave(length), slice(None), tokens)
+        # The mask as an additive bias built once per step, not once per layer inside SDPA.
         group = self.config.num_attention_heads // self.config.num_key_value_heads
-        visible = self.key_positions <= positions[:, :, None]   # [n, L, max_seq_len]
-        mask = visible[:, None, None].expand(-1, -1, group, -1, -1).flatten(2, 3)
-        x = self.model.embed_tokens(input_ids)
+        hidden = self.key_positions > positions[:, None, :, None]  # [n, 1, L, max_seq_len]
+        mask = torch.zeros(hidden.shape, dtype=self.dtype, device=hidden.device)
+        mask = mask.masked_fill_(hidden, float("-inf")).repeat(1, 1, group, 1)
+        x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
         for layer in self.model.layers:
-            x = layer(x, cos, sin, positions, slots, mask)
-        return self.lm_head(self.model.norm(x)).float()
+            x = layer(x, cos, sin, cells, seq_slots, mask)
+        return self.model.norm(x).view(n, length, -1)
+
+    def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The LM head over hidden states, in float32 (run outside the graph, as vLLM does)."""
+        return self.lm_head(hidden).float()
+
+    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                seq_slots: torch.Tensor) -> torch.Tensor:
+        """Logits [n, L, vocab] in float32; writes K/V at (seq_slot, position) of every token."""
+        return self.compute_logits(self.hidden_states(input_ids, positions, seq_slots))
 
 
 # Matrices get std INIT_GAIN / sqrt(hidden_size), so the logits' spread (about INIT_GAIN) and the
@@ -344,12 +386,13 @@ def default_init_std(config: ModelConfig) -> float:
 
 
 def init_weights(model: LlamaForCausalLM, seed: int, std: float | None = None) -> None:
-    """Normal(0, std) matrices (std None: default_init_std), unit norms."""
+    """Normal(0, std) matrices (std None: default_init_std), unit norms; drawn per Hugging Face
+    parameter in its order, so fusing projections did not change any seed's weights."""
     if std is None:
         std = default_init_std(model.config)
     generator = torch.Generator(device=model.device).manual_seed(seed)
     with torch.no_grad():
-        for name, param in model.named_parameters():
+        for name, param in model.hf_parameters().items():
             if name.endswith("norm.weight"):
                 param.fill_(1.0)
             else:
@@ -363,103 +406,3 @@ def build_model(preset_or_config: str | ModelConfig, seed: int = 0,
     model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))
     init_weights(model, seed)
     return model.eval().requires_grad_(False)
-
-
-# ---- Hugging Face checkpoints -------------------------------------------------------------
-
-def config_from_hf(hf: dict) -> ModelConfig:
-    """A ModelConfig from a Hugging Face Llama config.json (transformers 4.x or 5.x layout)."""
-    archs = hf.get("architectures") or ["LlamaForCausalLM"]
-    if hf.get("model_type", "llama") != "llama" or "LlamaForCausalLM" not in archs:
-        raise GraphlabError(f"not a Llama checkpoint: model_type={hf.get('model_type')!r}, "
-                            f"architectures={archs}; expected llama / LlamaForCausalLM")
-    unsupported = {"attention_bias": False, "mlp_bias": False, "hidden_act": "silu"}
-    for key, expected in unsupported.items():
-        if hf.get(key, expected) != expected:
-            raise GraphlabError(f"unsupported {key}={hf[key]!r}; "
-                                f"graphlab's Llama needs {expected!r}")
-    rope = dict(hf.get("rope_scaling") or {})
-    rope.update(hf.get("rope_parameters") or {})
-    theta = rope.pop("rope_theta", hf.get("rope_theta", 10000.0))
-    rope_type = rope.pop("rope_type", rope.pop("type", "default"))
-    if rope_type not in ("default", "llama3"):
-        raise GraphlabError(f"unsupported rope_type {rope_type!r}; allowed: default, llama3")
-    scaling = None
-    if rope_type == "llama3":
-        keys = {f.name for f in fields(Llama3RopeScaling)}
-        scaling = Llama3RopeScaling(**{k: v for k, v in rope.items() if k in keys})
-    config = ModelConfig(
-        vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"],
-        intermediate_size=hf["intermediate_size"], num_hidden_layers=hf["num_hidden_layers"],
-        num_attention_heads=hf["num_attention_heads"],
-        num_key_value_heads=hf.get("num_key_value_heads") or hf["num_attention_heads"],
-        max_position_embeddings=hf.get("max_position_embeddings", 2048),
-        rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=float(theta),
-        tie_word_embeddings=hf.get("tie_word_embeddings", False), rope_scaling=scaling)
-    if hf.get("head_dim") not in (None, config.head_dim):
-        raise GraphlabError(f"unsupported head_dim={hf['head_dim']}; graphlab's Llama needs "
-                            f"hidden_size / num_attention_heads = {config.head_dim}")
-    return config
-
-
-def config_to_hf(config: ModelConfig, dtype: torch.dtype) -> dict:
-    """config.json for transformers and vLLM; both the 4.x and 5.x key names are written."""
-    dtype_name = next(k for k, v in DTYPES.items() if v == dtype)
-    rope = {"rope_type": "default"}
-    if config.rope_scaling is not None:
-        rope = {"rope_type": "llama3", **asdict(config.rope_scaling)}
-    hf = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "rope_scaling"}
-    hf.update(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
-              attention_bias=False, mlp_bias=False, head_dim=config.head_dim,
-              torch_dtype=dtype_name, dtype=dtype_name, bos_token_id=1, eos_token_id=2,
-              rope_scaling=None if config.rope_scaling is None else rope,
-              rope_parameters={**rope, "rope_theta": config.rope_theta})
-    return hf
-
-
-def load_checkpoint(path, dtype: str | torch.dtype | None = None,
-                    device="cpu") -> LlamaForCausalLM:
-    """Load a local Hugging Face Llama directory (config.json + *.safetensors); no download."""
-    from safetensors import safe_open
-
-    path = Path(path)
-    if not (path / "config.json").is_file():
-        raise GraphlabError(f"{path} has no config.json: expected a local Hugging Face Llama "
-                            "checkpoint directory")
-    files = sorted(path.glob("*.safetensors"))
-    if not files:
-        raise GraphlabError(f"{path} has no *.safetensors weights")
-    hf = json.loads((path / "config.json").read_text())
-    config = config_from_hf(hf)
-    if dtype is None:
-        dtype = hf.get("dtype") or hf.get("torch_dtype") or "float32"
-    model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))
-    state = {}
-    for file in files:
-        with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():
-                state[name] = f.get_tensor(name)
-    if config.tie_word_embeddings:
-        state.pop("lm_head.weight", None)  # some tied checkpoints store it anyway
-    expected = {k for k in model.state_dict() if not (config.tie_word_embeddings
-                                                      and k == "lm_head.weight")}
-    missing, unexpected = expected - state.keys(), state.keys() - expected
-    if missing or unexpected:
-        raise GraphlabError(f"checkpoint {path} does not match its config: missing "
-                            f"{sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
-    model.load_state_dict(state, strict=False)
-    return model.eval().requires_grad_(False)
-
-
-def save_checkpoint(model: LlamaForCausalLM, path) -> None:
-    """Write config.json + model.safetensors that transformers and vLLM load as Llama."""
-    from safetensors.torch import save_file
-
-    path = Path(path)
-    path.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().cpu() for k, v in model.state_dict().items()}
-    if model.config.tie_word_embeddings:
-        state.pop("lm_head.weight")  # shared storage; loaders re-tie it
-    save_file(state, str(path / "model.safetensors"), metadata={"format": "pt"})
-    hf = config_to_hf(model.config, model.dtype)
-    (path / "config.json").write_text(json.dumps(hf, indent=2) + "\n")

@@ -1,10 +1,12 @@
-"""A decode model runner shaped like vLLM V0's, with the capture sizing of a graphlab.sizing policy.
+"""A decode model runner shaped like vLLM V0's, with the capture sizing of a graphlab.sizing engine.
 
 `execute_model` decides as V0's `ModelRunner` did: `_use_captured_graph(n)` compares n with the
-policy's graph limit, the batch is padded to `policy.padded_size(n)`, and that key is looked up
-in the dict `self.graph_runners`. For vllm-0.5.5 the limit is 256 whatever was captured, so the
-lookup itself raises `KeyError: <padded>` (nothing here constructs it); vllm-0.6.0's guard runs
-larger batches eagerly; adaptive captures up to pad0(max_num_seqs * (1 + k)).
+engine's graph limit, the batch is padded to `engine.padded_size(n)` (V0's
+`_get_graph_batch_size`), and that key is looked up in the dict `self.graph_runners`. For
+vllm-0.5.5 the limit is 256 whatever was captured, so the lookup itself raises
+`KeyError: <padded>` (nothing here constructs it); vllm-0.6.0's guard runs larger batches
+eagerly; adaptive captures up to pad0(max_num_seqs * (1 + k)). Graphs hold the decoder only;
+the LM head runs after replay or the eager step, on the n real rows.
 
 Also here: the two sweeps of the GPU check, `measure_latency` and `measure_graph_memory`, each
 returning a list of dicts (one row per measurement).
@@ -19,11 +21,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import torch
 
-from graphlab.errors import GraphlabError
-from graphlab.graphs import GRAPH_POOLS, NUM_WARMUPS, GraphRecord, capture_graphs
+from graphlab.errors import GraphlabError, check_choice
+from graphlab.graphs import GRAPH_POOLS, NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
 from graphlab.memory import predict_pool_bytes
 from graphlab.model import LlamaForCausalLM, build_model
-from graphlab.provenance import BACKENDS, backend_for, provenance, resolve_device
+from graphlab.provenance import provenance, resolve_device
 from graphlab.sizing import V0_POLICIES, SizingConfig, SizingPolicy, get_policy
 
 # H200 HBM copy bandwidth measured for this project (DESIGN.md §6); the datasheet says 4.8e12.
@@ -42,35 +44,28 @@ class StepRecord:
 
 
 class ModelRunner:
-    """Decode steps of one model (whose KV cache is allocated) under one V0 sizing policy."""
+    """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
 
-    def __init__(self, model: LlamaForCausalLM, policy: str | SizingPolicy, cfg: SizingConfig,
+    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
                  backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
                  num_warmups: int = NUM_WARMUPS):
-        self.policy = get_policy(policy)
-        if self.policy.name not in V0_POLICIES:
-            raise GraphlabError(f"the V0-shaped runner supports the policies "
-                                f"{', '.join(V0_POLICIES)}, not {self.policy.name!r}")
+        self.engine = get_policy(engine)
+        check_choice("the V0-shaped runner's engine", self.engine.name, V0_POLICIES)
         if not isinstance(cfg, SizingConfig):
             raise GraphlabError(f"cfg must be a graphlab.sizing.SizingConfig, "
                                 f"got {type(cfg).__name__}")
-        if backend == "auto":
-            backend = backend_for(model.device)
-        if backend not in BACKENDS:
-            raise GraphlabError(f"backend {backend!r} is not one of auto, {', '.join(BACKENDS)}")
-        if graph_pool not in GRAPH_POOLS:
-            raise GraphlabError(f"graph_pool {graph_pool!r} is not one of {', '.join(GRAPH_POOLS)}")
+        self.backend = resolve_backend(model, backend, graph_pool)
         model.kv_cache()  # a clear error now rather than at the first step
-        self.model, self.cfg, self.backend, self.graph_pool = model, cfg, backend, graph_pool
+        self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
         self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
-        self.capture_sizes = self.policy.capture_sizes(cfg)
-        self.graph_limit = self.policy.graph_limit(cfg, self.capture_sizes)
+        self.capture_sizes = self.engine.capture_sizes(cfg)
+        self.graph_limit = self.engine.graph_limit(cfg, self.capture_sizes)
         self.graph_runners: dict = {}
         self.graph_records: list[GraphRecord] = []
         self.captured = False
 
     def capture_model(self) -> list[GraphRecord]:
-        """Capture a graph per size of policy.capture_sizes(cfg), largest first (none if eager)."""
+        """Capture a graph per size of engine.capture_sizes(cfg), largest first (none if eager)."""
         if not self.enforce_eager:
             self.graph_runners, self.graph_records = capture_graphs(
                 self.model, self.capture_sizes, self.backend, self.graph_pool, self.num_warmups)
@@ -81,34 +76,37 @@ class ModelRunner:
         return not self.enforce_eager and batch_size <= self.graph_limit
 
     def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                      slots: torch.Tensor) -> tuple[torch.Tensor, StepRecord]:
+                      seq_slots: torch.Tensor) -> tuple[torch.Tensor, StepRecord]:
         """Decode one token per row: logits [n, vocab] (float32) and how the step ran.
 
-        Rows may share a slot (the batch-expansion scorer's k+1 rows do) as long as no two rows
-        write the same (slot, position) cache cell; there is no other limit on n. Inputs may
-        live on any device; values are checked first (GraphlabError), then the graph lookup may
-        raise the engine's own KeyError.
+        Rows may share a sequence slot (the batch-expansion scorer's k+1 rows do) as long as no
+        two rows write the same (seq_slot, position) cache cell; there is no other limit on n.
+        Inputs may live on any device; values are checked first (GraphlabError), then the graph
+        lookup may raise the engine's own KeyError.
         """
         if not self.captured:
             raise GraphlabError("call capture_model() before execute_model()")
-        for name, t in (("input_ids", input_ids), ("positions", positions), ("slots", slots)):
+        for name, t in (("input_ids", input_ids), ("positions", positions),
+                        ("seq_slots", seq_slots)):
             if not isinstance(t, torch.Tensor) or t.dim() != 1:
                 raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
-        self.model.check_inputs(input_ids[:, None], positions[:, None], slots)
+        self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
         n = input_ids.shape[0]
         device = self.model.device
-        input_ids, positions, slots = (t.to(device, non_blocking=True)
-                                       for t in (input_ids, positions, slots))
+        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
+                                           for t in (input_ids, positions, seq_slots))
         timer = StepTimer(device)
         with torch.no_grad():
             if self._use_captured_graph(n):
-                padded = self.policy.padded_size(n, self.capture_sizes)
+                padded = self.engine.padded_size(n, self.capture_sizes)
                 graph_runner = self.graph_runners[padded]
-                logits = graph_runner.replay(input_ids, positions, slots)
+                hidden = graph_runner.replay(input_ids, positions, seq_slots)
                 path, graph_size = "graph", padded
             else:
-                logits = self.model(input_ids[:, None], positions[:, None], slots)[:, 0]
+                hidden = self.model.hidden_states(input_ids[:, None], positions[:, None],
+                                                  seq_slots)[:, 0]
                 path, graph_size = "eager", None
+            logits = self.model.compute_logits(hidden)
         return logits, StepRecord(n, path, graph_size, timer.stop(), self.backend)
 
 

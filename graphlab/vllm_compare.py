@@ -31,8 +31,9 @@ from types import SimpleNamespace
 
 import torch
 
+from graphlab.checkpoint import save_checkpoint
 from graphlab.errors import GraphlabError
-from graphlab.model import LlamaForCausalLM, save_checkpoint
+from graphlab.model import LlamaForCausalLM
 from graphlab.sizing import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
 # Keep vLLM's CPU build small, in-process and offline (DESIGN.md §3).

@@ -1,88 +1,172 @@
-"""Real CUDA graphs: replay equals eager, pool sharing saves memory, captures are recorded."""
+"""The GPU check's graph tests, on real CUDA graphs and, with the same bodies, on the emulated backend.
+
+Every test taking `backend` runs on "cpu-emulated" everywhere (so a mistake in a test's logic
+shows up in CI, without a GPU) and on "cuda-graph" where CUDA exists (marked gpu).
+"""
+
+import copy
 
 import pytest
 import torch
+from kvcache import restore, snapshot
 
 from graphlab.model import build_model
 from graphlab.runner import ModelRunner
 from graphlab.sizing import SizingConfig
 
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
-
 NUM_SLOTS, MAX_SEQ_LEN = 64, 32
+needs_cuda = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+BACKENDS = [pytest.param("cpu-emulated"), pytest.param("cuda-graph", marks=needs_cuda)]
+
+pytestmark = pytest.mark.usefixtures("one_thread")
 
 
-def cuda_model(dtype, preset="tiny"):
-    model = build_model(preset, seed=0, dtype=dtype, device="cuda")
+def device_of(backend):
+    return "cuda" if backend == "cuda-graph" else "cpu"
+
+
+def make_model(backend, dtype, preset="tiny"):
+    model = build_model(preset, seed=0, dtype=dtype, device=device_of(backend))
     model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
     return model
 
 
-def batch(n, seed=0):
+def batch(n, device, seed=0):
+    """n decode rows on distinct (seq_slot, position) cells."""
     g = torch.Generator().manual_seed(seed)
     cells = torch.randperm(NUM_SLOTS * MAX_SEQ_LEN, generator=g)[:n]
     ids = torch.randint(0, 512, (n,), generator=g)
-    return ids.cuda(), (cells % MAX_SEQ_LEN).cuda(), (cells // MAX_SEQ_LEN).cuda()
+    return ids.to(device), (cells % MAX_SEQ_LEN).to(device), (cells // MAX_SEQ_LEN).to(device)
 
 
-# bf16 replay and eager may pick different GEMM kernels for the padded shape; logits have std ~1.5.
+def runner(model, backend, engine="vllm-0.6.0", cfg=None, **kwargs):
+    r = ModelRunner(model, engine, cfg or SizingConfig(NUM_SLOTS), backend=backend, **kwargs)
+    r.capture_model()
+    return r
+
+
+# On CUDA, bf16 replay and eager may pick different GEMM kernels for the padded shape (logits
+# have std ~1.5); on CPU, GEMMs block rows by M, so padded and unpadded differ in the last bits.
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype, tol", [("float32", 1e-4), ("bfloat16", 6e-2)])
-def test_replay_equals_eager_for_every_captured_size(dtype, tol):
-    model = cuda_model(dtype)
-    cfg = SizingConfig(max_num_seqs=NUM_SLOTS)
-    graphs = ModelRunner(model, "vllm-0.6.0", cfg)
-    graphs.capture_model()
-    eager = ModelRunner(model, "vllm-0.6.0", cfg, enforce_eager=True)
-    eager.capture_model()
-    start = [(k.clone(), v.clone()) for k, v in model.kv_cache()]
+def test_replay_equals_eager_for_every_captured_size(backend, dtype, tol):
+    model = make_model(backend, dtype)
+    graphs = runner(model, backend)
+    eager = runner(model, backend, enforce_eager=True)
+    start = snapshot(model)
+    sizes_seen = set()
     for size in graphs.capture_sizes:
         for n in sorted({size, max(1, size - 1)}):  # exact fit and one padded row
             outputs = []
-            for runner in (graphs, eager):
-                for (k, v), (k0, v0) in zip(model.kv_cache(), start):
-                    k.copy_(k0), v.copy_(v0)
-                outputs.append(runner.execute_model(*batch(n, seed=n)))
+            for r in (graphs, eager):
+                restore(model, start)
+                outputs.append(r.execute_model(*batch(n, model.device, seed=n)))
             (replayed, record), (reference, _) = outputs
-            assert (record.path, record.graph_size, record.backend) == ("graph", size, "cuda-graph")
+            expected = graphs.engine.padded_size(n, graphs.capture_sizes)
+            assert (record.path, record.graph_size, record.backend) == ("graph", expected, backend)
             torch.testing.assert_close(replayed, reference, atol=tol, rtol=tol)
+            sizes_seen.add(record.graph_size)
+    assert sizes_seen == set(graphs.capture_sizes)  # every captured graph was compared
 
 
-def test_padding_writes_only_the_pad_row_on_cuda():
-    model = cuda_model("float32")
-    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(NUM_SLOTS))
-    runner.capture_model()
-    ids, pos, slots = batch(5, seed=1)
-    before = [k.clone() for k, _ in model.kv_cache()]
-    assert runner.execute_model(ids, pos, slots)[1].graph_size == 8
-    untouched = torch.ones(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool, device="cuda")
-    untouched[slots, pos] = False
-    for (k, _), k0 in zip(model.kv_cache(), before):
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_padding_writes_only_the_pad_row(backend):
+    model = make_model(backend, "float32")
+    r = runner(model, backend)
+    ids, pos, seq_slots = batch(5, model.device, seed=1)
+    before = snapshot(model)
+    assert r.execute_model(ids, pos, seq_slots)[1].graph_size == 8
+    untouched = torch.ones(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool, device=model.device)
+    untouched[seq_slots, pos] = False
+    for (k, _), (k0, _) in zip(model.kv_cache(), before):
         real, real0 = k[:NUM_SLOTS].transpose(1, 2), k0[:NUM_SLOTS].transpose(1, 2)
         assert torch.equal(real[untouched], real0[untouched])
         assert not torch.equal(real[~untouched], real0[~untouched])
 
 
-def test_prefix_keyerror_on_cuda():
-    model = cuda_model("bfloat16")
-    runner = ModelRunner(model, "vllm-0.5.5", SizingConfig(8, num_speculative_tokens=4))
-    runner.capture_model()
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_decreasing_batches_leave_padded_rows_on_the_pad_slot(backend):
+    # A smaller batch replaying a graph must overwrite the previous batch's rows past its own n.
+    model = make_model(backend, "float32")
+    r = runner(model, backend)
+    for step, n in enumerate((8, 7, 5, 3, 2, 1)):
+        ids, pos, seq_slots = batch(n, model.device, seed=10 + step)
+        before = snapshot(model)
+        size = r.execute_model(ids, pos, seq_slots)[1].graph_size
+        buffers = r.graph_runners[size].buffers
+        assert buffers.seq_slots[n:size].tolist() == [model.pad_slot] * (size - n)
+        assert buffers.input_ids[n:size].abs().sum() == buffers.positions[n:size].abs().sum() == 0
+        written = torch.zeros(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool, device=model.device)
+        written[seq_slots, pos] = True
+        for (k, v), (k0, v0) in zip(model.kv_cache(), before):
+            for c, c0 in ((k, k0), (v, v0)):
+                changed = (c[:NUM_SLOTS] != c0[:NUM_SLOTS]).any(dim=-1).any(dim=1)
+                assert not (changed & ~written).any(), (n, size)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_replay_returns_logits_that_survive_the_next_step(backend):
+    model = make_model(backend, "float32")
+    r = runner(model, backend)
+    first, record = r.execute_model(*batch(6, model.device, seed=1))
+    kept = first.clone()
+    second, again = r.execute_model(*batch(6, model.device, seed=2))
+    assert record.graph_size == again.graph_size == 8  # the same graph, replayed twice
+    assert torch.equal(first, kept) and not torch.equal(first, second)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_prefix_keyerror(backend):
+    model = make_model(backend, "bfloat16")
+    r = runner(model, backend, "vllm-0.5.5", SizingConfig(8, num_speculative_tokens=4))
     with pytest.raises(KeyError, match="40"):
-        runner.execute_model(*batch(40))
+        r.execute_model(*batch(40, model.device))
 
 
+# float32 sums taken in another order (other GEMM tiling, another SDPA kernel) differ by ~1e-6 at
+# logits of std ~1.5; TF32 matmuls or a reduced-precision reduction would differ by >1e-3.
+@pytest.mark.parametrize("preset", ["tiny", "100m"])
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_cuda_graph_float32_equals_the_cpu_model(preset):
+    cpu = build_model(preset, seed=0)
+    cuda = copy.deepcopy(cpu).to("cuda")
+    outputs = []
+    for model, backend in ((cpu, "cpu-emulated"), (cuda, "cuda-graph")):
+        model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+        r = runner(model, backend)
+        ids = torch.randint(0, model.config.vocab_size, (24, 4),
+                            generator=torch.Generator().manual_seed(0))
+        with torch.no_grad():  # a 4-token prefill per slot, eager, then graph decode steps
+            prefill = model(ids.to(model.device), torch.arange(4, device=model.device).repeat(24, 1),
+                            torch.arange(24, device=model.device))
+        steps = [prefill[:, -1].cpu()]
+        for position in range(4, 8):  # fixed tokens: a near-tie argmax must not fork the runs
+            tokens = torch.randint(0, model.config.vocab_size, (24,),
+                                   generator=torch.Generator().manual_seed(position))
+            logits, record = r.execute_model(tokens, torch.full((24,), position),
+                                             torch.arange(24))
+            assert record.path == "graph" and record.backend == backend
+            steps.append(logits.cpu())
+        outputs.append(torch.stack(steps))
+    torch.testing.assert_close(outputs[1], outputs[0], atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_shared_pool_costs_less_than_separate_pools_and_captures_are_recorded():
-    model = cuda_model("bfloat16")
+    model = make_model("cuda-graph", "bfloat16")
     totals = {}
     for graph_pool in ("shared", "separate"):
-        runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(NUM_SLOTS), graph_pool=graph_pool)
-        records = runner.capture_model()
-        assert [r.size for r in records] == sorted(runner.capture_sizes, reverse=True)
-        assert all(r.capture_ms > 0 and r.warmup_ms > 0 for r in records)
-        assert all(r.memory_kind == "measured" and r.predicted_bytes > 0 for r in records)
-        totals[graph_pool] = (sum(r.pool_bytes for r in records),
-                              sum(r.memory_bytes for r in records))
-        del runner, records
+        r = ModelRunner(model, "vllm-0.6.0", SizingConfig(NUM_SLOTS), graph_pool=graph_pool)
+        records = r.capture_model()
+        assert [rec.size for rec in records] == sorted(r.capture_sizes, reverse=True)
+        assert all(rec.capture_ms > 0 and rec.warmup_ms > 0 for rec in records)
+        assert all(rec.memory_kind == "measured" and rec.predicted_bytes > 0 for rec in records)
+        totals[graph_pool] = (sum(rec.pool_bytes for rec in records),
+                              sum(rec.memory_bytes for rec in records))
+        del r, records
         torch.cuda.empty_cache()
     assert totals["shared"][0] < totals["separate"][0]
     assert totals["shared"][1] < totals["separate"][1]

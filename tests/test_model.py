@@ -4,10 +4,12 @@ import json
 
 import pytest
 import torch
+import torch.nn.functional as F
+from kvcache import restore, snapshot
 
+from graphlab.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.errors import GraphlabError
-from graphlab.model import (PRESETS, ModelConfig, build_model, load_checkpoint,
-                            save_checkpoint)
+from graphlab.model import PRESETS, ModelConfig, RMSNorm, build_model
 
 LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                    original_max_position_embeddings=64)
@@ -28,13 +30,13 @@ def hf_llama(tmp_path, rope_scaling=None, tie=False):
     return model
 
 
-def decode_all(model, ids, slots):
+def decode_all(model, ids, seq_slots):
     """Prefill all but the last two tokens, then decode them one at a time."""
     n, length = ids.shape
     pos = torch.arange(length).repeat(n, 1)
-    outs = [model(ids[:, :-2], pos[:, :-2], slots)]
+    outs = [model(ids[:, :-2], pos[:, :-2], seq_slots)]
     for t in range(length - 2, length):
-        outs.append(model(ids[:, t:t + 1], pos[:, t:t + 1], slots))
+        outs.append(model(ids[:, t:t + 1], pos[:, t:t + 1], seq_slots))
     return torch.cat(outs, dim=1)
 
 
@@ -46,7 +48,7 @@ def test_matches_transformers_prefill_and_decode(tmp_path, rope_scaling):
     ids = torch.randint(0, 512, (2, 9), generator=torch.Generator().manual_seed(1))
     with torch.no_grad():
         ref = hf(ids).logits
-        ours = decode_all(model, ids, slots=torch.tensor([2, 0]))
+        ours = decode_all(model, ids, torch.tensor([2, 0]))
     assert ours.dtype == torch.float32
     torch.testing.assert_close(ours, ref, atol=1e-4, rtol=0)
 
@@ -89,12 +91,56 @@ def test_rows_sharing_a_slot_equal_one_multi_token_row():
     prompt, proposal = torch.tensor([[3, 1, 4, 1, 5]]), torch.tensor([9, 2, 6, 5])
     with torch.no_grad():
         model(prompt, torch.arange(5)[None], torch.tensor([1]))
-        cache_after_prefill = [(k.clone(), v.clone()) for k, v in model.kv_cache()]
+        cache_after_prefill = snapshot(model)
         rows = model(proposal[:, None], torch.arange(5, 9)[:, None], torch.tensor([1] * 4))
-        for (k, v), (k0, v0) in zip(model.kv_cache(), cache_after_prefill):
-            k.copy_(k0), v.copy_(v0)
+        restore(model, cache_after_prefill)
         one = model(proposal[None], torch.arange(5, 9)[None], torch.tensor([1]))
     torch.testing.assert_close(rows[:, 0], one[0], atol=1e-5, rtol=1e-5)
+
+
+def test_forward_is_the_lm_head_over_the_hidden_states():
+    model = build_model("tiny", seed=4, dtype="bfloat16")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    ids, pos, seq_slots = torch.tensor([[5, 6], [7, 8]]), torch.arange(2).repeat(2, 1), torch.arange(2)
+    with torch.no_grad():
+        start = snapshot(model)
+        hidden = model.hidden_states(ids, pos, seq_slots)
+        restore(model, start)
+        logits = model(ids, pos, seq_slots)
+    assert hidden.shape == (2, 2, 128) and hidden.dtype == torch.bfloat16
+    assert torch.equal(logits, model.compute_logits(hidden)) and logits.dtype == torch.float32
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rms_norm_equals_hugging_face_bit_for_bit(dtype):
+    # transformers' LlamaRMSNorm: float32 normalisation, rounded to the input dtype, then scaled.
+    g = torch.Generator().manual_seed(0)
+    x = (3 * torch.randn(64, 2048, generator=g)).to(dtype)
+    norm = RMSNorm(2048, 1e-5, dtype=dtype)
+    with torch.no_grad():
+        norm.weight.copy_(1 + 0.1 * torch.randn(2048, generator=g))
+    x32 = x.float()
+    reference = norm.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(dtype)
+    assert torch.equal(norm(x), reference)
+    # Scaling inside rms_norm (before rounding) is not Hugging Face's order: bf16 would differ.
+    if dtype == torch.bfloat16:
+        assert not torch.equal(F.rms_norm(x, (2048,), norm.weight, 1e-5), reference)
+
+
+def test_checkpoint_keeps_hugging_face_projections_and_fused_matrices_stack_them(tmp_path):
+    safetensors = pytest.importorskip("safetensors.torch")
+    model = build_model("tiny", seed=3)
+    save_checkpoint(model, tmp_path)
+    state = safetensors.load_file(str(tmp_path / "model.safetensors"))
+    attn, mlp = model.model.layers[1].self_attn, model.model.layers[1].mlp
+    layer = "model.layers.1."
+    assert torch.equal(attn.qkv_proj.weight, torch.cat(
+        [state[layer + f"self_attn.{p}.weight"] for p in ("q_proj", "k_proj", "v_proj")]))
+    assert torch.equal(mlp.gate_up_proj.weight, torch.cat(
+        [state[layer + f"mlp.{p}.weight"] for p in ("gate_proj", "up_proj")]))
+    assert not any("qkv" in name or "gate_up" in name for name in state)
+    assert "lm_head.weight" not in state  # tied: loaders re-tie it
+    assert set(state) == set(model.hf_parameters())
 
 
 def test_pad_slot_writes_leave_real_slots_untouched():
@@ -155,18 +201,18 @@ def test_presets_have_the_documented_shapes():
     assert sum(p.numel() for p in tiny.parameters()) == PRESETS["tiny"].num_parameters()
 
 
-@pytest.mark.parametrize("ids, pos, slots, message", [
+@pytest.mark.parametrize("ids, pos, seq_slots, message", [
     ([[1]], [[8]], [0], "positions out of range"),
     ([[512]], [[0]], [0], "input_ids out of range"),
-    ([[1]], [[0]], [2], "slots out of range"),
+    ([[1]], [[0]], [2], "seq_slots out of range"),
     ([[1], [2]], [[3], [3]], [1, 1], "same KV cache cell"),
     ([[1]], [[0], [1]], [0], "must both be"),
 ])
-def test_check_inputs_names_the_problem(ids, pos, slots, message):
+def test_check_inputs_names_the_problem(ids, pos, seq_slots, message):
     model = build_model("tiny")
     model.allocate_kv_cache(num_slots=2, max_seq_len=8)
     with pytest.raises(GraphlabError, match=message):
-        model.check_inputs(torch.tensor(ids), torch.tensor(pos), torch.tensor(slots))
+        model.check_inputs(torch.tensor(ids), torch.tensor(pos), torch.tensor(seq_slots))
 
 
 def test_bad_configs_and_missing_cache_are_clear_errors(tmp_path):
