@@ -112,8 +112,8 @@ def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> s
     return backend
 
 
-def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto", graph_pool: str = "shared",
-                   num_warmups: int = NUM_WARMUPS):
+def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
+                   graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS):
     """Capture every size, largest first; returns ({size: CapturedGraph}, [GraphRecord])."""
     backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)

@@ -356,9 +356,9 @@ class LlamaForCausalLM(nn.Module):
         cells = (seq_slots.repeat_interleave(length), slice(None), tokens)
         # The mask as an additive bias built once per step, not once per layer inside SDPA.
         group = self.config.num_attention_heads // self.config.num_key_value_heads
-        hidden = self.key_positions > positions[:, None, :, None]  # [n, 1, L, max_seq_len]
-        mask = torch.zeros(hidden.shape, dtype=self.dtype, device=hidden.device)
-        mask = mask.masked_fill_(hidden, float("-inf")).repeat(1, 1, group, 1)
+        future = self.key_positions > positions[:, None, :, None]  # [n, 1, L, max_seq_len]
+        mask = torch.zeros(future.shape, dtype=self.dtype, device=future.device)
+        mask = mask.masked_fill_(future, float("-inf")).repeat(1, 1, group, 1)
         x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
         for layer in self.model.layers:
             x = layer(x, cos, sin, cells, seq_slots, mask)

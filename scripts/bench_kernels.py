@@ -7,7 +7,7 @@ unless it only makes a view (its schema returns an alias it does not write: view
 expand, slice, ...) or reads a value back (``_local_scalar_dense``, a host sync); on CUDA the
 script also counts the device kernels torch.profiler records. One row per preset:
 
-    PYTHONPATH=. python scripts/bench_kernels.py --presets tiny 100m 1b --out build/bench_kernels.csv
+    PYTHONPATH=. python scripts/bench_kernels.py --presets tiny 100m 1b --out build/kernels.csv
 """
 
 from __future__ import annotations

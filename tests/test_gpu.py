@@ -1,4 +1,4 @@
-"""The GPU check's graph tests, on real CUDA graphs and, with the same bodies, on the emulated backend.
+"""The GPU check's graph tests: real CUDA graphs and, with the same bodies, the emulated backend.
 
 Every test taking `backend` runs on "cpu-emulated" everywhere (so a mistake in a test's logic
 shows up in CI, without a GPU) and on "cuda-graph" where CUDA exists (marked gpu).
@@ -138,9 +138,10 @@ def test_cuda_graph_float32_equals_the_cpu_model(preset):
         r = runner(model, backend)
         ids = torch.randint(0, model.config.vocab_size, (24, 4),
                             generator=torch.Generator().manual_seed(0))
+        dev = model.device
         with torch.no_grad():  # a 4-token prefill per slot, eager, then graph decode steps
-            prefill = model(ids.to(model.device), torch.arange(4, device=model.device).repeat(24, 1),
-                            torch.arange(24, device=model.device))
+            prefill = model(ids.to(dev), torch.arange(4, device=dev).repeat(24, 1),
+                            torch.arange(24, device=dev))
         steps = [prefill[:, -1].cpu()]
         for position in range(4, 8):  # fixed tokens: a near-tie argmax must not fork the runs
             tokens = torch.randint(0, model.config.vocab_size, (24,),

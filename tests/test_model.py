@@ -101,7 +101,8 @@ def test_rows_sharing_a_slot_equal_one_multi_token_row():
 def test_forward_is_the_lm_head_over_the_hidden_states():
     model = build_model("tiny", seed=4, dtype="bfloat16")
     model.allocate_kv_cache(num_slots=2, max_seq_len=8)
-    ids, pos, seq_slots = torch.tensor([[5, 6], [7, 8]]), torch.arange(2).repeat(2, 1), torch.arange(2)
+    ids, pos = torch.tensor([[5, 6], [7, 8]]), torch.tensor([[0, 1], [3, 4]])
+    seq_slots = torch.tensor([1, 0])
     with torch.no_grad():
         start = snapshot(model)
         hidden = model.hidden_states(ids, pos, seq_slots)
@@ -120,7 +121,8 @@ def test_rms_norm_equals_hugging_face_bit_for_bit(dtype):
     with torch.no_grad():
         norm.weight.copy_(1 + 0.1 * torch.randn(2048, generator=g))
     x32 = x.float()
-    reference = norm.weight * (x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)).to(dtype)
+    normed = x32 * torch.rsqrt(x32.pow(2).mean(-1, keepdim=True) + 1e-5)
+    reference = norm.weight * normed.to(dtype)
     assert torch.equal(norm(x), reference)
     # Scaling inside rms_norm (before rounding) is not Hugging Face's order: bf16 would differ.
     if dtype == torch.bfloat16:
