@@ -144,7 +144,7 @@ class RMSNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # rms_norm normalises in float32 and rounds to x's dtype; scaling after that rounding is
-        # Hugging Face's order, so bf16 models match it bit for bit.
+        # Hugging Face's order (bit for bit on CPU in bf16, where scaling inside would not be).
         return self.weight * F.rms_norm(x, self.weight.shape, eps=self.eps)
 
 
