@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import dataclasses
 import functools
 import gc
 from dataclasses import asdict, dataclass
@@ -38,12 +37,11 @@ from graphlab.model import LlamaForCausalLM, build_model
 from graphlab.progress import progress as progress_bar
 from graphlab.provenance import as_computed, provenance, resolve_device, with_provenance
 from graphlab.runner import ModelRunner, StepTimer
-from graphlab.sizing import V0_POLICIES, SizingConfig
+from graphlab.sizing import SizingConfig
 from graphlab.spec_decode import run_speculative, spec_decode_benchmark
+# The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
+from graphlab.suites import SUITES, Suite, get_suite, replace_suite
 
-# What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
-# On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
-DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
 SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_decode_steps",
           "crash_map")
 # The guard: batches past the capture limit run eagerly, so a latency sweep shows the cliff.
@@ -51,99 +49,6 @@ LATENCY_ENGINE = "vllm-0.6.0"
 # Bytes of one copy: far past the H200's 60 MB L2 on CUDA; on CPU past the last-level cache.
 COPY_BYTES = {"cuda": 2**30, "cpu": 2**26}
 SEED = 0
-
-
-@dataclass(frozen=True)
-class Suite:
-    """The sizes one `bench` run sweeps. preset/dtype None: DEVICE_DEFAULTS for the device."""
-
-    name: str
-    preset: str | None
-    dtype: str | None
-    latency_batch_sizes: tuple[int, ...]
-    repeats: int
-    warmup: int
-    max_seq_len: int
-    memory_max_num_seqs: int
-    spec_policies: tuple[str, ...]
-    spec_max_num_seqs: tuple[int, ...]
-    spec_num_speculative_tokens: tuple[int, ...]
-    spec_num_requests_per_seq: int
-    spec_max_tokens: int
-    spec_max_model_len: int
-    crash_map_engines: tuple[str, ...] | str
-    crash_map_max_num_seqs: range
-    crash_map_k: range
-    # The latency runner's capture limit (as the policy sizes it); batch sizes above it run
-    # eagerly in graph mode (the eager cliff). None: max(latency_batch_sizes), no cliff.
-    latency_max_num_seqs: int | None = None
-
-    def __post_init__(self):
-        positive = {"latency_batch_sizes": self.latency_batch_sizes,
-                    "spec_max_num_seqs": self.spec_max_num_seqs,
-                    "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
-                    "repeats": (self.repeats,), "max_seq_len": (self.max_seq_len,),
-                    "memory_max_num_seqs": (self.memory_max_num_seqs,),
-                    "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
-                    "spec_max_tokens": (self.spec_max_tokens,)}
-        non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
-                        "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
-        if self.latency_max_num_seqs is not None:  # None: the default capture limit
-            positive["latency_max_num_seqs"] = (self.latency_max_num_seqs,)
-        for bound, fields in ((1, positive), (0, non_negative)):
-            for name, values in fields.items():
-                if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
-                    raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
-                                        f"non-empty integers >= {bound}")
-        bad = [p for p in self.spec_policies if p not in V0_POLICIES]
-        if bad or not self.spec_policies:
-            raise GraphlabError(f"suite {self.name!r}: spec_policies {bad or '()'} must be among "
-                                f"{', '.join(V0_POLICIES)}")
-
-    def model_for(self, device: str) -> tuple[str, str]:
-        """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
-        default = DEVICE_DEFAULTS["cuda" if device.startswith("cuda") else "cpu"]
-        return self.preset or default[0], self.dtype or default[1]
-
-
-SUITES = {
-    # Seconds on two CPU cores: the shapes of every sweep, small.
-    "quick": Suite(
-        name="quick", preset="tiny", dtype="float32",
-        latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
-        max_seq_len=64, memory_max_num_seqs=32,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
-        spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
-        spec_max_model_len=48,
-        crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
-        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
-        latency_max_num_seqs=24),  # batches 25..32 fall off the graphs: the eager cliff
-    # Minutes on a GPU: V0's whole capture list, and the full crash map.
-    "full": Suite(
-        name="full", preset=None, dtype=None,
-        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256 (the
-        # capture limit) and on to 320, which run eagerly: the eager cliff.
-        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 321, 8)),
-        repeats=50, warmup=5, max_seq_len=256, memory_max_num_seqs=256,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
-        spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
-        spec_max_model_len=96,
-        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
-        latency_max_num_seqs=256),
-}
-
-
-def get_suite(suite: str | Suite) -> Suite:
-    if isinstance(suite, Suite):
-        return suite
-    if suite not in SUITES:
-        raise GraphlabError(f"unknown suite {suite!r}; allowed: {', '.join(SUITES)}")
-    return SUITES[suite]
-
-
-def replace_suite(suite: str | Suite, **changes) -> Suite:
-    """A suite with some fields changed, e.g. replace_suite('quick', repeats=3)."""
-    return dataclasses.replace(get_suite(suite), **changes)
 
 
 # ---- the run: device, threads and provenance, once ------------------------------------------
