@@ -5,7 +5,8 @@
 # target table. Everything lands in ONE archive $OUT/gpu_check.tar.gz (CSVs, logs,
 # environment) plus $OUT/summary.txt, which ends with the target table and is printed last.
 # Run from the repository root:
-#   GPU machine:  GRAPHLAB_GIT_COMMIT=$(git rev-parse --short=12 HEAD) PYTHONPATH=. OUT=$OUT bash scripts/gpu_check.sh
+#   GPU machine:  GRAPHLAB_GIT_COMMIT=<sha> PYTHONPATH=. OUT=$OUT bash scripts/gpu_check.sh
+#                 (<sha>: `git rev-parse --short=12 HEAD` of the clean tree sent; the copy has no .git)
 #   CPU dry run:  PYTHONPATH=. OUT=build/gpu_check bash scripts/gpu_check.sh --device cpu --small
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
 # Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback
@@ -14,7 +15,8 @@
 # that times out, or a check killed from outside, keeps what finished.
 set -uo pipefail
 OUT="${OUT:-build/gpu_check}"
-PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
+# python3 first: on the lent GPU machine it is the interpreter that holds torch.
+PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
 BUDGET_S="${BUDGET_S:-420}"
 DEVICE=auto SUITE=full SMALL=100m LARGE=1b
 while (($#)); do
