@@ -21,7 +21,7 @@ import contextlib
 import contextvars
 import functools
 import gc
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -62,7 +62,7 @@ class BenchRun:
     preset: str
     dtype: str
     provenance: dict
-    _copy: dict | None = None
+    _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
 
     def stamp(self, rows) -> pd.DataFrame:
         return with_provenance(rows, self.provenance)

@@ -21,7 +21,7 @@ INTEGER_COLUMNS = ("graph_size", "pool_bytes", "cumulative_pool_bytes", "first_c
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
-    """Write df as CSV to path via a temporary file in the same directory and os.replace.
+    """Write df as CSV (csv_ready: JSON lists, integers) via a temporary file and os.replace.
 
     On any error the temporary file is removed and an existing file at path is left untouched.
     The file gets the permissions open() would give it (0666 less the umask), not mkstemp's 0600.

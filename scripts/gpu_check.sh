@@ -56,7 +56,7 @@ pack() {  # the archive of everything so far, replaced atomically
 step() {  # step NAME MAX_SECONDS COMMAND...: run under timeout, log, record, pack
     local name="$1" limit="$2" left t0=$SECONDS rc state
     shift 2
-    left=$((BUDGET_S - (SECONDS - START) - 20))  # 20 s kept for the report
+    left=$((BUDGET_S - (SECONDS - START) - 35))  # 20 s kept for the report, 15 for a kill
     ((limit > left)) && limit=$left
     if ((limit < 5)); then
         state=skipped rc=1
@@ -76,7 +76,10 @@ step() {  # step NAME MAX_SECONDS COMMAND...: run under timeout, log, record, pa
 
 RUN=("$PYTHON" -u scripts/gpu_bench.py)
 BENCH=("${RUN[@]}" sweep --suite "$SUITE" --device "$DEVICE")
-# Limits are H200 estimates (measured on CPU, scaled by ops per step) with about 2x headroom.
+# Each limit is about twice the step's H200 estimate. Estimates: eager steps are launch-bound,
+# ~8 us per op (12 us measured per op of the tiny model on the 2-core CPU, where it is
+# dispatch-bound) times the ops of one decode step counted with a TorchDispatchMode (100m: 995,
+# 1b: 1380), so ~8 and ~11 ms; a replayed step ~1 ms with its input checks; ~8 s to start.
 # est. 10 s: torch import, CUDA start, a tiny SDPA probe.
 step environment 40 "${RUN[@]}" environment --device "$DEVICE"
 cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
@@ -91,21 +94,23 @@ cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
 # est. 25 s: pytest start, tiny-model captures of 11 sizes in two dtypes, a few more checks.
 step gpu_tests 60 "$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider \
     $(grep -l "mark.gpu" tests/test_*.py)
-# est. 45 s: 96 batch sizes x 2 modes x 33 steps (eager ~7 ms, launch-bound), 105 captures.
+# est. 45 s: 96 batch sizes x 33 steps eager (8 ms: 25 s) and in graph mode (4 s, the cliff
+# included), 105 captures at ~40 ms, start.
 step "bench_$SMALL" 90 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     copy_bandwidth latency graph_memory
 if [[ "$LARGE" != "$SMALL" ]]; then
-    # est. 55 s: as above with ~9 ms eager steps and a 2.5 GB model to build.
+    # est. 57 s: as above with 11 ms eager steps (35 s), ~1.5 ms replays, 2.5 GB of weights.
     step "bench_$LARGE" 100 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" \
         copy_bandwidth latency graph_memory
 fi
-# est. 10 s: 41,472 cells of sizing rules, host CPU only.
+# est. 12 s: 41,472 cells of sizing rules on the host CPU (3.8 s on the 2-core CPU), start.
 step crash_map 30 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
-# est. 100 s: 8 configs x 2 policies, 100m target and draft, summary and per-step runs.
+# est. 100 s: (S, k) in {8, 32} x {2, 4} x 2 policies, each a warm-up and a timed run plus a
+# per-step run over the coverage load, k + 1 forwards a step; gets whatever the budget leaves.
 step spec_decode 200 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     spec_decode spec_decode_steps
 
-# The report: budgeted apart (the 20 s every step leaves), its target table printed last.
+# The report: budgeted apart (20 s of what every step leaves), its target table printed last.
 t0=$SECONDS
 timeout -s INT --kill-after=5 15 "${RUN[@]}" report --out "$RESULTS" --small "$SMALL" \
     --large "$LARGE" >"$RESULTS/report.txt" 2>&1
