@@ -56,7 +56,8 @@ def csv_ready(df: pd.DataFrame) -> pd.DataFrame:
 def read_csv(path) -> pd.DataFrame:
     """A CSV written here, INTEGER_COLUMNS loaded as Int64 (list columns stay JSON text)."""
     header = pd.read_csv(path, nrows=0).columns
-    return pd.read_csv(path, dtype={c: "Int64" for c in INTEGER_COLUMNS if c in header})
+    return pd.read_csv(path, dtype={c: "Int64" for c in INTEGER_COLUMNS if c in header},
+                       low_memory=False)  # one type per column, not per chunk
 
 
 def _is_list(value) -> bool:

@@ -1,5 +1,6 @@
 """bench: tidy rows with provenance, CSVs written atomically, the `bench` command."""
 
+import itertools
 import json
 import os
 import stat
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench
+from graphlab import bench, runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.export import read_csv, write_csv_atomic
@@ -91,6 +92,23 @@ def test_timing_stats_tell_p90_from_the_median():
     assert stats["p90_ms"] == pytest.approx(2.0)
     stats = bench.timing_stats(range(1, 11))
     assert (stats["median_ms"], stats["p90_ms"]) == (5.5, pytest.approx(9.1))
+
+
+def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
+    ticks = itertools.cycle(range(1, 11))  # each (batch size, mode) times steps of 1..10 ms
+
+    class Timer:
+        def __init__(self, device):
+            pass
+
+        def stop(self):
+            return float(next(ticks))
+
+    monkeypatch.setattr(runner, "StepTimer", Timer)
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
+    frame = bench.latency_sweep(suite, "cpu")
+    assert list(frame["median_ms"]) == [5.5] * 4 and list(frame["min_ms"]) == [1.0] * 4
+    assert frame["p90_ms"].tolist() == pytest.approx([9.1] * 4)
 
 
 @pytest.mark.parametrize("name", sorted(bench.SUITES))
