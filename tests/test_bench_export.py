@@ -353,3 +353,14 @@ def test_package_version_of_a_missing_package():
     from graphlab.provenance import package_version
 
     assert package_version("no_such_package_xyz") == "not installed"
+
+
+def test_progress_without_tqdm_prints_plain_lines(monkeypatch, capsys):
+    from graphlab.progress import progress
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import tqdm.auto now fails
+    assert list(progress(["a", "b"], desc="bench quick", unit="sweep")) == ["a", "b"]
+    assert capsys.readouterr().err.splitlines() == ["bench quick: 1/2 sweep",
+                                                    "bench quick: 2/2 sweep"]
+    assert list(progress(iter("xy"), desc="d", disable=True)) == ["x", "y"]
+    assert capsys.readouterr().err == ""
