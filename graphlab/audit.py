@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+from graphlab.progress import progress as progress_bar
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing import ENGINES, PATHS, Dispatch, SizingConfig, SizingPolicy, crash_error, get_policy
@@ -199,7 +199,7 @@ def crash_map(
     rows = []
     cache = _SweepCache()
     widest_query = 1 + max(k_values)
-    for policy in tqdm(policies, desc="crash map", unit="engine", disable=not progress):
+    for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
         for seqs in seqs_values:
             for k in k_values:
                 cfg = SizingConfig(seqs, k, max_num_batched_tokens)

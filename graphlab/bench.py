@@ -1,174 +1,270 @@
 """Benchmark sweeps as tidy DataFrames with provenance, and their CSV export.
 
-This module orchestrates; the measuring lives where the thing measured lives:
-`graphlab.runner.measure_latency` and `measure_graph_memory` (decode steps and captures),
-`graphlab.spec_decode.spec_decode_benchmark` and `run_speculative` (speculative decoding per
-sizing policy: summary and per step) and `graphlab.audit.crash_map` (computed from the sizing
-rules). Each sweep here runs one of them over a `Suite`'s sizes and returns a DataFrame whose
-every row carries the provenance block of `graphlab.provenance` (device, backend, versions,
-dtype, model, commit, time).
+One layer: a `BenchRun` resolves the device, sets the CPU thread count (one unless the caller
+says otherwise) and builds the provenance block once; every sweep of the run (each a function
+of a `Suite`) measures under it and stamps its rows with that block, so all CSVs of one
+`run_bench` share `run_id` and `suite`. What is measured: the device's copy bandwidth, decode
+step latency (eager and graph replay, against the bandwidth floor), graph memory and capture
+time per captured size, speculative decoding per sizing policy (summary and per step), and the
+crash map computed from the sizing rules.
 
-    from graphlab.bench import latency_sweep, export
-    frames = {"latency": latency_sweep("quick", device="cpu")}
-    export(frames, "my_run")          # my_run/latency.csv, written atomically
+    from graphlab import bench
+    frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
+    paths = bench.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
 
 The CSV columns are documented in data/README.md.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+import contextlib
+import contextvars
+import functools
+import gc
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
-from tqdm.auto import tqdm
+import torch
 
 from graphlab.audit import crash_map
 from graphlab.errors import GraphlabError
-from graphlab.export import write_csv_atomic
-from graphlab.provenance import FIELDS, provenance, resolve_device
-from graphlab.runner import measure_graph_memory, measure_latency
-from graphlab.sizing import V0_POLICIES
+from graphlab.export import read_csv, write_csv_atomic
+from graphlab.graphs import GRAPH_POOLS
+from graphlab.memory import predict_pool_bytes
+from graphlab.model import LlamaForCausalLM, build_model
+from graphlab.progress import progress as progress_bar
+from graphlab.provenance import as_computed, provenance, resolve_device, with_provenance
+from graphlab.runner import ModelRunner, StepTimer
+from graphlab.sizing import SizingConfig
 from graphlab.spec_decode import run_speculative, spec_decode_benchmark
+# The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
+from graphlab.suites import SUITES, Suite, get_suite, replace_suite
 
-# What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
-# On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
-DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
-SWEEPS = ("latency", "graph_memory", "spec_decode", "spec_decode_steps", "crash_map")
-
-
-@dataclass(frozen=True)
-class Suite:
-    """The sizes one `bench` run sweeps. preset/dtype None: DEVICE_DEFAULTS for the device."""
-
-    name: str
-    preset: str | None
-    dtype: str | None
-    latency_batch_sizes: tuple[int, ...]
-    repeats: int
-    warmup: int
-    max_seq_len: int
-    memory_max_num_seqs: int
-    spec_policies: tuple[str, ...]
-    spec_max_num_seqs: tuple[int, ...]
-    spec_num_speculative_tokens: tuple[int, ...]
-    spec_num_requests_per_seq: int
-    spec_max_tokens: int
-    spec_max_model_len: int
-    crash_map_engines: tuple[str, ...] | str
-    crash_map_max_num_seqs: range
-    crash_map_k: range
-    # The latency runner's capture limit (as the policy sizes it); batch sizes above it run
-    # eagerly in graph mode (the eager cliff). None: max(latency_batch_sizes), no cliff.
-    latency_max_num_seqs: int | None = None
-
-    def __post_init__(self):
-        positive = {"latency_batch_sizes": self.latency_batch_sizes,
-                    "spec_max_num_seqs": self.spec_max_num_seqs,
-                    "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
-                    "repeats": (self.repeats,), "max_seq_len": (self.max_seq_len,),
-                    "memory_max_num_seqs": (self.memory_max_num_seqs,),
-                    "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
-                    "spec_max_tokens": (self.spec_max_tokens,)}
-        non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
-                        "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
-        if self.latency_max_num_seqs is not None:  # None: the default capture limit
-            positive["latency_max_num_seqs"] = (self.latency_max_num_seqs,)
-        for bound, fields in ((1, positive), (0, non_negative)):
-            for name, values in fields.items():
-                if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
-                    raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
-                                        f"non-empty integers >= {bound}")
-        bad = [p for p in self.spec_policies if p not in V0_POLICIES]
-        if bad or not self.spec_policies:
-            raise GraphlabError(f"suite {self.name!r}: spec_policies {bad or '()'} must be among "
-                                f"{', '.join(V0_POLICIES)}")
-
-    def model_for(self, device: str) -> tuple[str, str]:
-        """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
-        default = DEVICE_DEFAULTS["cuda" if device.startswith("cuda") else "cpu"]
-        return self.preset or default[0], self.dtype or default[1]
+SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_decode_steps",
+          "crash_map")
+# The guard: batches past the capture limit run eagerly, so a latency sweep shows the cliff.
+LATENCY_ENGINE = "vllm-0.6.0"
+# Bytes of one copy: far past the H200's 60 MB L2 on CUDA; on CPU past the last-level cache.
+COPY_BYTES = {"cuda": 2**30, "cpu": 2**26}
+SEED = 0
 
 
-SUITES = {
-    # Seconds on two CPU cores: the shapes of every sweep, small.
-    "quick": Suite(
-        name="quick", preset="tiny", dtype="float32",
-        latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
-        max_seq_len=64, memory_max_num_seqs=32,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
-        spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
-        spec_max_model_len=48,
-        crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
-        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
-        latency_max_num_seqs=24),  # batches 25..32 fall off the graphs: the eager cliff
-    # Minutes on a GPU: V0's whole capture list, and the full crash map.
-    "full": Suite(
-        name="full", preset=None, dtype=None,
-        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256 (the
-        # capture limit) and on to 320, which run eagerly: the eager cliff.
-        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 321, 8)),
-        repeats=50, warmup=5, max_seq_len=256, memory_max_num_seqs=256,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
-        spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
-        spec_max_model_len=96,
-        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
-        latency_max_num_seqs=256),
-}
+# ---- the run: device, threads and provenance, once ------------------------------------------
+
+@dataclass
+class BenchRun:
+    """One benchmark run: the suite, its resolved device and model, the provenance block."""
+
+    suite: Suite
+    device: torch.device
+    preset: str
+    dtype: str
+    provenance: dict
+    _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
+
+    def stamp(self, rows) -> pd.DataFrame:
+        return with_provenance(rows, self.provenance)
+
+    def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
+        """The run's model with a KV cache of num_slots slots."""
+        model = build_model(self.preset, seed=SEED, dtype=self.dtype, device=self.device)
+        model.allocate_kv_cache(num_slots, max_seq_len)
+        return model
+
+    def copy_bandwidth(self) -> dict:
+        """The device's copy bandwidth, measured at the first call of the run."""
+        if self._copy is None:
+            self._copy = measure_copy_bandwidth(self.device, COPY_BYTES[self.device.type],
+                                                self.suite.repeats, self.suite.warmup)
+        return self._copy
 
 
-def get_suite(suite: str | Suite) -> Suite:
-    if isinstance(suite, Suite):
-        return suite
-    if suite not in SUITES:
-        raise GraphlabError(f"unknown suite {suite!r}; allowed: {', '.join(SUITES)}")
-    return SUITES[suite]
+_ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench_run",
+                                                                          default=None)
 
 
-def with_provenance(rows, prov: dict[str, str]) -> pd.DataFrame:
-    """Rows as a frame with the provenance columns last; a row's own value wins over prov's.
-
-    A sweep that already stamped its rows (measure_latency does) keeps its stamp; one that
-    named the model `preset` gets it under the provenance name `model`.
-    """
-    frame = pd.DataFrame(list(rows) if not isinstance(rows, pd.DataFrame) else rows)
-    if "preset" in frame.columns and "model" not in frame.columns:
-        frame = frame.rename(columns={"preset": "model"})
-    for field in FIELDS:
-        if field not in frame.columns:
-            frame[field] = prov[field]
-    own = [c for c in frame.columns if c not in FIELDS]
-    return frame[own + list(FIELDS)]
-
-
-def _setup(suite: str | Suite, device: str):
+@contextlib.contextmanager
+def bench_run(suite: str | Suite = "quick", device: str = "auto",
+              torch_threads: int | None = None):
+    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
     suite = get_suite(suite)
-    dev = str(resolve_device(device))
-    preset, dtype = suite.model_for(dev)
-    return suite, dev, preset, dtype, provenance(dev, dtype=dtype, model=preset)
+    dev = resolve_device(device)
+    if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
+        raise GraphlabError(f"torch_threads={torch_threads!r} must be an integer >= 1 or None")
+    previous = torch.get_num_threads()
+    # One thread: tiny steps gain nothing from more, and timings stop depending on the load.
+    threads = torch_threads or (1 if dev.type == "cpu" else previous)
+    torch.set_num_threads(threads)
+    try:
+        preset, dtype = suite.model_for(dev.type)
+        run = BenchRun(suite, dev, preset, dtype,
+                       provenance(dev, dtype=dtype, model=preset, suite=suite.name))
+        token = _ACTIVE.set(run)
+        try:
+            yield run
+        finally:
+            _ACTIVE.reset(token)
+    finally:
+        torch.set_num_threads(previous)
 
 
-def latency_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """Decode step latency per batch size, eager and graph replay (measure_latency's rows).
+def _current() -> BenchRun:
+    run = _ACTIVE.get()
+    if run is None:
+        raise GraphlabError("a sweep body runs inside bench_run(); call the sweep function")
+    return run
 
-    Graphs are captured up to suite.latency_max_num_seqs; larger batches run eagerly in graph
-    mode too (under the vllm-0.6.0 guard), which is the eager cliff.
+
+def _setup(suite, device):
+    """(suite, device, preset, dtype, provenance) of the open run, resolved when it opened."""
+    run = _current()
+    return run.suite, str(run.device), run.preset, run.dtype, run.provenance
+
+
+_SWEEP_FUNCTIONS = {}
+
+
+def sweep(name: str):
+    """Register a sweep body (suite, device) -> frame; the public function opens its own run."""
+    def register(body):
+        _SWEEP_FUNCTIONS[name] = body
+
+        @functools.wraps(body)
+        def run_sweep(suite: str | Suite = "quick", device: str = "auto",
+                      torch_threads: int | None = None) -> pd.DataFrame:
+            with bench_run(suite, device, torch_threads) as run:
+                return body(run.suite, run.device)
+        return run_sweep
+    return register
+
+
+# ---- measurements ---------------------------------------------------------------------------
+
+def decode_batch(n: int, model: LlamaForCausalLM, position: int, seed: int = SEED):
+    """n decode rows, one per slot (slots 0..n-1), all at `position`, random tokens."""
+    if n > model.num_slots:
+        raise GraphlabError(f"a batch of {n} rows needs {n} slots; the cache has {model.num_slots}")
+    generator = torch.Generator().manual_seed(seed)
+    input_ids = torch.randint(0, model.config.vocab_size, (n,), generator=generator)
+    return (input_ids.to(model.device), torch.full((n,), position, device=model.device),
+            torch.arange(n, device=model.device))
+
+
+def weight_bytes(model: LlamaForCausalLM) -> int:
+    """Bytes of the unique parameters: what one decode step must read at least once."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def timing_stats(times_ms) -> dict:
+    """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
+    times = np.asarray(times_ms, dtype=float)
+    return dict(median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
+                min_ms=float(times.min()))
+
+
+def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int,
+                           warmup: int) -> dict:
+    """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
+    src = torch.ones(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    for _ in range(warmup):
+        dst.copy_(src)
+    times = []
+    for _ in range(repeats):
+        timer = StepTimer(device)
+        dst.copy_(src)
+        times.append(timer.stop())
+    del src, dst
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    stats = timing_stats(times)
+    return dict(copy_bytes=nbytes, bytes_moved=2 * nbytes, repeats=repeats, warmup=warmup,
+                **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
+
+
+# ---- sweeps ---------------------------------------------------------------------------------
+
+@sweep("copy_bandwidth")
+def copy_bandwidth_sweep(suite, device) -> pd.DataFrame:
+    """The device's copy bandwidth: the denominator of latency.csv's bandwidth_floor_ms."""
+    run = _current()
+    return run.stamp([run.copy_bandwidth()])
+
+
+@sweep("latency")
+def latency_sweep(suite, device) -> pd.DataFrame:
+    """Decode step latency per batch size, eager and graph replay, one row per (size, mode).
+
+    Graphs are captured for suite.latency_max_num_seqs (default max(latency_batch_sizes)), so
+    batch sizes between captured ones are padded and larger ones run eagerly in graph mode too
+    (the guard's eager cliff). Every row is one slot per sequence at position max_seq_len // 2.
     """
-    suite, dev, preset, dtype, prov = _setup(suite, device)
-    rows = measure_latency(preset, dtype, dev, suite.latency_batch_sizes, suite.repeats,
-                           suite.warmup, suite.max_seq_len,
-                           max_num_seqs=suite.latency_max_num_seqs)
-    return with_provenance(rows, prov)
+    run = _current()
+    s = run.suite
+    model = run.model(max(s.latency_batch_sizes), s.max_seq_len)
+    cfg = SizingConfig(max_num_seqs=s.latency_max_num_seqs or max(s.latency_batch_sizes))
+    runners = {"eager": ModelRunner(model, LATENCY_ENGINE, cfg, enforce_eager=True),
+               "graph": ModelRunner(model, LATENCY_ENGINE, cfg)}
+    for runner in runners.values():
+        runner.capture_model()
+    weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
+    rows = []
+    for n in s.latency_batch_sizes:
+        batch = decode_batch(n, model, s.max_seq_len // 2)
+        for mode, runner in runners.items():
+            for _ in range(s.warmup):
+                runner.execute_model(*batch)
+            steps = [runner.execute_model(*batch)[1] for _ in range(s.repeats)]
+            rows.append(dict(
+                engine=LATENCY_ENGINE, mode=mode, max_num_seqs=cfg.max_num_seqs, batch_size=n,
+                path=steps[0].path, graph_size=steps[0].graph_size,
+                **timing_stats([step.time_ms for step in steps]), repeats=s.repeats,
+                warmup=s.warmup, max_seq_len=s.max_seq_len, weight_bytes=weights,
+                copy_bytes_per_s=bandwidth, bandwidth_floor_ms=weights / bandwidth * 1e3))
+    return run.stamp(rows)
 
 
-def graph_memory_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """Memory and capture time per captured size, shared and separate pools."""
-    suite, dev, preset, dtype, prov = _setup(suite, device)
-    rows = measure_graph_memory(preset, dtype, dev, suite.memory_max_num_seqs, suite.max_seq_len)
-    return with_provenance(rows, prov)
+@sweep("graph_memory")
+def graph_memory_sweep(suite, device) -> pd.DataFrame:
+    """Memory and time of every capture, per pool mode, in capture order (largest first).
+
+    cumulative_bytes is the running total of memory_bytes (measured, or predicted when
+    emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
+    (running max for a shared pool, running sum for separate pools); predicted_over_measured
+    their ratio where memory was measured.
+    """
+    run = _current()
+    s = run.suite
+    model = run.model(s.memory_max_num_seqs, s.max_seq_len)
+    cfg = SizingConfig(max_num_seqs=s.memory_max_num_seqs)
+    rows = []
+    for graph_pool in GRAPH_POOLS:
+        runner = ModelRunner(model, LATENCY_ENGINE, cfg, graph_pool=graph_pool)
+        records = runner.capture_model()
+        for order, record in enumerate(records):
+            done = records[:order + 1]
+            fields = asdict(record)
+            measured = sum(r.memory_bytes for r in done)
+            predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
+            rows.append(dict(
+                engine=LATENCY_ENGINE, max_num_seqs=cfg.max_num_seqs, max_seq_len=s.max_seq_len,
+                capture_order=order, capture_size=fields.pop("size"), **fields,
+                cumulative_bytes=measured,
+                cumulative_pool_bytes=(None if record.pool_bytes is None
+                                       else sum(r.pool_bytes for r in done)),
+                cumulative_predicted_bytes=predicted,
+                predicted_over_measured=(predicted / measured if record.memory_kind ==
+                                         "measured" and measured > 0 else None)))
+        del runner, records
+        gc.collect()
+        if run.device.type == "cuda":
+            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
+    return run.stamp(rows)
 
 
+@sweep("spec_decode")
 def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
     """Speculative decoding per sizing policy: tokens/s, scorer graph share, acceptance."""
     suite, dev, preset, dtype, prov = _setup(suite, device)
@@ -180,6 +276,7 @@ def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.
     return with_provenance(rows, prov)
 
 
+@sweep("spec_decode_steps")
 def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
     """Every engine step of one speculative-decoding run per (policy, max_num_seqs, k).
 
@@ -204,17 +301,16 @@ def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") 
     return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]], prov)
 
 
-def crash_map_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """The crash map over the suite's (max_num_seqs, k) grid; computed, so no memory_kind."""
-    suite, _, _, _, prov = _setup(suite, device)
-    frame = crash_map(suite.crash_map_engines, suite.crash_map_max_num_seqs, suite.crash_map_k)
-    return with_provenance(frame, prov)
+@sweep("crash_map")
+def crash_map_sweep(suite, device) -> pd.DataFrame:
+    """The crash map over the suite's (max_num_seqs, k) grid, computed from the sizing rules."""
+    run = _current()
+    frame = crash_map(run.suite.crash_map_engines, run.suite.crash_map_max_num_seqs,
+                      run.suite.crash_map_k)
+    return with_provenance(frame, as_computed(run.provenance))
 
 
-_SWEEP_FUNCTIONS = {"latency": latency_sweep, "graph_memory": graph_memory_sweep,
-                    "spec_decode": spec_decode_sweep, "spec_decode_steps": spec_decode_steps_sweep,
-                    "crash_map": crash_map_sweep}
-
+# ---- export ---------------------------------------------------------------------------------
 
 def export(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
@@ -224,21 +320,21 @@ def export(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
 
 
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
-              sweeps=SWEEPS, progress: bool = True) -> dict[str, Path]:
-    """Run the sweeps in order, writing each CSV as soon as its sweep finishes.
+              sweeps=SWEEPS, progress: bool = True,
+              torch_threads: int | None = None) -> dict[str, Path]:
+    """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
     """
     unknown = [s for s in sweeps if s not in _SWEEP_FUNCTIONS]
     if unknown:
         raise GraphlabError(f"unknown sweeps {unknown}; allowed: {', '.join(SWEEPS)}")
-    suite = get_suite(suite)
-    device = str(resolve_device(device))  # bad input fails before any sweep starts
     written = {}
-    bar = tqdm(sweeps, desc=f"bench {suite.name}", unit="sweep", disable=not progress)
-    for name in bar:
-        bar.set_postfix_str(name)
-        written |= export({name: _SWEEP_FUNCTIONS[name](suite, device)}, out)
+    with bench_run(suite, device, torch_threads) as run:  # bad input fails before any sweep
+        Path(out).mkdir(parents=True, exist_ok=True)
+        for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
+                                 disable=not progress):
+            written |= export({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
     return written
 
 
@@ -246,14 +342,9 @@ def summary(paths: dict[str, Path]) -> str:
     """One line per written CSV: name, rows, backend and (where present) memory kind."""
     lines = []
     for name, path in paths.items():
-        frame = pd.read_csv(path)
+        frame = read_csv(path)
         kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
                  if "memory_kind" in frame.columns else "")
         lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
                      f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
     return "\n".join(lines)
-
-
-def replace_suite(suite: str | Suite, **changes) -> Suite:
-    """A suite with some fields changed, e.g. replace_suite('quick', repeats=3)."""
-    return dataclasses.replace(get_suite(suite), **changes)

@@ -1,7 +1,9 @@
-"""Where a number came from: machine, backend, software versions, commit and time.
+"""Where a number came from: the run, machine, backend, software versions, commit and time.
 
 Every benchmark row carries these fields so that a CSV read months later (or a plot made from
-it) still says whether it was a real CUDA-graph measurement or a CPU emulation.
+it) still says whether it was a real CUDA-graph measurement or a CPU emulation, and which rows
+of several files came from one run (`run_id`). torch is imported only where a device is named:
+the `crash-map` command stamps its rows without loading it (`computed_provenance`).
 """
 
 from __future__ import annotations
@@ -10,25 +12,31 @@ import datetime as _dt
 import importlib.metadata
 import os
 import platform
+import secrets
 import subprocess
 from pathlib import Path
 
-import torch
+import pandas as pd
 
 from graphlab.errors import GraphlabError
 
 BACKENDS = ("cuda-graph", "cpu-emulated")
+# Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
+COMPUTED = "computed"
 MEMORY_KINDS = ("measured", "predicted")
 DEVICES = ("auto", "cpu", "cuda")
 # Column order of the provenance block appended to every tidy row.
-FIELDS = ("device", "backend", "torch_version", "vllm_version", "dtype", "model",
-          "git_commit", "timestamp")
+FIELDS = ("run_id", "suite", "device", "backend", "torch_version", "cuda_version",
+          "cudnn_version", "torch_threads", "vllm_version", "dtype", "model", "git_commit",
+          "timestamp")
 
 _REPO = Path(__file__).resolve().parents[1]
 
 
-def resolve_device(device: str | torch.device = "auto") -> torch.device:
+def resolve_device(device="auto"):
     """'auto' means CUDA when present; asking for CUDA on a machine without it is bad input."""
+    import torch
+
     name = str(device)
     if name not in DEVICES and not name.startswith("cuda:"):
         raise GraphlabError(f"device {name!r} is not one of {', '.join(DEVICES)}")
@@ -39,18 +47,13 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return torch.device(name)
 
 
-def backend_for(device: torch.device) -> str:
+def backend_for(device) -> str:
     """Real graphs only exist on CUDA; everywhere else the runner emulates them eagerly."""
     return "cuda-graph" if device.type == "cuda" else "cpu-emulated"
 
 
-def device_name(device: torch.device) -> str:
-    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
-
-    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
-    """
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
+def cpu_name() -> str:
+    """The host processor, e.g. 'cpu: AMD EPYC (2 cores)'."""
     model = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -59,8 +62,20 @@ def device_name(device: torch.device) -> str:
                 break
     except OSError:
         pass  # not Linux: platform's answer stands
+    return f"cpu: {model} ({os.cpu_count()} cores)"
+
+
+def device_name(device) -> str:
+    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
+
+    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
+    """
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
     threads = torch.get_num_threads()
-    return f"cpu: {model} ({os.cpu_count()} cores, {threads} torch thread{'s' * (threads != 1)})"
+    return f"{cpu_name()[:-1]}, {threads} torch thread{'s' * (threads != 1)})"
 
 
 def package_version(import_name: str) -> str:
@@ -96,20 +111,75 @@ def git_commit(repo: Path = _REPO) -> str:
     return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
 
 
-def provenance(device: str | torch.device = "auto", *, dtype: torch.dtype | str = torch.float32,
-               model: str = "custom") -> dict[str, str]:
-    """The provenance block for rows produced on `device` with a `model` preset in `dtype`."""
+def new_run_id() -> str:
+    """A fresh id shared by every CSV of one run: UTC start time plus six random hex digits."""
+    return f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def provenance(device="auto", *, dtype="float32", model: str = "custom", suite: str = "custom",
+               run_id: str | None = None) -> dict:
+    """The provenance block for rows measured on `device` with a `model` preset in `dtype`.
+
+    Reads the torch thread count as it is now: set it before building the block.
+    """
+    import torch
+
     dev = resolve_device(device)
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
     return {
+        "run_id": run_id or new_run_id(),
+        "suite": suite,
         "device": device_name(dev),
         "backend": backend_for(dev),
         "torch_version": torch.__version__,
+        "cuda_version": torch.version.cuda or "none",
+        "cudnn_version": str(cudnn or "none"),
+        "torch_threads": torch.get_num_threads(),
         "vllm_version": package_version("vllm"),
         "dtype": str(dtype).removeprefix("torch."),
         "model": model,
         "git_commit": git_commit(),
-        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "timestamp": _now(),
     }
+
+
+def as_computed(prov: dict) -> dict:
+    """A run's block for a table computed from the sizing rules: no backend, model or dtype."""
+    return prov | {"backend": COMPUTED, "dtype": "none", "model": "none"}
+
+
+def computed_provenance(*, suite: str, run_id: str | None = None) -> dict:
+    """The block for a computed table written outside a bench run, without importing torch."""
+    try:
+        torch_version = importlib.metadata.version("torch")
+    except importlib.metadata.PackageNotFoundError:
+        torch_version = "not installed"
+    return as_computed({
+        "run_id": run_id or new_run_id(), "suite": suite, "device": cpu_name(),
+        "torch_version": torch_version, "cuda_version": "none", "cudnn_version": "none",
+        "torch_threads": None, "vllm_version": package_version("vllm"),
+        "git_commit": git_commit(), "timestamp": _now()})
+
+
+def with_provenance(rows, prov: dict) -> pd.DataFrame:
+    """Rows as a frame with the provenance columns last; a row's own value wins over prov's.
+
+    A sweep that stamps its own rows keeps its values; one that named the model `preset` gets
+    it under the provenance name `model`. The `crash-map` command stamps its frame with
+    `with_provenance(frame, computed_provenance(suite="crash-map"))`.
+    """
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
+    if "preset" in frame.columns and "model" not in frame.columns:
+        frame = frame.rename(columns={"preset": "model"})
+    for field in FIELDS:
+        if field not in frame.columns:
+            frame[field] = prov[field]
+    own = [c for c in frame.columns if c not in FIELDS]
+    return frame[own + list(FIELDS)]
 
 
 def describe(prov: dict[str, str], memory_kind: str | None = None) -> str:

@@ -1,34 +1,182 @@
-"""The GPU check's Python steps, each a thin call into graphlab.bench (scripts/gpu_check.sh runs
-each under its own timeout, so a hung step costs only its own time).
+"""The GPU check's Python steps, each a thin call into graphlab (scripts/gpu_check.sh runs each
+under its own timeout, so a hung step costs only its own time).
 
+    environment:  python scripts/gpu_bench.py environment
+             versions (python, torch, CUDA, cuDNN, packages), the device, the SDPA backends
+             enabled and the one torch picks for a decode-shaped attention call.
     sweep:   python scripts/gpu_bench.py sweep --out DIR [--suite full] [--device auto]
-                 [--preset 1b] latency graph_memory
-             bench.run_bench of the named sweeps of a suite, the suite's preset replaced when
-             --preset is given; writes DIR/<sweep>.csv as each sweep finishes.
+                 [--preset 1b] copy_bandwidth latency graph_memory
+             bench.run_bench of the named sweeps of a suite (one run: one run_id), the suite's
+             preset replaced when --preset is given; writes DIR/<sweep>.csv as each one ends.
     report:  python scripts/gpu_bench.py report --out DIR --small 100m --large 1b
-             the target table (runner.summarize_targets) from DIR/<small>/ and DIR/<large>/,
-             written to DIR/targets.csv, and the speculative-decoding headline from
-             DIR/<small>/spec_decode.csv; prints both. A missing CSV is reported, not fatal.
+             from DIR/<small>/ and DIR/<large>/: the speculative-decoding headline, the copy
+             bandwidth, the graph-memory predictor's accuracy, and last the target table (also
+             written to DIR/targets.csv). A missing CSV is reported, not fatal.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
+import importlib.metadata as md
+import platform
 import time
+import warnings
 from pathlib import Path
 
 import pandas as pd
 
 from graphlab import bench
-from graphlab.export import write_csv_atomic
-from graphlab.runner import summarize_targets
+from graphlab.export import read_csv, write_csv_atomic
 
 HEADLINE = ["policy", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
             "scorer_graph_fraction", "num_target_graphs", "target_graph_MiB", "memory_kind",
             "mean_acceptance_length"]
+PACKAGES = ("numpy", "pandas", "matplotlib", "tqdm", "pytest", "hypothesis", "transformers",
+            "safetensors")
+
+# name -> (threshold, whether the value must reach it from above). The project's goals:
+TARGETS = {
+    # A ~100M model at batch 1 is launch-bound: one replay replaces hundreds of launches.
+    "replay speedup at batch 1 (eager / graph)": (4.0, True),
+    # At batch 1 a step reads every weight once; the floor uses this device's copy bandwidth.
+    "graph step at batch 1 / copy-bandwidth floor": (1.6, False),
+    # A capture records one step's launches: far under a second even for V0's 35 sizes.
+    "slowest capture (ms)": (50.0, False),
+    # Captured largest first, smaller graphs reuse the largest one's blocks.
+    "shared pool / largest graph's own pool": (1.25, False),
+}
 
 
-def run_sweeps(args) -> None:
+def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
+                      large: str) -> pd.DataFrame:
+    """One row per target from latency.csv and graph_memory.csv rows of both presets.
+
+    `small` names the preset of the launch-bound targets (100m on the GPU check), `large` the
+    one held against the copy-bandwidth floor (1b); the shared-pool ratio is given for both.
+    Memory compares pool_bytes where measured, the predictions otherwise (memory_kind says
+    which). A target whose rows are missing (its step failed) gets an empty value, not met.
+    """
+    def at_batch_1(preset, mode):
+        rows = latency[(latency["model"] == preset) & (latency["mode"] == mode)]
+        return rows[rows["batch_size"] == 1].iloc[0]
+
+    def captures(preset, pool):
+        return memory[(memory["model"] == preset) & (memory["graph_pool"] == pool)]
+
+    def speedup():
+        graph, eager = at_batch_1(small, "graph"), at_batch_1(small, "eager")
+        return eager["median_ms"] / graph["median_ms"], graph["backend"], None
+
+    def floor_ratio():
+        graph = at_batch_1(large, "graph")
+        return graph["median_ms"] / graph["bandwidth_floor_ms"], graph["backend"], None
+
+    def slowest_capture():
+        shared = captures(small, "shared")
+        return shared["capture_ms"].max(), shared["backend"].iloc[0], None
+
+    def pool_ratio(preset):
+        shared, separate = captures(preset, "shared"), captures(preset, "separate")
+        kind = shared["memory_kind"].iloc[0]
+        key = "pool_bytes" if kind == "measured" else "memory_bytes"
+        largest = separate.loc[separate["capture_size"].idxmax()]
+        return shared[key].sum() / largest[key], shared["backend"].iloc[0], kind
+
+    values = {
+        "replay speedup at batch 1 (eager / graph)": [(small, speedup)],
+        "graph step at batch 1 / copy-bandwidth floor": [(large, floor_ratio)],
+        "slowest capture (ms)": [(small, slowest_capture)],
+        "shared pool / largest graph's own pool": [
+            (preset, functools.partial(pool_ratio, preset))
+            for preset in dict.fromkeys((small, large))],
+    }
+    rows = []
+    for name, results in values.items():
+        threshold, at_least = TARGETS[name]
+        for preset, compute in results:
+            try:
+                value, backend, kind = compute()
+            except (IndexError, KeyError, ValueError):
+                value, backend, kind = float("nan"), "missing", None
+            met = value >= threshold if at_least else value <= threshold
+            rows.append(dict(target=name, model=preset, value=float(value), threshold=threshold,
+                             met=bool(met), backend=backend, memory_kind=kind))
+    return pd.DataFrame(rows)
+
+
+def predictor_accuracy(memory: pd.DataFrame) -> pd.DataFrame | None:
+    """Per (model, pool): predicted / measured graph memory for all graphs and across sizes."""
+    measured = memory[memory["predicted_over_measured"].notna()]
+    if measured.empty:
+        return None
+    groups = measured.groupby(["model", "graph_pool"], sort=False)["predicted_over_measured"]
+    return pd.DataFrame({"all_graphs": groups.last(), "min_over_sizes": groups.min(),
+                         "max_over_sizes": groups.max()}).reset_index()
+
+
+def sdpa_choice(device) -> str:
+    """SDPA backends enabled, the one torch picks for a decode-shaped call, those that run it."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    from graphlab.model import PRESETS
+
+    # graphlab's decode attention for the 1b preset: each KV head's query group folded into the
+    # query length, 8 rows over a 256-position cache, a boolean mask (graphlab.model).
+    config, rows, cache = PRESETS["1b"], 8, 256
+    kv, group = config.num_key_value_heads, config.num_attention_heads // config.num_key_value_heads
+    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    q = torch.randn(rows, kv, group, config.head_dim, device=device, dtype=dtype)
+    k, v = (torch.randn(rows, kv, cache, config.head_dim, device=device, dtype=dtype)
+            for _ in range(2))
+    mask = torch.ones(rows, 1, group, cache, dtype=torch.bool, device=device)
+    flags = {name: getattr(torch.backends.cuda, f"{name}_sdp_enabled")()
+             for name in ("flash", "mem_efficient", "cudnn", "math")
+             if hasattr(torch.backends.cuda, f"{name}_sdp_enabled")}
+    backends = {b.value: name for name, b in SDPBackend.__members__.items()
+                if name not in ("ERROR", "OVERRIDEABLE")}
+    try:  # private, but the only direct answer to "which kernel will this call use"
+        chosen = backends.get(torch._fused_sdp_choice(q, k, v, mask), "none")
+    except (AttributeError, RuntimeError, TypeError, ValueError) as error:
+        chosen = f"unknown ({type(error).__name__})"
+    runs = []
+    for value, name in backends.items():
+        with warnings.catch_warnings(), sdpa_kernel([SDPBackend.__members__[name]]):
+            warnings.simplefilter("ignore")
+            try:
+                F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                runs.append(name)
+            except RuntimeError:
+                pass
+    return (f"sdpa (decode shape q{tuple(q.shape)} kv{tuple(k.shape)} bool mask, {dtype}): "
+            f"enabled {flags}; chosen {chosen}; runs on {runs}")
+
+
+def environment(args) -> int:
+    import torch
+
+    from graphlab.provenance import provenance, resolve_device
+
+    device = resolve_device(args.device)
+    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    print("python", platform.python_version(), "| torch", torch.__version__, "| cuda",
+          torch.version.cuda, "| cudnn", cudnn, "| device",
+          torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu")
+    versions = []
+    for name in PACKAGES:
+        try:
+            versions.append(f"{name} {md.version(name)}")
+        except md.PackageNotFoundError:
+            versions.append(f"{name} not installed")
+    print(" | ".join(versions))
+    print(sdpa_choice(device))
+    print("provenance:", provenance(device, suite="environment"))
+    return 0
+
+
+def run_sweeps(args) -> int:
     suite = bench.get_suite(args.suite)
     if args.preset:
         suite = bench.replace_suite(suite, preset=args.preset)
@@ -36,59 +184,73 @@ def run_sweeps(args) -> None:
     paths = bench.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
     print(bench.summary(paths))
     print(f"{', '.join(args.sweeps)} ({suite.name} suite) in {time.perf_counter() - start:.1f} s")
+    return 0
 
 
 def _read(out: Path, name: str) -> pd.DataFrame | None:
     if (out / name).is_file():
-        return pd.read_csv(out / name)
+        return read_csv(out / name)
     print(f"missing: {name} (its step failed or timed out; see steps.tsv and logs/)")
     return None
 
 
+def _table(frame: pd.DataFrame) -> str:
+    return frame.to_string(index=False, float_format=lambda v: f"{v:.3g}")
+
+
 def report(args) -> int:
-    """Print the target table and the speculative-decoding headline; 1 when anything is missing."""
+    """Print the headline, bandwidth and predictor accuracy, then the target table; 1 if short."""
     status = 0
-    latency, memory = [], []
-    for preset in dict.fromkeys((args.small, args.large)):
-        for name, rows in (("latency", latency), ("graph_memory", memory)):
-            frame = _read(args.out, f"{preset}/{name}.csv")
-            if frame is None:
-                status = 1
-            else:
-                rows += frame.to_dict("records")
-    if status == 0:
-        targets = pd.DataFrame(summarize_targets(latency, memory, args.small, args.large))
-        write_csv_atomic(targets, args.out / "targets.csv")
-        print("== targets (DESIGN.md §6)")
-        print(targets.to_string(index=False, float_format=lambda v: f"{v:.3g}"))
     spec = _read(args.out, f"{args.small}/spec_decode.csv")
     if spec is None:
-        return 1
-    spec["target_graph_MiB"] = spec["target_graph_memory_bytes"] / 2**20
-    print(f"== speculative decoding, guard (vllm-0.6.0) vs adaptive: {args.small} "
-          f"{spec['dtype'].iloc[0]}, {spec['backend'].iloc[0]} on {spec['device'].iloc[0]}")
-    print(spec[HEADLINE].to_string(index=False, float_format=lambda v: f"{v:.3g}"))
-    return status
+        status = 1
+    else:
+        spec["target_graph_MiB"] = spec["target_graph_memory_bytes"] / 2**20
+        print(f"== speculative decoding, guard (vllm-0.6.0) vs adaptive: {args.small} "
+              f"{spec['dtype'].iloc[0]}, {spec['backend'].iloc[0]} on {spec['device'].iloc[0]}")
+        print(_table(spec[HEADLINE]))
+    frames, complete = {}, True
+    for name in ("copy_bandwidth", "latency", "graph_memory"):
+        parts = [_read(args.out, f"{preset}/{name}.csv")
+                 for preset in dict.fromkeys((args.small, args.large))]
+        found = [part for part in parts if part is not None]
+        complete &= len(found) == len(parts)
+        frames[name] = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
+    copy = frames["copy_bandwidth"]
+    for row in copy.itertuples():
+        print(f"== copy bandwidth ({row.model} run): {row.bytes_per_s / 1e9:.1f} GB/s read+written,"
+              f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
+              f" on {row.device}")
+    if not frames["graph_memory"].empty:
+        accuracy = predictor_accuracy(frames["graph_memory"])
+        print("== graph memory, predicted / measured")
+        print("predicted only (cpu-emulated): nothing measured to compare" if accuracy is None
+              else _table(accuracy))
+    targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small,
+                                args.large)
+    write_csv_atomic(targets, args.out / "targets.csv")
+    print("== targets")
+    print(_table(targets))
+    return status | (not complete)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     steps = parser.add_subparsers(dest="step", required=True)
+    env = steps.add_parser("environment", help="versions, device and SDPA backend")
+    env.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
     sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
     sweep.add_argument("--suite", default="full", help="a graphlab.bench suite (default full)")
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
     sweep.add_argument("sweeps", nargs="+", choices=bench.SWEEPS)
-    summary = steps.add_parser("report", help="target table and speculative-decoding headline")
+    summary = steps.add_parser("report", help="headline, accuracy and the target table")
     summary.add_argument("--out", type=Path, required=True, help="folder holding <preset>/")
     summary.add_argument("--small", default="100m", help="preset of the launch-bound targets")
     summary.add_argument("--large", default="1b", help="preset held against the bandwidth floor")
     args = parser.parse_args()
-    if args.step == "sweep":
-        run_sweeps(args)
-        return 0
-    return report(args)
+    return {"environment": environment, "sweep": run_sweeps, "report": report}[args.step](args)
 
 
 if __name__ == "__main__":

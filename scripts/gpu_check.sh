@@ -1,33 +1,45 @@
 #!/usr/bin/env bash
-# The prepared GPU check, one script: GPU tests, the bench "full" suite on the 100m model
-# (latency with the eager cliff, graph memory, speculative decoding guard vs adaptive and its
-# per-step view, the crash map), latency and graph memory of the 1b model, the target table.
-# Everything lands in ONE archive $OUT/gpu_check.tar.gz (CSVs, logs, environment) plus
-# $OUT/summary.txt; the summary is printed last. Run from the repository root:
+# The prepared GPU check, one script: environment (versions, cuDNN, the SDPA kernel of a decode
+# call), the GPU tests, copy bandwidth, latency and graph memory of the 100m and 1b presets,
+# the crash map, speculative decoding guard vs adaptive (summary and per step), and the
+# target table. Everything lands in ONE archive $OUT/gpu_check.tar.gz (CSVs, logs,
+# environment) plus $OUT/summary.txt, which ends with the target table and is printed last.
+# Run from the repository root:
 #   GPU machine:  GRAPHLAB_GIT_COMMIT=<sha> PYTHONPATH=. OUT=$OUT bash scripts/gpu_check.sh
-#   CPU dry run:  PYTHONPATH=. OUT=/tmp/check bash scripts/gpu_check.sh --device cpu --small
+#                 (<sha>: `git rev-parse --short=12 HEAD` of the clean tree sent; the copy has no .git)
+#   CPU dry run:  PYTHONPATH=. OUT=build/gpu_check bash scripts/gpu_check.sh --device cpu --small
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
-# Each step runs under `timeout`, its limit also cut to what is left of BUDGET_S (default 450 s)
-# so the whole check stays under ~8 minutes; the archive is rewritten after every step, so a
-# check killed from outside still leaves the finished steps' files.
+# Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback
+# naming where it was), its limit also cut to what is left of BUDGET_S (default 420 s); every
+# sweep writes its CSV when it ends and the archive is rewritten after every step, so a step
+# that times out, or a check killed from outside, keeps what finished.
 set -uo pipefail
 OUT="${OUT:-build/gpu_check}"
-PYTHON="${PYTHON:-$(command -v python || command -v python3)}"
-BUDGET_S="${BUDGET_S:-450}"
+# python3 first: on the lent GPU machine it is the interpreter that holds torch.
+PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
+BUDGET_S="${BUDGET_S:-420}"
 DEVICE=auto SUITE=full SMALL=100m LARGE=1b
 while (($#)); do
     case "$1" in
-        --device) DEVICE="$2"; shift 2 ;;
+        --device) DEVICE="${2:-}"; shift 2 || shift ;;
         --small) SUITE=quick SMALL=tiny LARGE=tiny; shift ;;
         *) echo "usage: gpu_check.sh [--device auto|cuda|cpu] [--small]" >&2; exit 2 ;;
     esac
 done
-export PYTHONPATH="${PYTHONPATH:-.}" HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
+case "$DEVICE" in auto | cuda | cpu) ;; *)
+    echo "gpu_check.sh: --device '$DEVICE' is not one of auto, cuda, cpu" >&2; exit 2 ;;
+esac
+export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
+    MPLBACKEND=Agg
+if [[ "$DEVICE" != cpu ]] && ! "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+    echo "gpu_check.sh: no CUDA device here; for the CPU dry run pass --device cpu --small" >&2
+    exit 2
+fi
 # A copy without .git: say so in every row, rather than let git find some enclosing repository.
 if [[ -z "${GRAPHLAB_GIT_COMMIT:-}" && ! -e .git ]]; then export GRAPHLAB_GIT_COMMIT=unknown; fi
 mkdir -p "$OUT"
 OUT="$(cd "$OUT" && pwd)"
-# Staged outside $OUT: the device tool brings back only a few files, so $OUT holds just two.
+# Staged outside $OUT: the device tool brings back at most 8 files, so $OUT holds just two.
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
 RESULTS="$WORK/gpu_check"
@@ -42,82 +54,69 @@ pack() {  # the archive of everything so far, replaced atomically
 }
 
 step() {  # step NAME MAX_SECONDS COMMAND...: run under timeout, log, record, pack
-    local name="$1" limit="$2" left t0 rc state
+    local name="$1" limit="$2" left t0=$SECONDS rc state
     shift 2
-    left=$((BUDGET_S - (SECONDS - START) - 20))  # 20 s kept for the report
+    left=$((BUDGET_S - (SECONDS - START) - 35))  # 20 s kept for the report, 15 for a kill
     ((limit > left)) && limit=$left
     if ((limit < 5)); then
         state=skipped rc=1
         echo "== $name: skipped, the time budget is spent" | tee "$RESULTS/logs/$name.log"
     else
         echo "== $name (limit ${limit} s)"
-        t0=$SECONDS
-        timeout --kill-after=10 "$limit" "$@" >"$RESULTS/logs/$name.log" 2>&1
+        timeout -s INT --kill-after=15 "$limit" "$@" >"$RESULTS/logs/$name.log" 2>&1
         rc=$?
-        case $rc in 0) state=ok ;; 124 | 137) state=timeout ;; *) state="failed($rc)" ;; esac
+        case $rc in 0) state=ok ;; 124 | 130 | 137) state=timeout ;; *) state="failed($rc)" ;; esac
         echo "   $state in $((SECONDS - t0)) s; last lines of logs/$name.log:"
         tail -n 4 "$RESULTS/logs/$name.log" | sed 's/^/   | /'
     fi
     ((rc == 0)) || status=1
-    printf '%s\t%s\t%s\t%s\n' "$name" "$state" "$((SECONDS - ${t0:-$SECONDS}))" "$limit" \
-        >>"$RESULTS/steps.tsv"
+    printf '%s\t%s\t%s\t%s\n' "$name" "$state" "$((SECONDS - t0))" "$limit" >>"$RESULTS/steps.tsv"
     pack
 }
 
-environment() {
+RUN=("$PYTHON" -u scripts/gpu_bench.py)
+BENCH=("${RUN[@]}" sweep --suite "$SUITE" --device "$DEVICE")
+# Each limit is about twice the step's H200 estimate. Estimates: eager steps are launch-bound,
+# ~8 us per op (12 us measured per op of the tiny model on the 2-core CPU, where it is
+# dispatch-bound) times the ops of one decode step counted with a TorchDispatchMode (100m: 995,
+# 1b: 1380), so ~8 and ~11 ms; a replayed step ~1 ms with its input checks; ~8 s to start.
+# est. 10 s: torch import, CUDA start, a tiny SDPA probe.
+step environment 40 "${RUN[@]}" environment --device "$DEVICE"
+cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
+{
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
     echo "command: gpu_check.sh --device $DEVICE (suite $SUITE, presets $SMALL $LARGE)"
     echo "GRAPHLAB_GIT_COMMIT: ${GRAPHLAB_GIT_COMMIT:-(not set)}; .git here: $([ -d .git ] && echo yes || echo no)"
-    timeout 60 "$PYTHON" - <<'EOF'
-import importlib.metadata as md
-import platform
-
-import torch
-
-from graphlab.provenance import provenance
-
-print("python", platform.python_version(), "| torch", torch.__version__, "| cuda",
-      torch.version.cuda, "| device",
-      torch.cuda.get_device_name() if torch.cuda.is_available() else "none")
-versions = []
-for name in ("numpy", "pandas", "matplotlib", "tqdm", "pytest", "hypothesis", "transformers"):
-    try:
-        versions.append(f"{name} {md.version(name)}")
-    except md.PackageNotFoundError:
-        versions.append(f"{name} not installed")
-print(" | ".join(versions))
-print("provenance:", provenance("auto"))
-EOF
     command -v nvidia-smi >/dev/null \
         && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
-}
-
-echo "== environment"
-environment 2>&1 | tee "$RESULTS/environment.txt"
-pack
-
+} >>"$RESULTS/environment.txt" 2>&1
 # Only the files with GPU tests: collecting the others needs packages this machine may lack.
-step gpu_tests 120 "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider \
+# est. 25 s: pytest start, tiny-model captures of 11 sizes in two dtypes, a few more checks.
+step gpu_tests 60 "$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider \
     $(grep -l "mark.gpu" tests/test_*.py)
-BENCH=("$PYTHON" scripts/gpu_bench.py sweep --suite "$SUITE" --device "$DEVICE")
-# The 1b model last: it is the longest step, so a slow one cannot starve the others.
-step "latency_memory_$SMALL" 120 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
-    latency graph_memory
-step spec_decode 180 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
-    spec_decode spec_decode_steps
-step crash_map 60 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
+# est. 45 s: 96 batch sizes x 33 steps eager (8 ms: 25 s) and in graph mode (4 s, the cliff
+# included), 105 captures at ~40 ms, start.
+step "bench_$SMALL" 90 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
+    copy_bandwidth latency graph_memory
 if [[ "$LARGE" != "$SMALL" ]]; then
-    step "latency_memory_$LARGE" 150 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" \
-        latency graph_memory
+    # est. 57 s: as above with 11 ms eager steps (35 s), ~1.5 ms replays, 2.5 GB of weights.
+    step "bench_$LARGE" 100 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" \
+        copy_bandwidth latency graph_memory
 fi
+# est. 12 s: 41,472 cells of sizing rules on the host CPU (3.8 s on the 2-core CPU), start.
+step crash_map 30 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
+# est. 100 s: (S, k) in {8, 32} x {2, 4} x 2 policies, each a warm-up and a timed run plus a
+# per-step run over the coverage load, k + 1 forwards a step; gets whatever the budget leaves.
+step spec_decode 200 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
+    spec_decode spec_decode_steps
 
-# The report: budgeted apart (the 20 s every step leaves), its output the summary's last part.
+# The report: budgeted apart (20 s of what every step leaves), its target table printed last.
 t0=$SECONDS
-timeout 40 "$PYTHON" scripts/gpu_bench.py report --out "$RESULTS" --small "$SMALL" \
+timeout -s INT --kill-after=5 15 "${RUN[@]}" report --out "$RESULTS" --small "$SMALL" \
     --large "$LARGE" >"$RESULTS/report.txt" 2>&1
 rc=$?
 ((rc == 0)) || status=1
-printf 'report\t%s\t%s\t40\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
+printf 'report\t%s\t%s\t15\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
     "$((SECONDS - t0))" >>"$RESULTS/steps.tsv"
 {
     cat "$RESULTS/environment.txt"

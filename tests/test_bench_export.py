@@ -1,22 +1,24 @@
 """bench: tidy rows with provenance, CSVs written atomically, the `bench` command."""
 
+import itertools
+import json
 import os
 import stat
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench
+from graphlab import bench, runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.export import write_csv_atomic
-from graphlab.provenance import FIELDS
+from graphlab.export import read_csv, write_csv_atomic
+from graphlab.provenance import FIELDS, computed_provenance, with_provenance
 
+ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.
 TINY = bench.replace_suite(
     "quick", name="tiny-test", latency_batch_sizes=(1, 3), repeats=2, warmup=1, max_seq_len=16,
@@ -39,13 +41,130 @@ def test_every_sweep_writes_its_csv(written):
         assert len(pd.read_csv(path)) > 0
 
 
-def test_every_row_carries_provenance(written):
-    for path in written.values():
-        frame = pd.read_csv(path)
+def test_every_row_carries_provenance_of_one_run(written):
+    frames = {name: read_csv(path) for name, path in written.items()}
+    for name, frame in frames.items():
         assert list(frame.columns[-len(FIELDS):]) == list(FIELDS)
-        assert frame[list(FIELDS)].notna().all().all(), path
-        assert set(frame["backend"]) == {"cpu-emulated"}
-        assert set(frame["model"]) == {"tiny"} and set(frame["dtype"]) == {"float32"}
+        assert frame[list(FIELDS)].notna().all().all(), name
+        # One run: one id and suite in every file; on CPU one torch thread unless asked.
+        assert set(frame["run_id"]) == {frames["latency"]["run_id"][0]}, name
+        assert set(frame["suite"]) == {"tiny-test"} and set(frame["torch_threads"]) == {1}
+        measured = name != "crash_map"
+        assert set(frame["backend"]) == {"cpu-emulated" if measured else "computed"}, name
+        assert set(frame["model"]) == {"tiny" if measured else "none"}, name
+        assert set(frame["dtype"]) == {"float32" if measured else "none"}, name
+
+
+def test_list_columns_are_json_and_empty_integers_load_as_integers(written):
+    steps = read_csv(written["spec_decode_steps"])
+    decode = steps[steps["kind"] == "decode"]
+    lists = [json.loads(cell) for cell in decode["accepted_per_position"]]
+    k = TINY.spec_num_speculative_tokens[0]
+    assert {len(cell) for cell in lists} == {0, k}  # steps without proposals have none
+    spec = read_csv(written["spec_decode"])
+    assert all(isinstance(json.loads(cell), list) for cell in spec["accepted_per_position"])
+    for name, column in (("latency", "graph_size"), ("graph_memory", "pool_bytes"),
+                         ("spec_decode_steps", "graph_size"), ("crash_map", "first_crash_n")):
+        frame = read_csv(written[name])
+        assert str(frame[column].dtype) == "Int64", (name, column)
+        assert frame[column].isna().any() or name == "crash_map", (name, column)
+    text = written["latency"].read_text()
+    assert ",4.0," not in text  # the padded size is written as an integer
+    assert read_csv(written["latency"]).set_index(["mode", "batch_size"]).loc[
+        ("graph", 3), "graph_size"] == 4
+
+
+def test_copy_bandwidth_is_the_latency_floors_denominator(written):
+    copy = read_csv(written["copy_bandwidth"])
+    assert len(copy) == 1 and copy.loc[0, "bytes_moved"] == 2 * copy.loc[0, "copy_bytes"]
+    assert copy.loc[0, "bytes_per_s"] == pytest.approx(
+        copy.loc[0, "bytes_moved"] / copy.loc[0, "median_ms"] * 1e3)
+    latency = read_csv(written["latency"])
+    assert set(latency["copy_bytes_per_s"]) == {copy.loc[0, "bytes_per_s"]}  # measured once
+    assert (latency["bandwidth_floor_ms"] ==
+            latency["weight_bytes"] / latency["copy_bytes_per_s"] * 1e3).all()
+
+
+def test_timing_stats_tell_p90_from_the_median():
+    # Nine fast steps and one slow one: the median stays fast, p90 moves into the gap.
+    stats = bench.timing_stats([1.0] * 9 + [11.0])
+    assert (stats["median_ms"], stats["min_ms"]) == (1.0, 1.0)
+    assert stats["p90_ms"] == pytest.approx(2.0)
+    stats = bench.timing_stats(range(1, 11))
+    assert (stats["median_ms"], stats["p90_ms"]) == (5.5, pytest.approx(9.1))
+
+
+def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
+    ticks = itertools.cycle(range(1, 11))  # each (batch size, mode) times steps of 1..10 ms
+
+    class Timer:
+        def __init__(self, device):
+            pass
+
+        def stop(self):
+            return float(next(ticks))
+
+    monkeypatch.setattr(runner, "StepTimer", Timer)
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
+    frame = bench.latency_sweep(suite, "cpu")
+    assert list(frame["median_ms"]) == [5.5] * 4 and list(frame["min_ms"]) == [1.0] * 4
+    assert frame["p90_ms"].tolist() == pytest.approx([9.1] * 4)
+
+
+@pytest.mark.parametrize("name", sorted(bench.SUITES))
+@pytest.mark.parametrize("model", [{}, {"preset": "100m", "dtype": "bfloat16"}])
+def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
+    built = []
+
+    def spy(preset, seed=0, dtype="float32", device="cpu"):
+        built.append((preset, str(dtype)))
+        # Tiny whatever was asked (seconds on CPU); the rows must still name what was asked.
+        return build_model("tiny", seed=seed, dtype=dtype, device=device)
+
+    build_model = bench.build_model
+    monkeypatch.setattr(bench, "build_model", spy)
+    suite = bench.replace_suite(name, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
+                                repeats=1, warmup=0, max_seq_len=8, memory_max_num_seqs=2,
+                                **model)
+    preset, dtype = suite.model_for("cpu")
+    for sweep in (bench.latency_sweep, bench.graph_memory_sweep):
+        frame = sweep(suite, "cpu")
+        assert built.pop() == (preset, dtype)
+        assert set(frame["model"]) == {preset} and set(frame["dtype"]) == {dtype}
+
+
+def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "measure_copy_bandwidth",
+                        lambda *args: seen.append(torch.get_num_threads()) or {"bytes_per_s": 1})
+    before = torch.get_num_threads()
+    assert set(bench.copy_bandwidth_sweep(TINY, "cpu")["torch_threads"]) == {1}
+    assert set(bench.copy_bandwidth_sweep(TINY, "cpu", torch_threads=2)["torch_threads"]) == {2}
+    assert seen == [1, 2] and torch.get_num_threads() == before
+    with pytest.raises(GraphlabError, match="torch_threads=0"):
+        bench.copy_bandwidth_sweep(TINY, "cpu", torch_threads=0)
+
+
+def test_graph_memory_rows_accumulate_per_pool(written):
+    memory = read_csv(written["graph_memory"])
+    shared, separate = (memory[memory["graph_pool"] == pool] for pool in ("shared", "separate"))
+    assert list(shared["capture_size"]) == [4, 2, 1]  # largest first
+    assert shared["cumulative_predicted_bytes"].iloc[-1] == shared["predicted_bytes"].iloc[0]
+    assert separate["cumulative_predicted_bytes"].iloc[-1] == separate["predicted_bytes"].sum()
+    # Emulated: nothing measured, so no predictor accuracy to state.
+    assert memory["predicted_over_measured"].isna().all()
+
+
+def test_the_crash_map_command_can_stamp_without_torch():
+    code = ("import sys; from graphlab.provenance import computed_provenance as c; p = c(suite='x');"
+            "assert 'torch' not in sys.modules, 'torch imported'; print(p['backend'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0 and done.stdout.strip() == "computed", done.stderr
+    frame = with_provenance(pd.DataFrame({"first_crash_n": [None, 40]}),
+                            computed_provenance(suite="crash-map"))
+    assert list(frame.columns) == ["first_crash_n", *FIELDS]
+    assert frame.loc[0, "model"] == "none" and pd.isna(frame.loc[0, "torch_threads"])
 
 
 def test_memory_on_cpu_is_labelled_predicted(written):
@@ -131,7 +250,7 @@ def test_crash_map_matches_the_worked_example(written):
 
 def test_with_provenance_keeps_a_rows_own_values():
     prov = dict.fromkeys(FIELDS, "x") | {"backend": "cpu-emulated"}
-    frame = bench.with_provenance([{"preset": "tiny", "backend": "cuda-graph", "v": 1}], prov)
+    frame = with_provenance([{"preset": "tiny", "backend": "cuda-graph", "v": 1}], prov)
     assert frame.loc[0, "backend"] == "cuda-graph"
     assert frame.loc[0, "model"] == "tiny" and "preset" not in frame.columns
     assert list(frame.columns) == ["v", *FIELDS]
@@ -190,7 +309,7 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(bench.SUITES, "quick", TINY)
     assert main(["bench", "--device", "cpu", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "crash_map.csv: 24 rows, cpu-emulated on cpu" in out
+    assert "crash_map.csv: 24 rows, computed on cpu" in out
     assert "graph_memory.csv" in out and "memory predicted" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
 
@@ -236,24 +355,12 @@ def test_package_version_of_a_missing_package():
     assert package_version("no_such_package_xyz") == "not installed"
 
 
-def test_gpu_check_dry_run_packs_every_csv_into_one_archive(tmp_path):
-    root, out = Path(__file__).resolve().parents[1], tmp_path / "out"
-    env = os.environ | {"OUT": str(out), "PYTHON": sys.executable, "PYTHONPATH": str(root),
-                        "GRAPHLAB_GIT_COMMIT": "dryrun123"}
-    done = subprocess.run(["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
-                          cwd=root, env=env, capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    # The device tool brings back few files: everything else travels inside the archive.
-    assert sorted(p.name for p in out.iterdir()) == ["gpu_check.tar.gz", "summary.txt"]
-    with tarfile.open(out / "gpu_check.tar.gz") as archive:
-        names = set(archive.getnames())
-        latency = pd.read_csv(archive.extractfile("gpu_check/tiny/latency.csv"))
-    expected = {f"gpu_check/tiny/{sweep}.csv" for sweep in bench.SWEEPS} | {
-        f"gpu_check/{name}" for name in ("targets.csv", "environment.txt", "steps.tsv",
-                                         "summary.txt", "logs/gpu_tests.log")}
-    assert expected <= names
-    assert set(latency["git_commit"]) == {"dryrun123"}
-    assert set(latency[latency["mode"] == "graph"]["path"]) == {"graph", "eager"}  # the cliff
-    summary = (out / "summary.txt").read_text()
-    assert "replay speedup at batch 1" in summary and "adaptive" in summary
-    assert done.stdout.rstrip().endswith(summary.rstrip())  # the summary is printed last
+def test_progress_without_tqdm_prints_plain_lines(monkeypatch, capsys):
+    from graphlab.progress import progress
+
+    monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import tqdm.auto now fails
+    assert list(progress(["a", "b"], desc="bench quick", unit="sweep")) == ["a", "b"]
+    assert capsys.readouterr().err.splitlines() == ["bench quick: 1/2 sweep",
+                                                    "bench quick: 2/2 sweep"]
+    assert list(progress(iter("xy"), desc="d", disable=True)) == ["x", "y"]
+    assert capsys.readouterr().err == ""

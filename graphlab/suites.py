@@ -1,0 +1,111 @@
+"""What a bench run sweeps: the `Suite` config and the named suites (quick, full).
+
+A suite names the sizes of every sweep in graphlab.bench and, optionally, the model; without
+one the device decides (DEVICE_DEFAULTS).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing import V0_POLICIES
+
+# What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
+# On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
+DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
+
+@dataclass(frozen=True)
+class Suite:
+    """The sizes one `bench` run sweeps. preset/dtype None: DEVICE_DEFAULTS for the device."""
+
+    name: str
+    preset: str | None
+    dtype: str | None
+    latency_batch_sizes: tuple[int, ...]
+    repeats: int
+    warmup: int
+    max_seq_len: int
+    memory_max_num_seqs: int
+    spec_policies: tuple[str, ...]
+    spec_max_num_seqs: tuple[int, ...]
+    spec_num_speculative_tokens: tuple[int, ...]
+    spec_num_requests_per_seq: int
+    spec_max_tokens: int
+    spec_max_model_len: int
+    crash_map_engines: tuple[str, ...] | str
+    crash_map_max_num_seqs: range
+    crash_map_k: range
+    # The latency runner's capture limit (as the policy sizes it); batch sizes above it run
+    # eagerly in graph mode (the eager cliff). None: max(latency_batch_sizes), no cliff.
+    latency_max_num_seqs: int | None = None
+
+    def __post_init__(self):
+        positive = {"latency_batch_sizes": self.latency_batch_sizes,
+                    "spec_max_num_seqs": self.spec_max_num_seqs,
+                    "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
+                    "repeats": (self.repeats,), "max_seq_len": (self.max_seq_len,),
+                    "memory_max_num_seqs": (self.memory_max_num_seqs,),
+                    "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
+                    "spec_max_tokens": (self.spec_max_tokens,)}
+        non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
+                        "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
+        if self.latency_max_num_seqs is not None:  # None: the default capture limit
+            positive["latency_max_num_seqs"] = (self.latency_max_num_seqs,)
+        for bound, fields in ((1, positive), (0, non_negative)):
+            for name, values in fields.items():
+                if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
+                    raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
+                                        f"non-empty integers >= {bound}")
+        bad = [p for p in self.spec_policies if p not in V0_POLICIES]
+        if bad or not self.spec_policies:
+            raise GraphlabError(f"suite {self.name!r}: spec_policies {bad or '()'} must be among "
+                                f"{', '.join(V0_POLICIES)}")
+
+    def model_for(self, device: str) -> tuple[str, str]:
+        """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
+        default = DEVICE_DEFAULTS["cuda" if device.startswith("cuda") else "cpu"]
+        return self.preset or default[0], self.dtype or default[1]
+
+
+SUITES = {
+    # Seconds on two CPU cores: the shapes of every sweep, small.
+    "quick": Suite(
+        name="quick", preset="tiny", dtype="float32",
+        latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
+        max_seq_len=64, memory_max_num_seqs=32,
+        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
+        spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
+        spec_max_model_len=48,
+        crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
+        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
+        latency_max_num_seqs=24),  # batches 25..32 fall off the graphs: the eager cliff
+    # Minutes on a GPU (per-step estimates in scripts/gpu_check.sh): V0's whole capture list.
+    "full": Suite(
+        name="full", preset=None, dtype=None,
+        # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256 (the
+        # capture limit) and on to 320, which run eagerly: the eager cliff.
+        latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 321, 8)),
+        # 30 timed steps per point: eager 100m/1b steps (~7-10 ms, launch-bound) dominate the
+        # GPU check's budget, and a median of 30 is as steady as one of 50 there.
+        repeats=30, warmup=3, max_seq_len=256, memory_max_num_seqs=256,
+        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
+        spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
+        spec_max_model_len=96,
+        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
+        latency_max_num_seqs=256),
+}
+
+
+def get_suite(suite: str | Suite) -> Suite:
+    if isinstance(suite, Suite):
+        return suite
+    if suite not in SUITES:
+        raise GraphlabError(f"unknown suite {suite!r}; allowed: {', '.join(SUITES)}")
+    return SUITES[suite]
+
+
+def replace_suite(suite: str | Suite, **changes) -> Suite:
+    """A suite with some fields changed, e.g. replace_suite('quick', repeats=3)."""
+    return dataclasses.replace(get_suite(suite), **changes)
