@@ -25,14 +25,14 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from graphlab.audit import crash_map
+from graphlab.drafts import build_draft, build_target
 from graphlab.errors import GraphlabError
 from graphlab.export import write_csv_atomic
+from graphlab.memory import graph_memory_bytes
 from graphlab.provenance import FIELDS, provenance, resolve_device
 from graphlab.runner import measure_graph_memory, measure_latency
 from graphlab.sizing import V0_POLICIES
-from graphlab.memory import graph_memory_bytes
-from graphlab.spec_decode import (SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target,
-                                  run_speculative)
+from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine, run_speculative
 from graphlab.workload import RequestLoad, load_requests
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.

@@ -66,6 +66,18 @@ def test_acceptance_probability_is_the_overlap_of_p_and_q():
     assert abs(observed - expected) < 5 * math.sqrt(expected * (1 - expected) / trials)
 
 
+def test_every_position_is_tested_and_the_prefix_is_its_leading_run():
+    target, draft = _distributions(12, 4, seed=6)
+    _, out = _sample_round(target, draft, trials=5_000, seed=7)
+    assert torch.equal(out.num_accepted, out.accepted.long().cumprod(dim=1).sum(dim=1))
+    # Positions after a rejection are tested too (vLLM V0 counted them as accepted tokens).
+    after_rejection = out.accepted & (torch.arange(4) > out.num_accepted[:, None])
+    assert after_rejection.any()
+    # Each position passes with probability sum(min(p, q)), whatever happened before it.
+    overlap = torch.minimum(target[:4], draft).sum(-1)
+    assert torch.allclose(out.accepted.float().mean(0), overlap, atol=0.03)
+
+
 def test_identical_distributions_accept_everything_and_add_a_bonus():
     target, _ = _distributions(10, 3, seed=5)
     g = torch.Generator().manual_seed(0)
