@@ -167,6 +167,9 @@ class BatchExpansionScorer:
 class MQAScorer:
     """vLLM 0.6.3's MQAScorer: one row of k+1 query tokens per sequence, one eager forward.
 
+    Not part of vllm-0.5.5 or 0.6.0 (batch expansion only there); 0.6.3 uses it only with
+    enforce_eager, so beside the 0.5.5/0.6.0 engines it shows a later vLLM's scoring.
+
     Speculating rows hold [last, d_1..d_k] at p..p+k. A plain row holds its last token, then k
     padding tokens at p+1..p+k whose outputs are dropped: they attend only to the row's own
     positions and write K/V past the sequence's end, into cells that every later step writes
