@@ -259,6 +259,15 @@ def test_repro_ends_in_key_error_40(capsys):
     assert err[0] == "Traceback (most recent call last):" and err[-1] == "KeyError: 40"
 
 
+def test_repro_with_a_vllm_055_proposer_ends_in_the_draft_runners_key_error(capsys):
+    # The scorer has graphs up to 40 rows; a later step drafts 9..16 rows (bonus copies).
+    status = main(["repro", "--engine", "adaptive", "--proposer-engine", "vllm-0.5.5",
+                   "--device", "cpu"])
+    captured = capsys.readouterr()
+    assert status == 1 and captured.err.strip().splitlines()[-1] == "KeyError: 16"
+    assert "in propose" in captured.err and "draft (truncated, vllm-0.5.5)" in captured.out
+
+
 @pytest.mark.parametrize("engine", ["vllm-0.6.0", "adaptive"])
 def test_repro_completes_with_the_fixed_engines(capsys, engine):
     status = main(["repro", "--engine", engine, "--device", "cpu", "--num-requests", "8",
