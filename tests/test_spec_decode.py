@@ -325,8 +325,8 @@ def test_benchmark_rows_on_cpu():
     assert guard["tokens_per_s"] > 0 and guard["proposer_engine"] == "vllm-0.6.0"
     # V0 counts every accepted position, V1 the accepted prefix.
     assert guard["accepted_tokens"] >= guard["num_accepted_tokens"]
-    assert guard["num_drafts"] <= guard["max_draft_batch_size"] * 1000 and \
-        guard["num_speculative_tokens"] < guard["max_draft_batch_size"] + 3
+    # All 4 sequences draft in the first decode step; bonus copies can double that.
+    assert 4 <= guard["max_draft_batch_size"] <= 8
 
 
 def test_acceptance_counts_follow_from_the_greedy_text_and_the_v0_rule(target, drafts, load):
