@@ -18,9 +18,9 @@ One decode step, as vLLM V0's spec-decode worker ran it:
 
 A sequence gets no proposals in a step when seq_len + k >= max_model_len (V0 Top1Proposer's
 rule), so steps mix speculating and plain sequences. Requests (graphlab.workload) arrive over
-time; a step that admits new requests prefills them (one eager forward each for target and
-draft) instead of decoding, as V0's scheduler did without chunked prefill. There is no EOS: a
-request stops at max_tokens.
+time; a step that admits new requests prefills them (eager forwards, prompts of similar length
+padded together) instead of decoding, as V0's scheduler did without chunked prefill. There is
+no EOS: a request stops at max_tokens.
 """
 
 from __future__ import annotations
@@ -124,20 +124,28 @@ class Proposer:
 
 
 def _prefill(model: LlamaForCausalLM, prompts: list[list[int]], slots: list[int]) -> torch.Tensor:
-    """One eager forward over the prompts right-padded to the longest; each prompt's last logits.
+    """Eager forwards over the prompts, each prompt's last logits [B, vocab].
 
-    A padded row writes K/V past its prompt in its own slot: harmless, since a token attends only
-    to positions <= its own and every later step writes its cells before reading them.
+    Prompts are right-padded within groups whose longest is at most twice the shortest: padding
+    costs under 2x, and a step needs at most ~log2(max_model_len) forwards. A padded row writes
+    K/V past its prompt in its own slot: harmless, since a token attends only to positions <= its
+    own and every later step writes its cells before reading them.
     """
     device = model.device
-    lengths = [len(p) for p in prompts]
-    longest = max(lengths)
-    ids = _long([list(p) + [0] * (longest - len(p)) for p in prompts], device)
-    positions = torch.arange(longest, device=device).expand(len(prompts), -1)
-    row_slots = _long(slots, device)
-    model.check_inputs(ids, positions, row_slots)
-    logits = model(ids, positions, row_slots)
-    return logits[torch.arange(len(prompts), device=device), _long(lengths, device) - 1]
+    logits = torch.empty(len(prompts), model.config.vocab_size, device=device)
+    order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
+    while order:
+        rows = [i for i in order if len(prompts[i]) <= 2 * len(prompts[order[0]])]
+        order = order[len(rows):]
+        lengths = _long([len(prompts[i]) for i in rows], device)
+        longest = len(prompts[rows[-1]])
+        ids = _long([list(prompts[i]) + [0] * (longest - len(prompts[i])) for i in rows], device)
+        positions = torch.arange(longest, device=device).expand(len(rows), -1)
+        row_slots = _long([slots[i] for i in rows], device)
+        model.check_inputs(ids, positions, row_slots)
+        out = model(ids, positions, row_slots)
+        logits[_long(rows, device)] = out[torch.arange(len(rows), device=device), lengths - 1]
+    return logits
 
 
 class BatchExpansionScorer:

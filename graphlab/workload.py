@@ -118,11 +118,11 @@ def coverage_requests(max_num_seqs: int, num_speculative_tokens: int, max_model_
         raise GraphlabError(f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
                             f"{k + 3} (a speculating prompt, its first token and k proposals)")
     rng = np.random.default_rng(seed)
-    short = (1, min(16, max_model_len - k - 2))          # seq_len + k < max_model_len
-    near_end = (max_model_len - k - 1, max_model_len - 2) if k else short  # k = 0: all plain
+    # Two prompt lengths, so a group's prefill needs at most two forwards.
+    short = min(8, max_model_len - k - 2)                 # seq_len + k < max_model_len
+    near_end = max_model_len - 2 if k else short          # seq_len + k >= max_model_len
 
-    def prompt(lengths: tuple[int, int]) -> tuple[int, ...]:
-        length = int(rng.integers(lengths[0], lengths[1] + 1))
+    def prompt(length: int) -> tuple[int, ...]:
         return tuple(int(t) for t in rng.integers(0, vocab_size, length))
 
     requests = []

@@ -424,7 +424,8 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
         steps = out.steps_frame()
         caches[scorer] = [(key.clone(), value.clone()) for key, value in target.kv_cache()]
         if scorer == "mqa":
-            # One target forward per step: the grouped prefill, or one MQA scoring pass.
+            # One target forward per step: the prefill (prompts within 2x of each other), or
+            # one MQA scoring pass.
             assert len(calls) == len(steps)
             decode = steps.query("kind == 'decode'")
             mixed = decode[(decode.num_speculating > 0) & (decode.num_speculating < decode.num_seqs)]
@@ -441,18 +442,19 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
             torch.testing.assert_close(v_mqa[slot, :, :length], v_be[slot, :, :length])
 
 
-# ---- prefill: one forward per step ----------------------------------------------------------
+# ---- prefill: prompts of similar length in one forward --------------------------------------
 
-def test_prefill_pads_prompts_into_one_forward(target, monkeypatch):
-    prompts = [[1, 2, 3, 4, 5], [6], [7, 8, 9]]
+def test_prefill_pads_prompts_of_similar_length_into_one_forward(target, monkeypatch):
+    prompts, slots = [[1, 2, 3, 4, 5], [6, 7, 8], list(range(9, 21)), [1, 1, 2, 3]], [2, 0, 3, 1]
     target.allocate_kv_cache(4, MAX_MODEL_LEN)
     calls = _count_forwards(target, monkeypatch)
-    logits = _prefill(target, prompts, [2, 0, 3])
-    assert calls == [torch.Size([3, 5])]
+    logits = _prefill(target, prompts, slots)
+    # Lengths 3, 4, 5 share a forward (padded to 5); 12 is over twice 3 and gets its own.
+    assert calls == [torch.Size([3, 5]), torch.Size([1, 12])]
     grouped = [(key.clone(), value.clone()) for key, value in target.kv_cache()]
     monkeypatch.undo()
     target.allocate_kv_cache(4, MAX_MODEL_LEN)
-    for row, (prompt, slot) in enumerate(zip(prompts, [2, 0, 3])):
+    for row, (prompt, slot) in enumerate(zip(prompts, slots)):
         alone = target(torch.tensor([prompt]), torch.arange(len(prompt))[None],
                        torch.tensor([slot]))[0, -1]
         torch.testing.assert_close(logits[row], alone)
