@@ -377,7 +377,7 @@ def run_speculative(config: SpecDecodeConfig, load: RequestLoad = RequestLoad(),
                     preset: str | ModelConfig = "tiny", draft: str = "truncated",
                     dtype: str = "float32", device: str = "auto",
                     log=None) -> tuple[SpecDecodeEngine, GenerateOutput]:
-    """Speculative decoding of `load` under `config`; vllm-0.5.5 raises the engine's KeyError.
+    """Speculative decoding of `load` under `config`; vllm-0.5.5 runners raise their KeyError.
 
     Target and draft (kind `draft`, see build_draft) are built from `preset` with config.seed, in
     `dtype` (logits stay float32 either way). `log`, if given, receives a line describing the
