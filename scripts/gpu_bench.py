@@ -29,7 +29,7 @@ import pandas as pd
 from graphlab import bench
 from graphlab.export import read_csv, write_csv_atomic
 
-HEADLINE = ["policy", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
+HEADLINE = ["engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
             "scorer_graph_fraction", "num_target_graphs", "target_graph_MiB", "memory_kind",
             "mean_acceptance_length"]
 PACKAGES = ("numpy", "pandas", "matplotlib", "tqdm", "pytest", "hypothesis", "transformers",

@@ -221,23 +221,23 @@ def test_csv_files_get_the_umask_permissions_not_mkstemps(tmp_path):
         os.umask(previous)
 
 
-def test_spec_decode_rows_per_policy(written):
+def test_spec_decode_rows_per_engine(written):
     frame = pd.read_csv(written["spec_decode"])
-    assert list(frame["policy"]) == list(TINY.spec_policies)
-    by_policy = frame.set_index("policy")
+    assert list(frame["engine"]) == list(TINY.spec_policies)
+    by_engine = frame.set_index("engine")
     # Adaptive captures the expanded batch: every scorer step replays a graph.
-    assert by_policy.loc["adaptive", "scorer_graph_fraction"] == 1.0
-    assert by_policy.loc["vllm-0.6.0", "scorer_graph_fraction"] < 1.0
+    assert by_engine.loc["adaptive", "scorer_graph_fraction"] == 1.0
+    assert by_engine.loc["vllm-0.6.0", "scorer_graph_fraction"] < 1.0
 
 
 def test_spec_decode_steps_show_which_scorer_batches_lost_their_graphs(written):
     frame = pd.read_csv(written["spec_decode_steps"])
     decode = frame[frame["kind"] == "decode"]
-    guard = decode[decode["policy"] == "vllm-0.6.0"]
+    guard = decode[decode["engine"] == "vllm-0.6.0"]
     # max_num_seqs=2: the guard graphs up to 2 rows; expanded batches (2*(k+1) = 6) run eagerly.
     assert (guard[guard["path"] == "eager"]["batch_size"] > 2).all()
     assert (guard["batch_size"] == 6).any()
-    assert set(decode[decode["policy"] == "adaptive"]["path"]) == {"graph"}
+    assert set(decode[decode["engine"] == "adaptive"]["path"]) == {"graph"}
     assert set(frame["dtype"]) == {"float32"}
 
 
