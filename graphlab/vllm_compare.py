@@ -121,7 +121,7 @@ def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], m
             "num_drafts": int(counters.get("num_drafts", 0)),
             "num_draft_tokens": int(counters.get("num_draft_tokens", 0)),
             "num_accepted_tokens": int(counters.get("num_accepted_tokens", 0)),
-            "accepted_per_position": [int(v) for v in counters.get("num_accepted_tokens_per_pos")
+            "num_accepted_tokens_per_pos": [int(v) for v in counters.get("num_accepted_tokens_per_pos")
                                       or []]}
 
 
@@ -169,9 +169,8 @@ def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
     target_dir, draft_dir = export_pair(target, draft, directory)
     config = SpecDecodeConfig(max_num_seqs, num_speculative_tokens, max_model_len=max_model_len)
     result = SpecDecodeEngine(target, draft, config).generate(requests)
-    counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position")
+    counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
     metrics = result.metrics.as_dict()
-    metrics["accepted_per_position"] = metrics.pop("num_accepted_tokens_per_pos")
     ours = {"outputs": result.outputs, **{c: metrics[c] for c in counts}}
     theirs = run_vllm_subprocess(
         timeout_s, target_dir=target_dir, draft_dir=draft_dir,
@@ -210,7 +209,7 @@ def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requ
                             ).generate(longer).outputs
     draft.allocate_kv_cache(1, max_model_len)
     counts = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
-              "accepted_per_position": [0] * k}
+              "num_accepted_tokens_per_pos": [0] * k}
     for request, continuation in zip(requests, text):
         seq = list(request.prompt_token_ids) + continuation
         with torch.no_grad():
@@ -228,7 +227,7 @@ def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requ
                 counts["num_draft_tokens"] += proposed
                 counts["num_accepted_tokens"] += accepted
                 for i in range(accepted):
-                    counts["accepted_per_position"][i] += 1
+                    counts["num_accepted_tokens_per_pos"][i] += 1
             seq_len += accepted + 1
             generated += accepted + 1
     return counts

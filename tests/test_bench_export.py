@@ -58,11 +58,11 @@ def test_every_row_carries_provenance_of_one_run(written):
 def test_list_columns_are_json_and_empty_integers_load_as_integers(written):
     steps = read_csv(written["spec_decode_steps"])
     decode = steps[steps["kind"] == "decode"]
-    lists = [json.loads(cell) for cell in decode["accepted_per_position"]]
+    lists = [json.loads(cell) for cell in decode["num_accepted_tokens_per_pos"]]
     k = TINY.spec_num_speculative_tokens[0]
     assert {len(cell) for cell in lists} == {0, k}  # steps without proposals have none
     spec = read_csv(written["spec_decode"])
-    assert all(isinstance(json.loads(cell), list) for cell in spec["accepted_per_position"])
+    assert all(isinstance(json.loads(cell), list) for cell in spec["num_accepted_tokens_per_pos"])
     for name, column in (("latency", "graph_size"), ("graph_memory", "pool_bytes"),
                          ("spec_decode_steps", "graph_size"), ("crash_map", "first_crash_n")):
         frame = read_csv(written[name])

@@ -28,11 +28,11 @@ def test_vllm_draft_model_gives_graphlabs_tokens_and_acceptance_counts(tmp_path)
                         directory=tmp_path, timeout_s=170)
     ours, theirs = result["graphlab"], result["vllm"]
     assert ours["outputs"] == theirs["outputs"]
-    for count in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position"):
+    for count in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos"):
         assert ours[count] == theirs[count], count
     # The comparison has teeth: some drafts rejected, some accepted at every position.
     assert 0 < theirs["num_accepted_tokens"] < theirs["num_draft_tokens"]
-    assert min(theirs["accepted_per_position"]) > 0
+    assert min(theirs["num_accepted_tokens_per_pos"]) > 0
     # And both equal the target's own greedy tokens (graphlab without speculation).
     plain = SpecDecodeEngine(target, None, SpecDecodeConfig(max_num_seqs, 0, max_model_len=64))
     assert plain.generate(requests).outputs == theirs["outputs"]
