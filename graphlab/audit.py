@@ -53,6 +53,7 @@ class AuditReport:
     config: SizingConfig
     max_num_batched_tokens: int | None  # the value the engine sizes with (None: not read)
     startup_error: str | None  # set when the engine refuses to start with this config
+    warnings: tuple[str, ...]  # the WARNING lines the engine logs while sizing (vLLM V1)
     capture_sizes: tuple[int, ...]
     outcomes: tuple[Dispatch, ...]  # one per reachable n, ascending
     summary: AuditSummary
@@ -66,6 +67,9 @@ class AuditReport:
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
             "startup_error": self.startup_error,
+            "warnings": list(self.warnings),
+            "cudagraph_capture_sizes": _listed(self.config.cudagraph_capture_sizes),
+            "max_cudagraph_capture_size": self.config.max_cudagraph_capture_size,
             "capture_sizes": list(self.capture_sizes),
             "outcomes": [
                 {"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
@@ -73,6 +77,10 @@ class AuditReport:
             ],
             "summary": asdict(self.summary),
         }
+
+
+def _listed(sizes):
+    return None if sizes is None else list(sizes)
 
 
 def _summarize(ns: np.ndarray, path: np.ndarray, waste: np.ndarray, keys: np.ndarray) -> AuditSummary:
@@ -114,6 +122,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         config=cfg,
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
+        warnings=policy.sizing_warnings(cfg),
         capture_sizes=sizes,
         outcomes=outcomes,
         summary=_summarize(ns, path, waste, keys),
