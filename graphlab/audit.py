@@ -93,7 +93,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, waste: np.ndarray, keys: np.nda
         num_graph=int(counts[0]),
         num_eager=int(counts[1]),
         num_crash=int(counts[2]),
-        graph_fraction=float(counts[0] / len(ns)),
+        graph_fraction=float(counts[0] / len(ns)) if len(ns) else float("nan"),
         mean_padding_waste=float(waste.sum() / runs) if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
@@ -130,9 +130,10 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
 
 
 def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
-    # The arguments of batch_sizes_for_unit that matter: request counts ignore k.
+    # The arguments of batch_sizes_for_unit that matter: request counts ignore k, rows ignore T.
     k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
-    return (policy.batch_unit, cfg.max_num_seqs, k)
+    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
+    return (policy.batch_unit, cfg.max_num_seqs, k, tokens)
 
 
 # Shared by the engines with the same unit (the three V0 policies see the same rows).
