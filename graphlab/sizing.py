@@ -278,8 +278,8 @@ class Vllm060(_V0Policy):
 
 class Adaptive(_V0Policy):
     """The remedy debated in vllm PR 7999, never shipped in V0: the 0.6.0 runner capturing up to
-    pad0(max_num_seqs * (1 + k)) so the batch-expansion scorer's rows get graphs. Capped at 8192,
-    the largest size of the 0.6.0 list (the cap is this kit's choice; the PR named none)."""
+    pad0(max_num_seqs * (1 + k)). The PR proposed, in words, multiplying by k; x(1 + k) is what
+    covers the whole expanded batch. Capped at 8192, the 0.6.0 list's largest (the kit's choice)."""
 
     name = "adaptive"
 
