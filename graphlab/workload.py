@@ -13,6 +13,8 @@ The unit follows the engine (`SizingPolicy.batch_unit`):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from graphlab.sizing import SizingConfig, SizingPolicy, get_policy
@@ -29,14 +31,17 @@ def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
 
 
+@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each (S, k)
 def batch_expansion_sizes(max_num_seqs: int, num_speculative_tokens: int) -> np.ndarray:
-    """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in O(max_num_seqs*(k+1))."""
+    """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in O(max_num_seqs*(k+1));
+    read-only (cached)."""
     speculating = np.arange(max_num_seqs + 1, dtype=np.int64)
     # For B_s fixed, B_0 runs over 0..S-B_s: n covers [B_s*(k+1), S + B_s*k].
     starts = speculating * (num_speculative_tokens + 1)
     ends = max_num_seqs + speculating * num_speculative_tokens
-    sizes = _union_of_intervals(starts, ends)
-    return sizes[1:]  # drop n = 0 (no sequence at all)
+    sizes = _union_of_intervals(starts, ends)[1:]  # drop n = 0 (no sequence at all)
+    sizes.flags.writeable = False
+    return sizes
 
 
 def batch_sizes_for_unit(batch_unit: str, max_num_seqs: int, num_speculative_tokens: int,
