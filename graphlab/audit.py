@@ -4,20 +4,27 @@ Padding waste of one batch: graph_size - n when it replays a graph (slots comput
 nothing), 0 when it runs eagerly (no padding), undefined (None) when it crashes.
 `mean_padding_waste` averages it over the reachable n that run (graph or eager), each n counted
 once; NaN when none runs.
+
+V0 speculative decoding has two runners. The scorer (the target model) sees the batch-expansion
+rows; the proposer (the draft model, vllm/spec_decode/multi_step_worker.py 0.5.5
+`_expand_execute_model_request`) adds a copy without the bonus token of every sequence that got
+one in the previous step and keeps that batch for all k draft steps: B_s + B_bonus <= 2*B_s rows,
+B_s <= S, so 1..2S. The draft runner shares max_num_seqs, so its graphs are sized as with k = 0.
+The scorer fails first: its first decode step already sends B_s*(k+1) rows, while the proposer's
+batch only widens once bonus tokens exist.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 import pandas as pd
-from graphlab.progress import progress as progress_bar
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, PATHS, Dispatch, SizingConfig, SizingPolicy, crash_error, get_policy
-from graphlab.workload import batch_sizes_for_unit, reachable_batch_sizes
+from graphlab.progress import progress as progress_bar
+from graphlab.sizing import CRASH, EAGER, ENGINES, GRAPH, PATHS, V0_POLICIES, Dispatch, SizingConfig, SizingPolicy, crash_error, get_policy
+from graphlab.workload import reachable_batch_sizes
 
 CRASH_MAP_COLUMNS = (
     "engine",
@@ -31,6 +38,9 @@ CRASH_MAP_COLUMNS = (
     "mean_padding_waste",
     "error",
     "startup_error",
+    "proposer_first_crash_n",
+    "proposer_error",
+    "fails_first",
 )
 
 
@@ -40,10 +50,26 @@ class AuditSummary:
     num_graph: int
     num_eager: int
     num_crash: int
-    graph_fraction: float  # num_graph / num_reachable
+    graph_fraction: float  # num_graph / num_reachable (NaN when nothing is reachable)
     mean_padding_waste: float  # see the module docstring
     first_crash_n: int | None
     first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
+
+
+@dataclass(frozen=True)
+class RunnerAudit:
+    """One runner's captured sizes and the outcome of each batch it can receive."""
+
+    capture_sizes: tuple[int, ...]
+    outcomes: tuple[Dispatch, ...]  # one per reachable n, ascending
+    summary: AuditSummary
+
+    def to_dict(self) -> dict:
+        return {
+            "capture_sizes": list(self.capture_sizes),
+            "outcomes": [asdict(d) for d in self.outcomes],
+            "summary": asdict(self.summary),
+        }
 
 
 @dataclass(frozen=True)
@@ -53,120 +79,116 @@ class AuditReport:
     config: SizingConfig
     max_num_batched_tokens: int | None  # the value the engine sizes with (None: not read)
     startup_error: str | None  # set when the engine refuses to start with this config
-    capture_sizes: tuple[int, ...]
-    outcomes: tuple[Dispatch, ...]  # one per reachable n, ascending
-    summary: AuditSummary
+    warnings: tuple[str, ...]  # the WARNING lines the engine logs while sizing (vLLM V1)
+    scorer: RunnerAudit  # the target model's runner (the only one without speculative decoding)
+    proposer: RunnerAudit | None  # V0 with k > 0: the draft model's runner
+
+    @property
+    def capture_sizes(self) -> tuple[int, ...]:
+        return self.scorer.capture_sizes
+
+    @property
+    def outcomes(self) -> tuple[Dispatch, ...]:
+        return self.scorer.outcomes
+
+    @property
+    def summary(self) -> AuditSummary:
+        return self.scorer.summary
+
+    @property
+    def fails_first(self) -> str | None:
+        """"scorer" or "proposer": the runner whose crash a run meets first; None without a crash."""
+        return _fails_first(self.scorer.summary, self.proposer and self.proposer.summary)
 
     def to_dict(self) -> dict:
-        """A JSON-ready dict: config, capture sizes, every outcome and the summary."""
-        return {
+        """A JSON-ready dict: config, warnings, capture sizes, every outcome and the summary;
+        "proposer" (same shape) for V0 engines with k > 0."""
+        data = {
             "engine": self.engine,
             "batch_unit": self.batch_unit,
             "max_num_seqs": self.config.max_num_seqs,
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
+            "cudagraph_capture_sizes": _listed(self.config.cudagraph_capture_sizes),
+            "max_cudagraph_capture_size": self.config.max_cudagraph_capture_size,
             "startup_error": self.startup_error,
-            "capture_sizes": list(self.capture_sizes),
-            "outcomes": [
-                {"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
-                for d in self.outcomes
-            ],
-            "summary": asdict(self.summary),
+            "warnings": list(self.warnings),
+            **self.scorer.to_dict(),
         }
+        if self.proposer is not None:
+            data["proposer"] = self.proposer.to_dict()
+            data["fails_first"] = self.fails_first
+        return data
 
 
-def _summarize(ns: np.ndarray, path: np.ndarray, waste: np.ndarray, keys: np.ndarray) -> AuditSummary:
-    """Summary of per-n results: path indexes PATHS, waste per the module docstring (0 on a crash)."""
+def _listed(sizes):
+    return None if sizes is None else list(sizes)
+
+
+def _fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | None:
+    if scorer.num_crash:
+        return "scorer"
+    return "proposer" if proposer is not None and proposer.num_crash else None
+
+
+def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray) -> AuditSummary:
+    """Summary of `dispatch_array`'s columns for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
-    runs = int(counts[0] + counts[1])
-    first = int(np.argmax(path == 2)) if counts[2] else None
+    runs = int(counts[GRAPH] + counts[EAGER])
+    crashes = int(counts[CRASH])
+    waste = int(np.where(path == GRAPH, graph_size - ns, 0).sum())
+    first = int(np.argmax(path == CRASH)) if crashes else None
     return AuditSummary(
         num_reachable=len(ns),
-        num_graph=int(counts[0]),
-        num_eager=int(counts[1]),
-        num_crash=int(counts[2]),
-        graph_fraction=float(counts[0] / len(ns)),
-        mean_padding_waste=float(waste.sum() / runs) if runs else float("nan"),
+        num_graph=int(counts[GRAPH]),
+        num_eager=int(counts[EAGER]),
+        num_crash=crashes,
+        graph_fraction=float(counts[GRAPH] / len(ns)) if len(ns) else float("nan"),
+        mean_padding_waste=waste / runs if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
     )
 
 
-def _outcome_arrays(policy: SizingPolicy, ns: np.ndarray, cfg: SizingConfig, capture_sizes=None):
-    """Vectorized dispatch of ns: (path index, padding waste with 0 off the graph path, looked-up key)."""
-    path, graph_size, keys = policy.dispatch_array(ns, cfg, capture_sizes)
-    return path, np.where(path == 0, graph_size - ns, 0), keys
+def has_proposer(policy: SizingPolicy, cfg: SizingConfig) -> bool:
+    """Whether the engine runs a draft model with its own graphs (V0 engines, k > 0)."""
+    return policy.name in V0_POLICIES and cfg.num_speculative_tokens > 0
+
+
+def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
+    """Rows of a V0 draft step: B_s + B_bonus with B_bonus <= B_s <= S, so every n in 1..2S."""
+    return np.arange(1, 2 * max_num_seqs + 1, dtype=np.int64)
+
+
+def _runner_audit(policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool) -> RunnerAudit:
+    columns = policy.dispatch_array(ns, cfg)
+    return RunnerAudit(
+        capture_sizes=policy.capture_sizes(cfg),
+        outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),
+        summary=_summarize(ns, *columns),
+    )
+
+
+def _proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = True) -> RunnerAudit | None:
+    if not has_proposer(policy, cfg):
+        return None
+    draft_cfg = replace(cfg, num_speculative_tokens=0)  # the draft runner's graphs ignore k
+    return _runner_audit(policy, draft_cfg, proposer_batch_sizes(cfg.max_num_seqs), outcomes)
 
 
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     """Every batch size cfg can produce on the engine, with its path (graph / eager / crash)."""
     policy = get_policy(policy)
-    sizes = policy.capture_sizes(cfg)
-    ns = reachable_batch_sizes(policy, cfg)
-    path, waste, keys = _outcome_arrays(policy, ns, cfg, sizes)
-    outcomes = tuple(
-        Dispatch(int(n), PATHS[p], int(n + w) if p == 0 else None, crash_error(int(k)) if p == 2 else None)
-        for n, p, w, k in zip(ns, path, waste, keys)
-    )
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
         config=cfg,
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
-        capture_sizes=sizes,
-        outcomes=outcomes,
-        summary=_summarize(ns, path, waste, keys),
+        warnings=policy.sizing_warnings(cfg),
+        scorer=_runner_audit(policy, cfg, reachable_batch_sizes(policy, cfg), outcomes=True),
+        proposer=_proposer_audit(policy, cfg),
     )
-
-
-def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
-    # The arguments of batch_sizes_for_unit that matter: request counts ignore k.
-    k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
-    return (policy.batch_unit, cfg.max_num_seqs, k)
-
-
-# Shared by the engines with the same unit (the three V0 policies see the same rows).
-_reachable_cached = lru_cache(maxsize=8192)(batch_sizes_for_unit)
-
-
-@dataclass
-class _SweepCache:
-    """What a crash map reuses between cells."""
-
-    summaries: dict = field(default_factory=dict)  # (sizing, workload) -> AuditSummary
-    tables: dict = field(default_factory=dict)  # sizing -> per-n outcome columns over 0..largest n
-    k_free_keys: dict = field(default_factory=dict)  # (engine, S, T) -> the sizing key at k = 0
-    startup_errors: dict = field(default_factory=dict)  # sizing -> startup_error
-
-
-def _cell_summary(policy: SizingPolicy, cfg: SizingConfig, largest_n: int, cache: _SweepCache):
-    """Summary of one (engine, cfg) in a sweep whose batches reach at most largest_n.
-
-    When the capture sizes ignore k, per-n outcomes are tabulated once per (engine, sizes) over
-    0..largest_n and indexed by each k's reachable set; a summary whose sizes and workload both
-    ignore k is reused as is. Returns (summary, startup_error).
-    """
-    workload = _workload_key(policy, cfg)
-    sizing = (policy.name, policy.sizing_key(cfg))
-    if sizing not in cache.startup_errors:
-        cache.startup_errors[sizing] = policy.startup_error(cfg)
-    if (sizing, workload) in cache.summaries:
-        return cache.summaries[sizing, workload], cache.startup_errors[sizing]
-    ns = _reachable_cached(*workload)
-    base = (policy.name, cfg.max_num_seqs, cfg.max_num_batched_tokens)
-    if base not in cache.k_free_keys:
-        cache.k_free_keys[base] = policy.sizing_key(replace(cfg, num_speculative_tokens=0))
-    if sizing[1] == cache.k_free_keys[base]:
-        table = cache.tables.get(sizing)
-        if table is None or len(table[0]) <= ns[-1]:
-            dense = np.arange(max(largest_n, int(ns[-1])) + 1)
-            table = cache.tables[sizing] = _outcome_arrays(policy, dense, cfg)
-        path, waste, keys = (column[ns] for column in table)
-    else:
-        path, waste, keys = _outcome_arrays(policy, ns, cfg)
-    summary = cache.summaries[sizing, workload] = _summarize(ns, path, waste, keys)
-    return summary, cache.startup_errors[sizing]
 
 
 def _parse_engines(engine) -> list[SizingPolicy]:
@@ -186,41 +208,57 @@ def crash_map(
 ) -> pd.DataFrame:
     """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
 
-    error: the first crash's exception; startup_error: why the engine would refuse the config
+    error: the scorer's first crash; startup_error: why the engine would refuse the config
     (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed rounding).
+    proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null elsewhere);
+    fails_first: "scorer" or "proposer" (see the module docstring), null without a crash.
 
-    engine: a name, a policy, a list of them, or "all". first_crash_n is a nullable integer.
+    engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.
     """
     policies = _parse_engines(engine)
     seqs_values, k_values = list(max_num_seqs_range), list(k_range)
     if not seqs_values or not k_values:
         raise GraphlabError("max_num_seqs and k ranges must not be empty")
-    rows = []
-    cache = _SweepCache()
-    widest_query = 1 + max(k_values)
+    rows, summaries = [], {}
     for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
         for seqs in seqs_values:
+            # The draft runner's outcome depends on S only: one audit for every k > 0.
+            proposer = _proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
             for k in k_values:
                 cfg = SizingConfig(seqs, k, max_num_batched_tokens)
-                # No batch exceeds max_num_seqs * (1 + k) in any unit.
-                s, startup_error = _cell_summary(policy, cfg, seqs * widest_query, cache)
-                rows.append(
-                    (
-                        policy.name,
-                        seqs,
-                        k,
-                        policy.effective_max_num_batched_tokens(cfg),
-                        s.first_crash_n,
-                        s.num_crash,
-                        s.num_reachable,
-                        s.graph_fraction,
-                        s.mean_padding_waste,
-                        s.first_crash_error,
-                        startup_error,
-                    )
-                )
+                # Cells with the same captured sizes and reachable batches share a summary (for
+                # engines counting requests, k changes neither).
+                key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
+                if key not in summaries:
+                    ns = reachable_batch_sizes(policy, cfg)
+                    summaries[key] = _summarize(ns, *policy.dispatch_array(ns, cfg))
+                s = summaries[key]
+                p = proposer.summary if proposer is not None and k > 0 else None
+                rows.append(dict(
+                    engine=policy.name,
+                    max_num_seqs=seqs,
+                    num_speculative_tokens=k,
+                    max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
+                    first_crash_n=s.first_crash_n,
+                    num_crash=s.num_crash,
+                    num_reachable=s.num_reachable,
+                    graph_fraction=s.graph_fraction,
+                    mean_padding_waste=s.mean_padding_waste,
+                    error=s.first_crash_error,
+                    startup_error=policy.startup_error(cfg),
+                    proposer_first_crash_n=p and p.first_crash_n,
+                    proposer_error=p and p.first_crash_error,
+                    fails_first=_fails_first(s, p),
+                ))
     frame = pd.DataFrame.from_records(rows, columns=CRASH_MAP_COLUMNS)
-    frame["first_crash_n"] = frame["first_crash_n"].astype("Int64")
-    frame["max_num_batched_tokens"] = frame["max_num_batched_tokens"].astype("Int64")
+    for column in ("first_crash_n", "max_num_batched_tokens", "proposer_first_crash_n"):
+        frame[column] = frame[column].astype("Int64")
     return frame
+
+
+def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
+    # What reachable_batch_sizes depends on: requests ignore k, only tokens read T.
+    k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
+    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
+    return policy.batch_unit, cfg.max_num_seqs, k, tokens

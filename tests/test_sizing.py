@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, V0_POLICIES, SizingConfig, Vllm033, get_policy, pad0
+from graphlab.sizing import ENGINES, V0_POLICIES, SGLang, SizingConfig, TrtLlm, Vllm033, get_policy, pad0
 from graphlab.workload import reachable_batch_sizes
 
 seqs = st.integers(min_value=1, max_value=600)
@@ -93,12 +93,19 @@ def test_v1_012_013_and_startup_refusal():
 
 
 def test_peers():
-    assert get_policy("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 152
+    # SGLang on the reference H200 (> 80 GiB) extends its list to 256; an 80 GB GPU stops at 160.
+    assert get_policy("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 256
+    assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 3))[-1] == 152
     assert get_policy("sglang").capture_sizes(SizingConfig(20, 3)) == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 21)
-    assert outcome("sglang", 153, 256, 3) == ("eager", None, None)
-    assert get_policy("sglang").capture_sizes(SizingConfig(256, 0))[-1] == 160
-    assert get_policy("trtllm").capture_sizes(SizingConfig(300)) == (1, 2, 4, *range(8, 129, 8), 192, 256, 300)
-    assert outcome("trtllm", 130, 300) == ("graph", 192, None)
+    assert outcome("sglang", 257, 300, 3) == ("eager", None, None)
+    assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 0))[-1] == 160
+    # TensorRT-LLM's defaults: max batch 128, no padding, so only exact sizes replay.
+    assert get_policy("trtllm").capture_sizes(SizingConfig(300)) == (*range(1, 33), 64, 128)
+    assert [outcome("trtllm", n, 300)[0] for n in (31, 33, 64, 130)] == ["graph", "eager", "graph", "eager"]
+    padded = TrtLlm(max_batch_size=300, enable_padding=True)
+    assert padded.capture_sizes(SizingConfig(8)) == (1, 2, 4, *range(8, 129, 8), 192, 256, 300)
+    assert padded.dispatch(130, SizingConfig(8)).graph_size == 192
+    assert TrtLlm(max_batch_size=1000).capture_sizes(SizingConfig(8))[-4:] == (128, 256, 512, 1000)
 
 
 def test_unknown_engine_and_bad_config_name_the_value():
@@ -162,17 +169,6 @@ def test_adaptive_graphs_every_batch_expansion_size(s, k):
 
 
 @settings(max_examples=60, deadline=None)
-@given(engine=engines, s=st.integers(min_value=1, max_value=200), k=ks, t=tokens)
-def test_vectorized_dispatch_agrees_with_scalar(engine, s, k, t):
-    policy, cfg = get_policy(engine), SizingConfig(s, k, t)
-    ns = np.arange(1, s * (k + 1) + 20)
-    path, graph, _ = policy.dispatch_array(ns, cfg)
-    for n, p, g in zip(ns, path, graph):
-        d = policy.dispatch(int(n), cfg)
-        assert (d.path, d.graph_size or 0) == (("graph", "eager", "crash")[p], g)
-
-
-@settings(max_examples=60, deadline=None)
 @given(engine=engines, s=st.integers(min_value=1, max_value=300), k=ks, n=st.integers(min_value=1, max_value=3000))
 def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
     # What a runner does with the three answers: graph_limit, padded_size, graph_runners[padded].
@@ -180,7 +176,7 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
     sizes = policy.capture_sizes(cfg)
     graph_runners = {size: f"graph-{size}" for size in sizes}
     d = policy.dispatch(n, cfg)
-    if n > policy.graph_limit(cfg, sizes):
+    if not policy.tries_graph(n, cfg, sizes):
         assert d.path == "eager"
         return
     try:
@@ -189,3 +185,44 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
         assert d.error == f"KeyError: {error.args[0]}"
     except StopIteration:
         assert d.error == "StopIteration"
+
+
+# --- user-set capture settings ---------------------------------------------------------------------
+
+
+def test_explicit_settings_only_for_v1_engines():
+    cfg = SizingConfig(8, 4, cudagraph_capture_sizes=[8, 1, 4])
+    assert cfg.cudagraph_capture_sizes == (8, 1, 4)  # kept as given: vLLM logs it so
+    for engine in ENGINES:
+        policy = get_policy(engine)
+        if engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"):
+            assert policy.capture_sizes(cfg)
+            continue
+        with pytest.raises(GraphlabError, match=f"'{engine}'.*vllm-0.12.0, vllm-0.13.0, vllm-0.33.0"):
+            policy.capture_sizes(cfg)
+        with pytest.raises(GraphlabError, match=f"'{engine}'"):
+            policy.sizing_warnings(SizingConfig(8, max_cudagraph_capture_size=8))
+
+
+def test_explicit_settings_validated():
+    for kwargs, named in (
+        (dict(cudagraph_capture_sizes=()), "non-empty"),
+        (dict(cudagraph_capture_sizes=(1, 0)), "cudagraph_capture_sizes entry"),
+        (dict(cudagraph_capture_sizes="1,2"), "cudagraph_capture_sizes"),
+        (dict(max_cudagraph_capture_size=0), "max_cudagraph_capture_size"),
+    ):
+        with pytest.raises(GraphlabError, match=named):
+            SizingConfig(8, **kwargs)
+
+
+def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
+    # 0.12/0.13 round user sizes up to multiples of 1 + k and keep those <= the largest.
+    cfg = SizingConfig(8, 1, cudagraph_capture_sizes=(1, 2, 3, 8))
+    assert get_policy("vllm-0.13.0").capture_sizes(cfg) == (2, 4, 8)
+    assert get_policy("vllm-0.33.0").capture_sizes(cfg) == (1, 2, 3, 8)  # model runner V2 keeps them
+    # All user sizes above T: nothing configured, nothing to round, no refusal.
+    empty = SizingConfig(8, 3, 16, cudagraph_capture_sizes=(32, 64))
+    assert get_policy("vllm-0.12.0").capture_sizes(empty) == () and get_policy("vllm-0.12.0").startup_error(empty) is None
+    assert "overridden by config []" in get_policy("vllm-0.12.0").sizing_warnings(empty)[0]
+    refused = SizingConfig(8, 3, cudagraph_capture_sizes=(1, 2))
+    assert "No valid cudagraph sizes" in get_policy("vllm-0.12.0").startup_error(refused)

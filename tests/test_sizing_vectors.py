@@ -7,9 +7,10 @@ data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py (vll
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from graphlab.sizing import SizingConfig, get_policy
+from graphlab.sizing import Dispatch, SGLang, SizingConfig, TrtLlm, get_policy
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
 ENGINES = {"vllm-0.5.5", "vllm-0.6.0", "vllm-0.12.0", "vllm-0.13.0"}
@@ -49,3 +50,58 @@ def test_startup_refusals_match_the_wheels(data):
     for entry in refusals:
         reported = get_policy(entry["engine"]).startup_error(_config(entry))
         assert reported is not None and entry["error"].startswith(reported), entry
+
+
+def test_user_set_capture_settings_match_the_wheels(data):
+    # vllm 0.12.0 / 0.13.0 on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
+    explicit = data["explicit"]
+    assert {v["engine"] for v in explicit} == {"vllm-0.12.0", "vllm-0.13.0"} and len(explicit) >= 200
+    assert sum(bool(v["error"]) for v in explicit) >= 10 and sum(bool(v["warnings"]) for v in explicit) >= 50
+    for v in explicit:
+        sizes = None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
+        cfg = SizingConfig(v["max_num_seqs"], v["num_speculative_tokens"], v["max_num_batched_tokens"],
+                           cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=v["max_cudagraph_capture_size"])
+        policy = get_policy(v["engine"])
+        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
+        assert list(policy.sizing_warnings(cfg)) == v["warnings"], v
+        error = policy.startup_error(cfg)
+        assert (error is None and v["error"] is None) or (error and v["error"].startswith(error)), v
+
+
+# --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code) ---
+
+PEERS = VECTORS.parent / "peer_sizing_vectors.json"
+
+
+@pytest.fixture(scope="module")
+def peers():
+    assert PEERS.exists(), f"{PEERS} is missing: run scripts/make_peer_vectors.py"
+    return json.loads(PEERS.read_text())
+
+
+def _peer_policy(vector):
+    if vector["engine"] == "sglang":
+        return SGLang(device_memory_gib=vector["device_memory_mib"] / 1024), SizingConfig(
+            vector["max_num_seqs"], 3 if vector["speculative"] else 0)
+    if vector["engine"] == "trtllm":
+        return TrtLlm(vector["max_batch_size"], vector["enable_padding"]), SizingConfig(8)
+    return get_policy("nano-vllm"), SizingConfig(vector["max_num_seqs"])
+
+
+def test_peer_vectors_cover_each_peer_with_provenance(peers):
+    counts = {e: sum(v["engine"] == e for v in peers["vectors"]) for e in ("sglang", "nano-vllm", "trtllm")}
+    assert min(counts.values()) >= 40, counts
+    sources = peers["provenance"]["sources"]
+    assert sources["sglang"]["package"] == "sglang==0.4.6" and len(sources["sglang"]["file_sha256"]) == 64
+    assert len(sources["nano-vllm"]["commit"]) == 40 and len(sources["trtllm"]["commit"]) == 40
+
+
+@pytest.mark.parametrize("engine", ["sglang", "nano-vllm", "trtllm"])
+def test_peer_policies_match_their_code(peers, engine):
+    for vector in (v for v in peers["vectors"] if v["engine"] == engine):
+        policy, cfg = _peer_policy(vector)
+        assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], vector["capture_sizes"]
+        ns = [o[0] for o in vector["outcomes"]]
+        outcomes = Dispatch.from_arrays(ns, *policy.dispatch_array(np.array(ns), cfg))
+        got = [[d.batch_size, d.path, d.graph_size, d.error] for d in outcomes]
+        assert got == vector["outcomes"], {k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")}

@@ -120,3 +120,64 @@ def test_write_csv_atomic_leaves_nothing_partial(tmp_path, monkeypatch):
 def test_mean_padding_waste_nan_only_when_nothing_runs():
     s = audit("vllm-0.5.5", SizingConfig(1, 0)).summary
     assert not math.isnan(s.mean_padding_waste)
+
+
+def test_v1_workload_stops_at_the_token_budget():
+    # S=8, k=4, T=16: only 1..3 requests of 5 tokens fit a step; 20..40 tokens cannot occur.
+    cfg = SizingConfig(8, 4, 16)
+    assert reachable_batch_sizes("vllm-0.33.0", cfg).tolist() == [5, 10, 15]
+    report = audit("vllm-0.33.0", cfg)
+    assert [d.batch_size for d in report.outcomes] == [5, 10, 15]
+    assert report.summary.num_eager == 0 and report.summary.graph_fraction == 1.0
+    # Rows (V0) and requests ignore the token budget.
+    assert reachable_batch_sizes("vllm-0.5.5", cfg).max() == 40 and reachable_batch_sizes("sglang", cfg).max() == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(min_value=1, max_value=300), k=st.integers(min_value=0, max_value=8),
+       t=st.integers(min_value=1, max_value=3000))
+def test_v1_reachable_tokens_are_whole_requests_within_budget(s, k, t):
+    ns = reachable_batch_sizes("vllm-0.13.0", SizingConfig(s, k, t)).tolist()
+    assert ns == [b * (k + 1) for b in range(1, s + 1) if b * (k + 1) <= t]
+
+
+# --- the V0 proposer (draft runner) ------------------------------------------------------------------
+
+
+def test_proposer_batches_widen_with_bonus_tokens_and_crash_in_055():
+    # S=8, k=4: draft batches B_s + B_bonus cover 1..16; graphs {1, 2, 4, 8}: 9..16 -> KeyError: 16.
+    report = audit("vllm-0.5.5", SizingConfig(8, 4))
+    proposer = report.proposer
+    assert proposer.capture_sizes == (1, 2, 4, 8) and [d.batch_size for d in proposer.outcomes] == list(range(1, 17))
+    assert {d.error for d in proposer.outcomes if d.batch_size > 8} == {"KeyError: 16"}
+    assert (proposer.summary.first_crash_n, proposer.summary.first_crash_error) == (9, "KeyError: 16")
+    assert report.fails_first == "scorer"  # its first decode step already sends 40 rows
+    data = report.to_dict()
+    assert set(data["proposer"]) == {"capture_sizes", "outcomes", "summary"} and data["fails_first"] == "scorer"
+    assert data["outcomes"] == [{"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
+                                for d in report.outcomes]  # top-level outcomes stay the scorer's
+    # 0.6.0 runs those draft steps eagerly; adaptive sizes the draft runner as with k = 0 too.
+    guard = audit("vllm-0.6.0", SizingConfig(8, 4)).proposer
+    assert guard.summary.num_crash == 0 and guard.summary.num_eager == 8
+    assert audit("adaptive", SizingConfig(8, 4)).proposer.capture_sizes == (1, 2, 4, 8)
+
+
+def test_no_proposer_without_speculation_or_outside_v0():
+    assert audit("vllm-0.5.5", SizingConfig(8, 0)).proposer is None
+    assert "proposer" not in audit("vllm-0.33.0", SizingConfig(8, 4)).to_dict()
+    assert "proposer" not in audit("sglang", SizingConfig(8, 4)).to_dict()
+
+
+def test_crash_map_proposer_columns():
+    frame = crash_map(["vllm-0.5.5", "vllm-0.6.0", "vllm-0.13.0"], range(1, 20), range(0, 4))
+    for row in frame.itertuples():
+        report = audit(row.engine, SizingConfig(row.max_num_seqs, row.num_speculative_tokens))
+        if report.proposer is None:
+            assert pd.isna(row.proposer_first_crash_n) and pd.isna(row.proposer_error)
+        else:
+            s = report.proposer.summary
+            assert (s.first_crash_n is None) == pd.isna(row.proposer_first_crash_n)
+            assert s.first_crash_n is None or (row.proposer_first_crash_n, row.proposer_error) == (s.first_crash_n, s.first_crash_error)
+        assert (row.fails_first if isinstance(row.fails_first, str) else None) == report.fails_first
+    issue = frame.query("engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 3").iloc[0]
+    assert (issue.proposer_first_crash_n, issue.proposer_error, issue.fails_first) == (9, "KeyError: 16", "scorer")

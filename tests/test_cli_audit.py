@@ -1,0 +1,153 @@
+"""`python -m graphlab audit | crash-map`: capture settings, vLLM command lines, refusals, the table."""
+
+import json
+import re
+import sys
+
+import pandas as pd
+import pytest
+
+from graphlab.cli import EXIT_REFUSED, main
+from graphlab.errors import GraphlabError
+from graphlab.sizing import SizingConfig
+from graphlab.workload import reachable_batch_sizes
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def audit_json(capsys, *argv):
+    code, out, err = run_main(capsys, "audit", *argv, "--json")
+    assert err == "", err
+    return code, json.loads(out)
+
+
+def test_issue_54933_explicit_maximum_in_json(capsys):
+    code, data = audit_json(capsys, "--engine", "vllm-0.33.0", "--max-num-seqs", "6", "--num-speculative-tokens", "6",
+                            "--max-cudagraph-capture-size", "42")
+    assert code == 0 and data["warnings"] == ["Truncating max_cudagraph_capture_size to 40"]
+    assert data["max_cudagraph_capture_size"] == 42 and data["capture_sizes"][-1] == 40
+    assert {o["batch_size"]: o["path"] for o in data["outcomes"]}[42] == "eager"
+    code, default = audit_json(capsys, "--engine", "vllm-0.33.0", "--max-num-seqs", "6", "--num-speculative-tokens", "6")
+    assert default["warnings"] == [] and {o["batch_size"]: o["graph_size"] for o in default["outcomes"]}[42] == 42
+
+
+def test_explicit_capture_sizes_flag(capsys):
+    code, data = audit_json(capsys, "--engine", "vllm-0.13.0", "--max-num-seqs", "4", "--cudagraph-capture-sizes", "8,1,4,2,4",
+                            "--max-num-batched-tokens", "6")
+    assert code == 0 and data["cudagraph_capture_sizes"] == [8, 1, 4, 2, 4] and data["capture_sizes"] == [1, 2, 4]
+    assert data["warnings"] == ["cudagraph_capture_sizes specified in compilation_config [8, 1, 4, 2, 4] is overridden by config [1, 2, 4]"]
+    code, out, _ = run_main(capsys, "audit", "--engine", "vllm-0.13.0", "--max-num-seqs", "4", "--cudagraph-capture-sizes", "8,1,4,2,4",
+                            "--max-num-batched-tokens", "6")
+    assert "WARNING (logged by vLLM): cudagraph_capture_sizes specified" in out
+
+
+@pytest.mark.parametrize("argv, named", [
+    (["--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,2"], "'vllm-0.5.5'"),
+    (["--engine", "sglang", "--max-num-seqs", "8", "--max-cudagraph-capture-size", "8"], "'sglang'"),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,x"], "'1,x'"),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "0,4"], "'0,4'"),
+    (["--engine", "vllm-0.33.0"], "--max-num-seqs"),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--vllm-args", "--max-num-seqs 4"], "--max-num-seqs"),
+])
+def test_bad_capture_settings_one_line_exit_2(capsys, argv, named):
+    code, out, err = run_main(capsys, "audit", *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and named in err
+
+
+def test_refused_config_is_said_first_and_exits_3(capsys):
+    argv = ("audit", "--engine", "vllm-0.12.0", "--max-num-seqs", "1", "--num-speculative-tokens", "3")
+    code, out, _ = run_main(capsys, *argv)
+    assert code == EXIT_REFUSED == 3
+    assert out.splitlines()[0].startswith("the engine refuses to start with this config: ValueError: No valid cudagraph sizes")
+    code, out, _ = run_main(capsys, *argv, "--json")
+    assert code == 3 and json.loads(out)["startup_error"].startswith("ValueError")
+    code, out, _ = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "8",
+                            "--cudagraph-capture-sizes", "1,2,4", "--max-cudagraph-capture-size", "8")
+    assert code == 3 and "should be consistent" in out.splitlines()[0]
+
+
+def test_help_documents_exit_status(capsys):
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    out = capsys.readouterr().out
+    assert "exit status" in out and "3 the engine refuses" in " ".join(out.split())
+
+
+def _table_runs(out):
+    # "  first-last[ step s]  path  detail" rows of every runner's table.
+    for line in out.splitlines():
+        m = re.match(r"^\s+(\d+)(?:-(\d+))?(?: step (\d+))?\s+(graph|eager|crash)\b", line)
+        if m:
+            first, last, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
+            yield list(range(first, last + 1, step))
+
+
+@pytest.mark.parametrize("argv", [
+    ("--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--max-num-batched-tokens", "16"),
+    ("--engine", "vllm-0.13.0", "--max-num-seqs", "40", "--num-speculative-tokens", "3"),
+    ("--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4"),
+    ("--engine", "nano-vllm", "--max-num-seqs", "100"),
+])
+def test_table_ranges_cover_exactly_the_reachable_batches(capsys, argv):
+    code, out, _ = run_main(capsys, "audit", *argv)
+    engine, seqs = argv[1], int(argv[3])
+    k = int(argv[5]) if len(argv) > 5 else 0
+    tokens = int(argv[7]) if len(argv) > 7 else None
+    listed = [n for run in _table_runs(out) for n in run]
+    scorer = reachable_batch_sizes(engine, SizingConfig(seqs, k, tokens)).tolist()
+    proposer = list(range(1, 2 * seqs + 1)) if engine == "vllm-0.5.5" else []
+    assert listed == scorer + proposer
+    if tokens == 16:
+        assert "max_num_batched_tokens=16" in out and not any(n > 16 for n in listed)
+
+
+def test_v0_header_omits_token_budget_and_reports_both_runners(capsys):
+    code, out, _ = run_main(capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4")
+    assert code == 0 and "max_num_batched_tokens" not in out
+    assert "proposer (draft model" in out and "9-16  crash  KeyError: 16" in out
+    assert "fails first: the scorer, on the first decode step" in out
+    code, data = audit_json(capsys, "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4")
+    assert data["proposer"]["summary"]["first_crash_error"] == "KeyError: 16" and data["fails_first"] == "scorer"
+
+
+def test_crash_map_creates_folders_and_carries_provenance(tmp_path, capsys):
+    out = tmp_path / "new" / "deeper" / "map.csv"
+    code, stdout, _ = run_main(capsys, "crash-map", "--engine", "vllm-0.5.5", "--max-num-seqs-range", "1:16",
+                               "--k-range", "0:4", "--out", str(out))
+    assert code == 0 and out.exists()
+    frame = pd.read_csv(out)
+    assert {"git_commit", "timestamp", "vllm_version", "device"} <= set(frame.columns)
+    assert set(frame.backend) == {"computed"} and frame.git_commit.notna().all()
+    row = frame.query("max_num_seqs == 8 and num_speculative_tokens == 4").iloc[0]
+    assert (row.proposer_first_crash_n, row.proposer_error, row.fails_first) == (9, "KeyError: 16", "scorer")
+
+
+# --- --vllm-args: the installed vLLM's own parser ---------------------------------------------------
+
+
+@pytest.mark.vllm
+def test_vllm_args_read_by_vllms_parser(capsys):
+    pytest.importorskip("vllm")
+    line = ("vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 6 --max-num-batched-tokens 4096 "
+            "--speculative-config '{\"method\": \"ngram\", \"num_speculative_tokens\": 6, \"prompt_lookup_max\": 4}' "
+            "-cc.max_cudagraph_capture_size 42")
+    code, data = audit_json(capsys, "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert (data["max_num_seqs"], data["num_speculative_tokens"], data["max_num_batched_tokens"]) == (6, 6, 4096)
+    assert data["max_cudagraph_capture_size"] == 42 and data["warnings"] == ["Truncating max_cudagraph_capture_size to 40"]
+    code, data = audit_json(capsys, "--engine", "vllm-0.13.0", "--vllm-args", "--model m --cudagraph-capture-sizes 1 2 4 8")
+    assert data["cudagraph_capture_sizes"] == [1, 2, 4, 8] and data["max_num_seqs"] == 1024  # vLLM's H200 default
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", "m --max-num-seqz 4")
+    assert code == 2 and err.count("\n") == 1 and "vLLM's argument parser rejects" in err and "max-num-seqz" in err
+
+
+def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
+    from graphlab.vllm_compare import config_from_vllm_args
+
+    for name in ("vllm", "vllm.engine", "vllm.engine.arg_utils", "vllm.utils", "vllm.utils.argparse_utils"):
+        monkeypatch.setitem(sys.modules, name, None)
+    with pytest.raises(GraphlabError, match="--vllm-args needs the vllm package"):
+        config_from_vllm_args("--max-num-seqs 4")
