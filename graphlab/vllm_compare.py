@@ -48,19 +48,24 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
-def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
-    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending.
+def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
+    """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes" (ascending),
+    "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses cfg, else None)}.
 
     Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
-    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), no user-set
-    sizes, "balanced" performance mode, static speculation with k = cfg.num_speculative_tokens,
-    and cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The
-    list is read straight after that call, before any CPU-platform step could empty it.
+    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set
+    cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, "balanced"
+    performance mode, static speculation with k = cfg.num_speculative_tokens, and
+    cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is
+    read straight after that call, before any CPU-platform step could empty it; warnings are read
+    from a handler on the `vllm.config.vllm` logger, removed afterwards.
     `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
     `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
     GraphlabError when vllm is not importable.
     """
+    import logging
+
     try:
         import vllm.platforms as platforms
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
@@ -70,7 +75,9 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
                             "its capture sizes") from error
     k = cfg.num_speculative_tokens
     tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if cfg.max_num_batched_tokens is None else cfg.max_num_batched_tokens
-    compilation = SimpleNamespace(max_cudagraph_capture_size=None, cudagraph_capture_sizes=None,
+    user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
+    compilation = SimpleNamespace(max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
+                                  cudagraph_capture_sizes=user_sizes,
                                   cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE, compile_sizes=None)
     # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.
     compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(compilation)
@@ -85,12 +92,30 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
     )
     # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
     platform = SimpleNamespace(is_device_capability_family=lambda family, device_id=0: blackwell and family == 100)
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logger = logging.getLogger("vllm.config.vllm")
     saved, platforms._current_platform = platforms._current_platform, platform
+    logger.addHandler(handler)
     try:
         VllmConfig._set_cudagraph_sizes(stand_in)
+    except ValueError as error:
+        return {"capture_sizes": None, "warnings": tuple(warnings), "error": f"ValueError: {error}"}
     finally:
         platforms._current_platform = saved
-    return tuple(int(size) for size in compilation.cudagraph_capture_sizes)
+        logger.removeHandler(handler)
+    sizes = tuple(int(size) for size in compilation.cudagraph_capture_sizes)
+    return {"capture_sizes": sizes, "warnings": tuple(warnings), "error": None}
+
+
+def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
+    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending (see
+    `installed_sizing`); GraphlabError naming vLLM's error when it refuses cfg."""
+    result = installed_sizing(cfg, blackwell)
+    if result["error"]:
+        raise GraphlabError(f"vLLM refuses this config: {result['error']}")
+    return result["capture_sizes"]
 
 
 def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],

@@ -47,6 +47,7 @@ MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
 EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
 SAMPLE_CAP = 300
+EXPLICIT_SETTINGS = 150  # user-set capture settings per V1 version
 STEP_POINTS = 3
 RANDOM_POINTS = 2
 # V1 defaults are resolved as an OpenAI-API server on one H200 (>= 70 GiB, not an A100).
@@ -172,7 +173,13 @@ def _assign_to(target: str):
 
 
 class _Logger:
-    """Stand-in for vllm's logger: the sizing code only logs."""
+    """Stand-in for vllm's logger: the sizing code only logs; WARNING lines are kept in `lines`."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def warning(self, msg, *args):
+        self.lines.append(msg % args if args else msg)
 
     def __getattr__(self, _name):
         return lambda *args, **kwargs: None
@@ -290,7 +297,8 @@ def v1_engine(src: WheelSource):
     comp, vcfg = "vllm/config/compilation.py", "vllm/config/vllm.py"
     args, sched = "vllm/engine/arg_utils.py", "vllm/config/scheduler.py"
     runner, disp = "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/cudagraph_dispatcher.py"
-    module_ns: dict = {"enum": enum, "logger": _Logger()}
+    log = _Logger()
+    module_ns: dict = {"enum": enum, "logger": log}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
     cc_methods = src.exec_defs(comp, ["post_init_cudagraph_sizes",
@@ -353,10 +361,11 @@ def v1_engine(src: WheelSource):
         verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
         return engine_args.max_num_batched_tokens
 
-    def build(max_num_seqs: int, k: int, tokens: int):
+    def build(max_num_seqs: int, k: int, tokens: int, user_sizes=None, user_max=None):
+        log.lines.clear()
         cc = compilation_cls()
-        cc.__dict__.update(cudagraph_mode=mode.FULL_AND_PIECEWISE, cudagraph_capture_sizes=None,
-                           max_cudagraph_capture_size=None, compile_sizes=None,
+        cc.__dict__.update(cudagraph_mode=mode.FULL_AND_PIECEWISE, cudagraph_capture_sizes=user_sizes,
+                           max_cudagraph_capture_size=user_max, compile_sizes=None,
                            pass_config=ns(enable_sp=False), bs_to_padded_graph_size=None)
         vc = vllm_cls()
         vc.__dict__.update(
@@ -380,12 +389,47 @@ def v1_engine(src: WheelSource):
             return [n, "eager", None, None]
         return [n, "graph", vc.pad_for_cudagraph(n), None]
 
-    return resolve_max_num_batched_tokens, build, dispatch
+    return resolve_max_num_batched_tokens, build, dispatch, log
+
+
+def explicit_settings() -> list[tuple]:
+    """Seeded user settings (S, k, T, cudagraph_capture_sizes, max_cudagraph_capture_size): sizes
+    beyond T, duplicates, unsorted lists, maxima off the grid or above T, both set (half consistent)."""
+    rng = random.Random("graphlab-explicit-capture-sizes")
+    settings = []
+    for i in range(EXPLICIT_SETTINGS):
+        s, k = rng.randint(1, 600), rng.randint(0, 8)
+        t = rng.choice([None, rng.randint(s, 3000)])
+        sizes = [rng.randint(1, 1100) for _ in range(rng.randint(1, 12))]
+        sizes += sizes[: rng.randint(0, 2)]
+        user_max = rng.choice([rng.randint(1, 1100), rng.randint(1, 64)])
+        kept = [x for x in sizes if x <= (t or 8192)]
+        if i % 3 == 2 and kept and rng.random() < 0.5:
+            user_max = max(kept)
+        settings.append((s, k, t, sizes if i % 3 else None, user_max if i % 3 != 1 else None))
+    return settings
+
+
+def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
+    """Capture sizes, WARNING lines and start-up error of the V1 sizing for user-set settings."""
+    resolve, build, _, log = v1_engine(src)
+    vectors = []
+    for s, k, t, sizes, user_max in explicit_settings():
+        entry = {"engine": f"vllm-{version}", "max_num_seqs": s, "num_speculative_tokens": k,
+                 "max_num_batched_tokens": t, "cudagraph_capture_sizes": sizes,
+                 "max_cudagraph_capture_size": user_max}
+        try:
+            vc, _ = build(s, k, resolve(s, t), None if sizes is None else list(sizes), user_max)
+            entry.update(capture_sizes=list(vc.compilation_config.cudagraph_capture_sizes), error=None)
+        except ValueError as exc:
+            entry.update(capture_sizes=[], error=f"ValueError: {exc}")
+        vectors.append({**entry, "warnings": list(log.lines)})
+    return vectors
 
 
 def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], int]:
     """Vectors, start-up errors, and the value max_num_batched_tokens=None resolves to."""
-    resolve, build, dispatch = v1_engine(src)
+    resolve, build, dispatch, _ = v1_engine(src)
     vectors, startup_errors, defaults = [], [], set()
     for max_num_seqs in MAX_NUM_SEQS:
         for k in NUM_SPECULATIVE_TOKENS:
@@ -465,7 +509,12 @@ NOTES = (
     f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "
     f"B in (1, 2, 3, S//2, S-1, S), reach itself, c+1 for {STEP_POINTS} seeded-random captured "
     f"sizes c and {RANDOM_POINTS} seeded-random n (seed = the vector's key string); points "
-    f"above {SAMPLE_CAP} are kept only at L, L+1, c_max+1 and reach."
+    f"above {SAMPLE_CAP} are kept only at L, L+1, c_max+1 and reach. "
+    f"explicit: {EXPLICIT_SETTINGS} seeded user settings per V1 version "
+    "(compilation_config.cudagraph_capture_sizes and/or max_cudagraph_capture_size) through the "
+    "same verbatim _set_cudagraph_sizes and adjust_cudagraph_sizes_for_spec_decode, with the "
+    "WARNING lines its logger receives (formatted msg % args) and the ValueError it raises "
+    "(capture_sizes [] then)."
 )
 
 
@@ -491,7 +540,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="where wheels are downloaded/cached (default: build/wheels)")
     args = parser.parse_args(argv)
 
-    wheels, functions, defaults, vectors, startup_errors = {}, {}, {}, [], []
+    wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
     for version in V0_VERSIONS + V1_VERSIONS:
         path = fetch_wheel(version, args.cache_dir)
         wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
@@ -502,6 +551,7 @@ def main(argv: list[str] | None = None) -> int:
             got, errors, defaults[version] = v1_vectors(version, src)
             vectors += got
             startup_errors += errors
+            explicit += explicit_vectors(version, src)
         functions[version] = list(dict.fromkeys(src.taken))
     payload = {
         "provenance": {
@@ -513,9 +563,11 @@ def main(argv: list[str] | None = None) -> int:
         },
         "vectors": vectors,
         "startup_errors": startup_errors,
+        "explicit": explicit,
     }
     write_json_atomic(payload, args.out)
-    print(f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors to {args.out} "
+    print(f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
+          f"{len(explicit)} explicit settings to {args.out} "
           f"({args.out.stat().st_size} bytes)")
     return 0
 

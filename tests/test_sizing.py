@@ -189,3 +189,44 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
         assert d.error == f"KeyError: {error.args[0]}"
     except StopIteration:
         assert d.error == "StopIteration"
+
+
+# --- user-set capture settings ---------------------------------------------------------------------
+
+
+def test_explicit_settings_only_for_v1_engines():
+    cfg = SizingConfig(8, 4, cudagraph_capture_sizes=[8, 1, 4])
+    assert cfg.cudagraph_capture_sizes == (8, 1, 4)  # kept as given: vLLM logs it so
+    for engine in ENGINES:
+        policy = get_policy(engine)
+        if engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"):
+            assert policy.capture_sizes(cfg)
+            continue
+        with pytest.raises(GraphlabError, match=f"'{engine}'.*vllm-0.12.0, vllm-0.13.0, vllm-0.33.0"):
+            policy.capture_sizes(cfg)
+        with pytest.raises(GraphlabError, match=f"'{engine}'"):
+            policy.sizing_warnings(SizingConfig(8, max_cudagraph_capture_size=8))
+
+
+def test_explicit_settings_validated():
+    for kwargs, named in (
+        (dict(cudagraph_capture_sizes=()), "non-empty"),
+        (dict(cudagraph_capture_sizes=(1, 0)), "cudagraph_capture_sizes entry"),
+        (dict(cudagraph_capture_sizes="1,2"), "cudagraph_capture_sizes"),
+        (dict(max_cudagraph_capture_size=0), "max_cudagraph_capture_size"),
+    ):
+        with pytest.raises(GraphlabError, match=named):
+            SizingConfig(8, **kwargs)
+
+
+def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
+    # 0.12/0.13 round user sizes up to multiples of 1 + k and keep those <= the largest.
+    cfg = SizingConfig(8, 1, cudagraph_capture_sizes=(1, 2, 3, 8))
+    assert get_policy("vllm-0.13.0").capture_sizes(cfg) == (2, 4, 8)
+    assert get_policy("vllm-0.33.0").capture_sizes(cfg) == (1, 2, 3, 8)  # model runner V2 keeps them
+    # All user sizes above T: nothing configured, nothing to round, no refusal.
+    empty = SizingConfig(8, 3, 16, cudagraph_capture_sizes=(32, 64))
+    assert get_policy("vllm-0.12.0").capture_sizes(empty) == () and get_policy("vllm-0.12.0").startup_error(empty) is None
+    assert "overridden by config []" in get_policy("vllm-0.12.0").sizing_warnings(empty)[0]
+    refused = SizingConfig(8, 3, cudagraph_capture_sizes=(1, 2))
+    assert "No valid cudagraph sizes" in get_policy("vllm-0.12.0").startup_error(refused)

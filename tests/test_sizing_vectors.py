@@ -49,3 +49,19 @@ def test_startup_refusals_match_the_wheels(data):
     for entry in refusals:
         reported = get_policy(entry["engine"]).startup_error(_config(entry))
         assert reported is not None and entry["error"].startswith(reported), entry
+
+
+def test_user_set_capture_settings_match_the_wheels(data):
+    # vllm 0.12.0 / 0.13.0 on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
+    explicit = data["explicit"]
+    assert {v["engine"] for v in explicit} == {"vllm-0.12.0", "vllm-0.13.0"} and len(explicit) >= 200
+    assert sum(bool(v["error"]) for v in explicit) >= 10 and sum(bool(v["warnings"]) for v in explicit) >= 50
+    for v in explicit:
+        sizes = None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
+        cfg = SizingConfig(v["max_num_seqs"], v["num_speculative_tokens"], v["max_num_batched_tokens"],
+                           cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=v["max_cudagraph_capture_size"])
+        policy = get_policy(v["engine"])
+        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
+        assert list(policy.sizing_warnings(cfg)) == v["warnings"], v
+        error = policy.startup_error(cfg)
+        assert (error is None and v["error"] is None) or (error and v["error"].startswith(error)), v

@@ -90,3 +90,80 @@ def test_missing_vllm_is_a_graphlab_error(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(GraphlabError, match="vllm is not importable"):
         installed_capture_sizes(SizingConfig(8, 4))
+
+
+# --- user-set cudagraph_capture_sizes / max_cudagraph_capture_size ---------------------------------
+
+
+def _explicit_configs():
+    # Seeded settings around the edges: sizes beyond T, duplicates, unsorted lists, maxima off the
+    # grid or above T, and both set (consistent half of the time, else not).
+    rng = random.Random(54933)
+    configs = []
+    for i in range(260):
+        s, k = rng.randint(1, 600), rng.randint(0, 8)
+        t = rng.choice([None, rng.randint(1, 64), rng.randint(s, 3000)])
+        sizes = [rng.randint(1, 1100) for _ in range(rng.randint(1, 12))]
+        sizes += sizes[: rng.randint(0, 2)]  # duplicates
+        user_max = rng.choice([rng.randint(1, 1100), rng.randint(1, 64)])
+        kept = [x for x in sizes if t is None or x <= t]
+        if i % 3 == 2 and kept and rng.random() < 0.5:
+            user_max = max(kept)
+        configs.append(SizingConfig(s, k, t, cudagraph_capture_sizes=tuple(sizes) if i % 3 else None,
+                                    max_cudagraph_capture_size=user_max if i % 3 != 1 else None))
+    return configs
+
+
+EXPLICIT = _explicit_configs()
+
+
+def test_enough_explicit_settings():
+    kinds = {(c.cudagraph_capture_sizes is not None, c.max_cudagraph_capture_size is not None) for c in EXPLICIT}
+    assert len(set(EXPLICIT)) >= 200 and kinds == {(True, False), (False, True), (True, True)}
+
+
+@pytest.mark.parametrize("blackwell", [False, True])
+def test_explicit_settings_match_installed_vllm(installed, blackwell):
+    from graphlab.vllm_compare import installed_sizing
+
+    policy = Vllm033(default_max_graph_size=1024) if blackwell else get_policy("vllm-0.33.0")
+    outcomes = {"sizes": 0, "warned": 0, "refused": 0}
+    for cfg in EXPLICIT:
+        real = installed_sizing(cfg, blackwell=blackwell)
+        assert policy.sizing_warnings(cfg) == real["warnings"], cfg
+        # SchedulerConfig refuses T < S before the sizing runs; the sizes are still compared.
+        scheduler_refuses = cfg.max_num_batched_tokens is not None and cfg.max_num_batched_tokens < cfg.max_num_seqs
+        if real["error"]:
+            assert scheduler_refuses or policy.startup_error(cfg) == real["error"], cfg
+            assert policy.capture_sizes(cfg) == (), cfg
+            outcomes["refused"] += 1
+        else:
+            assert (policy.startup_error(cfg) is None) != scheduler_refuses, cfg
+            assert policy.capture_sizes(cfg) == real["capture_sizes"], cfg
+            outcomes["sizes"] += 1
+        outcomes["warned"] += bool(real["warnings"])
+    # Every branch of vLLM's handling was exercised.
+    assert min(outcomes.values()) >= 20, outcomes
+
+
+def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
+    from graphlab.audit import audit
+    from graphlab.vllm_compare import installed_sizing
+
+    capped = SizingConfig(6, 6, max_cudagraph_capture_size=42)
+    real = installed_sizing(capped)
+    assert real["warnings"] == ("Truncating max_cudagraph_capture_size to 40",)
+    assert real["capture_sizes"][-1] == 40 and 42 not in real["capture_sizes"]
+    report = audit("vllm-0.33.0", capped)
+    assert report.warnings == real["warnings"] and report.capture_sizes == real["capture_sizes"]
+    verify = {d.batch_size: d for d in report.outcomes}[42]  # 6 requests x (1 + 6) tokens
+    assert (verify.path, verify.graph_size) == ("eager", None)
+    # The default sizing captures 42.
+    default = SizingConfig(6, 6)
+    assert 42 in installed_capture_sizes(default) and audit("vllm-0.33.0", default).warnings == ()
+    assert {d.batch_size: d for d in audit("vllm-0.33.0", default).outcomes}[42].graph_size == 42
+
+
+def test_installed_capture_sizes_names_vllms_refusal(installed):
+    with pytest.raises(GraphlabError, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"):
+        installed_capture_sizes(SizingConfig(8, 0, cudagraph_capture_sizes=(1, 2, 4), max_cudagraph_capture_size=8))

@@ -120,3 +120,22 @@ def test_write_csv_atomic_leaves_nothing_partial(tmp_path, monkeypatch):
 def test_mean_padding_waste_nan_only_when_nothing_runs():
     s = audit("vllm-0.5.5", SizingConfig(1, 0)).summary
     assert not math.isnan(s.mean_padding_waste)
+
+
+def test_v1_workload_stops_at_the_token_budget():
+    # S=8, k=4, T=16: only 1..3 requests of 5 tokens fit a step; 20..40 tokens cannot occur.
+    cfg = SizingConfig(8, 4, 16)
+    assert reachable_batch_sizes("vllm-0.33.0", cfg).tolist() == [5, 10, 15]
+    report = audit("vllm-0.33.0", cfg)
+    assert [d.batch_size for d in report.outcomes] == [5, 10, 15]
+    assert report.summary.num_eager == 0 and report.summary.graph_fraction == 1.0
+    # Rows (V0) and requests ignore the token budget.
+    assert reachable_batch_sizes("vllm-0.5.5", cfg).max() == 40 and reachable_batch_sizes("sglang", cfg).max() == 8
+
+
+@settings(max_examples=60, deadline=None)
+@given(s=st.integers(min_value=1, max_value=300), k=st.integers(min_value=0, max_value=8),
+       t=st.integers(min_value=1, max_value=3000))
+def test_v1_reachable_tokens_are_whole_requests_within_budget(s, k, t):
+    ns = reachable_batch_sizes("vllm-0.13.0", SizingConfig(s, k, t)).tolist()
+    assert ns == [b * (k + 1) for b in range(1, s + 1) if b * (k + 1) <= t]
