@@ -237,3 +237,42 @@ def test_bad_input_one_line_exit_2(capsys, tmp_path, argv, content, named):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and err.startswith("error: ") and named in err, err
+
+
+ROUND_TRIP = [(256, 4, None, 40), (256, 4, None, None), (6, 6, None, 3), (100, 3, 300, 12), (33, 0, 40, 5),
+              (256, 8, 8192, 40), (512, 1, 2048, 64), (1, 0, None, 1), (7, 15, 64, 2)]
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_kit_engines_keep_the_planned_sizes(engine):
+    for seqs, k, tokens, graphs in ROUND_TRIP:
+        sizes = plan(engine, SizingConfig(seqs, k, tokens), budget=Budget(graphs)).capture_sizes
+        explicit = SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=sizes)
+        assert get_policy(engine).capture_sizes(explicit) == sizes and not get_policy(engine).startup_error(explicit)
+
+
+@pytest.mark.vllm
+def test_vllm_flag_round_trips_through_installed_vllm():
+    """The printed flag, parsed by vLLM's own CLI, sized by its `_set_cudagraph_sizes` and rounded by its
+    `adjust_cudagraph_sizes_for_spec_decode`, yields exactly the planned sizes, with no warning."""
+    import shlex
+    from types import SimpleNamespace
+
+    from graphlab.vllm_compare import installed_sizing
+
+    try:
+        from vllm.config.compilation import CompilationConfig
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        pytest.skip(f"vllm not importable: {error}")
+    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    for seqs, k, tokens, graphs in ROUND_TRIP:
+        result = plan("vllm-0.33.0", SizingConfig(seqs, k, tokens), budget=Budget(graphs))
+        parsed = parser.parse_args(shlex.split(result.vllm_flag)).compilation_config.cudagraph_capture_sizes
+        sized = installed_sizing(SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=parsed))
+        assert sized["error"] is None and sized["warnings"] == ()
+        rounded = SimpleNamespace(cudagraph_capture_sizes=list(sized["capture_sizes"]),
+                                  max_cudagraph_capture_size=sized["capture_sizes"][-1])
+        CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(rounded, 1 + k)
+        assert tuple(rounded.cudagraph_capture_sizes) == sized["capture_sizes"] == result.capture_sizes, (seqs, k)
