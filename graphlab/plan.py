@@ -270,41 +270,51 @@ def _walk_back(parent: np.ndarray, g: int, j: int) -> list[int]:
     return chosen[::-1]
 
 
-def _best_by_memory(cost: np.ndarray, own: np.ndarray, max_graphs: int, budget: float):
-    """Exact optimum with the sum of graph memory <= budget: Pareto fronts of (memory, cost) per state."""
+def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float) -> list[int]:
+    """Exact optimum with the sum of graph memory <= budget (separate pools).
+
+    Per number of graphs, every state (largest graph j, memory, cost) on the Pareto front of memory
+    against cost; a state at j keeps only the memory that still lets a plan end at a final j
+    (finite tail) within the budget. Returns the chosen candidate indices.
+    """
     m = cost.shape[1]
-    fronts: list[dict[int, list]] = [dict() for _ in range(max_graphs)]
-    fronts[0] = {j: [(own[j], cost[0, j], None)] for j in range(m) if own[j] <= budget}
-    for g in range(1, max_graphs):
-        for j in range(m):
-            options = [(mem + own[j], c + cost[i + 1, j], (i, n)) for i in range(j) for n, (mem, c, _) in
-                       enumerate(fronts[g - 1].get(i, ())) if mem + own[j] <= budget]
-            front = []
-            for option in sorted(options, key=lambda o: (o[0], o[1])):
-                if not front or option[1] < front[-1][1]:
-                    front.append(option)
-            if front:
-                fronts[g][j] = front
-    return fronts
+    final = np.isfinite(tail)
+    least_final_above = np.minimum.accumulate(np.where(final, own, np.inf)[::-1])[::-1]
+    room = np.where(final, budget, budget - np.concatenate((least_final_above[1:], [np.inf])))
+    js = np.flatnonzero(own <= room)
+    levels = [(js, own[js], cost[0, js], np.full(len(js), -1))]  # (j, memory, cost, parent index) by j
+    for _ in range(1, max_graphs):
+        prev_j, prev_mem, prev_cost, _ = levels[-1]
+        below = np.searchsorted(prev_j, np.arange(m))  # states with a largest graph below j
+        parts = []
+        for j in np.flatnonzero(below):
+            n = below[j]
+            mem, total = prev_mem[:n] + own[j], prev_cost[:n] + cost[prev_j[:n] + 1, j]
+            fits = np.flatnonzero(mem <= room[j])
+            order = fits[np.lexsort((total[fits], mem[fits]))]
+            ordered = total[order]
+            # Pareto: keep a state only when it costs less than every state needing no more memory.
+            keep = order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))] if len(order) else order
+            parts.append((np.full(len(keep), j), mem[keep], total[keep], keep))
+        if not parts:
+            break
+        levels.append(tuple(np.concatenate(column) for column in zip(*parts)))
+    values = [(float(c + tail[j]), g, i) for g, (j_, _, c_, _) in enumerate(levels)
+              for i, (j, c) in enumerate(zip(j_, c_)) if np.isfinite(tail[j])]
+    _, g, i = min(values)
+    chosen = []
+    for level in range(g, -1, -1):
+        chosen.append(int(levels[level][0][i]))
+        i = int(levels[level][3][i])
+    return chosen[::-1]
 
 
 def _optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
     """Candidate indices of an optimal plan: least cost + tail, fewest graphs among equals."""
     m = len(candidates)
     max_graphs = min(budget.max_graphs or m, m)
-    limit = budget.memory_mib * MIB if budget.memory_mib is not None else np.inf
-    if budget.graph_pool == "separate" and np.isfinite(limit):
-        fronts = _best_by_memory(cost, own, max_graphs, limit)
-        finals = [(c + tail[j], g, j, n) for g in range(max_graphs) for j, front in fronts[g].items()
-                  for n, (_, c, _) in enumerate(front)]
-        _, g, j, n = min(finals, key=lambda f: (f[0], f[1]))
-        chosen = []
-        while True:
-            chosen.append(j)
-            step = fronts[g][j][n][2]
-            if step is None:
-                return chosen[::-1]
-            (j, n), g = step, g - 1
+    if budget.graph_pool == "separate" and budget.memory_mib is not None:
+        return _best_by_memory(cost, own, tail, max_graphs, budget.memory_mib * MIB)
     best, parent = _best_by_count(cost, max_graphs)
     total = best + tail[None, :]
     least = total.min()
@@ -443,3 +453,32 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
                      "candidates are exact while graph latency and memory grow with size")
     return Plan(policy.name, cfg, tokens, workload, budget, "latency" if latency else "padding", plan_outcome,
                 default, eager, reason if eager else None, memory.kind if memory is not None else None, tuple(notes))
+
+
+def plot_plan(result: Plan):
+    """Padding waste per decode step size, the engine's default against the plan; ticks mark the
+    captured sizes (default below, plan above) and crosses the steps that run eagerly."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ns = result.workload.sizes
+    for label, outcome, color in (("default", result.default, "tab:orange"), ("plan", result.plan, "tab:blue")):
+        on_graph = outcome.padded > 0
+        summary = (f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
+                   f"graph fraction {outcome.graph_fraction:.3f}"
+                   + (f", {outcome.mean_step_ms:.3f} ms/step" if outcome.mean_step_ms is not None else ""))
+        ax.plot(ns[on_graph], (outcome.padded - ns)[on_graph], ".", markersize=4, color=color, label=summary)
+        ax.plot(ns[~on_graph], np.zeros((~on_graph).sum()), "x", color=color, label=f"{label}: eager steps")
+        ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
+        for size in outcome.capture_sizes:
+            ax.axvline(size, ymin=ymin, ymax=ymax, color=color, linewidth=0.8)
+    ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
+    ax.set_ylabel("padding waste: padded size - n (tokens)")
+    cfg = result.config
+    ax.set_title(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
+                 f"max_num_batched_tokens={result.max_num_batched_tokens}: capture sizes, default vs plan "
+                 f"({result.cost} cost)", fontsize=10)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.4)  # room for the legend above the points
+    ax.legend(fontsize=8, loc="upper left", ncols=2)
+    return fig
