@@ -331,8 +331,8 @@ def add_plan_parser(subparsers) -> None:
 
 def _format_plan(result) -> str:
     d = result.to_dict()
-    mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB"
-    ms = lambda v: "" if v is None else f", mean step {v:.4f} ms"
+    mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
+    ms = lambda v: "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
     lines = [f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="
              f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; workload "
              f"{d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "

@@ -36,7 +36,6 @@ from graphlab.sizing import SizingConfig, get_policy
 from graphlab.workload import reachable_batch_sizes
 
 MIB = 2**20
-COSTS = ("padding", "latency")
 GRAPH_POOLS = ("shared", "separate")
 
 
@@ -127,7 +126,7 @@ class SizeTable:
     sizes: np.ndarray  # ascending
     values: np.ndarray
     what: str  # names the figure and its source in error messages
-    kind: str = ""  # "measured" | "predicted" for graph memory
+    kind: str = ""  # memory_kind (measured | predicted) or latency backend (cuda-graph | cpu-emulated)
 
     def __call__(self, sizes) -> np.ndarray:
         sizes = np.asarray(sizes, dtype=float)
@@ -174,8 +173,9 @@ def read_latency(path) -> tuple[SizeTable, SizeTable]:
     if graph.empty or eager.empty:
         raise GraphlabError(f"{str(path)!r} needs rows with path graph and path eager")
     ms = lambda rows, key: pd.Series(rows.median_ms.to_numpy(float), index=_positive_ints(rows, key, path))
-    return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}"),
-            SizeTable.from_series(ms(eager, "batch_size"), f"eager latency {str(path)!r}"))
+    backend = "/".join(sorted(frame.backend.astype(str).unique())) if "backend" in frame.columns else "unknown backend"
+    return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}", backend),
+            SizeTable.from_series(ms(eager, "batch_size"), f"eager latency {str(path)!r}", backend))
 
 
 @dataclass(frozen=True)
@@ -338,6 +338,7 @@ class Plan:
     eager_sizes: tuple[int, ...]  # workload sizes left without a graph
     eager_reason: str | None
     memory_kind: str | None
+    latency_backend: str | None  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -354,7 +355,8 @@ class Plan:
                "num_speculative_tokens": self.config.num_speculative_tokens,
                "max_num_batched_tokens": self.max_num_batched_tokens, "workload": self.workload.source,
                "cost": self.cost, "max_graphs": self.budget.max_graphs, "memory_budget_mib": self.budget.memory_mib,
-               "graph_pool": self.budget.graph_pool, "memory_kind": self.memory_kind}
+               "graph_pool": self.budget.graph_pool, "memory_kind": self.memory_kind,
+               "latency_backend": self.latency_backend}
         for prefix, outcome in (("", self.plan), ("default_", self.default)):
             out |= {f"{prefix}capture_sizes": list(outcome.capture_sizes),
                     f"{prefix}num_graphs": len(outcome.capture_sizes),
@@ -452,7 +454,8 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
         notes.append("latency: graph latency at the padded size, eager latency above the largest graph; "
                      "candidates are exact while graph latency and memory grow with size")
     return Plan(policy.name, cfg, tokens, workload, budget, "latency" if latency else "padding", plan_outcome,
-                default, eager, reason if eager else None, memory.kind if memory is not None else None, tuple(notes))
+                default, eager, reason if eager else None, memory.kind if memory is not None else None,
+                latency[0].kind if latency is not None else None, tuple(notes))
 
 
 def plot_plan(result: Plan):
@@ -467,7 +470,8 @@ def plot_plan(result: Plan):
         on_graph = outcome.padded > 0
         summary = (f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
                    f"graph fraction {outcome.graph_fraction:.3f}"
-                   + (f", {outcome.mean_step_ms:.3f} ms/step" if outcome.mean_step_ms is not None else ""))
+                   + (f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
+                      if outcome.mean_step_ms is not None else ""))
         ax.plot(ns[on_graph], (outcome.padded - ns)[on_graph], ".", markersize=4, color=color, label=summary)
         ax.plot(ns[~on_graph], np.zeros((~on_graph).sum()), "x", color=color, label=f"{label}: eager steps")
         ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
