@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, get_policy
+from graphlab.sizing import SizingConfig, _check_int, get_policy
 from graphlab.workload import reachable_batch_sizes
 
 MIB = 2**20
@@ -188,8 +188,8 @@ class Budget:
     graph_pool: str = "shared"
 
     def __post_init__(self) -> None:
-        if self.max_graphs is not None and (isinstance(self.max_graphs, bool) or int(self.max_graphs) != self.max_graphs or self.max_graphs < 1):
-            raise GraphlabError(f"max_graphs must be an integer >= 1, got {self.max_graphs!r}")
+        if self.max_graphs is not None:
+            _check_int("max_graphs", self.max_graphs, 1)
         if self.memory_mib is not None and not self.memory_mib > 0:
             raise GraphlabError(f"memory budget must be > 0 MiB, got {self.memory_mib!r}")
         if self.graph_pool not in GRAPH_POOLS:

@@ -276,3 +276,9 @@ def test_vllm_flag_round_trips_through_installed_vllm():
                                   max_cudagraph_capture_size=sized["capture_sizes"][-1])
         CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(rounded, 1 + k)
         assert tuple(rounded.cudagraph_capture_sizes) == sized["capture_sizes"] == result.capture_sizes, (seqs, k)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+def test_budget_rejects_bad_graph_counts(bad):
+    with pytest.raises(GraphlabError, match="max_graphs must be an integer >= 1"):
+        Budget(bad)
