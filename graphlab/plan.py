@@ -375,7 +375,6 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in max_num_batched_tokens, once."""
     policy = get_policy(engine)
     sizes = reachable_batch_sizes(policy, cfg)
-    sizes = sizes[sizes <= policy.effective_max_num_batched_tokens(cfg)]
     if len(sizes) == 0:
         raise GraphlabError(f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
                             f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}")
