@@ -282,3 +282,16 @@ def test_vllm_flag_round_trips_through_installed_vllm():
 def test_budget_rejects_bad_graph_counts(bad):
     with pytest.raises(GraphlabError, match="max_graphs must be an integer >= 1"):
         Budget(bad)
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_default_figures_equal_the_audit(engine):
+    from graphlab.audit import audit
+
+    for cfg in (SizingConfig(256, 4), SizingConfig(100, 3, 300), SizingConfig(6, 6), SizingConfig(33, 0, 40)):
+        if not get_policy(engine).capture_sizes(cfg):
+            continue
+        summary = audit(engine, cfg).summary
+        default = plan(engine, cfg).default
+        assert default.mean_padding_waste == pytest.approx(summary.mean_padding_waste)
+        assert default.graph_fraction == pytest.approx(summary.graph_fraction)
