@@ -374,6 +374,93 @@ def run_bench(args) -> int:
     return 0
 
 
+# --- plan -----------------------------------------------------------------------------------------
+
+
+def _positive_float(value: str) -> float:
+    try:
+        number = float(value)
+    except ValueError:
+        number = None
+    if number is None or not number > 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
+    return number
+
+
+def add_plan_parser(subparsers) -> None:
+    from graphlab.plan import GRAPH_POOLS, V1_ENGINES
+
+    parser = subparsers.add_parser(
+        "plan",
+        help="the capture sizes a vLLM V1 deployment should set, and the flag that sets them",
+        description=(
+            "Chooses cudagraph_capture_sizes for uniform decode steps of B*(1+k) tokens (B = 1..max_num_seqs, "
+            "at most max_num_batched_tokens) under a budget of graphs and/or graph memory, minimising the "
+            "mean padding waste (or, with --latency, the mean step latency) exactly, and compares it with "
+            "the engine's default sizing at the same config. Without a budget the plan may capture as many "
+            "graphs as the default."
+        ),
+    )
+    parser.add_argument("--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0")
+    parser.add_argument("--max-num-seqs", required=True, type=_int_at_least(1), help="S (>= 1)")
+    parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=0, help="k (default 0)")
+    _add_config_arguments(parser)
+    workload = parser.add_mutually_exclusive_group()
+    workload.add_argument("--batch-sizes", metavar="CSV",
+                          help="observed tokens per decode step: a batch_size column (one step per row) "
+                               "and optionally count (default workload: every reachable step once)")
+    workload.add_argument("--steps", metavar="CSV",
+                          help="a spec_decode_steps.csv; its decode steps as num_seqs + num_speculating*k tokens")
+    parser.add_argument("--max-graphs", type=_int_at_least(1), default=None, help="at most this many graphs")
+    parser.add_argument("--memory-mib", type=_positive_float, default=None,
+                        help="graph memory budget in MiB (needs --graph-memory)")
+    parser.add_argument("--max-capture-size", type=_int_at_least(1), default=None,
+                        help="no graph above this many tokens (e.g. the default's largest, to compare at equal coverage)")
+    parser.add_argument("--graph-memory", metavar="CSV", help="a graph_memory.csv: bytes per graph size")
+    parser.add_argument("--graph-pool", choices=GRAPH_POOLS, default="shared",
+                        help="shared (vLLM's; the largest graph dominates) or separate (the sum)")
+    parser.add_argument("--latency", metavar="CSV",
+                        help="a latency.csv: minimise mean step latency instead of padding waste")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    parser.set_defaults(handler=run_plan)
+
+
+def _format_plan(result) -> str:
+    d = result.to_dict()
+    mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
+    ms = lambda v: "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
+    lines = [f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="
+             f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; workload "
+             f"{d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
+             f"{'no' if d['memory_budget_mib'] is None else d['memory_budget_mib']} MiB ({d['graph_pool']} pool)"]
+    for label, p in (("plan   ", ""), ("default", "default_")):
+        lines.append(f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste {d[p + 'mean_padding_waste']:.3f} "
+                     f"tokens, graph fraction {d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
+                     f"{ms(d[p + 'mean_step_ms'])}")
+        lines.append(f"  sizes: {', '.join(map(str, d[p + 'capture_sizes']))}")
+    if d["eager_batch_sizes"]:
+        lines.append(f"eager: {len(d['eager_batch_sizes'])} batch sizes from {d['eager_batch_sizes'][0]} tokens "
+                     f"({d['eager_reason']})")
+    lines += [f"note: {note}" for note in d["notes"]]
+    return "\n".join(lines + [f"vllm: {d['vllm_flag']}"])
+
+
+def run_plan(args) -> int:
+    from graphlab import plan
+
+    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
+    if args.memory_mib is not None and args.graph_memory is None:
+        raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
+    workload = (plan.read_batch_sizes(args.batch_sizes) if args.batch_sizes else
+                plan.read_spec_decode_steps(args.steps, cfg) if args.steps else None)
+    result = plan.plan(
+        args.engine, cfg, workload, plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
+        memory=plan.read_graph_memory(args.graph_memory) if args.graph_memory else None,
+        latency=plan.read_latency(args.latency) if args.latency else None, max_capture_size=args.max_capture_size)
+    print(json.dumps(result.to_dict()) if args.json else _format_plan(result))
+    return 0
+
+
 # --- entry point ----------------------------------------------------------------------------------
 
 
@@ -387,6 +474,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_crash_map_parser(subparsers)
     add_repro_parser(subparsers)
     add_bench_parser(subparsers)
+    add_plan_parser(subparsers)
     return parser
 
 

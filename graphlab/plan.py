@@ -1,0 +1,487 @@
+"""Which CUDA graph sizes a vLLM V1 deployment should capture, for a workload and a budget.
+
+The batches are uniform decode steps: B requests of q = 1 + k tokens each, n = B*q tokens, never
+more than max_num_batched_tokens (T). A step of n tokens replays the smallest captured size >= n
+(padding it) or runs eagerly above the largest (vllm/v1/cudagraph_dispatcher.py). A workload gives
+weights over n; `plan` picks at most G sizes (and/or sizes within a graph-memory budget) that
+minimise the expected cost, exactly, by dynamic programming:
+
+- padded tokens (default): cost of a step = padded size - n, 0 when eager. Coverage comes first:
+  the largest chosen size is the largest candidate the budget allows, so every batch up to it has a
+  graph; among those plans the mean padding waste is minimal.
+- step latency: graph latency at the padded size, eager latency above the largest chosen size.
+
+Sizes vLLM keeps: a user-given `cudagraph_capture_sizes` is deduplicated, sorted and cut at T
+(`VllmConfig._set_cudagraph_sizes`, vllm/config/vllm.py, vllm 0.33.0); when speculating each size
+is rounded up to a multiple of q (`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`, and
+0.12/0.13's model runner at start-up). So the planner proposes multiples of q up to T only.
+
+Candidates: the kept size c(n) = n rounded up to a multiple of q, for each workload n, suffice.
+A chosen size s serves the workload sizes in (previous chosen size, s]; the largest of them, n*,
+has c(n*) <= s serving the same set, with no more padding on each step (and, when graph latency
+and memory do not decrease with size, no more latency or memory), so some optimum uses only c(n).
+A plan holds at least one graph (vLLM asserts a non-empty list) and no graph that no step replays.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import pandas as pd
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing import SizingConfig, _check_int, get_policy
+from graphlab.workload import reachable_batch_sizes
+
+MIB = 2**20
+GRAPH_POOLS = ("shared", "separate")
+
+
+# --- inputs -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Weights over batch sizes n (tokens per decode step), n ascending and unique, weights summing to 1."""
+
+    sizes: np.ndarray
+    weights: np.ndarray
+    source: str  # "uniform" or the CSV it came from
+
+    @classmethod
+    def from_counts(cls, sizes, counts, source: str) -> Workload:
+        frame = pd.DataFrame({"n": np.asarray(sizes, dtype=np.int64), "w": np.asarray(counts, dtype=float)})
+        grouped = frame.groupby("n", sort=True)["w"].sum()
+        grouped = grouped[grouped > 0]
+        if grouped.empty:
+            raise GraphlabError(f"workload {source!r} has no batch with a positive count")
+        return cls(grouped.index.to_numpy(np.int64), (grouped / grouped.sum()).to_numpy(float), source)
+
+
+def _read_csv(path, required: tuple[str, ...], allowed: tuple[str, ...] | None = None) -> pd.DataFrame:
+    """A CSV with the required columns (and, when allowed is given, no others); GraphlabError otherwise."""
+    try:
+        frame = pd.read_csv(path)
+    except (OSError, ValueError, pd.errors.ParserError) as error:
+        raise GraphlabError(f"cannot read CSV {str(path)!r}: {str(error).splitlines()[0]}") from None
+    unknown = [c for c in frame.columns if allowed is not None and c not in allowed]
+    if unknown:
+        raise GraphlabError(f"{str(path)!r}: unknown column {unknown[0]!r}; allowed: {', '.join(allowed)}")
+    missing = [c for c in required if c not in frame.columns]
+    if missing:
+        raise GraphlabError(f"{str(path)!r}: missing column {missing[0]!r}; needs {', '.join(required)}")
+    if frame.empty:
+        raise GraphlabError(f"{str(path)!r} has no rows")
+    return frame
+
+
+def _positive_ints(frame: pd.DataFrame, column: str, path, minimum: int = 1) -> np.ndarray:
+    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
+    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < minimum)
+    if bad.any():
+        raise GraphlabError(f"{str(path)!r}: column {column!r} needs integers >= {minimum}, "
+                            f"got {frame[column].iloc[int(np.argmax(bad))]!r}")
+    return values.astype(np.int64)
+
+
+def read_batch_sizes(path) -> Workload:
+    """Observed batch sizes in tokens: a `batch_size` column, one step per row, or with a `count` column."""
+    frame = _read_csv(path, ("batch_size",), ("batch_size", "count"))
+    counts = _positive_ints(frame, "count", path, 0) if "count" in frame.columns else np.ones(len(frame))
+    return Workload.from_counts(_positive_ints(frame, "batch_size", path), counts, str(path))
+
+
+def read_spec_decode_steps(path, cfg: SizingConfig) -> Workload:
+    """The decode steps of one run in a `spec_decode_steps.csv`, as V1 tokens per step.
+
+    A step with num_seqs sequences of which num_speculating carry k proposals submits
+    num_seqs + num_speculating*k tokens in V1 (1 + its proposals per request); for the
+    batch-expansion scorer that is also the CSV's batch_size in V0 rows. Prefill steps are left
+    out (V1 does not run them on full decode graphs). The run must have the plan's max_num_seqs
+    and k; of several policies' runs (the same seeded load) the first is read.
+    """
+    columns = ("kind", "max_num_seqs", "num_speculative_tokens", "num_seqs", "num_speculating")
+    frame = _read_csv(path, columns)
+    runs = frame[(frame.max_num_seqs == cfg.max_num_seqs) & (frame.num_speculative_tokens == cfg.num_speculative_tokens)]
+    if runs.empty:
+        found = sorted(set(zip(frame.max_num_seqs, frame.num_speculative_tokens)))
+        raise GraphlabError(f"{str(path)!r} has no run with max_num_seqs={cfg.max_num_seqs}, "
+                            f"k={cfg.num_speculative_tokens}; it has (max_num_seqs, k) in {found}")
+    run_column = next((c for c in ("engine", "policy") if c in runs.columns), None)
+    if run_column is not None:
+        runs = runs[runs[run_column] == runs[run_column].iloc[0]]
+    decode = runs[runs.kind == "decode"]
+    if decode.empty:
+        raise GraphlabError(f"{str(path)!r}: the run has no decode step")
+    tokens = _positive_ints(decode, "num_seqs", path) + _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens
+    return Workload.from_counts(tokens, np.ones(len(tokens)), str(path))
+
+
+@dataclass(frozen=True)
+class SizeTable:
+    """A figure per size (graph memory in bytes, latency in ms), linear between listed sizes."""
+
+    sizes: np.ndarray  # ascending
+    values: np.ndarray
+    what: str  # names the figure and its source in error messages
+    kind: str = ""  # memory_kind (measured | predicted) or latency backend (cuda-graph | cpu-emulated)
+
+    def __call__(self, sizes) -> np.ndarray:
+        sizes = np.asarray(sizes, dtype=float)
+        outside = (sizes < self.sizes[0]) | (sizes > self.sizes[-1])
+        if outside.any():
+            raise GraphlabError(f"{self.what} has sizes {self.sizes[0]}..{self.sizes[-1]}; size "
+                                f"{int(sizes[outside][0])} is outside that range (measure it, or plan a smaller config)")
+        return np.interp(sizes, self.sizes, self.values)
+
+    @classmethod
+    def from_series(cls, series: pd.Series, what: str, kind: str = "") -> SizeTable:
+        series = series.groupby(level=0).median().sort_index()
+        return cls(series.index.to_numpy(np.int64), series.to_numpy(float), what, kind)
+
+
+def read_graph_memory(path) -> SizeTable:
+    """Bytes one graph of each size needs, from a `graph_memory.csv`.
+
+    Rows with graph_pool = separate give each graph's own `memory_bytes` (measured or predicted, per
+    `memory_kind`); a file without them falls back to `predicted_bytes`, labelled predicted.
+    """
+    frame = _read_csv(path, ("capture_size", "memory_bytes", "memory_kind", "graph_pool"))
+    own = frame[frame.graph_pool == "separate"]
+    if own.empty:
+        if "predicted_bytes" not in frame.columns:
+            raise GraphlabError(f"{str(path)!r}: needs graph_pool=separate rows or a predicted_bytes column")
+        own, column, kind = frame, "predicted_bytes", "predicted"
+    else:
+        column, kind = "memory_bytes", "/".join(sorted(own.memory_kind.astype(str).unique()))
+    values = pd.Series(_positive_ints(own, column, path, 0), index=_positive_ints(own, "capture_size", path))
+    return SizeTable.from_series(values, f"graph memory {str(path)!r}", kind)
+
+
+def read_latency(path) -> tuple[SizeTable, SizeTable]:
+    """(graph latency per replayed size, eager latency per batch size) in ms, from a `latency.csv`.
+
+    A graph step costs the same whatever n was padded into it, so graph rows are keyed by
+    graph_size; eager rows (path eager, and mode eager where given) by batch_size. A latency.csv
+    batch_size counts rows of one token each, read here as tokens per step.
+    """
+    frame = _read_csv(path, ("batch_size", "path", "graph_size", "median_ms"))
+    graph = frame[frame.path == "graph"]
+    eager = frame[(frame.path == "eager") & ((frame["mode"] == "eager") if "mode" in frame.columns else True)]
+    if graph.empty or eager.empty:
+        raise GraphlabError(f"{str(path)!r} needs rows with path graph and path eager")
+    ms = lambda rows, key: pd.Series(rows.median_ms.to_numpy(float), index=_positive_ints(rows, key, path))
+    backend = "/".join(sorted(frame.backend.astype(str).unique())) if "backend" in frame.columns else "unknown backend"
+    return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}", backend),
+            SizeTable.from_series(ms(eager, "batch_size"), f"eager latency {str(path)!r}", backend))
+
+
+@dataclass(frozen=True)
+class Budget:
+    """At most max_graphs graphs and/or memory_mib MiB of graph memory (shared pool: the largest graph
+    dominates; separate pools: the sum)."""
+
+    max_graphs: int | None = None
+    memory_mib: float | None = None
+    graph_pool: str = "shared"
+
+    def __post_init__(self) -> None:
+        if self.max_graphs is not None:
+            _check_int("max_graphs", self.max_graphs, 1)
+        if self.memory_mib is not None and not self.memory_mib > 0:
+            raise GraphlabError(f"memory budget must be > 0 MiB, got {self.memory_mib!r}")
+        if self.graph_pool not in GRAPH_POOLS:
+            raise GraphlabError(f"graph_pool {self.graph_pool!r} is not one of {', '.join(GRAPH_POOLS)}")
+
+
+# --- evaluation (the same for the plan and the engine's default) -------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A set of capture sizes on a workload: per-n padded size (0 when eager) and the means."""
+
+    capture_sizes: tuple[int, ...]
+    padded: np.ndarray
+    mean_padding_waste: float  # eager steps count 0 (graphlab.audit's definition)
+    graph_fraction: float  # weighted share of steps replaying a graph
+    mean_step_ms: float | None
+    memory_bytes: float | None
+
+
+def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeTable | None = None,
+             graph_pool: str = "shared", latency: tuple[SizeTable, SizeTable] | None = None) -> Outcome:
+    """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
+    policy = get_policy(engine)
+    capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
+    path, graph_size, _ = policy.dispatch_array(workload.sizes, cfg, capture)
+    on_graph = path == 0
+    waste = np.where(on_graph, graph_size - workload.sizes, 0)
+    step_ms = None
+    if latency is not None:
+        graph_ms, eager_ms = latency
+        per_step = np.where(on_graph, graph_ms(np.where(on_graph, graph_size, graph_ms.sizes[0])),
+                            eager_ms(np.where(on_graph, eager_ms.sizes[0], workload.sizes)))
+        step_ms = float(workload.weights @ per_step)
+    memory_bytes = None
+    if memory is not None:
+        own = memory(capture)
+        memory_bytes = float(own.max(initial=0.0) if graph_pool == "shared" else own.sum())
+    return Outcome(tuple(capture.tolist()), graph_size, float(workload.weights @ waste),
+                   float(workload.weights[on_graph].sum()), step_ms, memory_bytes)
+
+
+# --- the optimum ---------------------------------------------------------------------------------------
+
+
+def _interval_costs(candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None) -> np.ndarray:
+    """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j (i = 0: from 0)."""
+    covered = np.searchsorted(workload.sizes, candidates, side="right")
+    weight = np.concatenate(([0.0], np.cumsum(workload.weights)))[covered]
+    tokens = np.concatenate(([0.0], np.cumsum(workload.weights * workload.sizes)))[covered]
+    weight, tokens = np.concatenate(([0.0], weight)), np.concatenate(([0.0], tokens))
+    span_w = weight[1:][None, :] - weight[:-1][:, None]
+    if graph_ms is None:
+        cost = candidates[None, :] * span_w - (tokens[1:][None, :] - tokens[:-1][:, None])
+    else:
+        cost = graph_ms(candidates)[None, :] * span_w
+    return np.where(np.triu(np.ones_like(cost, dtype=bool)), cost, np.inf)  # i must lie below j
+
+
+def _best_by_count(cost: np.ndarray, max_graphs: int) -> tuple[np.ndarray, np.ndarray]:
+    """best[g-1, j]: least cost covering up to candidate j with exactly g graphs, j the largest; parents."""
+    m = cost.shape[1]
+    best = np.full((max_graphs, m), np.inf)
+    parent = np.zeros((max_graphs, m), dtype=np.int64)
+    best[0] = cost[0]
+    for g in range(1, max_graphs):
+        total = best[g - 1][:-1, None] + cost[1:]  # row i: previous largest graph i; column: next graph
+        parent[g] = np.argmin(total, axis=0)
+        best[g] = total[parent[g], np.arange(m)]
+    return best, parent
+
+
+def _walk_back(parent: np.ndarray, g: int, j: int) -> list[int]:
+    chosen = [j]
+    for level in range(g, 0, -1):
+        chosen.append(int(parent[level, chosen[-1]]))
+    return chosen[::-1]
+
+
+def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float) -> list[int]:
+    """Exact optimum with the sum of graph memory <= budget (separate pools).
+
+    Per number of graphs, every state (largest graph j, memory, cost) on the Pareto front of memory
+    against cost; a state at j keeps only the memory that still lets a plan end at a final j
+    (finite tail) within the budget. Returns the chosen candidate indices.
+    """
+    m = cost.shape[1]
+    final = np.isfinite(tail)
+    least_final_above = np.minimum.accumulate(np.where(final, own, np.inf)[::-1])[::-1]
+    room = np.where(final, budget, budget - np.concatenate((least_final_above[1:], [np.inf])))
+    js = np.flatnonzero(own <= room)
+    levels = [(js, own[js], cost[0, js], np.full(len(js), -1))]  # (j, memory, cost, parent index) by j
+    for _ in range(1, max_graphs):
+        prev_j, prev_mem, prev_cost, _ = levels[-1]
+        below = np.searchsorted(prev_j, np.arange(m))  # states with a largest graph below j
+        parts = []
+        for j in np.flatnonzero(below):
+            n = below[j]
+            mem, total = prev_mem[:n] + own[j], prev_cost[:n] + cost[prev_j[:n] + 1, j]
+            fits = np.flatnonzero(mem <= room[j])
+            order = fits[np.lexsort((total[fits], mem[fits]))]
+            ordered = total[order]
+            # Pareto: keep a state only when it costs less than every state needing no more memory.
+            keep = order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))] if len(order) else order
+            parts.append((np.full(len(keep), j), mem[keep], total[keep], keep))
+        if not parts:
+            break
+        levels.append(tuple(np.concatenate(column) for column in zip(*parts)))
+    values = [(float(c + tail[j]), g, i) for g, (j_, _, c_, _) in enumerate(levels)
+              for i, (j, c) in enumerate(zip(j_, c_)) if np.isfinite(tail[j])]
+    _, g, i = min(values)
+    chosen = []
+    for level in range(g, -1, -1):
+        chosen.append(int(levels[level][0][i]))
+        i = int(levels[level][3][i])
+    return chosen[::-1]
+
+
+def _optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
+    """Candidate indices of an optimal plan: least cost + tail, fewest graphs among equals."""
+    m = len(candidates)
+    max_graphs = min(budget.max_graphs or m, m)
+    if budget.graph_pool == "separate" and budget.memory_mib is not None:
+        return _best_by_memory(cost, own, tail, max_graphs, budget.memory_mib * MIB)
+    best, parent = _best_by_count(cost, max_graphs)
+    total = best + tail[None, :]
+    least = total.min()
+    g, j = map(int, np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[0])
+    return _walk_back(parent, g, j)
+
+
+# --- the plan ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Plan:
+    engine: str
+    config: SizingConfig
+    max_num_batched_tokens: int
+    workload: Workload
+    budget: Budget
+    cost: str
+    plan: Outcome
+    default: Outcome
+    eager_sizes: tuple[int, ...]  # workload sizes left without a graph
+    eager_reason: str | None
+    memory_kind: str | None
+    latency_backend: str | None  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def capture_sizes(self) -> tuple[int, ...]:
+        return self.plan.capture_sizes
+
+    @property
+    def vllm_flag(self) -> str:
+        return "--compilation-config " + "'" + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)}) + "'"
+
+    def to_dict(self) -> dict:
+        """A JSON-ready dict: the plan, the engine's default at the same config, and the flag."""
+        out = {"engine": self.engine, "max_num_seqs": self.config.max_num_seqs,
+               "num_speculative_tokens": self.config.num_speculative_tokens,
+               "max_num_batched_tokens": self.max_num_batched_tokens, "workload": self.workload.source,
+               "cost": self.cost, "max_graphs": self.budget.max_graphs, "memory_budget_mib": self.budget.memory_mib,
+               "graph_pool": self.budget.graph_pool, "memory_kind": self.memory_kind,
+               "latency_backend": self.latency_backend}
+        for prefix, outcome in (("", self.plan), ("default_", self.default)):
+            out |= {f"{prefix}capture_sizes": list(outcome.capture_sizes),
+                    f"{prefix}num_graphs": len(outcome.capture_sizes),
+                    f"{prefix}mean_padding_waste": outcome.mean_padding_waste,
+                    f"{prefix}graph_fraction": outcome.graph_fraction,
+                    f"{prefix}mean_step_ms": outcome.mean_step_ms,
+                    f"{prefix}memory_mib": None if outcome.memory_bytes is None else outcome.memory_bytes / MIB}
+        return out | {"eager_batch_sizes": list(self.eager_sizes), "eager_reason": self.eager_reason,
+                      "vllm_flag": self.vllm_flag, "notes": list(self.notes)}
+
+
+V1_ENGINES = ("vllm-0.33.0", "vllm-0.13.0", "vllm-0.12.0")
+
+
+def uniform_workload(engine, cfg: SizingConfig) -> Workload:
+    """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in max_num_batched_tokens, once."""
+    policy = get_policy(engine)
+    sizes = reachable_batch_sizes(policy, cfg)
+    if len(sizes) == 0:
+        raise GraphlabError(f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
+                            f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}")
+    return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
+
+
+def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Budget = Budget(),
+         memory: SizeTable | None = None, latency: tuple[SizeTable, SizeTable] | None = None,
+         max_capture_size: int | None = None) -> Plan:
+    """The capture sizes minimising the workload's mean cost within the budget (see the module docstring).
+
+    memory: per-size graph memory, needed for a memory budget; latency: (graph, eager) tables, which
+    make the cost the mean step latency instead of the mean padding waste. Without a graph or
+    memory budget, the plan may capture as many graphs as the engine's default does.
+    max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal coverage).
+    """
+    policy = get_policy(engine)
+    if policy.name not in V1_ENGINES:
+        raise GraphlabError(f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}")
+    error = policy.startup_error(cfg)
+    if error and "max_num_batched_tokens" in error:
+        raise GraphlabError(f"vLLM refuses this config: {error}")
+    if budget.memory_mib is not None and memory is None:
+        raise GraphlabError("a memory budget needs per-size graph memory (a graph_memory.csv)")
+    workload = uniform_workload(policy, cfg) if workload is None else workload
+    tokens, q = policy.effective_max_num_batched_tokens(cfg), cfg.decode_query_len
+    if workload.sizes[-1] > tokens:
+        raise GraphlabError(f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}")
+    if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
+        budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
+    candidates = np.unique(-(-workload.sizes // q) * q)
+    ceiling = min(tokens, max_capture_size or tokens)
+    if candidates[0] > ceiling:
+        raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "
+                            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})")
+    candidates = candidates[candidates <= ceiling]  # a multiple of q above T: only the steps above it are lost
+    notes, reason = [], None
+    own = memory(candidates) if memory is not None else np.zeros(len(candidates))
+    if budget.memory_mib is not None:
+        affordable = own <= budget.memory_mib * MIB
+        if not affordable.any():
+            raise GraphlabError(f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
+                                f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)")
+        if not affordable.all():
+            reason = (f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
+                      f"tokens needs {own[~affordable][0] / MIB:.3f} MiB")
+        if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
+            candidates, own = candidates[affordable], own[affordable]
+    graph_ms, eager_ms = latency if latency is not None else (None, None)
+    cost = _interval_costs(candidates, workload, graph_ms)
+    covered = np.searchsorted(workload.sizes, candidates, side="right")
+    if latency is None:
+        # Coverage first: the largest affordable candidate is the top graph; eager steps cost 0 waste.
+        top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
+        candidates, cost, own = candidates[:top + 1], cost[:top + 1, :top + 1], own[:top + 1]
+        tail = np.full(len(candidates), np.inf)
+        tail[-1] = 0.0
+    else:
+        eager_step = eager_ms(workload.sizes) * workload.weights
+        tail = np.concatenate((np.cumsum(eager_step[::-1])[::-1], [0.0]))[covered]
+    chosen = candidates[_optimum(candidates, cost, tail, own, budget)]
+    plan_outcome = evaluate(policy, cfg, chosen, workload, memory, budget.graph_pool, latency)
+    try:
+        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency)
+    except GraphlabError as missing:  # the default's sizes may lie outside a table the plan stays within
+        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
+        notes.append(f"default's memory/latency not computed: {missing}")
+    if not default.capture_sizes:
+        notes.append(f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}")
+    eager = tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]])
+    if eager and reason is None:
+        reason = ("eager steps are faster than a graph padded over them" if latency is not None else
+                  f"no graph above max_capture_size={ceiling}" if ceiling < tokens else
+                  f"a graph above {tokens} tokens exceeds max_num_batched_tokens")
+    if latency is not None:
+        notes.append("latency: graph latency at the padded size, eager latency above the largest graph; "
+                     "candidates are exact while graph latency and memory grow with size")
+    return Plan(policy.name, cfg, tokens, workload, budget, "latency" if latency else "padding", plan_outcome,
+                default, eager, reason if eager else None, memory.kind if memory is not None else None,
+                latency[0].kind if latency is not None else None, tuple(notes))
+
+
+def plot_plan(result: Plan):
+    """Padding waste per decode step size, the engine's default against the plan; ticks mark the
+    captured sizes (default below, plan above) and crosses the steps that run eagerly."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ns = result.workload.sizes
+    for label, outcome, color in (("default", result.default, "tab:orange"), ("plan", result.plan, "tab:blue")):
+        on_graph = outcome.padded > 0
+        summary = (f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
+                   f"graph fraction {outcome.graph_fraction:.3f}"
+                   + (f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
+                      if outcome.mean_step_ms is not None else ""))
+        ax.plot(ns[on_graph], (outcome.padded - ns)[on_graph], ".", markersize=4, color=color, label=summary)
+        ax.plot(ns[~on_graph], np.zeros((~on_graph).sum()), "x", color=color, label=f"{label}: eager steps")
+        ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
+        for size in outcome.capture_sizes:
+            ax.axvline(size, ymin=ymin, ymax=ymax, color=color, linewidth=0.8)
+    ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
+    ax.set_ylabel("padding waste: padded size - n (tokens)")
+    cfg = result.config
+    ax.set_title(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
+                 f"max_num_batched_tokens={result.max_num_batched_tokens}: capture sizes, default vs plan "
+                 f"({result.cost} cost)", fontsize=10)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.4)  # room for the legend above the points
+    ax.legend(fontsize=8, loc="upper left", ncols=2)
+    return fig

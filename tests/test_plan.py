@@ -1,0 +1,297 @@
+"""`graphlab.plan` and `python -m graphlab plan`: exact optimum, never worse than the default, inputs, CLI."""
+
+import itertools
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from graphlab.cli import main
+from graphlab.errors import GraphlabError
+from graphlab.plan import (MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluate, plan, read_batch_sizes,
+                           read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload)
+from graphlab.sizing import SizingConfig, _round_for_spec_decode, get_policy
+
+CPU = "data/cpu"
+
+
+def linear_memory(top: int, per_token: float = 1000.0, base: float = 50_000.0) -> SizeTable:
+    """Graph memory growing with size (bytes), listed for every size up to top."""
+    sizes = np.arange(1, top + 1)
+    return SizeTable(sizes, base + per_token * sizes, "test memory", "predicted")
+
+
+def random_latency(rng, top: int) -> tuple[SizeTable, SizeTable]:
+    """Graph and eager latency growing with size, with random steps; eager above graph at some sizes."""
+    sizes = np.arange(1, top + 1)
+    graph = 1.0 + np.cumsum(rng.uniform(0.0, 0.2, top))
+    eager = graph + rng.uniform(-0.5, 0.6, top)
+    return SizeTable(sizes, graph, "graph"), SizeTable(sizes, np.maximum.accumulate(np.maximum(eager, 0.1)), "eager")
+
+
+def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
+    """Best plan over every subset of the sizes vLLM keeps (multiples of 1+k up to T, up to one past the
+    largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
+    (mean step latency,) with latency tables; None when no subset fits the budget."""
+    q = cfg.decode_query_len
+    tokens = get_policy(engine).effective_max_num_batched_tokens(cfg)
+    universe = [s for s in range(q, min(tokens, int(workload.sizes[-1]) + 2 * q) + 1, q)]
+    best = None
+    for g in range(1, (budget.max_graphs or len(universe)) + 1):
+        for subset in itertools.combinations(universe, g):
+            out = evaluate(engine, cfg, subset, workload, memory, budget.graph_pool, latency)
+            if budget.memory_mib is not None and out.memory_bytes > budget.memory_mib * MIB:
+                continue
+            if len(set(out.padded.tolist()) - {0}) < g:  # a graph no batch replays is not a plan
+                continue
+            key = (out.mean_step_ms,) if latency else (-out.graph_fraction, out.mean_padding_waste)
+            if best is None or key < best:
+                best = key
+    return best
+
+
+def plan_key(result, latency):
+    out = result.plan
+    return (out.mean_step_ms,) if latency else (-out.graph_fraction, out.mean_padding_waste)
+
+
+def small_cases():
+    rng = np.random.default_rng(7)
+    for engine, seqs, k, tokens in itertools.product(V1_ENGINES, (1, 3, 5, 9), (0, 1, 2), (None, 7)):
+        cfg = SizingConfig(seqs, k, tokens)
+        if tokens is not None and tokens < seqs:
+            continue
+        q, top = 1 + k, min(tokens or 10**6, seqs * (1 + k))
+        if top // q > 11:
+            continue
+        observed = Workload.from_counts(rng.integers(1, top + 1, 6), rng.integers(1, 5, 6), "random")
+        for workload in (None, observed):
+            yield engine, cfg, workload, rng
+
+
+CASES = list(small_cases())
+
+
+def test_brute_force_covers_enough_cases():
+    assert len(CASES) >= 60
+
+
+@pytest.mark.parametrize("chunk", range(3))
+def test_padding_optimum_equals_brute_force(chunk):
+    for engine, cfg, workload, rng in CASES[chunk::3]:
+        load = workload or uniform_workload(engine, cfg)
+        memory = linear_memory(200)
+        for budget in (Budget(1), Budget(2), Budget(3), Budget(None, 0.06), Budget(2, 0.0485 + 0.001 * rng.integers(0, 9)),
+                       Budget(3, 0.15, "separate"), Budget(None, 0.1, "separate")):
+            try:
+                result = plan(engine, cfg, workload, budget, memory)
+            except GraphlabError:  # the budget is below the smallest graph
+                assert brute_force(engine, cfg, load, budget, memory) is None
+                continue
+            assert plan_key(result, False) == pytest.approx(brute_force(engine, cfg, load, budget, memory)), (cfg, budget)
+            assert budget.max_graphs is None or len(result.capture_sizes) <= budget.max_graphs
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_latency_optimum_equals_brute_force(chunk):
+    for engine, cfg, workload, rng in CASES[chunk::2]:
+        load = workload or uniform_workload(engine, cfg)
+        latency, memory = random_latency(rng, 200), linear_memory(200)
+        for budget in (Budget(1), Budget(3), Budget(2, 0.06), Budget(3, 0.12, "separate")):
+            try:
+                result = plan(engine, cfg, workload, budget, memory, latency)
+            except GraphlabError:
+                assert brute_force(engine, cfg, load, budget, memory, latency) is None
+                continue
+            assert plan_key(result, True) == pytest.approx(brute_force(engine, cfg, load, budget, memory, latency))
+
+
+def property_configs():
+    rng = np.random.default_rng(11)
+    for _ in range(120):
+        seqs, k = int(rng.integers(1, 400)), int(rng.integers(0, 9))
+        tokens = [None, int(rng.integers(seqs, 4 * seqs * (k + 1) + 2))][int(rng.integers(0, 2))]
+        yield str(rng.choice(V1_ENGINES)), SizingConfig(seqs, k, tokens)
+
+
+@pytest.mark.parametrize("engine,cfg", list(property_configs()))
+def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine, cfg):
+    default = get_policy(engine).capture_sizes(cfg)
+    if not default:  # 0.12/0.13 refuse to start there: no default to beat
+        return
+    memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
+    budget_mib = evaluate(engine, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+    for budget in (Budget(len(default)), Budget(len(default), budget_mib)):
+        free = plan(engine, cfg, None, budget, memory)
+        assert free.plan.graph_fraction >= free.default.graph_fraction
+        assert free.plan.memory_bytes <= free.default.memory_bytes + 1e-6 or budget.memory_mib is None
+        same = plan(engine, cfg, None, budget, memory, max_capture_size=default[-1])
+        assert same.plan.graph_fraction == pytest.approx(same.default.graph_fraction)
+        assert same.plan.mean_padding_waste <= same.default.mean_padding_waste + 1e-9
+    # Coverage first: with only a graph budget the largest reachable batch always has a graph.
+    assert free.capture_sizes[-1] >= uniform_workload(engine, cfg).sizes[-1] or budget.memory_mib is not None
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_plans_only_sizes_vllm_keeps(engine):
+    for seqs, k, tokens in ((256, 4, None), (6, 6, None), (100, 3, 300), (33, 0, 40)):
+        cfg = SizingConfig(seqs, k, tokens)
+        sizes = list(plan(engine, cfg, budget=Budget(12)).capture_sizes)
+        assert _round_for_spec_decode(sizes, cfg.decode_query_len) == sizes or sorted(
+            _round_for_spec_decode(sizes, cfg.decode_query_len)) == sizes
+        assert all(s % cfg.decode_query_len == 0 and s <= get_policy(engine).effective_max_num_batched_tokens(cfg)
+                   for s in sizes)
+
+
+def test_reference_config_plan_and_default():
+    result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(40))
+    assert result.capture_sizes[-1] == 1280 and result.plan.graph_fraction == 1.0
+    assert result.default.graph_fraction == 102 / 256  # the default stops at 512 = 102 requests * 5
+    assert result.eager_sizes == () and result.eager_reason is None
+    everything = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(256))
+    assert everything.plan.mean_padding_waste == 0.0 and len(everything.capture_sizes) == 256
+
+
+def test_memory_budget_leaves_top_batches_eager_and_says_why():
+    memory = linear_memory(2000)
+    result = plan("vllm-0.33.0", SizingConfig(64, 3), budget=Budget(8, memory(np.array([100]))[0] / MIB), memory=memory)
+    assert result.capture_sizes[-1] == 100 and result.eager_sizes[0] == 104
+    assert "memory budget" in result.eager_reason
+
+
+def test_spec_decode_steps_tokens_equal_batch_expansion_rows():
+    frame = pd.read_csv(f"{CPU}/spec_decode_steps.csv")
+    run = frame[(frame.policy == frame.policy.iloc[0]) & (frame.kind == "decode")]
+    workload = read_spec_decode_steps(f"{CPU}/spec_decode_steps.csv", SizingConfig(8, 4))
+    expected = run.batch_size.value_counts(normalize=True).sort_index()
+    assert workload.sizes.tolist() == expected.index.tolist()
+    assert workload.weights == pytest.approx(expected.to_numpy())
+
+
+def test_latency_table_reads_graph_and_eager_rows():
+    graph, eager = read_latency(f"{CPU}/latency.csv")
+    frame = pd.read_csv(f"{CPU}/latency.csv")
+    assert graph(np.array([8]))[0] == pytest.approx(frame[(frame.path == "graph") & (frame.graph_size == 8)].median_ms.median())
+    assert eager(np.array([5]))[0] == pytest.approx(frame[(frame["mode"] == "eager") & (frame.batch_size == 5)].median_ms.iloc[0])
+    assert graph(np.array([12]))[0] == pytest.approx((graph(np.array([8]))[0] + graph(np.array([16]))[0]) / 2)
+    with pytest.raises(GraphlabError, match="size 25 is outside"):
+        graph(np.array([25]))
+
+
+def test_graph_memory_table_is_per_graph():
+    memory = read_graph_memory(f"{CPU}/graph_memory.csv")
+    assert memory.kind == "predicted" and memory(np.array([32]))[0] == 1196032
+
+
+def run(capsys, *argv):
+    code = main(["plan", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_json(capsys):
+    code, out, err = run(capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4", "--max-graphs", "40", "--json")
+    d = json.loads(out)
+    assert code == 0 and err == ""
+    for key in ("capture_sizes", "mean_padding_waste", "graph_fraction", "default_capture_sizes",
+                "default_mean_padding_waste", "default_graph_fraction", "vllm_flag"):
+        assert key in d
+    assert d["vllm_flag"] == "--compilation-config '" + json.dumps({"cudagraph_capture_sizes": d["capture_sizes"]}) + "'"
+    assert len(d["capture_sizes"]) == 40 and d["graph_fraction"] == 1.0
+    assert d["default_capture_sizes"] == list(get_policy("vllm-0.33.0").capture_sizes(SizingConfig(256, 4)))
+
+
+def test_cli_text_with_csvs(capsys, tmp_path):
+    observed = tmp_path / "observed.csv"
+    observed.write_text("batch_size,count\n4,10\n8,1\n12,3\n")
+    code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes", str(observed),
+                       "--max-graphs", "2", "--latency", f"{CPU}/latency.csv", "--graph-memory", f"{CPU}/graph_memory.csv",
+                       "--memory-mib", "1")
+    assert code == 0 and "vllm: --compilation-config" in out and "mean step" in out and "memory 0." in out
+
+
+@pytest.mark.parametrize(
+    "argv,content,named",
+    [
+        (["--max-num-seqs", "1", "--num-speculative-tokens", "8", "--max-num-batched-tokens", "5"], None, "no decode batch"),
+        (["--max-num-seqs", "8", "--num-speculative-tokens", "3", "--memory-mib", "0.01", "--graph-memory",
+          f"{CPU}/graph_memory.csv"], None, "below the smallest graph"),
+        (["--max-num-seqs", "8", "--memory-mib", "5"], None, "--graph-memory"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size,tokens\n4,1\n", "unknown column 'tokens'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\nfour\n", "'four'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "count\n4\n", "missing column 'batch_size'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\n9000\n", "exceeds max_num_batched_tokens"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], 'batch_size\n"4\n', "cannot read CSV"),
+        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_size,path\n4,graph\n", "missing column 'graph_size'"),
+        (["--max-num-seqs", "8", "--steps", f"{CPU}/spec_decode_steps.csv"], None, "no run with max_num_seqs=8, k=0"),
+        (["--max-num-seqs", "8", "--engine", "vllm-0.5.5"], None, "'vllm-0.5.5'"),
+        (["--max-num-seqs", "8", "--max-graphs", "0"], None, "'0'"),
+        (["--max-num-seqs", "300", "--max-num-batched-tokens", "100"], None, "refuses"),
+    ],
+)
+def test_bad_input_one_line_exit_2(capsys, tmp_path, argv, content, named):
+    if content is not None:
+        (tmp_path / "in.csv").write_text(content)
+        argv = [str(tmp_path / "in.csv") if a == "CSV" else a for a in argv]
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ") and named in err, err
+
+
+ROUND_TRIP = [(256, 4, None, 40), (256, 4, None, None), (6, 6, None, 3), (100, 3, 300, 12), (33, 0, 40, 5),
+              (256, 8, 8192, 40), (512, 1, 2048, 64), (1, 0, None, 1), (7, 15, 64, 2)]
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_kit_engines_keep_the_planned_sizes(engine):
+    for seqs, k, tokens, graphs in ROUND_TRIP:
+        sizes = plan(engine, SizingConfig(seqs, k, tokens), budget=Budget(graphs)).capture_sizes
+        explicit = SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=sizes)
+        assert get_policy(engine).capture_sizes(explicit) == sizes and not get_policy(engine).startup_error(explicit)
+
+
+@pytest.mark.vllm
+def test_vllm_flag_round_trips_through_installed_vllm():
+    """The printed flag, parsed by vLLM's own CLI, sized by its `_set_cudagraph_sizes` and rounded by its
+    `adjust_cudagraph_sizes_for_spec_decode`, yields exactly the planned sizes, with no warning."""
+    import shlex
+    from types import SimpleNamespace
+
+    from graphlab.vllm_compare import installed_sizing
+
+    try:
+        from vllm.config.compilation import CompilationConfig
+        from vllm.engine.arg_utils import EngineArgs
+        from vllm.utils.argparse_utils import FlexibleArgumentParser
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        pytest.skip(f"vllm not importable: {error}")
+    parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
+    for seqs, k, tokens, graphs in ROUND_TRIP:
+        result = plan("vllm-0.33.0", SizingConfig(seqs, k, tokens), budget=Budget(graphs))
+        parsed = parser.parse_args(shlex.split(result.vllm_flag)).compilation_config.cudagraph_capture_sizes
+        sized = installed_sizing(SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=parsed))
+        assert sized["error"] is None and sized["warnings"] == ()
+        rounded = SimpleNamespace(cudagraph_capture_sizes=list(sized["capture_sizes"]),
+                                  max_cudagraph_capture_size=sized["capture_sizes"][-1])
+        CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(rounded, 1 + k)
+        assert tuple(rounded.cudagraph_capture_sizes) == sized["capture_sizes"] == result.capture_sizes, (seqs, k)
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+def test_budget_rejects_bad_graph_counts(bad):
+    with pytest.raises(GraphlabError, match="max_graphs must be an integer >= 1"):
+        Budget(bad)
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_default_figures_equal_the_audit(engine):
+    from graphlab.audit import audit
+
+    for cfg in (SizingConfig(256, 4), SizingConfig(100, 3, 300), SizingConfig(6, 6), SizingConfig(33, 0, 40)):
+        if not get_policy(engine).capture_sizes(cfg):
+            continue
+        summary = audit(engine, cfg).summary
+        default = plan(engine, cfg).default
+        assert default.mean_padding_waste == pytest.approx(summary.mean_padding_waste)
+        assert default.graph_fraction == pytest.approx(summary.graph_fraction)
