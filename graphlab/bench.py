@@ -25,12 +25,15 @@ import pandas as pd
 from tqdm.auto import tqdm
 
 from graphlab.audit import crash_map
+from graphlab.drafts import build_draft, build_target
 from graphlab.errors import GraphlabError
 from graphlab.export import write_csv_atomic
+from graphlab.memory import graph_memory_bytes
 from graphlab.provenance import FIELDS, provenance, resolve_device
 from graphlab.runner import measure_graph_memory, measure_latency
 from graphlab.sizing import V0_POLICIES
-from graphlab.spec_decode import run_speculative, spec_decode_benchmark
+from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine, run_speculative
+from graphlab.workload import RequestLoad, load_requests
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
@@ -170,37 +173,39 @@ def graph_memory_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd
 
 
 def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """Speculative decoding per sizing policy: tokens/s, scorer graph share, acceptance."""
+    """Speculative decoding per engine: tokens/s, scorer graph share, acceptance (V1 and V0)."""
     suite, dev, preset, dtype, prov = _setup(suite, device)
-    rows = spec_decode_benchmark(preset, dev, dtype, suite.spec_policies, suite.spec_max_num_seqs,
-                                 suite.spec_num_speculative_tokens,
-                                 num_requests_per_seq=suite.spec_num_requests_per_seq,
-                                 max_tokens=suite.spec_max_tokens,
-                                 max_model_len=suite.spec_max_model_len)
-    return with_provenance(rows, prov)
+    runs = [(SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k, engine=engine,
+                              max_model_len=suite.spec_max_model_len),
+             RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
+                         max_tokens=suite.spec_max_tokens))
+            for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
+            for engine in suite.spec_policies]
+    return with_provenance(spec_decode_benchmark(runs, preset=preset, dtype=dtype, device=dev),
+                           prov)
 
 
 def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
-    """Every engine step of one speculative-decoding run per (policy, max_num_seqs, k).
+    """Every engine step of one speculative-decoding run per (engine, max_num_seqs, k).
 
-    The per-step view behind spec_decode.csv: scorer batch size, path taken, padded size and step
-    times, over the "coverage" load (every reachable scorer batch size once, so each size's path
-    under each policy appears).
+    The per-step view behind spec_decode.csv: scorer and draft batch sizes, paths taken, padded
+    size and step times, over the "coverage" load (every reachable scorer batch size once, so
+    each size's path under each engine appears).
     """
     suite, dev, preset, dtype, prov = _setup(suite, device)
     frames = []
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
-            for policy in suite.spec_policies:
-                _, output = run_speculative(policy, seqs, k,
-                                            num_requests=suite.spec_num_requests_per_seq * seqs,
-                                            max_tokens=suite.spec_max_tokens,
-                                            max_model_len=suite.spec_max_model_len, device=dev,
-                                            preset=preset, dtype=dtype, load="coverage")
-                frames.append(output.steps_frame().assign(policy=policy, max_num_seqs=seqs,
-                                                          num_speculative_tokens=k))
+            for engine in suite.spec_policies:
+                config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
+                                          engine=engine, max_model_len=suite.spec_max_model_len)
+                _, output = run_speculative(config, RequestLoad(kind="coverage"), preset=preset,
+                                            dtype=dtype, device=dev)
+                frames.append(output.steps_frame().assign(
+                    engine=engine, proposer_engine=config.proposer_engine, scorer=config.scorer,
+                    max_num_seqs=seqs, num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
-    lead = ["policy", "max_num_seqs", "num_speculative_tokens"]
+    lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
     return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]], prov)
 
 
@@ -257,3 +262,53 @@ def summary(paths: dict[str, Path]) -> str:
 def replace_suite(suite: str | Suite, **changes) -> Suite:
     """A suite with some fields changed, e.g. replace_suite('quick', repeats=3)."""
     return dataclasses.replace(get_suite(suite), **changes)
+
+
+# ---- speculative decoding: one row per run -------------------------------------------------
+
+def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated",
+                          dtype: str = "float32", device: str = "auto",
+                          warmup: bool = True) -> list[dict]:
+    """Speculative decoding throughput, one row per (SpecDecodeConfig, RequestLoad) in `runs`.
+
+    Per run: decode tokens per second, the share of scorer steps that replayed a graph, the
+    largest scorer and draft batches, both runners' graph memory from their GraphRecords, and
+    the acceptance figures (graphlab.rejection.SpecDecodeMetrics: vLLM V1's counts, V0's
+    rates). Runs with the same config seed share one target and draft (kind `draft`); runs
+    with the same load and (max_num_seqs, k) decode the same requests. Capture is not timed;
+    with `warmup` the first max_num_seqs requests run once before the timed run (first-call
+    kernel setup stays out of the numbers).
+    """
+    dev = resolve_device(device)
+    models, rows = {}, []
+    for config, load in runs:
+        if config.seed not in models:
+            target = build_target(preset, seed=config.seed, dtype=dtype, device=dev)
+            models[config.seed] = target, build_draft(target, draft, seed=config.seed + 1)
+        target, drafter = models[config.seed]
+        k, seqs = config.num_speculative_tokens, config.max_num_seqs
+        requests = load_requests(load, seqs, k, config.max_model_len, target.config.vocab_size)
+        engine = SpecDecodeEngine(target, drafter if k else None, config)
+        records = engine.capture_model()
+        if warmup:
+            engine.generate(requests[:seqs])
+        result = engine.generate(requests)
+        frame = result.steps_frame()
+        decode = frame[frame.kind == "decode"]
+        memory, kind = graph_memory_bytes(records["target"], config.graph_pool)
+        draft_memory, _ = graph_memory_bytes(records.get("draft", []), config.graph_pool)
+        tokens, seconds = int(decode.num_generation_tokens.sum()), float(decode.step_ms.sum()) / 1e3
+        rows.append(dict(
+            preset=preset, dtype=dtype, backend=engine.runner.backend, engine=config.engine,
+            proposer_engine=config.proposer_engine, scorer=config.scorer, max_num_seqs=seqs,
+            num_speculative_tokens=k, draft=draft, temperature=config.temperature,
+            load=load.kind, num_requests=len(requests), decode_tokens=tokens, decode_s=seconds,
+            tokens_per_s=tokens / seconds,
+            scorer_graph_fraction=float((decode.path == "graph").mean()),
+            max_scorer_batch_size=int(decode.batch_size.max()),
+            max_draft_batch_size=int(decode.draft_batch_size.max()),
+            num_target_graphs=len(records["target"]), target_graph_memory_bytes=memory,
+            draft_graph_memory_bytes=draft_memory, memory_kind=kind,
+            **{name: value for name, value in result.metrics.as_dict().items()
+               if name != "num_speculative_tokens"}))
+    return rows

@@ -208,15 +208,22 @@ def add_repro_parser(subparsers) -> None:
             "sampling) over a seeded load with continuous batching, on graphlab's V0-shaped runner. "
             "With vllm-0.5.5 the first step with all max_num_seqs sequences speculating sends "
             "max_num_seqs*(k+1) rows and the graph lookup raises KeyError (traceback, exit 1); "
-            "vllm-0.6.0 and adaptive finish and print a per-step table and acceptance metrics."
+            "vllm-0.6.0 and adaptive finish and print a per-step table and acceptance metrics "
+            "(vLLM V1's counts and V0's rates)."
         ),
     )
-    parser.add_argument("--policy", choices=V0_POLICIES, default="vllm-0.5.5", help="default vllm-0.5.5")
+    parser.add_argument("--engine", choices=V0_POLICIES, default="vllm-0.5.5",
+                        help="the target's sizing, default vllm-0.5.5")
+    parser.add_argument("--proposer-engine", choices=V0_POLICIES, default=None,
+                        help="the draft runner's sizing (default: the same as --engine)")
     parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
     parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
     # Checked by graphlab.spec_decode (importing it here would load torch for every command).
     parser.add_argument("--draft", default="truncated", help="truncated (default), target or random")
-    parser.add_argument("--scorer", default="batch-expansion", help="batch-expansion (default) or mqa")
+    parser.add_argument("--scorer", default="batch-expansion",
+                        help="batch-expansion (default; what vLLM 0.5.5 and 0.6.0 ran) or mqa (first "
+                             "in vLLM 0.6.3, which uses it only without CUDA graphs: not part of "
+                             "vllm-0.5.5 or 0.6.0)")
     parser.add_argument("--num-requests", type=_int_at_least(1), default=16, help="default 16")
     parser.add_argument("--max-tokens", type=_int_at_least(1), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
@@ -233,18 +240,22 @@ def add_repro_parser(subparsers) -> None:
 def run_repro(args) -> int:
     import traceback
 
-    from graphlab.spec_decode import format_report, run_speculative
+    from graphlab.spec_decode import SpecDecodeConfig, run_speculative
+    from graphlab.workload import RequestLoad
 
+    config = SpecDecodeConfig(
+        max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
+        engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
+        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed)
+    load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
+                       seed=args.seed)
     try:
-        _, output = run_speculative(
-            args.policy, args.max_num_seqs, args.num_speculative_tokens, args.draft,
-            args.num_requests, args.max_tokens, args.max_model_len, args.seed, args.device,
-            args.scorer, args.temperature, log=print)
+        _, output = run_speculative(config, load, draft=args.draft, device=args.device, log=print)
     except KeyError:
-        # The runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
+        # A runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
         traceback.print_exc()
         return 1
-    print(format_report(output))
+    print(output.format_report())
     return 0
 
 

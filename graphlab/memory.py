@@ -74,3 +74,13 @@ def predict_graph_memory(config: ModelConfig, size: int, max_seq_len: int,
 def predict_pool_bytes(per_graph_bytes: list[int], graph_pool: str) -> int:
     """All graphs' memory: a shared pool reuses the largest one's blocks, separate pools add up."""
     return max(per_graph_bytes, default=0) if graph_pool == "shared" else sum(per_graph_bytes)
+
+
+def graph_memory_bytes(records, graph_pool: str = "shared") -> tuple[int, str]:
+    """Bytes a runner's graphs hold (its GraphRecords) and whether measured: the free-memory
+    drops summed (CUDA), or the prediction for the pool mode (emulated)."""
+    if not records:
+        return 0, "predicted"
+    if records[0].memory_kind == "measured":
+        return sum(r.memory_bytes for r in records), "measured"
+    return predict_pool_bytes([r.predicted_bytes for r in records], graph_pool), "predicted"

@@ -27,7 +27,8 @@ class RejectionOutput:
     """The outcome for B sequences of one verification step."""
 
     tokens: torch.Tensor        # [B, k+1] emitted token ids, NO_TOKEN after the last emitted one
-    num_accepted: torch.Tensor  # [B] accepted draft tokens, 0..k (emitted = num_accepted + 1)
+    num_accepted: torch.Tensor  # [B] accepted prefix, 0..k (emitted = num_accepted + 1)
+    accepted: torch.Tensor      # [B, k] each position's own test, whether or not its prefix passed
 
 
 def _check_shapes(draft_tokens, draft_probs, target_probs) -> int:
@@ -55,7 +56,7 @@ def _emit(draft_tokens: torch.Tensor, accepted: torch.Tensor,
     padded_drafts = torch.cat([draft_tokens, draft_tokens.new_full((b, 1), NO_TOKEN)], dim=1)
     tokens = torch.where(position < stop, padded_drafts,
                          torch.where(position == stop, stop_tokens, NO_TOKEN))
-    return RejectionOutput(tokens=tokens, num_accepted=num_accepted)
+    return RejectionOutput(tokens=tokens, num_accepted=num_accepted, accepted=accepted)
 
 
 def greedy_verify(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> RejectionOutput:
@@ -87,58 +88,81 @@ def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor,
 
 @dataclass
 class SpecDecodeMetrics:
-    """Acceptance counts over a run, in vLLM's vocabulary (vllm:spec_decode_num_* metrics).
+    """Acceptance counts over a run, each in the vocabulary of the vLLM generation it follows.
 
-    A "draft" is one sequence's set of k proposals in one step; sequences that did not speculate
-    in a step count nowhere here.
+    A draft is one sequence's k proposals in one step; sequences that did not speculate in a
+    step count nowhere here.
+
+    vLLM V1 (vllm/v1/spec_decode/metrics.py, `SpecDecodingStats`): `num_drafts`,
+    `num_draft_tokens`, `num_accepted_tokens` (the accepted prefix only),
+    `num_accepted_tokens_per_pos` (drafts whose prefix reached position i+1) and
+    `mean_acceptance_length` (1 + num_accepted_tokens / num_drafts, bonus token included).
+
+    vLLM V0 (vllm/spec_decode/metrics.py and spec_decode_base_sampler.py, 0.5.5):
+    `accepted_tokens` counts every position the verifier accepted, whether or not the prefix
+    before it was ("any token accepted by the verification routine"), so
+    `draft_acceptance_rate` = accepted_tokens / num_draft_tokens can exceed V1's prefix rate;
+    `num_emitted_tokens` is what the sampler emitted (prefix + 1 per draft, before any
+    max_tokens cut) and `system_efficiency` = num_emitted_tokens / (num_drafts * (k + 1)).
     """
 
     num_speculative_tokens: int
     num_drafts: int = 0
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0
+    num_accepted_tokens_per_pos: np.ndarray = field(default=None)
+    accepted_tokens: int = 0
     num_emitted_tokens: int = 0
-    accepted_per_position: np.ndarray = field(default=None)
 
     def __post_init__(self):
         if self.num_speculative_tokens < 0:
             raise GraphlabError(f"num_speculative_tokens={self.num_speculative_tokens}: must be >= 0")
-        if self.accepted_per_position is None:
-            self.accepted_per_position = np.zeros(self.num_speculative_tokens, dtype=np.int64)
+        if self.num_accepted_tokens_per_pos is None:
+            self.num_accepted_tokens_per_pos = np.zeros(self.num_speculative_tokens, dtype=np.int64)
 
-    def observe(self, num_accepted: torch.Tensor | np.ndarray) -> np.ndarray:
-        """Count one step's drafts from the accepted counts of the sequences that speculated;
-        returns this step's accepted count per position."""
-        accepted = np.asarray(num_accepted.cpu() if isinstance(num_accepted, torch.Tensor)
-                              else num_accepted, dtype=np.int64)
+    def observe(self, output: RejectionOutput) -> tuple[np.ndarray, int]:
+        """Count one step's drafts (the verification of the sequences that speculated); returns
+        this step's V1 per-position counts and V0 accepted_tokens."""
+        prefix = np.asarray(output.num_accepted.cpu(), dtype=np.int64)
+        positions = int(output.accepted.sum())
         k = self.num_speculative_tokens
-        self.num_drafts += accepted.size
-        self.num_draft_tokens += accepted.size * k
-        self.num_accepted_tokens += int(accepted.sum())
-        self.num_emitted_tokens += int(accepted.sum()) + accepted.size
-        # Position i (0-based) was accepted by every draft that accepted more than i tokens.
-        per_position = (accepted[:, None] > np.arange(k)[None, :]).sum(axis=0)
-        self.accepted_per_position += per_position
-        return per_position
-
-    @property
-    def acceptance_rate(self) -> float:
-        """Accepted / proposed draft tokens (NaN before any draft)."""
-        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else float("nan")
+        self.num_drafts += prefix.size
+        self.num_draft_tokens += prefix.size * k
+        self.num_accepted_tokens += int(prefix.sum())
+        # Position i (0-based) was reached by every draft whose prefix is longer than i.
+        per_pos = (prefix[:, None] > np.arange(k)[None, :]).sum(axis=0)
+        self.num_accepted_tokens_per_pos += per_pos
+        self.accepted_tokens += positions
+        self.num_emitted_tokens += int(prefix.sum()) + prefix.size
+        return per_pos, positions
 
     @property
     def mean_acceptance_length(self) -> float:
-        """Tokens a draft yields on average: 1 + accepted / drafts (vLLM's name; NaN before any)."""
+        """V1: tokens a draft yields on average, 1 + accepted prefix / drafts (NaN before any)."""
         return 1 + self.num_accepted_tokens / self.num_drafts if self.num_drafts else float("nan")
 
+    @property
+    def draft_acceptance_rate(self) -> float:
+        """V0: accepted positions / draft tokens, prefix or not (NaN before any draft)."""
+        return self.accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else float("nan")
+
+    @property
+    def system_efficiency(self) -> float:
+        """V0: emitted tokens / what a perfect draft would emit, k + 1 per draft (NaN before any)."""
+        best = self.num_drafts * (self.num_speculative_tokens + 1)
+        return self.num_emitted_tokens / best if best else float("nan")
+
     def as_dict(self) -> dict:
+        """V1's figures, then V0's, under their own names."""
         return {
             "num_speculative_tokens": self.num_speculative_tokens,
             "num_drafts": self.num_drafts,
             "num_draft_tokens": self.num_draft_tokens,
             "num_accepted_tokens": self.num_accepted_tokens,
-            "num_emitted_tokens": self.num_emitted_tokens,
-            "accepted_per_position": self.accepted_per_position.tolist(),
-            "acceptance_rate": self.acceptance_rate,
+            "num_accepted_tokens_per_pos": self.num_accepted_tokens_per_pos.tolist(),
             "mean_acceptance_length": self.mean_acceptance_length,
+            "accepted_tokens": self.accepted_tokens,
+            "draft_acceptance_rate": self.draft_acceptance_rate,
+            "num_emitted_tokens": self.num_emitted_tokens,
+            "system_efficiency": self.system_efficiency,
         }

@@ -171,6 +171,7 @@ def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
     result = SpecDecodeEngine(target, draft, config).generate(requests)
     counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "accepted_per_position")
     metrics = result.metrics.as_dict()
+    metrics["accepted_per_position"] = metrics.pop("num_accepted_tokens_per_pos")
     ours = {"outputs": result.outputs, **{c: metrics[c] for c in counts}}
     theirs = run_vllm_subprocess(
         timeout_s, target_dir=target_dir, draft_dir=draft_dir,

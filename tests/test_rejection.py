@@ -8,31 +8,7 @@ import torch
 
 from graphlab.errors import GraphlabError
 from graphlab.rejection import (NO_TOKEN, SpecDecodeMetrics, greedy_verify, rejection_sample)
-
-# Each chi-square test below fails by chance with probability ALPHA (fixed seeds make it
-# deterministic; the rate says how unlucky a seed would have to be).
-ALPHA = 1e-3
-
-
-def chi_square_p_value(statistic: float, df: int) -> float:
-    """Upper tail of chi-square via the Wilson-Hilferty cube-root normal approximation (scipy-free)."""
-    z = ((statistic / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
-def chi_square(counts: np.ndarray, probs: np.ndarray) -> float:
-    """p-value of observed counts against probabilities (bins with expected < 5 are merged)."""
-    expected = probs * counts.sum()
-    order = np.argsort(expected)
-    obs, exp = counts[order].astype(float), expected[order]
-    # Merge the smallest bins until every bin expects >= 5, as the test's approximation needs.
-    while exp[0] < 5 and len(exp) > 2:
-        obs = np.concatenate([[obs[0] + obs[1]], obs[2:]])
-        exp = np.concatenate([[exp[0] + exp[1]], exp[2:]])
-        order = np.argsort(exp)
-        obs, exp = obs[order], exp[order]
-    statistic = float(((obs - exp) ** 2 / exp).sum())
-    return chi_square_p_value(statistic, len(exp) - 1)
+from stats import ALPHA, chi_square, chi_square_p_value
 
 
 def test_chi_square_p_value_matches_known_quantiles():
@@ -90,6 +66,18 @@ def test_acceptance_probability_is_the_overlap_of_p_and_q():
     assert abs(observed - expected) < 5 * math.sqrt(expected * (1 - expected) / trials)
 
 
+def test_every_position_is_tested_and_the_prefix_is_its_leading_run():
+    target, draft = _distributions(12, 4, seed=6)
+    _, out = _sample_round(target, draft, trials=5_000, seed=7)
+    assert torch.equal(out.num_accepted, out.accepted.long().cumprod(dim=1).sum(dim=1))
+    # Positions after a rejection are tested too (vLLM V0 counted them as accepted tokens).
+    after_rejection = out.accepted & (torch.arange(4) > out.num_accepted[:, None])
+    assert after_rejection.any()
+    # Each position passes with probability sum(min(p, q)), whatever happened before it.
+    overlap = torch.minimum(target[:4], draft).sum(-1)
+    assert torch.allclose(out.accepted.float().mean(0), overlap, atol=0.03)
+
+
 def test_identical_distributions_accept_everything_and_add_a_bonus():
     target, _ = _distributions(10, 3, seed=5)
     g = torch.Generator().manual_seed(0)
@@ -128,14 +116,35 @@ def test_mismatched_vocabularies_are_rejected():
                          torch.full((1, 3, 5), 0.2), g)
 
 
-def test_metrics_count_drafts_positions_and_rates():
+def _greedy_outcome(accepted: list[list[bool]]):
+    """greedy_verify on drafts the target's argmax agrees with exactly where `accepted` says."""
+    drafts = torch.arange(len(accepted) * len(accepted[0])).view(len(accepted), -1)
+    best = torch.where(torch.tensor(accepted), drafts, drafts + 100)
+    best = torch.cat([best, torch.zeros(len(accepted), 1, dtype=torch.long)], dim=1)
+    return greedy_verify(drafts, torch.nn.functional.one_hot(best, 200).float())
+
+
+def test_metrics_count_v1_prefixes_and_v0_positions():
     metrics = SpecDecodeMetrics(num_speculative_tokens=3)
-    metrics.observe(torch.tensor([3, 0, 1]))
-    metrics.observe(np.array([2]))
+    per_pos, positions = metrics.observe(_greedy_outcome(
+        [[True, True, True], [False, True, True], [True, False, True]]))
+    assert per_pos.tolist() == [2, 1, 1] and positions == 7
+    metrics.observe(_greedy_outcome([[True, True, False]]))
+    # vLLM V1: accepted prefixes 3, 0, 1, 2.
     assert metrics.num_drafts == 4 and metrics.num_draft_tokens == 12
-    assert metrics.num_accepted_tokens == 6 and metrics.num_emitted_tokens == 10
-    assert metrics.accepted_per_position.tolist() == [3, 2, 1]
-    assert metrics.acceptance_rate == pytest.approx(0.5)
+    assert metrics.num_accepted_tokens == 6
+    assert metrics.num_accepted_tokens_per_pos.tolist() == [3, 2, 1]
     assert metrics.mean_acceptance_length == pytest.approx(2.5)
+    # vLLM V0: every accepted position counts (3 + 2 + 2 + 2), the prefix before it or not;
+    # emitted = prefix + 1 per draft, against k + 1 per draft at best.
+    assert metrics.accepted_tokens == 9
+    assert metrics.draft_acceptance_rate == pytest.approx(9 / 12)
+    assert metrics.num_emitted_tokens == 10
+    assert metrics.system_efficiency == pytest.approx(10 / 16)
+    assert list(metrics.as_dict()) == [
+        "num_speculative_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
+        "num_accepted_tokens_per_pos", "mean_acceptance_length", "accepted_tokens",
+        "draft_acceptance_rate", "num_emitted_tokens", "system_efficiency"]
     with pytest.raises(GraphlabError):
         SpecDecodeMetrics(num_speculative_tokens=-1)
+

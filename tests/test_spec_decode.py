@@ -1,7 +1,5 @@
 """Speculative decoding on the V0-shaped runner: exactness, the scorer's batches, the repro command."""
 
-import math
-
 import numpy as np
 import pytest
 import torch
@@ -10,11 +8,12 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.model import ModelConfig
 from graphlab.sizing import SizingConfig, pad0
-from graphlab.spec_decode import (DRAFT_KINDS, SCORERS, Request, SpecDecodeConfig,
-                                  SpecDecodeEngine, build_draft, build_target, coverage_requests,
-                                  load_requests, make_requests, run_speculative,
-                                  spec_decode_benchmark)
-from graphlab.workload import reachable_batch_sizes
+from graphlab.bench import spec_decode_benchmark
+from graphlab.drafts import DRAFT_KINDS, build_draft, build_target
+from graphlab.spec_decode import SCORERS, SpecDecodeConfig, SpecDecodeEngine, _prefill, run_speculative
+from graphlab.workload import (Request, RequestLoad, coverage_requests, load_requests,
+                               make_requests, reachable_batch_sizes)
+from stats import ALPHA, chi_square
 
 MAX_MODEL_LEN = 32
 MAX_NUM_SEQS = 4
@@ -44,14 +43,14 @@ def generate(target, draft, requests, k, **config):
 
 @pytest.fixture(scope="module")
 def runs(target, drafts, load):
-    """generate() with k = 3 on the shared load, memoized by (draft kind, policy, scorer)."""
+    """generate() with k = 3 on the shared load, memoized by (draft kind, engine, scorer)."""
     cache = {}
 
-    def run(kind, policy="vllm-0.6.0", scorer="batch-expansion"):
-        if (kind, policy, scorer) not in cache:
-            cache[kind, policy, scorer] = generate(target, drafts[kind], load, k=3, policy=policy,
+    def run(kind, engine="vllm-0.6.0", scorer="batch-expansion"):
+        if (kind, engine, scorer) not in cache:
+            cache[kind, engine, scorer] = generate(target, drafts[kind], load, k=3, engine=engine,
                                                    scorer=scorer)
-        return cache[kind, policy, scorer]
+        return cache[kind, engine, scorer]
 
     return run
 
@@ -81,32 +80,37 @@ def test_zero_speculative_tokens_is_plain_decoding(target, load):
     out = generate(target, None, load, k=0)
     decode = out.steps_frame().query("kind == 'decode'")
     assert (decode.batch_size == decode.num_seqs).all() and (decode.num_speculating == 0).all()
-    assert out.metrics.num_draft_tokens == 0 and np.isnan(out.metrics.acceptance_rate)
+    assert out.metrics.num_draft_tokens == 0 and np.isnan(out.metrics.draft_acceptance_rate)
+    assert (decode.draft_batch_size == 0).all() and decode.draft_path.isna().all()
 
 
-@pytest.mark.parametrize("policy", ["vllm-0.6.0", "adaptive"])
+@pytest.mark.parametrize("engine", ["vllm-0.6.0", "adaptive"])
 @pytest.mark.parametrize("scorer", SCORERS)
 @pytest.mark.parametrize("kind", DRAFT_KINDS)
-def test_greedy_speculative_decoding_equals_target_greedy(runs, reference, policy, scorer, kind):
-    out = runs(kind, policy, scorer)
+def test_greedy_speculative_decoding_equals_target_greedy(runs, reference, engine, scorer, kind):
+    out = runs(kind, engine, scorer)
     assert out.outputs == reference
     if kind == "target":
-        assert out.metrics.acceptance_rate == 1.0
+        assert out.metrics.num_accepted_tokens == out.metrics.num_draft_tokens
 
 
 def test_vllm_055_without_a_crashing_batch_equals_target_greedy(target, drafts, load, reference):
     # k = 1 and at most 4 sequences: n <= 8, always a captured size (1, 2, 4, 8).
     few = load[:4]
-    out = generate(target, drafts["truncated"], few, k=1, policy="vllm-0.5.5", max_num_seqs=8)
+    out = generate(target, drafts["truncated"], few, k=1, engine="vllm-0.5.5", max_num_seqs=8)
     assert out.outputs == reference[:4]
     decode = out.steps_frame().query("kind == 'decode'")
     assert (decode.path == "graph").all() and decode.batch_size.max() == 8
+    assert (decode.draft_path.dropna() == "graph").all() and decode.draft_batch_size.max() <= 8
 
 
 def test_acceptance_orders_the_drafts(runs):
-    rates = {kind: runs(kind).metrics.acceptance_rate for kind in DRAFT_KINDS}
+    metrics = {kind: runs(kind).metrics for kind in DRAFT_KINDS}
+    lengths = {kind: m.mean_acceptance_length for kind, m in metrics.items()}
+    rates = {kind: m.draft_acceptance_rate for kind, m in metrics.items()}
+    assert lengths["target"] == 4.0 > lengths["truncated"] > lengths["random"]
     assert rates["target"] == 1.0 > rates["truncated"] > rates["random"]
-    assert rates["truncated"] > 0.1
+    assert metrics["truncated"].num_accepted_tokens > 0.1 * metrics["truncated"].num_draft_tokens
 
 
 def test_batch_expansion_rows_and_mqa_rows(runs):
@@ -133,39 +137,39 @@ def test_adaptive_graphs_every_scorer_batch(runs):
 def test_vllm_055_raises_the_engines_key_error(target, drafts, load):
     # All 4 sequences speculate in the first decode step: n = 4 * 5 = 20, padded to 24.
     with pytest.raises(KeyError) as error:
-        generate(target, drafts["truncated"], load, k=4, policy="vllm-0.5.5")
+        generate(target, drafts["truncated"], load, k=4, engine="vllm-0.5.5")
     assert error.value.args == (24,)
 
 
 # The drafts differ in acceptance (1, partial, near 0) and one run samples: the coverage load's
 # steps must not depend on either.
-@pytest.mark.parametrize("max_num_seqs, k, policy, kind, temperature", [
+@pytest.mark.parametrize("max_num_seqs, k, engine, kind, temperature", [
     (8, 4, "vllm-0.6.0", "truncated", 0.0), (5, 2, "adaptive", "random", 1.0),
     (12, 3, "vllm-0.6.0", "target", 0.0), (12, 3, "adaptive", "truncated", 0.0),
     (3, 0, "vllm-0.6.0", None, 0.0),
 ])
-def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_seqs, k, policy,
+def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_seqs, k, engine,
                                                        kind, temperature):
     requests = coverage_requests(max_num_seqs, k, MAX_MODEL_LEN, target.config.vocab_size, seed=1)
-    out = generate(target, drafts.get(kind), requests, k, policy=policy, max_num_seqs=max_num_seqs,
+    out = generate(target, drafts.get(kind), requests, k, engine=engine, max_num_seqs=max_num_seqs,
                    temperature=temperature)
     decode = out.steps_frame().query("kind == 'decode'")
-    reachable = reachable_batch_sizes(policy, SizingConfig(max_num_seqs, k)).tolist()
+    reachable = reachable_batch_sizes(engine, SizingConfig(max_num_seqs, k)).tolist()
     # Each reachable size once, ascending, through V0's rule: no proposals near max_model_len.
     assert decode.batch_size.tolist() == reachable
     b_s = decode.num_speculating
     assert (decode.batch_size == b_s * (k + 1) + decode.num_seqs - b_s).all()
     assert decode.num_seqs.max() <= max_num_seqs
     assert [len(o) for o in out.outputs] == [2] * len(requests)
-    largest_graph = pad0(max_num_seqs * (k + 1) if policy == "adaptive" else max_num_seqs)
+    largest_graph = pad0(max_num_seqs * (k + 1) if engine == "adaptive" else max_num_seqs)
     assert (decode.path == np.where(decode.batch_size <= largest_graph, "graph", "eager")).all()
 
 
 def test_coverage_load_under_vllm_055_crashes_at_the_first_uncaptured_size(target, drafts):
     # Captured 1, 2, 4, 8; sizes climb 1, 2, ..., and n = 9 looks up 16.
-    requests = load_requests("coverage", 0, 8, 4, 0, MAX_MODEL_LEN, target.config.vocab_size)
+    requests = load_requests(RequestLoad("coverage"), 8, 4, MAX_MODEL_LEN, target.config.vocab_size)
     with pytest.raises(KeyError) as error:
-        generate(target, drafts["truncated"], requests, k=4, policy="vllm-0.5.5", max_num_seqs=8)
+        generate(target, drafts["truncated"], requests, k=4, engine="vllm-0.5.5", max_num_seqs=8)
     assert error.value.args == (16,)
 
 
@@ -173,7 +177,7 @@ def test_coverage_load_rejects_a_max_model_len_without_room_for_proposals():
     with pytest.raises(GraphlabError, match="max_model_len"):
         coverage_requests(4, 4, 6, 512)
     with pytest.raises(GraphlabError, match="load"):
-        load_requests("bursty", 4, 4, 2, 8, 32, 512)
+        RequestLoad("bursty")
 
 
 def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
@@ -189,7 +193,8 @@ def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
 
 
 @pytest.mark.parametrize("bad", [
-    dict(num_speculative_tokens=-1), dict(scorer="tree"), dict(policy="vllm-0.13.0"),
+    dict(num_speculative_tokens=-1), dict(scorer="tree"), dict(engine="vllm-0.13.0"),
+    dict(proposer_engine="sglang"),
     dict(temperature=-0.5), dict(max_num_seqs=0),
 ])
 def test_bad_configs_fail_clearly(bad):
@@ -216,22 +221,6 @@ def test_requests_longer_than_max_model_len_are_rejected(target, drafts):
 
 # ---- stochastic: through the model, on a 16-token vocabulary ----------------------------
 
-ALPHA = 1e-3  # false-failure rate of each chi-square test
-
-
-def _p_value(counts, probs):
-    """Chi-square p-value (Wilson-Hilferty), bins with expected < 5 merged into one."""
-    expected = probs * counts.sum()
-    small = expected < 5
-    obs = np.append(counts[~small], counts[small].sum())
-    exp = np.append(expected[~small], expected[small].sum())
-    keep = exp > 0
-    obs, exp = obs[keep], exp[keep]
-    stat, df = float(((obs - exp) ** 2 / exp).sum()), len(exp) - 1
-    z = ((stat / df) ** (1 / 3) - (1 - 2 / (9 * df))) / math.sqrt(2 / (9 * df))
-    return 0.5 * math.erfc(z / math.sqrt(2))
-
-
 def test_sampled_speculative_tokens_follow_the_target_distribution():
     config = ModelConfig(vocab_size=16, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
                          num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
@@ -242,7 +231,7 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
     # bonus tokens): each must follow the target's own marginal.
     out = generate(model, draft, [Request(prompt, 3)] * trials, k=k, temperature=1.0,
                    max_num_seqs=64, max_model_len=16, seed=11)
-    assert 0.2 < out.metrics.acceptance_rate < 0.95
+    assert 0.2 < out.metrics.num_accepted_tokens / out.metrics.num_draft_tokens < 0.95
     tokens = np.array(out.outputs)
     # Exact marginals of t2 and t3 under the target alone: enumerate t1, t2 (16 x 16 rows).
     model.allocate_kv_cache(256, 16)
@@ -255,37 +244,46 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
     p3 = probs[:, 4].view(16, 16, 16)                       # t3 | prompt, t1, t2
     marginal_2 = (p1[:, None] * p2).sum(0)
     marginal_3 = (p1[:, None, None] * p2[:, :, None] * p3).sum((0, 1))
-    assert _p_value(np.bincount(tokens[:, 0], minlength=16), p1.numpy()) > ALPHA
-    assert _p_value(np.bincount(tokens[:, 1], minlength=16), marginal_2.numpy()) > ALPHA
-    assert _p_value(np.bincount(tokens[:, 2], minlength=16), marginal_3.numpy()) > ALPHA
+    assert chi_square(np.bincount(tokens[:, 0], minlength=16), p1.numpy()) > ALPHA
+    assert chi_square(np.bincount(tokens[:, 1], minlength=16), marginal_2.numpy()) > ALPHA
+    assert chi_square(np.bincount(tokens[:, 2], minlength=16), marginal_3.numpy()) > ALPHA
 
 
 # ---- the repro command --------------------------------------------------------------------
 
 def test_repro_ends_in_key_error_40(capsys):
     status = main(["repro", "--max-num-seqs", "8", "--num-speculative-tokens", "4",
-                   "--policy", "vllm-0.5.5", "--device", "cpu", "--num-requests", "8"])
+                   "--engine", "vllm-0.5.5", "--device", "cpu", "--num-requests", "8"])
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1
     assert err[0] == "Traceback (most recent call last):" and err[-1] == "KeyError: 40"
 
 
-@pytest.mark.parametrize("policy", ["vllm-0.6.0", "adaptive"])
-def test_repro_completes_with_the_fixed_policies(capsys, policy):
-    status = main(["repro", "--policy", policy, "--device", "cpu", "--num-requests", "8",
+@pytest.mark.parametrize("engine", ["vllm-0.6.0", "adaptive"])
+def test_repro_completes_with_the_fixed_engines(capsys, engine):
+    status = main(["repro", "--engine", engine, "--device", "cpu", "--num-requests", "8",
                    "--max-tokens", "12", "--max-model-len", "32"])
     out = capsys.readouterr().out
     assert status == 0
-    assert "acceptance rate" in out
+    assert "vLLM V1 counts: num_drafts" in out and "vLLM V0 metrics: draft_acceptance_rate" in out
     # (n, path, graph) of each decode row of the table.
     rows = {tuple(line.split()[4:7]) for line in out.splitlines() if " decode " in line}
     assert ("40", "eager", "-") in rows or ("40", "graph", "40") in rows
-    assert (("40", "graph", "40") in rows) == (policy == "adaptive")
+    assert (("40", "graph", "40") in rows) == (engine == "adaptive")
 
 
-@pytest.mark.parametrize("argv", [["--policy", "vllm-0.33.0"], ["--max-num-seqs", "0"],
+def test_repro_labels_the_mqa_scorer_with_its_vllm_version(capsys):
+    assert main(["repro", "--engine", "vllm-0.6.0", "--scorer", "mqa", "--device", "cpu",
+                 "--num-requests", "4", "--max-tokens", "4", "--max-model-len", "24"]) == 0
+    assert "MQAScorer" in capsys.readouterr().out and "not in vllm-0.5.5 or 0.6.0" in SCORERS["mqa"]
+    with pytest.raises(SystemExit):
+        main(["repro", "--help"])
+    assert "first in vLLM 0.6.3" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv", [["--engine", "vllm-0.33.0"], ["--max-num-seqs", "0"],
                                   ["--num-speculative-tokens", "-1"], ["--temperature", "-1"],
-                                  ["--draft", "medusa"]])
+                                  ["--draft", "medusa"], ["--policy", "vllm-0.6.0"]])
 def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
     assert main(["repro", "--device", "cpu", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -294,37 +292,48 @@ def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_run_speculative_builds_both_models_in_the_dtype(dtype):
-    engine, output = run_speculative("vllm-0.6.0", max_num_seqs=2, num_speculative_tokens=2,
-                                     num_requests=2, max_tokens=3, max_model_len=24,
+    config = SpecDecodeConfig(max_num_seqs=2, num_speculative_tokens=2, max_model_len=24)
+    engine, output = run_speculative(config, RequestLoad(num_requests=2, max_tokens=3),
                                      device="cpu", dtype=dtype)
     assert engine.target.dtype == engine.proposer.model.dtype == getattr(torch, dtype)
     assert len(output.outputs) == 2 and all(output.outputs)  # both requests generated
 
 
 def test_benchmark_rows_on_cpu():
-    rows = spec_decode_benchmark(device="cpu", max_num_seqs=(4,), num_speculative_tokens=(2,),
-                                 num_requests_per_seq=1, max_tokens=8, max_model_len=32)
-    by_policy = {r["policy"]: r for r in rows}
-    assert set(by_policy) == {"vllm-0.6.0", "adaptive"}
-    guard, adaptive = by_policy["vllm-0.6.0"], by_policy["adaptive"]
+    load = RequestLoad(num_requests=4, max_tokens=8)
+    runs = [(SpecDecodeConfig(4, 2, engine=engine, max_model_len=32), load)
+            for engine in ("vllm-0.6.0", "adaptive")]
+    rows = spec_decode_benchmark(runs, device="cpu")
+    by_engine = {r["engine"]: r for r in rows}
+    guard, adaptive = by_engine["vllm-0.6.0"], by_engine["adaptive"]
     assert adaptive["scorer_graph_fraction"] == 1.0 > guard["scorer_graph_fraction"]
     assert adaptive["target_graph_memory_bytes"] > guard["target_graph_memory_bytes"] > 0
     assert guard["memory_kind"] == "predicted" and guard["backend"] == "cpu-emulated"
-    # The same load and greedy decoding: the same acceptance under both policies.
-    assert guard["num_accepted_tokens"] == adaptive["num_accepted_tokens"]
-    assert guard["tokens_per_s"] > 0
+    # The same load and greedy decoding: the same acceptance under both engines.
+    for name in ("num_accepted_tokens", "num_accepted_tokens_per_pos", "accepted_tokens",
+                 "num_emitted_tokens", "system_efficiency"):
+        assert guard[name] == adaptive[name], name
+    assert guard["tokens_per_s"] > 0 and guard["proposer_engine"] == "vllm-0.6.0"
+    # V0 counts every accepted position, V1 the accepted prefix.
+    assert guard["accepted_tokens"] >= guard["num_accepted_tokens"]
+    assert guard["num_drafts"] <= guard["max_draft_batch_size"] * 1000 and \
+        guard["num_speculative_tokens"] < guard["max_draft_batch_size"] + 3
 
 
 def test_acceptance_counts_follow_from_the_greedy_text_and_the_v0_rule(target, drafts, load):
     from graphlab.vllm_compare import replay_greedy_counts
 
+    # The proposer's widened batches keep the draft cache exact: its drafts are the draft's
+    # argmax after the true prefix, as the replay assumes.
     out = generate(target, drafts["truncated"], load, k=3)
     counts = out.metrics.as_dict()
+    counts["accepted_per_position"] = counts["num_accepted_tokens_per_pos"]
     replayed = {rule: replay_greedy_counts(target, drafts["truncated"], load, 3, MAX_MODEL_LEN, rule)
                 for rule in ("v0", "v1")}
     assert all(replayed["v0"][name] == counts[name] for name in replayed["v0"])
     # Half the load runs into max_model_len, where vLLM V1's shortened proposals count differently.
     assert replayed["v1"]["num_drafts"] > replayed["v0"]["num_drafts"]
+    assert (out.steps_frame().draft_batch_size > out.steps_frame().num_speculating).any()
 
 
 def test_step_records_add_up_to_the_totals(runs, load):
@@ -333,7 +342,112 @@ def test_step_records_add_up_to_the_totals(runs, load):
     m = out.metrics
     assert frame.num_draft_tokens.sum() == m.num_draft_tokens
     assert frame.num_accepted_tokens.sum() == m.num_accepted_tokens
+    assert frame.accepted_tokens.sum() == m.accepted_tokens > m.num_accepted_tokens
     decode = frame[frame.num_speculating > 0]
-    assert np.array(decode.accepted_per_position.tolist()).sum(0).tolist() == \
-        m.accepted_per_position.tolist()
-    assert frame.num_emitted_tokens.sum() == sum(r.max_tokens for r in load)
+    assert np.array(decode.num_accepted_tokens_per_pos.tolist()).sum(0).tolist() == \
+        m.num_accepted_tokens_per_pos.tolist()
+    assert frame.num_generation_tokens.sum() == sum(r.max_tokens for r in load)
+
+
+# ---- the proposer's batches (V0 MultiStepWorker) --------------------------------------------
+
+def test_bonus_sequences_widen_every_draft_step(target, drafts):
+    # A copy of the target as draft: every greedy draft is accepted, so from the second decode
+    # step on each speculating sequence had a bonus token and gets a copy: 2 * B_s rows.
+    requests = [Request((5 + i, 9, 2), 20) for i in range(3)]
+    out = generate(target, drafts["target"], requests, k=2, max_model_len=40)
+    decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
+    assert decode.draft_batch_size.iloc[0] == 3
+    assert (decode.draft_batch_size.iloc[1:] == 2 * decode.num_speculating.iloc[1:]).all()
+    # A draft that is never fully accepted never widens.
+    out = generate(target, drafts["random"], requests, k=2, max_model_len=40)
+    decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
+    assert (decode.draft_batch_size >= decode.num_speculating).all()
+    assert (decode.draft_batch_size <= 2 * decode.num_speculating).all()
+
+
+def test_vllm_055_draft_runner_raises_its_own_key_error(target, drafts, load):
+    # Scorer on adaptive graphs (8 * 5 = 40 rows captured); draft sized by vllm-0.5.5 to
+    # max_num_seqs: 1, 2, 4, 8. The first decode step drafts 8 rows; after full acceptance the
+    # next step drafts 8 + 8 = 16 rows and the draft runner looks up graph 16.
+    requests = [Request((3 + i, 7), 20) for i in range(8)]
+    config = dict(k=4, engine="adaptive", max_num_seqs=8, max_model_len=40)
+    with pytest.raises(KeyError) as error:
+        generate(target, drafts["target"], requests, proposer_engine="vllm-0.5.5", **config)
+    assert error.value.args == (16,)
+    # vllm-0.6.0's guard runs those draft steps eagerly.
+    out = generate(target, drafts["target"], requests, proposer_engine="vllm-0.6.0", **config)
+    decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
+    assert decode.draft_batch_size.tolist()[:2] == [8, 16]
+    assert decode.draft_path.tolist()[:2] == ["graph", "eager"]
+    assert (decode.path == "graph").all()
+
+
+# ---- MQA scorer: one forward, plain rows padded harmlessly ---------------------------------
+
+def _count_forwards(model, monkeypatch) -> list:
+    calls = []
+    forward = model.forward
+
+    def counted(*args):
+        calls.append(args[0].shape)
+        return forward(*args)
+
+    monkeypatch.setattr(model, "forward", counted)
+    return calls
+
+
+def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, drafts, monkeypatch):
+    # Two requests run into max_model_len: their last steps are plain rows with seq_len + k >=
+    # max_model_len, decoded beside speculating ones; their k padding positions reach past
+    # max_model_len.
+    k, max_len = 3, 24
+    requests = [Request((1, 2, 3), 21), Request((4, 5), 22), Request((6, 7, 8), 6),
+                Request((9, 10), 9)]
+    caches = {}
+    for scorer in SCORERS:
+        engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(
+            MAX_NUM_SEQS, k, scorer=scorer, max_model_len=max_len))
+        engine.capture_model()
+        calls = _count_forwards(target, monkeypatch)
+        out = engine.generate(requests)
+        monkeypatch.undo()
+        steps = out.steps_frame()
+        caches[scorer] = [(key.clone(), value.clone()) for key, value in target.kv_cache()]
+        if scorer == "mqa":
+            # One target forward per step: the grouped prefill, or one MQA scoring pass.
+            assert len(calls) == len(steps)
+            decode = steps.query("kind == 'decode'")
+            mixed = decode[(decode.num_speculating > 0) & (decode.num_speculating < decode.num_seqs)]
+            assert len(mixed) > 0 and (decode.batch_size == decode.num_seqs).all()
+            assert all(shape[1] == k + 1 for shape in calls[-len(decode):])
+            assert target.max_seq_len == max_len + k
+    assert out.outputs == generate(target, None, requests, 0, max_model_len=max_len).outputs
+    # Every real token's K/V (positions before each request's last token; slot i = request i)
+    # equals what the batch-expansion scorer wrote.
+    for (k_mqa, v_mqa), (k_be, v_be) in zip(caches["mqa"], caches["batch-expansion"]):
+        for slot, request in enumerate(requests):
+            length = len(request.prompt_token_ids) + request.max_tokens - 1
+            torch.testing.assert_close(k_mqa[slot, :, :length], k_be[slot, :, :length])
+            torch.testing.assert_close(v_mqa[slot, :, :length], v_be[slot, :, :length])
+
+
+# ---- prefill: one forward per step ----------------------------------------------------------
+
+def test_prefill_pads_prompts_into_one_forward(target, monkeypatch):
+    prompts = [[1, 2, 3, 4, 5], [6], [7, 8, 9]]
+    target.allocate_kv_cache(4, MAX_MODEL_LEN)
+    calls = _count_forwards(target, monkeypatch)
+    logits = _prefill(target, prompts, [2, 0, 3])
+    assert calls == [torch.Size([3, 5])]
+    grouped = [(key.clone(), value.clone()) for key, value in target.kv_cache()]
+    monkeypatch.undo()
+    target.allocate_kv_cache(4, MAX_MODEL_LEN)
+    for row, (prompt, slot) in enumerate(zip(prompts, [2, 0, 3])):
+        alone = target(torch.tensor([prompt]), torch.arange(len(prompt))[None],
+                       torch.tensor([slot]))[0, -1]
+        torch.testing.assert_close(logits[row], alone)
+        for (key, value), (key_1, value_1) in zip(grouped, target.kv_cache()):
+            torch.testing.assert_close(key[slot, :, :len(prompt)], key_1[slot, :, :len(prompt)])
+            torch.testing.assert_close(value[slot, :, :len(prompt)],
+                                       value_1[slot, :, :len(prompt)])

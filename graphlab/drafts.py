@@ -1,0 +1,52 @@
+"""Target and draft models for speculative decoding, built from a preset without downloads."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from graphlab.errors import GraphlabError
+from graphlab.model import LlamaForCausalLM, ModelConfig, build_model, init_weights
+
+DRAFT_KINDS = ("truncated", "target", "random")
+# Deliberately not build_model's non-degenerate default, whose random-weight text a truncated
+# draft predicts ~5% of the time: at 0.06 the tiny target mostly repeats its last token, so the
+# truncated draft is accepted ~25% (a random one ~1%) and acceptance reaches every position.
+SPEC_WEIGHT_STD = 0.06
+
+
+def build_target(preset: str | ModelConfig = "tiny", seed: int = 0, dtype="float32", device="cpu",
+                 weight_std: float = SPEC_WEIGHT_STD) -> LlamaForCausalLM:
+    """build_model with weights of std `weight_std` (see SPEC_WEIGHT_STD)."""
+    model = build_model(preset, seed=seed, dtype=dtype, device=device)
+    init_weights(model, seed, std=weight_std)
+    return model
+
+
+def build_draft(target: LlamaForCausalLM, kind: str = "truncated", seed: int = 1,
+                num_layers: int | None = None) -> LlamaForCausalLM:
+    """A draft with the target's vocabulary, built from the target without downloads.
+
+    - "truncated": the target's embeddings, first `num_layers` layers (default half), final
+      norm and lm_head: a cheaper draft that agrees with the target part of the time;
+    - "target": a copy of the target (greedy acceptance is 1);
+    - "random": the truncated shape with unrelated weights (seed `seed`): acceptance near chance.
+    """
+    if kind not in DRAFT_KINDS:
+        raise GraphlabError(f"draft kind {kind!r} is not one of {', '.join(DRAFT_KINDS)}")
+    layers = target.config.num_hidden_layers
+    if kind == "target":
+        num_layers = layers
+    elif num_layers is None:
+        num_layers = max(1, layers // 2)
+    if not 1 <= num_layers <= layers:
+        raise GraphlabError(f"num_layers={num_layers}: must be in [1, {layers}] (the target's layers)")
+    config = dataclasses.replace(target.config, num_hidden_layers=num_layers)
+    if kind == "random":
+        draft = build_model(config, seed=seed, dtype=target.dtype, device=target.device)
+        std = float(target.model.embed_tokens.weight.std())
+        init_weights(draft, seed, std=std)  # same scale as the target, different values
+        return draft
+    draft = LlamaForCausalLM(config, device=target.device, dtype=target.dtype)
+    shapes = draft.state_dict()
+    draft.load_state_dict({name: t for name, t in target.state_dict().items() if name in shapes})
+    return draft.eval().requires_grad_(False)

@@ -1,0 +1,113 @@
+"""What a speculative-decoding run is configured with, and what it returns (graphlab.spec_decode)."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+import pandas as pd
+
+from graphlab.errors import GraphlabError
+from graphlab.rejection import SpecDecodeMetrics
+from graphlab.sizing import V0_POLICIES, SizingConfig
+
+# Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
+SCORERS = {
+    "batch-expansion": "vLLM V0's BatchExpansionTop1Scorer (vllm/spec_decode/batch_expansion.py)",
+    "mqa": "vLLM 0.6.3's MQAScorer (vllm/spec_decode/mqa_scorer.py), not in vllm-0.5.5 or "
+           "0.6.0; 0.6.3 uses it only with enforce_eager, i.e. without CUDA graphs",
+}
+
+
+@dataclass(frozen=True)
+class SpecDecodeConfig:
+    max_num_seqs: int
+    num_speculative_tokens: int
+    engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing
+    proposer_engine: str | None = None  # the draft runner's sizing; None: the same as engine
+    scorer: str = "batch-expansion"
+    temperature: float = 0.0            # 0: greedy
+    max_model_len: int = 128            # KV cache length per sequence
+    seed: int = 0
+    backend: str = "auto"
+    graph_pool: str = "shared"
+
+    def __post_init__(self):
+        if self.proposer_engine is None:
+            object.__setattr__(self, "proposer_engine", self.engine)
+        for name in ("engine", "proposer_engine"):
+            if getattr(self, name) not in V0_POLICIES:
+                raise GraphlabError(f"{name} {getattr(self, name)!r}: speculative decoding runs on "
+                                    f"the V0-shaped runner, allowed: {', '.join(V0_POLICIES)}")
+        if self.scorer not in SCORERS:
+            raise GraphlabError(f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
+        if not self.temperature >= 0:
+            raise GraphlabError(f"temperature={self.temperature}: must be >= 0 (0 is greedy)")
+        if self.max_model_len < 2:
+            raise GraphlabError(f"max_model_len={self.max_model_len}: must be >= 2")
+        SizingConfig(self.max_num_seqs, self.num_speculative_tokens)  # raises on bad values
+
+    @property
+    def sizing(self) -> SizingConfig:
+        return SizingConfig(self.max_num_seqs, self.num_speculative_tokens)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SpecStep:
+    """One engine step: a prefill of newly admitted requests, or a (speculative) decode."""
+
+    step: int
+    kind: str                       # "prefill" | "decode"
+    num_seqs: int                   # sequences in the step
+    num_speculating: int = 0        # B_s: sequences with proposals
+    batch_size: int                 # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
+    path: str                       # the target's: "graph" | "eager"
+    graph_size: int | None = None
+    scorer_ms: float                # the target's forward (the runner's StepRecord.time_ms)
+    draft_batch_size: int = 0       # rows of each draft step: B_s + B_bonus
+    draft_path: str | None = None   # the draft runner's: "graph" | "eager"
+    draft_ms: float = 0.0           # the proposer's k steps
+    step_ms: float                  # the whole step, wall clock
+    num_draft_tokens: int = 0
+    num_accepted_tokens: int = 0    # V1: accepted prefixes
+    num_accepted_tokens_per_pos: tuple[int, ...] = ()  # V1: prefixes reaching position 1..k
+    accepted_tokens: int = 0        # V0: accepted positions, prefix or not
+    num_generation_tokens: int      # tokens appended to outputs (after max_tokens truncation)
+
+
+@dataclass
+class GenerateOutput:
+    outputs: list[list[int]]  # generated token ids per request, in request order
+    steps: list[SpecStep]
+    metrics: SpecDecodeMetrics
+
+    def steps_frame(self) -> pd.DataFrame:
+        return pd.DataFrame([dataclasses.asdict(s) for s in self.steps])
+
+    def format_report(self) -> str:
+        """The per-step table and the acceptance metrics, as the repro command prints them."""
+        frame = self.steps_frame()
+        columns = {"step": "step", "kind": "kind", "num_seqs": "seqs", "num_speculating": "spec",
+                   "batch_size": "n", "path": "path", "graph_size": "graph",
+                   "scorer_ms": "score_ms", "draft_batch_size": "draft_n", "draft_path": "draft",
+                   "draft_ms": "draft_ms", "num_draft_tokens": "proposed",
+                   "num_accepted_tokens": "accepted", "num_generation_tokens": "generated"}
+        table = frame[list(columns)].rename(columns=columns)
+        for name in ("graph", "draft"):
+            table[name] = table[name].map(lambda v: "-" if v is None or pd.isna(v) else
+                                          str(int(v)) if name == "graph" else v)
+        m = self.metrics
+        decode = frame[frame.kind == "decode"]
+        sizes = sorted(int(n) for n in decode.batch_size.unique())
+        return "\n".join([
+            table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), "",
+            f"decode steps: {len(decode)}, on graphs: {int((decode.path == 'graph').sum())}, "
+            f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
+            f"vLLM V1 counts: num_drafts {m.num_drafts}, num_draft_tokens {m.num_draft_tokens}, "
+            f"num_accepted_tokens {m.num_accepted_tokens} (accepted prefixes), "
+            f"num_accepted_tokens_per_pos {m.num_accepted_tokens_per_pos.tolist()}, "
+            f"mean acceptance length {m.mean_acceptance_length:.3f}",
+            f"vLLM V0 metrics: draft_acceptance_rate {m.draft_acceptance_rate:.3f} "
+            f"({m.accepted_tokens} accepted positions, prefix or not), system_efficiency "
+            f"{m.system_efficiency:.3f}, num_emitted_tokens {m.num_emitted_tokens}; "
+            f"tokens per decode step: {decode.num_generation_tokens.mean():.2f}"])
