@@ -51,6 +51,26 @@ def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[i
     return tuple(sorted({r for r in (-(-s // q) * q for s in sizes) if r <= limit}))
 
 
+def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:
+    """The FULL graph a uniform decode batch of num_tokens replays: the smallest captured size
+    >= num_tokens, or None (no FULL graph) above the largest."""
+    i = bisect.bisect_left(capture_sizes, num_tokens)
+    return capture_sizes[i] if i < len(capture_sizes) else None
+
+
+def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
+    """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens: its tokens,
+    the FULL graph it replays (path "graph") or none ("eager"), and the padding tokens."""
+    sizes, q = decode_graph_sizes(engine, cfg), cfg.decode_query_len
+    rows = []
+    for num_reqs in range(1, cfg.max_num_seqs + 1):
+        graph_size = decode_dispatch(sizes, num_reqs * q)
+        rows.append(dict(num_reqs=num_reqs, num_tokens=num_reqs * q,
+                         path="eager" if graph_size is None else "graph", graph_size=graph_size,
+                         padding_tokens=0 if graph_size is None else graph_size - num_reqs * q))
+    return rows
+
+
 def _check_config(engine: SizingPolicy, cfg) -> None:
     check_choice("the V1-shaped runner's engine", engine.name, V1_ENGINES)
     if not isinstance(cfg, SizingConfig):
@@ -97,9 +117,9 @@ class V1ModelRunner:
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> int | None:
         """The graph size a batch of num_tokens replays, or None (eager): the smallest captured
         size >= num_tokens for a uniform decode batch within the graph limit."""
-        if self.enforce_eager or not uniform_decode or num_tokens > self.graph_limit:
+        if self.enforce_eager or not uniform_decode:
             return None
-        return self.capture_sizes[bisect.bisect_left(self.capture_sizes, num_tokens)]
+        return decode_dispatch(self.capture_sizes, num_tokens)
 
     def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
                       seq_slots: torch.Tensor, num_scheduled_tokens=None):
