@@ -8,9 +8,10 @@ padding, lookup table and errors and runs the step eagerly; its memory figures a
 Replay copies a batch of n rows into the static buffers, fills the rows up to the graph's size
 with padding (token 0 at positions 0..q-1 of the model's pad slot, so padding writes only the pad
 row of the KV cache), runs the graph of that size and returns the real rows' hidden states. A
-row holds q tokens: 1 for V0's decode rows, 1 + k for V1's uniform decode requests. The graph holds the
-decoder only: logits are computed after replay, outside it, as vLLM V0's CUDAGraphRunner and
-nano-vllm do, so a graph's memory is the decoder's and not the LM head's [size, vocab] output.
+row holds q tokens: 1 for V0's decode rows, 1 + k for V1's uniform decode requests. The graph
+holds the decoder only: logits are computed after replay, outside it, as vLLM V0's
+CUDAGraphRunner and nano-vllm do, so a graph's memory is the decoder's and not the LM head's
+[size, vocab] output.
 """
 
 from __future__ import annotations
@@ -78,7 +79,7 @@ class StaticBuffers:
         self.seq_slots[n:rows].fill_(self.pad_slot)
 
     def run(self, model: LlamaForCausalLM, size: int) -> None:
-        """One step over the first `size` tokens, its hidden states written into the static output."""
+        """One step over the first `size` tokens, its hidden states into the static output."""
         rows = size // self.query_len
         out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
                                   self.seq_slots[:rows])

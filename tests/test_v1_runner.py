@@ -1,4 +1,7 @@
-"""The V1-shaped runner on the cpu-emulated backend: token-count graphs, padding, spec decode, CLI."""
+"""The V1-shaped runner: token-count graphs, padding, spec decode through it, repro --json, sweeps.
+
+Tests taking `backend` run on "cpu-emulated" everywhere and on "cuda-graph" where CUDA exists.
+"""
 
 import json
 from types import SimpleNamespace
@@ -109,9 +112,11 @@ def _vllm_full_dispatch(engine, cfg):
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
     from vllm.v1.worker.gpu.cudagraph_utils import CudaGraphManager
 
-    sizes, q, seqs = list(get_policy(engine).capture_sizes(cfg)), cfg.decode_query_len, cfg.max_num_seqs
-    compilation = SimpleNamespace(cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=sizes[-1],
-                                  compile_sizes=None, cudagraph_specialize_lora=False)
+    sizes = list(get_policy(engine).capture_sizes(cfg))
+    q, seqs = cfg.decode_query_len, cfg.max_num_seqs
+    compilation = SimpleNamespace(cudagraph_capture_sizes=sizes,
+                                  max_cudagraph_capture_size=sizes[-1], compile_sizes=None,
+                                  cudagraph_specialize_lora=False)
     mode = CUDAGraphMode.FULL_AND_PIECEWISE
     if engine == "vllm-0.33.0":
         manager = object.__new__(CudaGraphManager)
@@ -168,7 +173,8 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
     # six requests replays it with no padding.
     rows = verify_batches("vllm-0.33.0", SizingConfig(6, 6))
     assert [r["num_tokens"] for r in rows] == [7, 14, 21, 28, 35, 42]
-    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="graph", graph_size=42, padding_tokens=0)
+    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="graph", graph_size=42,
+                            padding_tokens=0)
 
 
 # ---- replay, padding, stale rows --------------------------------------------------------------
@@ -291,7 +297,8 @@ def spec_setup():
 def test_greedy_speculative_decoding_through_v1_equals_target_greedy(spec_setup, engine, kind):
     target, load, reference = spec_setup
     draft = build_draft(target, kind, seed=1)
-    engine_ = SpecDecodeEngine(target, draft, SpecDecodeConfig(4, 3, engine=engine, max_model_len=32))
+    engine_ = SpecDecodeEngine(target, draft,
+                               SpecDecodeConfig(4, 3, engine=engine, max_model_len=32))
     assert isinstance(engine_.runner, V1ModelRunner) and engine_.config.scorer == "mqa"
     out = engine_.generate(load)
     assert out.outputs == reference
@@ -333,8 +340,9 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows():
-    latency = measure_v1_latency("tiny", "float32", "cpu", max_num_seqs=12, num_speculative_tokens=3,
-                                 max_num_batched_tokens=24, repeats=1, warmup=0, max_seq_len=16)
+    latency = measure_v1_latency("tiny", "float32", "cpu", max_num_seqs=12,
+                                 num_speculative_tokens=3, max_num_batched_tokens=24, repeats=1,
+                                 warmup=0, max_seq_len=16)
     graph_rows = [r for r in latency if r["mode"] == "graph"]
     assert {r["engine"] for r in latency} == {"vllm-0.33.0"}
     assert {r["backend"] for r in latency} == {"cpu-emulated"}
