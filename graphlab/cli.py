@@ -200,8 +200,8 @@ def run_crash_map(args) -> int:
 def add_repro_parser(subparsers) -> None:
     from graphlab.sizing import V0_POLICIES
 
-    # graphlab.v1_runner.V1_ENGINES, named here so the parser does not load torch.
-    v1_engines = ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0")
+    # graphlab.v1_runner.V1_ENGINES without importing it (that loads torch): engines in tokens.
+    v1_engines = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
 
     parser = subparsers.add_parser(
         "repro",
@@ -220,7 +220,8 @@ def add_repro_parser(subparsers) -> None:
     parser.add_argument("--engine", choices=V0_POLICIES + v1_engines, default="vllm-0.5.5",
                         help="the target's sizing, default vllm-0.5.5")
     parser.add_argument("--proposer-engine", choices=V0_POLICIES, default=None,
-                        help="the draft runner's sizing (default: the same as --engine)")
+                        help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
+                             "under a V1 engine)")
     parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
     parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
     # Checked by graphlab.spec_decode (importing it here would load torch for every command).

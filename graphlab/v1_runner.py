@@ -33,9 +33,10 @@ from graphlab.errors import GraphlabError, check_choice
 from graphlab.graphs import NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
 from graphlab.model import LlamaForCausalLM
 from graphlab.runner import StepRecord, StepTimer
-from graphlab.sizing import SizingConfig, SizingPolicy, get_policy
+from graphlab.sizing import ENGINES, SizingConfig, SizingPolicy, get_policy
 
-V1_ENGINES = ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0")
+# The engines that dispatch uniform decode batches by token count: vLLM V1.
+V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
 
 
 def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:

@@ -177,6 +177,16 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
                             padding_tokens=0)
 
 
+def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():
+    # max_cudagraph_capture_size=42 is truncated to 40 (the grid's largest size <= 42), so the
+    # 42-token verify batch of six requests runs eagerly (vllm issue 54933).
+    if "max_cudagraph_capture_size" not in SizingConfig.__dataclass_fields__:
+        pytest.skip("SizingConfig has no explicit capture settings in this tree")
+    cfg = SizingConfig(6, 6, max_cudagraph_capture_size=42)
+    assert decode_graph_sizes("vllm-0.33.0", cfg) == (7, 14, 21, 28, 35)
+    assert verify_batches("vllm-0.33.0", cfg)[-1]["path"] == "eager"
+
+
 # ---- replay, padding, stale rows --------------------------------------------------------------
 
 # Emulated, an exact fit runs the same [rows, q] shapes as eager: bit-identical. One request
