@@ -349,26 +349,28 @@ def test_repro_json_shape(capsys, budget, eager_above):
             assert step["path"] == "eager"
 
 
-def test_sweeps_cross_the_ceiling_and_label_their_rows():
-    latency = measure_v1_latency("tiny", "float32", "cpu", max_num_seqs=12,
-                                 num_speculative_tokens=3, max_num_batched_tokens=24, repeats=1,
-                                 warmup=0, max_seq_len=16)
+def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
+    latency = measure_v1_latency(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0)
     graph_rows = [r for r in latency if r["mode"] == "graph"]
-    assert {r["engine"] for r in latency} == {"vllm-0.33.0"}
-    assert {r["backend"] for r in latency} == {"cpu-emulated"}
+    assert {(r["engine"], r["backend"], r["batch_unit"]) for r in latency} == {
+        ("vllm-0.33.0", "cpu-emulated", "tokens")}
+    # Each captured size filled exactly, one request past the last graph, and all 12 requests.
+    assert [r["num_reqs"] for r in graph_rows] == [1, 2, 4, 6, 7, 12]
     for r in graph_rows:
-        assert r["path"] == ("graph" if r["batch_size"] <= r["graph_limit"] else "eager")
-    assert max(r["batch_size"] for r in graph_rows) == 48 > graph_rows[0]["graph_limit"] == 24
+        assert r["batch_size"] == 4 * r["num_reqs"] and r["graph_limit"] == 24
+        assert (r["path"], r["graph_size"]) == (("graph", r["batch_size"])
+                                                if r["batch_size"] <= 24 else ("eager", None))
     assert all(r["path"] == "eager" for r in latency if r["mode"] == "eager")
-    memory = measure_v1_graph_memory("tiny", "float32", "cpu", max_num_seqs=12,
-                                     num_speculative_tokens=3, max_num_batched_tokens=24,
-                                     max_seq_len=16, graph_pools=("shared",))
-    model = build_model("tiny")
+    memory = measure_v1_graph_memory(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
     assert [r["capture_size"] for r in memory] == [24, 16, 8, 4]
     for r in memory:
         assert r["memory_kind"] == "predicted" and r["num_reqs"] * 4 == r["capture_size"]
-        assert r["predicted_bytes"] == predict_graph_memory(model.config, r["capture_size"], 16,
-                                                            torch.float32, query_len=4)
+        assert r["predicted_bytes"] == predict_graph_memory(model.config, r["capture_size"],
+                                                            MAX_SEQ_LEN, torch.float32,
+                                                            query_len=4)
+    # A graph of 24 tokens in 6 requests gathers 6 requests' K/V, not 24 rows'.
+    assert memory[0]["predicted_bytes"] < predict_graph_memory(model.config, 24, MAX_SEQ_LEN,
+                                                               torch.float32)
 
 
 def test_uniform_decode_batch_rows(model):
