@@ -71,8 +71,8 @@ class StaticBuffers:
     def fill(self, input_ids, positions, seq_slots, size: int) -> None:
         """Rows [0, n) from the batch, rows [n, size // q) padding that writes only the pad row."""
         n, rows = seq_slots.shape[0], size // self.query_len
-        self.input_ids[:n].copy_(input_ids.view(n, -1), non_blocking=True)
-        self.positions[:n].copy_(positions.view(n, -1), non_blocking=True)
+        self.input_ids[:n].copy_(input_ids.reshape(n, -1), non_blocking=True)
+        self.positions[:n].copy_(positions.reshape(n, -1), non_blocking=True)
         self.seq_slots[:n].copy_(seq_slots, non_blocking=True)
         self.input_ids[n:rows].zero_()
         self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
