@@ -285,30 +285,39 @@ def run_crash_map(args) -> int:
 def add_repro_parser(subparsers) -> None:
     from graphlab.sizing import V0_POLICIES
 
+    # graphlab.v1_runner.V1_ENGINES without importing it (that loads torch): engines in tokens.
+    v1_engines = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+
     parser = subparsers.add_parser(
         "repro",
         help="speculative decoding on the tiny model: vllm-0.5.5 ends in the V0 KeyError",
         description=(
             "Runs speculative decoding (draft proposals, batch-expansion or MQA scoring, rejection "
-            "sampling) over a seeded load with continuous batching, on graphlab's V0-shaped runner. "
-            "With vllm-0.5.5 the first step with all max_num_seqs sequences speculating sends "
-            "max_num_seqs*(k+1) rows and the graph lookup raises KeyError (traceback, exit 1); "
-            "vllm-0.6.0 and adaptive finish and print a per-step table and acceptance metrics "
-            "(vLLM V1's counts and V0's rates)."
+            "sampling) over a seeded load with continuous batching, on graphlab's V0-shaped runner "
+            "or, for the V1 engines, its V1-shaped runner (graphs keyed by token count, one verify "
+            "forward of 1+k tokens per request). With vllm-0.5.5 the first step with all "
+            "max_num_seqs sequences speculating sends max_num_seqs*(k+1) rows and the graph lookup "
+            "raises KeyError (traceback, exit 1); the other engines finish and print a per-step "
+            "table and acceptance metrics (vLLM V1's counts and V0's rates), or with --json one "
+            "object: engine, capture_sizes and each decode step's num_tokens, path, graph_size."
         ),
     )
-    parser.add_argument("--engine", choices=V0_POLICIES, default="vllm-0.5.5",
+    parser.add_argument("--engine", choices=V0_POLICIES + v1_engines, default="vllm-0.5.5",
                         help="the target's sizing, default vllm-0.5.5")
     parser.add_argument("--proposer-engine", choices=V0_POLICIES, default=None,
-                        help="the draft runner's sizing (default: the same as --engine)")
+                        help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
+                             "under a V1 engine)")
     parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
     parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
     # Checked by graphlab.spec_decode (importing it here would load torch for every command).
     parser.add_argument("--draft", default="truncated", help="truncated (default), target or random")
-    parser.add_argument("--scorer", default="batch-expansion",
-                        help="batch-expansion (default; what vLLM 0.5.5 and 0.6.0 ran) or mqa (first "
-                             "in vLLM 0.6.3, which uses it only without CUDA graphs: not part of "
-                             "vllm-0.5.5 or 0.6.0)")
+    parser.add_argument("--scorer", default=None,
+                        help="batch-expansion (default with V0 engines; what vLLM 0.5.5 and 0.6.0 "
+                             "ran) or mqa (first in vLLM 0.6.3, which uses it only without CUDA "
+                             "graphs: not part of vllm-0.5.5 or 0.6.0; the only one, and the "
+                             "default, with V1 engines)")
+    parser.add_argument("--max-num-batched-tokens", type=_int_at_least(1), default=None,
+                        help="V1 engines' token budget for sizing (default: vLLM's 8192)")
     parser.add_argument("--num-requests", type=_int_at_least(1), default=16, help="default 16")
     parser.add_argument("--max-tokens", type=_int_at_least(1), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
@@ -319,6 +328,8 @@ def add_repro_parser(subparsers) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
     parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default 0")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
+    parser.add_argument("--json", action="store_true",
+                        help="print one JSON object (engine, capture_sizes, decode steps) instead")
     parser.set_defaults(handler=run_repro)
 
 
@@ -331,16 +342,27 @@ def run_repro(args) -> int:
     config = SpecDecodeConfig(
         max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
         engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
-        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed)
+        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed,
+        max_num_batched_tokens=args.max_num_batched_tokens)
     load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
                        seed=args.seed)
     try:
-        _, output = run_speculative(config, load, draft=args.draft, device=args.device, log=print)
+        engine, output = run_speculative(config, load, draft=args.draft, device=args.device,
+                                         log=None if args.json else print)
     except KeyError:
         # A runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
         traceback.print_exc()
         return 1
-    print(output.format_report())
+    if not args.json:
+        print(output.format_report())
+        return 0
+    # Tokens the target scores, 1 + k per speculating sequence and 1 per other, whatever the scorer.
+    q = config.num_speculative_tokens + 1
+    steps = [{"num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
+              "path": s.path, "graph_size": s.graph_size}
+             for s in output.steps if s.kind == "decode"]
+    print(json.dumps({"engine": config.engine, "capture_sizes": list(engine.runner.capture_sizes),
+                      "steps": steps}))
     return 0
 
 

@@ -5,11 +5,13 @@ On CUDA each size is a ``torch.cuda.CUDAGraph``, captured largest first into one
 after warm-up runs. Without CUDA the "cpu-emulated" backend keeps the same static buffers,
 padding, lookup table and errors and runs the step eagerly; its memory figures are predictions.
 
-Replay copies a batch of n rows into the static buffers, fills rows n..size-1 with padding
-(token 0, position 0, the model's pad slot, so padding writes only the pad row of the KV cache),
-runs the graph of that size and returns the n real rows' hidden states. The graph holds the
-decoder only: logits are computed after replay, outside it, as vLLM V0's CUDAGraphRunner and
-nano-vllm do, so a graph's memory is the decoder's and not the LM head's [size, vocab] output.
+Replay copies a batch of n rows into the static buffers, fills the rows up to the graph's size
+with padding (token 0 at positions 0..q-1 of the model's pad slot, so padding writes only the pad
+row of the KV cache), runs the graph of that size and returns the real rows' hidden states. A
+row holds q tokens: 1 for V0's decode rows, 1 + k for V1's uniform decode requests. The graph
+holds the decoder only: logits are computed after replay, outside it, as vLLM V0's
+CUDAGraphRunner and nano-vllm do, so a graph's memory is the decoder's and not the LM head's
+[size, vocab] output.
 """
 
 from __future__ import annotations
@@ -46,38 +48,46 @@ class GraphRecord:
 
 
 class StaticBuffers:
-    """The graph's inputs and output (nano-vllm's graph_vars), sized to the largest graph."""
+    """The graph's inputs and output (nano-vllm's graph_vars), sized to the largest graph.
 
-    def __init__(self, model: LlamaForCausalLM, max_size: int):
+    A graph of `size` tokens holds size // query_len rows of query_len tokens each: one token per
+    row for V0's decode, 1 + k for V1's uniform decode (vLLM's uniform_decode_query_len). The
+    output is token-major, [tokens, hidden], as vLLM V1's model output is.
+    """
+
+    def __init__(self, model: LlamaForCausalLM, max_size: int, query_len: int = 1):
         device = model.device
-        self.pad_slot = model.pad_slot
-        self.input_ids = torch.zeros(max_size, 1, dtype=torch.long, device=device)
-        self.positions = torch.zeros(max_size, 1, dtype=torch.long, device=device)
+        rows = max_size // query_len
+        self.pad_slot, self.query_len = model.pad_slot, query_len
+        self.input_ids = torch.zeros(rows, query_len, dtype=torch.long, device=device)
+        # A padding row's tokens sit at positions 0..q-1 of the pad slot: distinct cells, causal.
+        self.pad_positions = torch.arange(query_len, device=device)
+        self.positions = self.pad_positions.repeat(rows, 1)
         # Start on the pad slot: warm-up and capture runs must not write into real sequences.
-        self.seq_slots = torch.full((max_size,), model.pad_slot, dtype=torch.long,
-                                    device=device)
+        self.seq_slots = torch.full((rows,), model.pad_slot, dtype=torch.long, device=device)
         self.hidden_states = torch.zeros(max_size, model.config.hidden_size, dtype=model.dtype,
                                          device=device)
 
     def fill(self, input_ids, positions, seq_slots, size: int) -> None:
-        """Rows [0, n) from the batch, rows [n, size) padding that writes only the pad row."""
-        n = input_ids.shape[0]
-        self.input_ids[:n, 0].copy_(input_ids, non_blocking=True)
-        self.positions[:n, 0].copy_(positions, non_blocking=True)
+        """Rows [0, n) from the batch, rows [n, size // q) padding that writes only the pad row."""
+        n, rows = seq_slots.shape[0], size // self.query_len
+        self.input_ids[:n].copy_(input_ids.reshape(n, -1), non_blocking=True)
+        self.positions[:n].copy_(positions.reshape(n, -1), non_blocking=True)
         self.seq_slots[:n].copy_(seq_slots, non_blocking=True)
-        self.input_ids[n:size].zero_()
-        self.positions[n:size].zero_()
-        self.seq_slots[n:size].fill_(self.pad_slot)
+        self.input_ids[n:rows].zero_()
+        self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
+        self.seq_slots[n:rows].fill_(self.pad_slot)
 
     def run(self, model: LlamaForCausalLM, size: int) -> None:
-        """One step over the first `size` rows, its hidden states written into the static output."""
-        out = model.hidden_states(self.input_ids[:size], self.positions[:size],
-                                  self.seq_slots[:size])
-        self.hidden_states[:size].copy_(out[:, 0])
+        """One step over the first `size` tokens, its hidden states into the static output."""
+        rows = size // self.query_len
+        out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
+                                  self.seq_slots[:rows])
+        self.hidden_states[:size].copy_(out.view(size, -1))
 
 
 class CapturedGraph:
-    """One batch size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated."""
+    """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated."""
 
     def __init__(self, model: LlamaForCausalLM, buffers: StaticBuffers, size: int,
                  graph: torch.cuda.CUDAGraph | None):
@@ -85,13 +95,14 @@ class CapturedGraph:
 
     def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
                seq_slots: torch.Tensor) -> torch.Tensor:
-        """Hidden states [n, hidden]: a view of the static output, which the next replay
-        overwrites (vLLM V0's CUDAGraphRunner returns its output buffer the same way); pass it
-        to model.compute_logits before replaying again."""
-        n = input_ids.shape[0]
+        """Hidden states [n * q, hidden] of n rows of q tokens: a view of the static output,
+        which the next replay overwrites (vLLM V0's CUDAGraphRunner returns its output buffer
+        the same way); pass it to model.compute_logits before replaying again."""
+        n = input_ids.numel()
         if n > self.size:
-            raise GraphlabError(f"a batch of {n} rows does not fit the graph captured for "
-                                f"{self.size} rows")
+            unit = "rows" if self.buffers.query_len == 1 else "tokens"
+            raise GraphlabError(f"a batch of {n} {unit} does not fit the graph captured for "
+                                f"{self.size} {unit}")
         self.buffers.fill(input_ids, positions, seq_slots, self.size)
         if self.graph is None:
             self.buffers.run(self.model, self.size)
@@ -113,13 +124,18 @@ def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> s
 
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
-                   graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS):
-    """Capture every size, largest first; returns ({size: CapturedGraph}, [GraphRecord])."""
+                   graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS,
+                   query_len: int = 1):
+    """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
+    ({size: CapturedGraph}, [GraphRecord])."""
     backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)
     if not sizes:
         return {}, []
-    buffers = StaticBuffers(model, sizes[0])
+    if any(size % query_len for size in sizes):
+        raise GraphlabError(f"capture sizes {sizes} must be multiples of query_len={query_len}: "
+                            f"a graph holds whole rows")
+    buffers = StaticBuffers(model, sizes[0], query_len)
     capture = _capture_cuda if backend == "cuda-graph" else _capture_emulated
     pool = stream = None
     if backend == "cuda-graph":
@@ -138,7 +154,7 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                 graph, capture_ms, warmup_ms, measured = capture(model, buffers, size, pool,
                                                                  stream, num_warmups)
                 predicted = predict_graph_memory(model.config, size, model.max_seq_len,
-                                                 model.dtype)
+                                                 model.dtype, query_len)
                 # Emulated, a graph costs what it adds to the predicted pool (nothing more
                 # once a larger graph shares it), as the measured free-memory drop would.
                 added = (predict_pool_bytes(predictions + [predicted], graph_pool)

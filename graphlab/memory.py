@@ -49,24 +49,25 @@ def gathered_kv_bytes(config: ModelConfig, size: int, max_seq_len: int,
 
 
 def predict_graph_memory(config: ModelConfig, size: int, max_seq_len: int,
-                         dtype: str | torch.dtype = torch.bfloat16) -> int:
-    """Peak live intermediate bytes of one decode step (one token per row) at batch `size`.
+                         dtype: str | torch.dtype = torch.bfloat16, query_len: int = 1) -> int:
+    """Peak live intermediate bytes of one decode step of `size` tokens, in rows of `query_len`
+    tokens (1: V0's one token per row; 1 + k: V1's uniform decode).
 
-    The step keeps the residual stream, the rows' rotary cos/sin, the attention mask (boolean
-    and additive, [size, group, max_seq_len]) and the rows' cache indices alive throughout, and
+    The step keeps the residual stream, the tokens' rotary cos/sin, the attention mask (boolean
+    and additive, [tokens, group, max_seq_len]) and the rows' cache indices alive throughout, and
     at its peak also holds the larger of two phases: attention (the normed input, the fused QKV
-    output, the rotated q/k, the gathered K/V copy of gathered_kv_bytes, the attention output,
-    the o_proj output) or the SwiGLU MLP (the normed input, the fused gate/up output, silu(gate),
-    the product). The LM head is not in the graph.
+    output, the rotated q/k, the gathered K/V copy of gathered_kv_bytes, one per row, the
+    attention output, the o_proj output) or the SwiGLU MLP (the normed input, the fused gate/up
+    output, silu(gate), the product). The LM head is not in the graph.
     """
     b = torch.empty((), dtype=resolve_dtype(dtype)).element_size()
     s, h, d, t = size, config.hidden_size, config.head_dim, max_seq_len
     heads, kv = config.num_attention_heads, config.num_key_value_heads
-    group = heads // kv
-    # cos/sin rows, boolean and additive mask, two residual streams, int64 slot per row.
-    persistent = s * (2 * d * b + t + group * t * b + 2 * h * b + INT64_BYTES)
+    group, rows = heads // kv, size // query_len
+    # cos/sin per token, boolean and additive mask, two residual streams, int64 slot per row.
+    persistent = s * (2 * d * b + t + group * t * b + 2 * h * b) + rows * INT64_BYTES
     attention = (s * b * (h + (heads + 2 * kv) * d + (heads + kv) * d + heads * d + h)
-                 + gathered_kv_bytes(config, size, max_seq_len, dtype))
+                 + gathered_kv_bytes(config, rows, max_seq_len, dtype))
     mlp = s * b * (h + 4 * config.intermediate_size)
     return persistent + max(attention, mlp)
 

@@ -37,6 +37,7 @@ from graphlab.rejection import SpecDecodeMetrics, greedy_verify, rejection_sampl
 from graphlab.runner import ModelRunner, StepRecord, StepTimer
 from graphlab.sizing import SizingConfig
 from graphlab.spec_records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
+from graphlab.v1_runner import V1_ENGINES, V1ModelRunner
 # make_requests: still imported from here by tests/test_vllm_crosscheck.py.
 from graphlab.workload import Request, RequestLoad, load_requests, make_requests  # noqa: F401
 
@@ -173,7 +174,8 @@ class BatchExpansionScorer:
 
 
 class MQAScorer:
-    """vLLM 0.6.3's MQAScorer: one row of k+1 query tokens per sequence, one eager forward.
+    """vLLM 0.6.3's MQAScorer: one row of k+1 query tokens per sequence, one eager forward; on a
+    V1ModelRunner, vLLM V1's verify step: the same rows through its token-count graphs.
 
     Not part of vllm-0.5.5 or 0.6.0 (batch expansion only there); 0.6.3 uses it only with
     enforce_eager, so beside the 0.5.5/0.6.0 engines it shows a later vLLM's scoring.
@@ -199,6 +201,11 @@ class MQAScorer:
         positions = (_long([s.seq_len - 1 for s in seqs], device)[:, None]
                      + torch.arange(k + 1, device=device))
         slots = _long([s.slot for s in seqs], device)
+        if isinstance(self.runner, V1ModelRunner):
+            # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
+            scheduled = [k + 1] * len(spec) + [1] * len(plain)
+            logits, record = self.runner.execute_model(ids, positions, slots, scheduled)
+            return logits[:len(spec)], logits[len(spec):, 0], record
         # Checked before the timer starts: the check reads values, which syncs a GPU.
         model.check_inputs(ids, positions, slots)
         timer = StepTimer(device)
@@ -238,8 +245,9 @@ class SpecDecodeEngine:
                                     f"{model.config.max_position_embeddings}")
         self.config, self.target, self.k = config, target, k
         target.allocate_kv_cache(config.max_num_seqs, target_len)
-        self.runner = ModelRunner(target, config.engine, config.sizing, backend=config.backend,
-                                  graph_pool=config.graph_pool)
+        runner = V1ModelRunner if config.engine in V1_ENGINES else ModelRunner
+        self.runner = runner(target, config.engine, config.sizing, backend=config.backend,
+                             graph_pool=config.graph_pool)
         self.proposer = None
         if k > 0:
             draft.allocate_kv_cache(config.max_num_seqs, config.max_model_len)

@@ -10,12 +10,14 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.rejection import SpecDecodeMetrics
 from graphlab.sizing import V0_POLICIES, SizingConfig
+from graphlab.v1_runner import V1_ENGINES
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
 SCORERS = {
     "batch-expansion": "vLLM V0's BatchExpansionTop1Scorer (vllm/spec_decode/batch_expansion.py)",
     "mqa": "vLLM 0.6.3's MQAScorer (vllm/spec_decode/mqa_scorer.py), not in vllm-0.5.5 or "
-           "0.6.0; 0.6.3 uses it only with enforce_eager, i.e. without CUDA graphs",
+           "0.6.0; 0.6.3 uses it only with enforce_eager, i.e. without CUDA graphs. With a V1 "
+           "engine: vLLM V1's one forward of 1 + k tokens per request, on token-count graphs",
 }
 
 
@@ -23,33 +25,45 @@ SCORERS = {
 class SpecDecodeConfig:
     max_num_seqs: int
     num_speculative_tokens: int
-    engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing
-    proposer_engine: str | None = None  # the draft runner's sizing; None: the same as engine
-    scorer: str = "batch-expansion"
+    engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing; V0 or V1
+    proposer_engine: str | None = None  # the draft's V0 runner; None: engine, or 0.6.0 under V1
+    scorer: str | None = None           # None: batch-expansion under V0, mqa under V1
     temperature: float = 0.0            # 0: greedy
     max_model_len: int = 128            # KV cache length per sequence
     seed: int = 0
     backend: str = "auto"
     graph_pool: str = "shared"
+    # V1 engines' sizing only (None: vLLM's default); steps are not split to fit it.
+    max_num_batched_tokens: int | None = None
 
     def __post_init__(self):
+        v1 = self.engine in V1_ENGINES
         if self.proposer_engine is None:
-            object.__setattr__(self, "proposer_engine", self.engine)
-        for name in ("engine", "proposer_engine"):
-            if getattr(self, name) not in V0_POLICIES:
-                raise GraphlabError(f"{name} {getattr(self, name)!r}: speculative decoding runs on "
-                                    f"the V0-shaped runner, allowed: {', '.join(V0_POLICIES)}")
+            # The draft stays on the V0-shaped runner; under V1 with 0.6.0's guard (never a crash).
+            object.__setattr__(self, "proposer_engine", "vllm-0.6.0" if v1 else self.engine)
+        if self.scorer is None:
+            object.__setattr__(self, "scorer", "mqa" if v1 else "batch-expansion")
+        if self.engine not in V0_POLICIES + V1_ENGINES:
+            raise GraphlabError(f"engine {self.engine!r}: allowed: "
+                                f"{', '.join(V0_POLICIES + V1_ENGINES)}")
+        if self.proposer_engine not in V0_POLICIES:
+            raise GraphlabError(f"proposer_engine {self.proposer_engine!r}: the draft runs on the "
+                                f"V0-shaped runner, allowed: {', '.join(V0_POLICIES)}")
         if self.scorer not in SCORERS:
             raise GraphlabError(f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
+        if v1 and self.scorer != "mqa":
+            raise GraphlabError(f"scorer {self.scorer!r} with engine {self.engine}: V1 scores all "
+                                f"1 + k tokens of a request in one forward, allowed: mqa")
         if not self.temperature >= 0:
             raise GraphlabError(f"temperature={self.temperature}: must be >= 0 (0 is greedy)")
         if self.max_model_len < 2:
             raise GraphlabError(f"max_model_len={self.max_model_len}: must be >= 2")
-        SizingConfig(self.max_num_seqs, self.num_speculative_tokens)  # raises on bad values
+        self.sizing  # raises on bad values
 
     @property
     def sizing(self) -> SizingConfig:
-        return SizingConfig(self.max_num_seqs, self.num_speculative_tokens)
+        return SizingConfig(self.max_num_seqs, self.num_speculative_tokens,
+                            self.max_num_batched_tokens)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -193,8 +193,9 @@ def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
 
 
 @pytest.mark.parametrize("bad", [
-    dict(num_speculative_tokens=-1), dict(scorer="tree"), dict(engine="vllm-0.13.0"),
-    dict(proposer_engine="sglang"),
+    dict(num_speculative_tokens=-1), dict(scorer="tree"), dict(engine="sglang"),
+    dict(engine="vllm-0.13.0", scorer="batch-expansion"), dict(proposer_engine="sglang"),
+    dict(engine="vllm-0.33.0", proposer_engine="vllm-0.33.0"),
     dict(temperature=-0.5), dict(max_num_seqs=0),
 ])
 def test_bad_configs_fail_clearly(bad):
@@ -290,7 +291,7 @@ def test_repro_labels_the_mqa_scorer_with_its_vllm_version(capsys):
     assert "first in vLLM 0.6.3" in " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("argv", [["--engine", "vllm-0.33.0"], ["--max-num-seqs", "0"],
+@pytest.mark.parametrize("argv", [["--engine", "sglang"], ["--max-num-seqs", "0"],
                                   ["--num-speculative-tokens", "-1"], ["--temperature", "-1"],
                                   ["--draft", "medusa"], ["--policy", "vllm-0.6.0"]])
 def test_repro_bad_input_exits_2_with_one_line(capsys, argv):

