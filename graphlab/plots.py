@@ -228,3 +228,19 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     fig.suptitle(provenance_title(df, "Speculative decoding (batch-expansion scorer) per sizing "
                                   "policy"), fontsize=10)
     return fig
+
+
+def reference_figures(folder) -> list[tuple[str, Figure]]:
+    """The figures of one reference run (a folder of bench CSVs, e.g. data/cpu): latency and graph
+    memory per model, then speculative decoding; names like 'latency_tiny'. Missing CSVs are skipped."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    figures = []
+    for stem, plot in (("latency", plot_latency), ("graph_memory", plot_graph_memory)):
+        if (folder / f"{stem}.csv").is_file():
+            for model, rows in pd.read_csv(folder / f"{stem}.csv").groupby("model"):
+                figures.append((f"{stem}_{model}", plot(rows)))
+    if (folder / "spec_decode.csv").is_file():
+        figures.append(("spec_decode", plot_spec_decode(pd.read_csv(folder / "spec_decode.csv"))))
+    return figures
