@@ -300,20 +300,23 @@ def add_bench_parser(subparsers) -> None:
     parser.set_defaults(handler=run_bench)
 
 
-def run_bench(args) -> int:
-    import time
+def _csv_stamps(out: Path, names) -> dict:
+    return {name: (out / f"{name}.csv").stat().st_mtime_ns if (out / f"{name}.csv").is_file() else None
+            for name in names}
 
+
+def run_bench(args) -> int:
     from graphlab import bench
 
     out = _check_out_folder(args.out)
-    started = time.time()
+    before = _csv_stamps(out, bench.SWEEPS)
     try:
         with _writing_out(args.out):
             paths = bench.run_bench(args.suite, args.device, out)
     except KeyboardInterrupt:
-        # Each CSV is written atomically when its sweep ends: those newer than this run are whole.
-        done = [f"{name}.csv" for name in bench.SWEEPS
-                if (out / f"{name}.csv").is_file() and (out / f"{name}.csv").stat().st_mtime >= started]
+        # Each CSV is replaced atomically when its sweep ends: the ones this run replaced are whole.
+        after = _csv_stamps(out, bench.SWEEPS)
+        done = [f"{name}.csv" for name in bench.SWEEPS if after[name] not in (None, before[name])]
         print(f"interrupted: complete CSVs under {out}: {', '.join(done) if done else 'none'}",
               file=sys.stderr)
         return 130

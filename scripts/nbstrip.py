@@ -6,7 +6,7 @@
 
 Drops outputs and execution counts, the cell metadata that Jupyter, JupyterLab and papermill
 write while running (execution timing, papermill, scrolling and collapse state), papermill's
-injected-parameters cell, saved widget state, and the Python patch version JupyterLab writes into
+injected-parameters cell and empty tag lists, saved widget state, and the Python patch version JupyterLab writes into
 language_info. Keeps everything the authors wrote, tags included. Standard library only (git runs
 it with whatever python3 is on PATH); output formatted as nbformat and JupyterLab write it.
 """
@@ -28,6 +28,8 @@ def strip(nb: dict) -> dict:
             continue
         for key in RUN_CELL_METADATA:
             metadata.pop(key, None)
+        if metadata.get("tags") == []:  # papermill adds an empty list to every cell
+            del metadata["tags"]
         if cell.get("cell_type") == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
