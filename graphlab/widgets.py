@@ -162,11 +162,13 @@ class ExplorerFigure:
         finite = grid[np.isfinite(grid)]
         vmax = 1.0 if key[2] == "graph_fraction" else max(1.0, float(finite.max(initial=0)))
         self.map_image.set_data(grid.T)
-        self.map_image.set_cmap("viridis" if key[2] == "graph_fraction" else "Reds")
+        fraction = key[2] == "graph_fraction"
+        self.map_image.set_cmap("viridis" if fraction else "Reds")
         self.map_image.set_clim(0, vmax)
+        self.cell.set_edgecolor("red" if fraction else "blue")  # visible on either colormap
         self.colorbar.set_label(state.map_value)
         self.map.set_title(f"crash map of {state.engine} (computed from its sizing rule): "
-                           f"{state.map_value}; red box: the selected (S, k)", fontsize=9)
+                           f"{state.map_value}; box: the selected (S, k)", fontsize=9)
 
     def png(self) -> bytes:
         """The figure as PNG. Only the strip half is redrawn while the crash map stays the same."""
