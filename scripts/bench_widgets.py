@@ -22,6 +22,14 @@ from graphlab.sizing import ENGINES
 from graphlab.widgets import MAX_K, MAX_NUM_SEQS, explorer
 
 
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as info:
+            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--moves", type=int, default=200, help="slider moves per engine (default 200)")
@@ -29,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     ex = explorer()
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, "
           f"python {platform.python_version()}; {args.moves} moves per engine, S in 1..{MAX_NUM_SEQS}, "
           f"k in 0..{MAX_K}")
     print(f"{'engine':<12} {'median ms':>9} {'p90 ms':>7} {'max ms':>7}")
