@@ -127,6 +127,13 @@ class ExplorerFigure:
         self.map.set_yticks(range(MAX_K + 1))
         self._map_key = None
         self._background = None  # the whole figure without the selected-cell box, after a full draw
+        # Place the axes once, with room for the widest labels (5-digit sizes, titles); solving the
+        # layout again on every move would cost ~40% of a redraw.
+        self.padded.set_ylim(0, 10 * MAX_NUM_SEQS * (MAX_K + 1))
+        self.padded.set_title("title")
+        self.strip.set_xlabel("label")
+        self.canvas.draw()
+        self.figure.set_layout_engine("none")
 
     def update(self, state: ExplorerState) -> AuditReport:
         report = audit(state.engine, state.config)
@@ -175,8 +182,6 @@ class ExplorerFigure:
         if self._background is None:
             self.cell.set_visible(False)
             self.canvas.draw()
-            # Axes placed once; solving the layout again on every move would cost ~40% of a redraw.
-            self.figure.set_layout_engine("none")
             self._background = self.canvas.copy_from_bbox(self.figure.bbox)
             self.cell.set_visible(True)
         else:
