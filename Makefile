@@ -18,9 +18,13 @@ export MPLBACKEND ?= Agg
 # One torch thread per process: on a 2-core runner, competing processes otherwise spin-wait (50 s -> 460 s seen).
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: notebooks test env clean
+.PHONY: notebooks test env clean nbstrip
 
-env: $(STAMP)
+env: $(STAMP) nbstrip
+
+# Git stores notebooks without outputs (.gitattributes), so running them leaves `git status` clean.
+nbstrip:
+	@git rev-parse --git-dir >/dev/null 2>&1 && git config filter.nbstrip.clean "$(PYTHON) scripts/nbstrip.py" || true
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +36,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
 
-notebooks: $(STAMP)
+notebooks: $(STAMP) nbstrip
 	$(PY) scripts/run_notebooks.py --out $(BUILD)
 
-test: $(STAMP)
+test: $(STAMP) nbstrip
 	$(PY) -m pytest -q
 
 clean:

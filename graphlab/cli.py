@@ -10,7 +10,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
+from pathlib import Path
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing import ENGINES, SizingConfig, get_policy
@@ -32,30 +34,45 @@ def _engine(value: str) -> str:
     return value
 
 
-def _int_at_least(minimum: int):
+# Upper bounds, so a huge value fails at once instead of sweeping for minutes or allocating GBs.
+MAX_NUM_SEQS_LIMIT = 65536           # sizing commands (audit, crash-map): S
+NUM_SPECULATIVE_TOKENS_LIMIT = 64    # k
+MAX_NUM_BATCHED_TOKENS_LIMIT = 2**20  # T
+REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
+
+
+def _int_in(minimum: int, maximum: int | None = None):
+    """An argparse type: an integer in [minimum, maximum] (no upper bound when maximum is None)."""
+    allowed = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+
     def parse(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
             number = None
-        if number is None or number < minimum:
-            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value!r}")
+        if number is None or number < minimum or (maximum is not None and number > maximum):
+            raise argparse.ArgumentTypeError(f"must be an integer {allowed}, got {value!r}")
         return number
 
     return parse
 
 
-def _int_range(minimum: int):
-    """'A:B' -> range(A, B + 1), both ends inclusive and >= minimum."""
+def _int_at_least(minimum: int):
+    return _int_in(minimum)
+
+
+def _int_range(minimum: int, maximum: int | None = None):
+    """'A:B' -> range(A, B + 1), both ends inclusive, within [minimum, maximum]."""
+    bound = f"{minimum} <= START <= END" + (f" <= {maximum}" if maximum is not None else "")
 
     def parse(value: str) -> range:
         parts = value.split(":")
         try:
-            bounds = [_int_at_least(minimum)(part) for part in parts] if len(parts) == 2 else None
+            bounds = [_int_in(minimum, maximum)(part) for part in parts] if len(parts) == 2 else None
         except argparse.ArgumentTypeError:
             bounds = None
         if bounds is None or bounds[0] > bounds[1]:
-            raise argparse.ArgumentTypeError(f"must be START:END with {minimum} <= START <= END, got {value!r}")
+            raise argparse.ArgumentTypeError(f"must be START:END with {bound}, got {value!r}")
         return range(bounds[0], bounds[1] + 1)
 
     return parse
@@ -70,12 +87,26 @@ def _writing_out(path):
         raise GraphlabError(f"cannot write --out {path!r}: {error.strerror or error}") from None
 
 
+def _check_out_folder(path) -> Path:
+    """--out as a folder: an existing writable folder, or one that can be created. Checked before work."""
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise GraphlabError(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")
+    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+    if not existing.is_dir():
+        raise GraphlabError(f"cannot create --out {str(path)!r}: {str(existing)!r} is a file")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise GraphlabError(f"cannot write --out {str(path)!r}: {str(existing)!r} is not writable")
+    return out
+
+
 def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-num-batched-tokens",
-        type=_int_at_least(1),
+        type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
         default=None,
-        help="token budget per step; only the vLLM V1 engines read it (default 8192)",
+        help=f"token budget per step; only the vLLM V1 engines read it (default 8192, at most "
+             f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
     )
 
 
@@ -387,11 +418,26 @@ def add_bench_parser(subparsers) -> None:
     parser.set_defaults(handler=run_bench)
 
 
+def _csv_stamps(out: Path, names) -> dict:
+    return {name: (out / f"{name}.csv").stat().st_mtime_ns if (out / f"{name}.csv").is_file() else None
+            for name in names}
+
+
 def run_bench(args) -> int:
     from graphlab import bench
 
-    with _writing_out(args.out):
-        paths = bench.run_bench(args.suite, args.device, args.out)
+    out = _check_out_folder(args.out)
+    before = _csv_stamps(out, bench.SWEEPS)
+    try:
+        with _writing_out(args.out):
+            paths = bench.run_bench(args.suite, args.device, out)
+    except KeyboardInterrupt:
+        # Each CSV is replaced atomically when its sweep ends: the ones this run replaced are whole.
+        after = _csv_stamps(out, bench.SWEEPS)
+        done = [f"{name}.csv" for name in bench.SWEEPS if after[name] not in (None, before[name])]
+        print(f"interrupted: complete CSVs under {out}: {', '.join(done) if done else 'none'}",
+              file=sys.stderr)
+        return 130
     print(bench.summary(paths))
     return 0
 
@@ -507,3 +553,6 @@ def main(argv=None) -> int:
     except GraphlabError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # bench names its finished CSVs itself
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -18,6 +18,32 @@ MIB = 2**20
 _PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
 
 
+def inline(*formats: str) -> None:
+    """Show Figures as images in a notebook (PNG unless formats say e.g. "svg"), whatever the backend.
+
+    Under MPLBACKEND=Agg (the Makefile's) IPython registers no image formatter, so display(fig)
+    printed only `<Figure size ...>`. This registers matplotlib_inline's formatter for Figure, and
+    for text-only frontends a text/plain line naming the figure by its title. Outside IPython:
+    nothing to do.
+    """
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    set_matplotlib_formats(*(formats or ("png",)))
+    shell.display_formatter.formatters["text/plain"].for_type(
+        Figure, lambda fig, printer, cycle: printer.text(_figure_text(fig)))
+
+
+def _figure_text(fig: Figure) -> str:
+    title = fig._suptitle.get_text().splitlines()[0] if fig._suptitle else "untitled"
+    return f"[figure: {title}]"
+
+
 def _one(df: pd.DataFrame, column: str) -> str:
     """The single value of a provenance column; mixing machines in one figure would mislead."""
     if column not in df.columns:
@@ -228,3 +254,19 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     fig.suptitle(provenance_title(df, "Speculative decoding (batch-expansion scorer) per sizing "
                                   "policy"), fontsize=10)
     return fig
+
+
+def reference_figures(folder) -> list[tuple[str, Figure]]:
+    """The figures of one reference run (a folder of bench CSVs, e.g. data/cpu): latency and graph
+    memory per model, then speculative decoding; names like 'latency_tiny'. Missing CSVs are skipped."""
+    from pathlib import Path
+
+    folder = Path(folder)
+    figures = []
+    for stem, plot in (("latency", plot_latency), ("graph_memory", plot_graph_memory)):
+        if (folder / f"{stem}.csv").is_file():
+            for model, rows in pd.read_csv(folder / f"{stem}.csv").groupby("model"):
+                figures.append((f"{stem}_{model}", plot(rows)))
+    if (folder / "spec_decode.csv").is_file():
+        figures.append(("spec_decode", plot_spec_decode(pd.read_csv(folder / "spec_decode.csv"))))
+    return figures

@@ -5,13 +5,14 @@
 
 Executed copies go to <out>/notebooks/<name>.ipynb; what a notebook writes (figures, CSVs) goes
 to <out>/<name>/, passed to it as the `out_dir` parameter. `--ci` passes `ci=True`, which the
-notebooks turn into small sizes. Exit status 1 when any notebook failed or did not write what it
-promises (EXPECTED_OUTPUTS).
+notebooks turn into small sizes. Exit status 1 when any notebook failed, did not write what it
+promises, or did not show its figures inline (EXPECTED).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import time
@@ -23,27 +24,75 @@ NOTEBOOK_DIR = ROOT / "notebooks"
 # Kernels inherit this. The tiny model's CPU steps are overhead-bound: two OpenMP threads spinning
 # against each other on a busy 2-core machine made the notebooks' sweeps ~20x slower. Rows record
 # the thread count in their device name. Set OMP_NUM_THREADS yourself to override.
-KERNEL_ENV = {"OMP_NUM_THREADS": "1"}
-# Files each notebook promises to write under its out_dir; the runner checks them.
-EXPECTED_OUTPUTS = {
-    "00_setup_check": ("setup.json",),
-    "01_cuda_graphs_first_principles": ("graph_pool.png",),
-    "02_the_crash": ("traceback.txt", "crash_dispatch.csv", "crash.json"),
-    "03_the_guard_fix": ("guard_steps.csv",),
-    "04_adaptive_sizing": ("crash_map.csv", "crash_map_before_after.png",
-                           "graph_fraction_before_after.png", "adaptive_graph_memory.png",
-                           "vllm_v1_graph_fraction.png"),
-    "05_latency_and_memory": ("latency.csv", "graph_memory.csv", "spec_decode.csv",
-                              "spec_decode_steps.csv", "crash_map.csv", "latency.png",
-                              "graph_memory.png", "spec_decode.png", "crash_map.png"),
+# VLLM_LOGGING_LEVEL: vLLM's INFO lines (platform detection, ...) say nothing about sizing; its
+# warnings still show.
+KERNEL_ENV = {"OMP_NUM_THREADS": "1", "VLLM_LOGGING_LEVEL": "WARNING"}
+# The kernel listens on 127.0.0.1 for this run only; its "running over TCP without encryption"
+# warning (ipykernel >= 7) would be printed once per notebook. Errors still show.
+KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
+
+
+@dataclass(frozen=True)
+class Expected:
+    figures: int                  # images shown inline (image/png or image/svg+xml outputs)
+    outputs: tuple[str, ...] = ()  # files written under out_dir
+    reference_figures: bool = False  # plus one figure per reference plot of data/ (05)
+
+
+# What each notebook promises; the runner checks it after every run. One line per notebook.
+EXPECTED = {
+    "00_setup_check": Expected(0, ("setup.json",)),
+    "01_cuda_graphs_first_principles": Expected(1, ("graph_pool.png",)),
+    "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
+    "03_the_guard_fix": Expected(0, ("guard_steps.csv",)),
+    "04_adaptive_sizing": Expected(4, ("crash_map.csv", "crash_map_before_after.png",
+                                       "graph_fraction_before_after.png",
+                                       "adaptive_graph_memory.png", "vllm_v1_graph_fraction.png")),
+    "05_latency_and_memory": Expected(4, ("latency.csv", "graph_memory.csv", "spec_decode.csv",
+                                          "spec_decode_steps.csv", "crash_map.csv", "latency.png",
+                                          "graph_memory.png", "spec_decode.png", "crash_map.png"),
+                                      reference_figures=True),
 }
+IMAGE_TYPES = ("image/png", "image/svg+xml")
+
+
+def expected_figures(name: str) -> int:
+    """The number of inline images notebook `name` must show."""
+    expected = EXPECTED[name]
+    if not expected.reference_figures:
+        return expected.figures
+    from graphlab.plots import reference_figures
+
+    return expected.figures + sum(len(reference_figures(folder)) for folder in reference_folders())
+
+
+def reference_folders() -> list[Path]:
+    """The committed reference runs under data/ (one folder per run)."""
+    return sorted(p for p in (ROOT / "data").iterdir() if p.is_dir())
+
+
+def images(cell) -> int:
+    """Inline images in one executed code cell."""
+    return sum(1 for o in cell.get("outputs", ()) if any(t in o.get("data", {}) for t in IMAGE_TYPES))
+
+
+def figure_problems(executed: Path, name: str) -> str:
+    """'' when the executed notebook shows its expected figures inline, else what is wrong."""
+    import nbformat
+
+    cells = [c for c in nbformat.read(executed, as_version=4).cells if c.cell_type == "code"]
+    text = json.dumps([c.get("outputs", []) for c in cells])
+    if "<Figure size" in text:
+        return "a figure printed as text (<Figure size ...>) instead of an image"
+    found, want = sum(images(c) for c in cells), expected_figures(name)
+    return "" if found == want else f"{found} inline figures, expected {want}"
 
 
 @dataclass(frozen=True)
 class Result:
     notebook: str
     seconds: float
-    status: str          # "ok" | "failed" | "missing outputs"
+    status: str          # "ok" | "failed" | "missing outputs" | "missing figures"
     detail: str = ""     # the error's last line, or the missing files
 
     @property
@@ -71,14 +120,18 @@ def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
         papermill.execute_notebook(
             str(NOTEBOOK_DIR / f"{name}.ipynb"), str(executed),
             parameters={"ci": ci, "out_dir": str(out_dir)},
-            kernel_name="python3", cwd=str(NOTEBOOK_DIR), progress_bar=False)
+            kernel_name="python3", cwd=str(NOTEBOOK_DIR), progress_bar=False,
+            extra_arguments=KERNEL_ARGS)
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         return Result(name, time.perf_counter() - start, "failed", lines[-1] if lines else repr(exc))
     seconds = time.perf_counter() - start
-    missing = [f for f in EXPECTED_OUTPUTS.get(name, ()) if not (out_dir / f).is_file()]
+    missing = [f for f in EXPECTED[name].outputs if not (out_dir / f).is_file()]
     if missing:
         return Result(name, seconds, "missing outputs", ", ".join(missing))
+    problem = figure_problems(executed, name)
+    if problem:
+        return Result(name, seconds, "missing figures", problem)
     return Result(name, seconds, "ok")
 
 

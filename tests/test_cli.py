@@ -99,3 +99,91 @@ def test_module_entry_point_and_help():
         [sys.executable, "-m", "graphlab", "audit", "--engine", "x", "--max-num-seqs", "1"], capture_output=True, text=True, env=env
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1
+
+
+# --- parsing helpers and bench ----------------------------------------------------------------------
+
+from graphlab import bench as bench_module  # noqa: E402
+from graphlab.cli import (  # noqa: E402
+    MAX_NUM_BATCHED_TOKENS_LIMIT, _int_in, _int_range,
+)
+
+
+def one_line_error(capsys, *argv):
+    code, out, err = run_main(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and err.startswith("error: ")
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.parametrize("value", ["99999999999999999999", str(MAX_NUM_BATCHED_TOKENS_LIMIT + 1)])
+def test_huge_token_budget_fails_at_once_naming_the_limit(capsys, value):
+    err = one_line_error(capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "8",
+                         "--max-num-batched-tokens", value)
+    assert repr(value) in err and f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}" in err
+
+
+def test_int_in_bounds():
+    import argparse
+
+    parse = _int_in(1, 65536)
+    assert parse("1") == 1 and parse("65536") == 65536
+    for bad in ("0", "65537", "99999999999999999999", "1e3", "", "x"):
+        with pytest.raises(argparse.ArgumentTypeError, match=r"in 1\.\.65536"):
+            parse(bad)
+    assert _int_range(0, 64)("0:64") == range(0, 65)
+    with pytest.raises(argparse.ArgumentTypeError, match="<= 64"):
+        _int_range(0, 64)("0:65")
+
+
+def test_bench_out_existing_file_fails_before_any_sweep(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    target = tmp_path / "a-file"
+    target.write_text("keep me")
+    err = one_line_error(capsys, "bench", "--out", str(target))
+    assert "existing file" in err and repr(str(target)) in err and target.read_text() == "keep me"
+
+
+def test_bench_out_unwritable_fails_before_any_sweep(tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    (tmp_path / "file").write_text("")
+    err = one_line_error(capsys, "bench", "--out", str(tmp_path / "file" / "below"))
+    assert "cannot create --out" in err and "is a file" in err
+    if os.geteuid() != 0:  # root writes anywhere
+        locked = tmp_path / "locked"
+        locked.mkdir(mode=0o500)
+        assert "not writable" in one_line_error(capsys, "bench", "--out", str(locked / "x"))
+
+
+def test_bench_ctrl_c_names_the_finished_csvs(tmp_path, capsys, monkeypatch):
+    stale = tmp_path / "out" / "crash_map.csv"
+    stale.parent.mkdir()
+    stale.write_text("from an earlier run\n")
+    os.utime(stale, (0, 0))
+
+    def interrupted(suite, device, out, **kwargs):
+        (out / "latency.csv").write_text("engine\n")  # the first sweep finished
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(bench_module, "run_bench", interrupted)
+    code, out, err = run_main(capsys, "bench", "--out", str(tmp_path / "out"))
+    assert code == 130 and out == "" and "Traceback" not in err
+    assert err == f"interrupted: complete CSVs under {tmp_path / 'out'}: latency.csv\n"
+
+
+def test_bench_ctrl_c_in_a_real_run_exits_130_without_traceback(tmp_path):
+    """SIGINT to `python -m graphlab bench` once its first sweep has started."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    proc = subprocess.Popen([sys.executable, "-m", "graphlab", "bench", "--device", "cpu",
+                             "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=env)
+    seen, deadline = "", time.monotonic() + 120
+    while "bench quick" not in seen and time.monotonic() < deadline:  # the progress bar: sweeps run
+        seen += proc.stderr.read(1)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert "bench quick" in seen
+    assert proc.returncode == 130 and "Traceback" not in err
+    assert err.strip().splitlines()[-1].startswith(f"interrupted: complete CSVs under {tmp_path / 'out'}: ")

@@ -168,3 +168,21 @@ def test_make_figures_prefers_gpu_csvs_and_falls_back_to_cpu(tmp_path):
         f"{n}.png" for n in ("latency", "graph_memory", "spec_decode", "crash_map", "graph_fraction"))
     assert make_figures.source(tmp_path / "data", "latency.csv") == h200 / "latency.csv"
     assert make_figures.source(tmp_path / "data", "spec_decode.csv") == cpu / "spec_decode.csv"
+
+
+def test_inline_shows_figures_as_images_under_agg():
+    """display(fig) in IPython with MPLBACKEND=Agg: a PNG and a title line, never `<Figure size ...>`."""
+    pytest.importorskip("matplotlib_inline")
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    fig = Figure()
+    fig.add_subplot().plot([1, 2])
+    fig.suptitle("Decode latency\nbackend: cpu-emulated")
+    before, _ = shell.display_formatter.format(fig)
+    assert "image/png" not in before and before["text/plain"].startswith("<Figure size")
+    plots.inline()
+    data, _ = shell.display_formatter.format(fig)
+    assert data["image/png"] and data["text/plain"] == "[figure: Decode latency]"
+    plots.inline("svg")
+    assert "<svg" in shell.display_formatter.format(fig)[0]["image/svg+xml"]

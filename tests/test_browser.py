@@ -1,0 +1,187 @@
+"""The notebooks in JupyterLab, in a real (headless) Chromium driven by Playwright.
+
+A server on a loopback port with a token serves copies of the notebooks with the CI parameters
+filled in (papermill, prepare only); each is opened, run with "Run All", and checked for what a
+reader sees: no error output, the expected number of rendered images, and in notebook 02 the
+explorer widget, whose summary and picture change after a slider move. Chromium is Debian's
+(`apt-get install chromium`; .ci/run installs it), Playwright comes from the dev extra; without
+either the test is skipped with the reason. Every wait is bounded; the server is stopped at the end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = os.environ.get("GRAPHLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+if importlib.util.find_spec("jupyterlab") is None or importlib.util.find_spec("papermill") is None:
+    pytest.skip("jupyterlab or papermill is not installed (the notebooks extra)", allow_module_level=True)
+if importlib.util.find_spec("playwright") is None:
+    pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
+if not os.access(CHROMIUM, os.X_OK):
+    pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
+
+_spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+run_notebooks = importlib.util.module_from_spec(_spec)
+sys.modules.setdefault("run_notebooks", run_notebooks)
+_spec.loader.exec_module(run_notebooks)
+
+pytestmark = pytest.mark.notebooks
+SERVER_START_S = 90
+RUN_ALL_S = 240       # one notebook, all cells (05 runs the benchmark sweeps)
+UI_S = 60             # a page, a widget, an update
+# Inspects the open notebook's model: errors, cells not yet run, kernel state, rendered images.
+STATE_JS = """() => {
+  if (!window.jupyterapp) return null;
+  const panel = window.jupyterapp.shell.currentWidget;
+  if (!panel || !panel.content || !panel.sessionContext) return null;
+  const cells = panel.content.widgets.filter(c => c.model.type === 'code');
+  const errors = [];
+  let pending = 0;
+  for (const c of cells) {
+    for (const o of c.model.outputs.toJSON()) {
+      if (o.output_type === 'error') errors.push(`${o.ename}: ${o.evalue}`);
+    }
+    if (c.model.executionCount === null) pending += 1;
+  }
+  const imgs = [...panel.node.querySelectorAll('.jp-OutputArea-output img')];
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return {errors, pending, status: kernel ? kernel.status : 'none',
+          images: imgs.filter(i => i.complete && i.naturalWidth > 0).length};
+}"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _prepare(root: Path) -> None:
+    """Copies with the CI parameters injected, beside a link to data/ (notebooks read ../data)."""
+    import papermill
+
+    (root / "notebooks").mkdir(parents=True)
+    (root / "data").symlink_to(ROOT / "data")
+    for name in run_notebooks.notebook_names():
+        papermill.execute_notebook(
+            str(ROOT / "notebooks" / f"{name}.ipynb"), str(root / "notebooks" / f"{name}.ipynb"),
+            parameters={"ci": True, "out_dir": str(root / "out" / name)}, prepare_only=True,
+            kernel_name="python3", progress_bar=False)
+    # Every cell in the DOM (no windowed rendering), so images can be counted.
+    settings = root / "settings" / "@jupyterlab" / "notebook-extension"
+    settings.mkdir(parents=True)
+    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lab")
+    _prepare(root)
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, **run_notebooks.KERNEL_ENV, "MPLBACKEND": "Agg",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+           "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    log = open(root / "server.log", "w")
+    server = subprocess.Popen(
+        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
+         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
+         f"--LabApp.user_settings_dir={root / 'settings'}",
+         f"--LabApp.workspaces_dir={root / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
+        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + SERVER_START_S
+        while True:
+            try:
+                urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=5).read()
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"jupyter lab did not start: {(root / 'server.log').read_text()[-2000:]}")
+                time.sleep(0.5)
+        yield base, token, root
+    finally:
+        server.terminate()
+        try:
+            server.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait(timeout=10)
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def _wait(page, predicate, timeout_s: float, what: str):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        state = page.evaluate(STATE_JS)
+        if state is not None and predicate(state):
+            return state
+        page.wait_for_timeout(500)
+    pytest.fail(f"timed out after {timeout_s:.0f} s waiting for {what}; last state {state}")
+
+
+@pytest.mark.parametrize("name", run_notebooks.notebook_names())
+def test_notebook_runs_in_jupyterlab(lab, browser, name):
+    base, token, root = lab
+    page = browser.new_page(viewport={"width": 1400, "height": 1000})
+    page.set_default_timeout(UI_S * 1000)
+    try:
+        page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?token={token}")
+        _wait(page, lambda s: s["status"] == "idle", UI_S, "the kernel to start")
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        state = _wait(page, lambda s: s["errors"] or (s["pending"] == 0 and s["status"] == "idle"),
+                      RUN_ALL_S, "Run All to finish")
+        assert state["errors"] == [], f"{name}: error output {state['errors']}"
+        expected = run_notebooks.expected_figures(name)
+        state = _wait(page, lambda s: s["images"] >= expected, UI_S, f"{expected} images")
+        assert state["images"] == expected
+        if name == "02_the_crash":
+            _move_the_explorer(page)
+    finally:
+        with contextlib.suppress(Exception):  # a failure above is the one to report
+            page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                          " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+        page.close()
+
+
+def _move_the_explorer(page) -> None:
+    summary = page.locator(".widget-html-content", has_text="reachable batch sizes")
+    summary.wait_for()
+    assert "max_num_seqs = 8," in summary.inner_text() and "KeyError: 16" in summary.inner_text()
+    picture = page.locator("img.widget-image")
+    before = picture.get_attribute("src")
+    handle = page.locator(".widget-slider", has_text="max_num_seqs S").locator(".noUi-handle")
+    handle.focus()
+    page.keyboard.press("ArrowRight")  # S: 8 -> 9, as a reader's slider move
+    page.locator(".widget-html-content", has_text="max_num_seqs = 9,").wait_for()
+    page.wait_for_function("before => document.querySelector('img.widget-image').src !== before", arg=before,
+                           timeout=UI_S * 1000)

@@ -1,0 +1,94 @@
+"""The explorer (graphlab.widgets): its callbacks driven directly, as a slider move would."""
+
+import base64
+import io
+
+import PIL.Image
+import pytest
+
+pytest.importorskip("ipywidgets")
+
+from graphlab.audit import audit  # noqa: E402
+from graphlab.errors import GraphlabError  # noqa: E402
+from graphlab.sizing import ENGINES, SizingConfig  # noqa: E402
+from graphlab.widgets import ExplorerState, StaticExplorer, explorer, reads_max_num_batched_tokens  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def ex():
+    return explorer()
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    return PIL.Image.open(io.BytesIO(data)).size
+
+
+def test_default_state_shows_the_v0_crash(ex):
+    assert ex.state == ExplorerState("vllm-0.5.5", 8, 4)
+    assert "first crash at n = 9: <b>KeyError: 16</b>" in ex.summary.value
+    assert "captured sizes (4): 1, 2, 4, 8" in ex.summary.value
+    assert "graph fraction 0.235" in ex.summary.value  # 8 of the 34 reachable rows
+    assert ex.png.startswith(b"\x89PNG") and png_size(ex.png)[0] > 400
+    assert bytes(ex.image.value) == ex.png
+
+
+def test_slider_move_updates_summary_and_image(ex):
+    before = ex.png
+    ex.controls["max_num_seqs"].value = 16  # the callback a slider move triggers
+    report = audit("vllm-0.5.5", SizingConfig(16, 4))
+    assert ex.state.max_num_seqs == 16
+    assert f"first crash at n = {report.summary.first_crash_n}" in ex.summary.value
+    assert "captured sizes (5): 1, 2, 4, 8, 16" in ex.summary.value
+    assert ex.png != before
+    ex.controls["num_speculative_tokens"].value = 0
+    assert "no crash" in ex.summary.value and "graph fraction 1.000" in ex.summary.value
+
+
+def test_engine_switch_enables_the_token_budget_only_for_v1(ex):
+    t = ex.controls["max_num_batched_tokens"]
+    ex.set(engine="vllm-0.6.0", max_num_seqs=8, num_speculative_tokens=4)
+    assert t.disabled and ex.state.max_num_batched_tokens is None
+    assert "0 crash" in ex.summary.value and "max_num_batched_tokens" not in ex.summary.value
+    ex.controls["engine"].value = "vllm-0.33.0"
+    assert not t.disabled and ex.controls["engine"].value == "vllm-0.33.0"
+    t.value = 16
+    assert ex.state.max_num_batched_tokens == 16
+    expected = audit("vllm-0.33.0", SizingConfig(8, 4, 16))
+    assert f"captured sizes ({len(expected.capture_sizes)})" in ex.summary.value
+    assert "max_num_batched_tokens = 16" in ex.summary.value
+    ex.controls["engine"].value = "nano-vllm"
+    assert t.disabled and ex.state.max_num_batched_tokens is None
+
+
+@pytest.mark.parametrize("engine", list(ENGINES))
+def test_every_engine_renders_its_audit(engine):
+    ex = explorer(engine, max_num_seqs=100, num_speculative_tokens=2)
+    s = audit(engine, SizingConfig(100, 2)).summary
+    assert f"{s.num_reachable} reachable" in ex.summary.value
+    assert f"graph fraction {s.graph_fraction:.3f}" in ex.summary.value
+    assert reads_max_num_batched_tokens(engine) == (engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"))
+
+
+def test_crash_map_toggle_and_headless_image(ex):
+    ex.set(engine="vllm-0.5.5", max_num_seqs=8, num_speculative_tokens=4)
+    before = ex.png
+    ex.controls["map_value"].value = "crashing sizes"
+    assert ex.state.map_value == "crashing sizes" and ex.png != before
+    bundle = ex._repr_mimebundle_()
+    # The widget view for a live frontend and the PNG for papermill / a saved notebook.
+    assert "application/vnd.jupyter.widget-view+json" in bundle
+    assert base64.b64decode(bundle["image/png"]) == ex.png == bytes(ex.image.value)
+
+
+def test_static_explorer_without_widgets():
+    static = StaticExplorer(ExplorerState("nano-vllm", 100, 0))
+    bundle = static._repr_mimebundle_()
+    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG") and "StopIteration" in bundle["text/html"]
+
+
+@pytest.mark.parametrize("bad", [dict(max_num_seqs=0), dict(max_num_seqs=513),
+                                 dict(num_speculative_tokens=9), dict(engine="vllm-9"),
+                                 dict(map_value="nope")])
+def test_out_of_range_state_is_refused(bad):
+    with pytest.raises(GraphlabError):
+        ExplorerState(**bad)
