@@ -23,7 +23,7 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.progress import progress as progress_bar
-from graphlab.sizing import CRASH, EAGER, ENGINES, GRAPH, PATHS, V0_POLICIES, Dispatch, SizingConfig, SizingPolicy, crash_error, get_policy
+from graphlab.sizing import CRASH, EAGER, ENGINES, GRAPH, PATHS, V0_ENGINES, Dispatch, SizingConfig, SizingPolicy, crash_error, get_engine
 from graphlab.workload import reachable_batch_sizes
 
 CRASH_MAP_COLUMNS = (
@@ -152,7 +152,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: n
 
 def has_proposer(policy: SizingPolicy, cfg: SizingConfig) -> bool:
     """Whether the engine runs a draft model with its own graphs (V0 engines, k > 0)."""
-    return policy.name in V0_POLICIES and cfg.num_speculative_tokens > 0
+    return policy.name in V0_ENGINES and cfg.num_speculative_tokens > 0
 
 
 def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
@@ -178,7 +178,7 @@ def _proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = Tr
 
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     """Every batch size cfg can produce on the engine, with its path (graph / eager / crash)."""
-    policy = get_policy(policy)
+    policy = get_engine(policy)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -195,8 +195,8 @@ def _parse_engines(engine) -> list[SizingPolicy]:
     if engine == "all":
         return list(ENGINES.values())
     if isinstance(engine, (str, SizingPolicy)):
-        return [get_policy(engine)]
-    return [get_policy(e) for e in engine]
+        return [get_engine(engine)]
+    return [get_engine(e) for e in engine]
 
 
 def crash_map(

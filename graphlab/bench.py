@@ -275,7 +275,7 @@ def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
-            for engine in suite.spec_policies]
+            for engine in suite.spec_engines]
     return with_provenance(spec_decode_benchmark(runs, preset=preset, dtype=dtype, device=dev),
                            prov)
 
@@ -292,7 +292,7 @@ def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") 
     frames = []
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
-            for engine in suite.spec_policies:
+            for engine in suite.spec_engines:
                 config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
                                           engine=engine, max_model_len=suite.spec_max_model_len)
                 _, output = run_speculative(config, RequestLoad(kind="coverage"), preset=preset,

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, SizingConfig, get_policy
+from graphlab.sizing import ENGINES, SizingConfig, get_engine
 
 
 class _Parser(argparse.ArgumentParser):
@@ -27,7 +27,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _engine(value: str) -> str:
     try:
-        get_policy(value)
+        get_engine(value)
     except GraphlabError as error:
         # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).
         raise argparse.ArgumentTypeError(str(error)) from None
@@ -314,10 +314,7 @@ def run_crash_map(args) -> int:
 
 
 def add_repro_parser(subparsers) -> None:
-    from graphlab.sizing import V0_POLICIES
-
-    # graphlab.v1_runner.V1_ENGINES without importing it (that loads torch): engines in tokens.
-    v1_engines = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+    from graphlab.sizing import V0_ENGINES, V1_ENGINES as v1_engines
 
     parser = subparsers.add_parser(
         "repro",
@@ -333,9 +330,9 @@ def add_repro_parser(subparsers) -> None:
             "object: engine, capture_sizes and each decode step's num_tokens, path, graph_size."
         ),
     )
-    parser.add_argument("--engine", choices=V0_POLICIES + v1_engines, default="vllm-0.5.5",
+    parser.add_argument("--engine", choices=V0_ENGINES + v1_engines, default="vllm-0.5.5",
                         help="the target's sizing, default vllm-0.5.5")
-    parser.add_argument("--proposer-engine", choices=V0_POLICIES, default=None,
+    parser.add_argument("--proposer-engine", choices=V0_ENGINES, default=None,
                         help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
                              "under a V1 engine)")
     parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
@@ -456,7 +453,8 @@ def _positive_float(value: str) -> float:
 
 
 def add_plan_parser(subparsers) -> None:
-    from graphlab.plan import GRAPH_POOLS, V1_ENGINES
+    from graphlab.plan import GRAPH_POOLS
+    from graphlab.sizing import V1_ENGINES
 
     parser = subparsers.add_parser(
         "plan",

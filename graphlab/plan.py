@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, _check_int, get_policy
+from graphlab.sizing import V1_ENGINES, SizingConfig, _check_int, get_engine
 from graphlab.workload import reachable_batch_sizes
 
 MIB = 2**20
@@ -214,7 +214,7 @@ class Outcome:
 def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeTable | None = None,
              graph_pool: str = "shared", latency: tuple[SizeTable, SizeTable] | None = None) -> Outcome:
     """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
-    policy = get_policy(engine)
+    policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
     path, graph_size, _ = policy.dispatch_array(workload.sizes, cfg, capture)
     on_graph = path == 0
@@ -368,12 +368,11 @@ class Plan:
                       "vllm_flag": self.vllm_flag, "notes": list(self.notes)}
 
 
-V1_ENGINES = ("vllm-0.33.0", "vllm-0.13.0", "vllm-0.12.0")
 
 
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in max_num_batched_tokens, once."""
-    policy = get_policy(engine)
+    policy = get_engine(engine)
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
         raise GraphlabError(f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
@@ -391,7 +390,7 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
     memory budget, the plan may capture as many graphs as the engine's default does.
     max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal coverage).
     """
-    policy = get_policy(engine)
+    policy = get_engine(engine)
     if policy.name not in V1_ENGINES:
         raise GraphlabError(f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}")
     error = policy.startup_error(cfg)

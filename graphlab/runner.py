@@ -19,7 +19,7 @@ import torch
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.graphs import NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
 from graphlab.model import LlamaForCausalLM
-from graphlab.sizing import V0_POLICIES, SizingConfig, SizingPolicy, get_policy
+from graphlab.sizing import V0_ENGINES, SizingConfig, SizingPolicy, get_engine
 
 
 @dataclass(frozen=True)
@@ -39,8 +39,8 @@ class ModelRunner:
     def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
                  backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
                  num_warmups: int = NUM_WARMUPS):
-        self.engine = get_policy(engine)
-        check_choice("the V0-shaped runner's engine", self.engine.name, V0_POLICIES)
+        self.engine = get_engine(engine)
+        check_choice("the V0-shaped runner's engine", self.engine.name, V0_ENGINES)
         if not isinstance(cfg, SizingConfig):
             raise GraphlabError(f"cfg must be a graphlab.sizing.SizingConfig, "
                                 f"got {type(cfg).__name__}")

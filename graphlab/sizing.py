@@ -575,10 +575,12 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
               "TensorRT-LLM tensorrt_llm/llmapi/llm_args.py"),
 )
 ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGINE_TABLE}
-V0_POLICIES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
+V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
+# The vLLM V1 engines: graphs keyed by token count (uniform decode).
+V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
 
 
-def get_policy(name) -> SizingPolicy:
+def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names otherwise."""
     if isinstance(name, SizingPolicy):
         return name

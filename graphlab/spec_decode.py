@@ -35,9 +35,9 @@ from graphlab.model import LlamaForCausalLM, ModelConfig
 from graphlab.provenance import resolve_device
 from graphlab.rejection import SpecDecodeMetrics, greedy_verify, rejection_sample
 from graphlab.runner import ModelRunner, StepRecord, StepTimer
-from graphlab.sizing import SizingConfig
+from graphlab.sizing import V1_ENGINES, SizingConfig
 from graphlab.spec_records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
-from graphlab.v1_runner import V1_ENGINES, V1ModelRunner
+from graphlab.v1_runner import V1ModelRunner
 # make_requests: still imported from here by tests/test_vllm_crosscheck.py.
 from graphlab.workload import Request, RequestLoad, load_requests, make_requests  # noqa: F401
 

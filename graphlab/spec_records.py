@@ -9,7 +9,7 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.rejection import SpecDecodeMetrics
-from graphlab.sizing import V0_POLICIES, SizingConfig
+from graphlab.sizing import V0_ENGINES, SizingConfig
 from graphlab.v1_runner import V1_ENGINES
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
@@ -43,12 +43,12 @@ class SpecDecodeConfig:
             object.__setattr__(self, "proposer_engine", "vllm-0.6.0" if v1 else self.engine)
         if self.scorer is None:
             object.__setattr__(self, "scorer", "mqa" if v1 else "batch-expansion")
-        if self.engine not in V0_POLICIES + V1_ENGINES:
+        if self.engine not in V0_ENGINES + V1_ENGINES:
             raise GraphlabError(f"engine {self.engine!r}: allowed: "
-                                f"{', '.join(V0_POLICIES + V1_ENGINES)}")
-        if self.proposer_engine not in V0_POLICIES:
+                                f"{', '.join(V0_ENGINES + V1_ENGINES)}")
+        if self.proposer_engine not in V0_ENGINES:
             raise GraphlabError(f"proposer_engine {self.proposer_engine!r}: the draft runs on the "
-                                f"V0-shaped runner, allowed: {', '.join(V0_POLICIES)}")
+                                f"V0-shaped runner, allowed: {', '.join(V0_ENGINES)}")
         if self.scorer not in SCORERS:
             raise GraphlabError(f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
         if v1 and self.scorer != "mqa":

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import V0_POLICIES
+from graphlab.sizing import V0_ENGINES
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
@@ -28,7 +28,7 @@ class Suite:
     warmup: int
     max_seq_len: int
     memory_max_num_seqs: int
-    spec_policies: tuple[str, ...]
+    spec_engines: tuple[str, ...]
     spec_max_num_seqs: tuple[int, ...]
     spec_num_speculative_tokens: tuple[int, ...]
     spec_num_requests_per_seq: int
@@ -58,10 +58,10 @@ class Suite:
                 if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
                     raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
                                         f"non-empty integers >= {bound}")
-        bad = [p for p in self.spec_policies if p not in V0_POLICIES]
-        if bad or not self.spec_policies:
-            raise GraphlabError(f"suite {self.name!r}: spec_policies {bad or '()'} must be among "
-                                f"{', '.join(V0_POLICIES)}")
+        bad = [p for p in self.spec_engines if p not in V0_ENGINES]
+        if bad or not self.spec_engines:
+            raise GraphlabError(f"suite {self.name!r}: spec_engines {bad or '()'} must be among "
+                                f"{', '.join(V0_ENGINES)}")
 
     def model_for(self, device: str) -> tuple[str, str]:
         """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
@@ -75,7 +75,7 @@ SUITES = {
         name="quick", preset="tiny", dtype="float32",
         latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
         max_seq_len=64, memory_max_num_seqs=32,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
+        spec_engines=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
         spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
         spec_max_model_len=48,
         crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
@@ -90,7 +90,7 @@ SUITES = {
         # 30 timed steps per point: eager 100m/1b steps (~7-10 ms, launch-bound) dominate the
         # GPU check's budget, and a median of 30 is as steady as one of 50 there.
         repeats=30, warmup=3, max_seq_len=256, memory_max_num_seqs=256,
-        spec_policies=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
+        spec_engines=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
         spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
         spec_max_model_len=96,
         crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),

@@ -33,17 +33,16 @@ from graphlab.errors import GraphlabError, check_choice
 from graphlab.graphs import NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
 from graphlab.model import LlamaForCausalLM
 from graphlab.runner import StepRecord, StepTimer
-from graphlab.sizing import ENGINES, SizingConfig, SizingPolicy, get_policy
+from graphlab.sizing import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
 
 # The engines that dispatch uniform decode batches by token count: vLLM V1.
-V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
 
 
 def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:
     """Token counts of the FULL uniform-decode graphs vLLM captures for `cfg`: each of the
     engine's capture sizes rounded up to a multiple of q, kept when <= min(largest capture size,
     max_num_seqs * q) (see the module docstring for the two model runners' sources)."""
-    policy = get_policy(engine)
+    policy = get_engine(engine)
     sizes = policy.capture_sizes(cfg)
     if not sizes:
         return ()
@@ -92,7 +91,7 @@ class V1ModelRunner:
     def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
                  backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
                  num_warmups: int = NUM_WARMUPS):
-        self.engine = get_policy(engine)
+        self.engine = get_engine(engine)
         _check_config(self.engine, cfg)
         self.backend = resolve_backend(model, backend, graph_pool)
         model.kv_cache()  # a clear error now rather than at the first step

@@ -31,7 +31,7 @@ from matplotlib.patches import Rectangle
 
 from graphlab.audit import AuditReport, audit, crash_map
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, PATHS, SizingConfig, get_policy
+from graphlab.sizing import ENGINES, PATHS, SizingConfig, get_engine
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
 MAX_K = 8
@@ -53,7 +53,7 @@ class ExplorerState:
     map_value: str = "graph fraction"
 
     def __post_init__(self):
-        get_policy(self.engine)
+        get_engine(self.engine)
         if not 1 <= self.max_num_seqs <= MAX_NUM_SEQS:
             raise GraphlabError(f"max_num_seqs must be in 1..{MAX_NUM_SEQS}, got {self.max_num_seqs!r}")
         if not 0 <= self.num_speculative_tokens <= MAX_K:
@@ -68,7 +68,7 @@ class ExplorerState:
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
     """Whether the engine sizes with max_num_batched_tokens (vLLM V1 does; V0 and the peers do not)."""
-    return get_policy(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
+    return get_engine(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
 
 
 @lru_cache(maxsize=32)

@@ -19,7 +19,7 @@ from functools import lru_cache
 import numpy as np
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, SizingPolicy, get_policy
+from graphlab.sizing import SizingConfig, SizingPolicy, get_engine
 
 
 def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -61,7 +61,7 @@ def batch_sizes_for_unit(batch_unit: str, max_num_seqs: int, num_speculative_tok
 
 def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.ndarray:
     """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit)."""
-    policy = get_policy(policy)
+    policy = get_engine(policy)
     return batch_sizes_for_unit(policy.batch_unit, cfg.max_num_seqs, cfg.num_speculative_tokens,
                                 policy.effective_max_num_batched_tokens(cfg))
 

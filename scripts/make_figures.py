@@ -21,7 +21,7 @@ matplotlib.use("Agg")
 import pandas as pd  # noqa: E402
 
 from graphlab import plots  # noqa: E402
-from graphlab.sizing import V0_POLICIES  # noqa: E402
+from graphlab.sizing import V0_ENGINES  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         figures[name] = (plot(pd.read_csv(path)), path)
     path = args.data / "cpu" / "crash_map.csv"  # computed from the sizing rules: any machine's will do
     grid = pd.read_csv(path)
-    grid = grid[grid["engine"].isin(list(V0_POLICIES))]
+    grid = grid[grid["engine"].isin(list(V0_ENGINES))]
     figures["crash_map"] = (plots.plot_crash_map(grid, "num_crash"), path)
     figures["graph_fraction"] = (plots.plot_crash_map(grid, "graph_fraction"), path)
     for name, (fig, csv) in figures.items():

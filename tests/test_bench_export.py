@@ -206,7 +206,7 @@ def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
     run_speculative = bench.run_speculative
     monkeypatch.setattr(bench, "run_speculative", spy)
     frame = bench.spec_decode_steps_sweep(bench.replace_suite(TINY, dtype="bfloat16"), "cpu")
-    assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_policies)
+    assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_engines)
     assert set(frame["dtype"]) == {"bfloat16"}
 
 
@@ -223,7 +223,7 @@ def test_csv_files_get_the_umask_permissions_not_mkstemps(tmp_path):
 
 def test_spec_decode_rows_per_engine(written):
     frame = pd.read_csv(written["spec_decode"])
-    assert list(frame["engine"]) == list(TINY.spec_policies)
+    assert list(frame["engine"]) == list(TINY.spec_engines)
     by_engine = frame.set_index("engine")
     # Adaptive captures the expanded batch: every scorer step replays a graph.
     assert by_engine.loc["adaptive", "scorer_graph_fraction"] == 1.0
@@ -294,8 +294,8 @@ def test_suite_fields_are_validated():
         bench.replace_suite("quick", latency_batch_sizes=())
     with pytest.raises(GraphlabError, match="latency_max_num_seqs=.*>= 1"):
         bench.replace_suite("quick", latency_max_num_seqs=0)
-    with pytest.raises(GraphlabError, match="spec_policies.*vllm-0.5.5"):
-        bench.replace_suite("quick", spec_policies=("sglang",))
+    with pytest.raises(GraphlabError, match="spec_engines.*vllm-0.5.5"):
+        bench.replace_suite("quick", spec_engines=("sglang",))
 
 
 def test_bad_suite_and_sweep_names():

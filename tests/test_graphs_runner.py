@@ -11,7 +11,7 @@ from graphlab.graphs import capture_graphs
 from graphlab.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
 from graphlab.model import PRESETS, build_model
 from graphlab.runner import ModelRunner
-from graphlab.sizing import V0_POLICIES, SizingConfig, get_policy
+from graphlab.sizing import V0_ENGINES, SizingConfig, get_engine
 
 NUM_SLOTS, MAX_SEQ_LEN = 32, 16
 
@@ -41,15 +41,15 @@ def step_outcome(runner, n):
     return record.path, record.graph_size, None
 
 
-@pytest.mark.parametrize("engine", V0_POLICIES)
+@pytest.mark.parametrize("engine", V0_ENGINES)
 @pytest.mark.parametrize("max_num_seqs, k", [(8, 4), (32, 2), (100, 3)])
 def test_runner_outcome_equals_sizing_dispatch_for_every_n(model, engine, max_num_seqs, k):
     cfg = SizingConfig(max_num_seqs=max_num_seqs, num_speculative_tokens=k)
     runner = ModelRunner(model, engine, cfg, backend="cpu-emulated")
     runner.capture_model()
-    assert sorted(runner.graph_runners) == list(get_policy(engine).capture_sizes(cfg))
+    assert sorted(runner.graph_runners) == list(get_engine(engine).capture_sizes(cfg))
     for n in range(1, 301):
-        expected = get_policy(engine).dispatch(n, cfg)
+        expected = get_engine(engine).dispatch(n, cfg)
         assert step_outcome(runner, n) == (expected.path, expected.graph_size, expected.error), n
 
 

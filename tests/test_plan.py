@@ -11,7 +11,7 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.plan import (MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluate, plan, read_batch_sizes,
                            read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload)
-from graphlab.sizing import SizingConfig, _round_for_spec_decode, get_policy
+from graphlab.sizing import SizingConfig, _round_for_spec_decode, get_engine
 
 CPU = "data/cpu"
 
@@ -35,7 +35,7 @@ def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
     largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
     (mean step latency,) with latency tables; None when no subset fits the budget."""
     q = cfg.decode_query_len
-    tokens = get_policy(engine).effective_max_num_batched_tokens(cfg)
+    tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
     universe = [s for s in range(q, min(tokens, int(workload.sizes[-1]) + 2 * q) + 1, q)]
     best = None
     for g in range(1, (budget.max_graphs or len(universe)) + 1):
@@ -117,7 +117,7 @@ def property_configs():
 
 @pytest.mark.parametrize("engine,cfg", list(property_configs()))
 def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine, cfg):
-    default = get_policy(engine).capture_sizes(cfg)
+    default = get_engine(engine).capture_sizes(cfg)
     if not default:  # 0.12/0.13 refuse to start there: no default to beat
         return
     memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
@@ -140,7 +140,7 @@ def test_plans_only_sizes_vllm_keeps(engine):
         sizes = list(plan(engine, cfg, budget=Budget(12)).capture_sizes)
         assert _round_for_spec_decode(sizes, cfg.decode_query_len) == sizes or sorted(
             _round_for_spec_decode(sizes, cfg.decode_query_len)) == sizes
-        assert all(s % cfg.decode_query_len == 0 and s <= get_policy(engine).effective_max_num_batched_tokens(cfg)
+        assert all(s % cfg.decode_query_len == 0 and s <= get_engine(engine).effective_max_num_batched_tokens(cfg)
                    for s in sizes)
 
 
@@ -199,7 +199,7 @@ def test_cli_json(capsys):
         assert key in d
     assert d["vllm_flag"] == "--compilation-config '" + json.dumps({"cudagraph_capture_sizes": d["capture_sizes"]}) + "'"
     assert len(d["capture_sizes"]) == 40 and d["graph_fraction"] == 1.0
-    assert d["default_capture_sizes"] == list(get_policy("vllm-0.33.0").capture_sizes(SizingConfig(256, 4)))
+    assert d["default_capture_sizes"] == list(get_engine("vllm-0.33.0").capture_sizes(SizingConfig(256, 4)))
 
 
 def test_cli_text_with_csvs(capsys, tmp_path):
@@ -248,7 +248,7 @@ def test_kit_engines_keep_the_planned_sizes(engine):
     for seqs, k, tokens, graphs in ROUND_TRIP:
         sizes = plan(engine, SizingConfig(seqs, k, tokens), budget=Budget(graphs)).capture_sizes
         explicit = SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=sizes)
-        assert get_policy(engine).capture_sizes(explicit) == sizes and not get_policy(engine).startup_error(explicit)
+        assert get_engine(engine).capture_sizes(explicit) == sizes and not get_engine(engine).startup_error(explicit)
 
 
 @pytest.mark.vllm
@@ -289,7 +289,7 @@ def test_default_figures_equal_the_audit(engine):
     from graphlab.audit import audit
 
     for cfg in (SizingConfig(256, 4), SizingConfig(100, 3, 300), SizingConfig(6, 6), SizingConfig(33, 0, 40)):
-        if not get_policy(engine).capture_sizes(cfg):
+        if not get_engine(engine).capture_sizes(cfg):
             continue
         summary = audit(engine, cfg).summary
         default = plan(engine, cfg).default

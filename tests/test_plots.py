@@ -12,7 +12,7 @@ from matplotlib.figure import Figure
 from graphlab import plots
 from graphlab.audit import crash_map
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, get_policy
+from graphlab.sizing import SizingConfig, get_engine
 
 CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}
 GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
@@ -30,7 +30,7 @@ def _texts(fig: Figure) -> str:
 
 
 def latency_frame(engine="vllm-0.6.0", prov=CPU) -> pd.DataFrame:
-    policy, cfg = get_policy(engine), SizingConfig(8, 4)
+    policy, cfg = get_engine(engine), SizingConfig(8, 4)
     rows = []
     for n in range(1, 41):
         rows.append(dict(engine=engine, batch_size=n, mode="eager", path="eager", graph_size=np.nan,

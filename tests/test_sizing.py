@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, V0_POLICIES, SGLang, SizingConfig, TrtLlm, Vllm033, get_policy, pad0
+from graphlab.sizing import ENGINES, V0_ENGINES, SGLang, SizingConfig, TrtLlm, Vllm033, get_engine, pad0
 from graphlab.workload import reachable_batch_sizes
 
 seqs = st.integers(min_value=1, max_value=600)
@@ -16,7 +16,7 @@ engines = st.sampled_from(sorted(ENGINES))
 
 
 def outcome(engine, n, seqs, k=0, tokens=None):
-    d = get_policy(engine).dispatch(n, SizingConfig(seqs, k, tokens))
+    d = get_engine(engine).dispatch(n, SizingConfig(seqs, k, tokens))
     return d.path, d.graph_size, d.error
 
 
@@ -31,7 +31,7 @@ def test_pad0_matches_v0_rule():
 
 def test_issue_7907_keyerror_40_and_16():
     # max_num_seqs 8, k 4: captured {1, 2, 4, 8}; 8 speculating sequences send 40 rows.
-    assert get_policy("vllm-0.5.5").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8)
+    assert get_engine("vllm-0.5.5").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8)
     assert outcome("vllm-0.5.5", 40, 8, 4) == ("crash", None, "KeyError: 40")
     assert outcome("vllm-0.5.5", 35, 8, 4) == ("crash", None, "KeyError: 40")
     assert outcome("vllm-0.5.5", 10, 8, 4) == ("crash", None, "KeyError: 16")
@@ -42,18 +42,18 @@ def test_issue_7907_keyerror_40_and_16():
 def test_guard_and_adaptive_on_the_issue_config():
     assert outcome("vllm-0.6.0", 40, 8, 4) == ("eager", None, None)
     assert outcome("vllm-0.6.0", 7, 8, 4) == ("graph", 8, None)
-    assert get_policy("adaptive").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8, 16, 24, 32, 40)
+    assert get_engine("adaptive").capture_sizes(SizingConfig(8, 4)) == (1, 2, 4, 8, 16, 24, 32, 40)
     assert outcome("adaptive", 35, 8, 4) == ("graph", 40, None)
 
 
 def test_v0_lists_end_at_256_and_8192():
-    assert len(get_policy("vllm-0.5.5").capture_sizes(SizingConfig(1000))) == 35
-    assert get_policy("vllm-0.6.0").capture_sizes(SizingConfig(100000))[-1] == 8192
-    assert get_policy("adaptive").capture_sizes(SizingConfig(4096, 8))[-1] == 8192  # the cap
+    assert len(get_engine("vllm-0.5.5").capture_sizes(SizingConfig(1000))) == 35
+    assert get_engine("vllm-0.6.0").capture_sizes(SizingConfig(100000))[-1] == 8192
+    assert get_engine("adaptive").capture_sizes(SizingConfig(4096, 8))[-1] == 8192  # the cap
 
 
 def test_nano_vllm_stop_iteration_for_97_to_100():
-    policy, cfg = get_policy("nano-vllm"), SizingConfig(100)
+    policy, cfg = get_engine("nano-vllm"), SizingConfig(100)
     assert policy.capture_sizes(cfg) == (1, 2, 4, 8, 16, 32, 48, 64, 80, 96)
     assert [policy.dispatch(n, cfg).error for n in range(97, 101)] == ["StopIteration"] * 4
     assert all(policy.dispatch(n, cfg).path == "graph" for n in range(1, 97))
@@ -66,15 +66,15 @@ def test_nano_vllm_stop_iteration_for_97_to_100():
 
 def test_vllm_033_uniform_decode_example():
     # S=4, k=2: grid to min(2*4*3, 512) = 24, plus decode sizes 3, 6, 12 (requests 1, 2, 4).
-    assert get_policy("vllm-0.33.0").capture_sizes(SizingConfig(4, 2)) == (1, 2, 3, 4, 6, 8, 12, 16, 24)
+    assert get_engine("vllm-0.33.0").capture_sizes(SizingConfig(4, 2)) == (1, 2, 3, 4, 6, 8, 12, 16, 24)
     assert outcome("vllm-0.33.0", 9, 4, 2) == ("graph", 12, None)
     # k=0 adds max_num_seqs itself, and T when it fits under the ceiling.
-    assert 100 in get_policy("vllm-0.33.0").capture_sizes(SizingConfig(100))
-    assert get_policy("vllm-0.33.0").capture_sizes(SizingConfig(100, 0, 60))[-1] == 60
+    assert 100 in get_engine("vllm-0.33.0").capture_sizes(SizingConfig(100))
+    assert get_engine("vllm-0.33.0").capture_sizes(SizingConfig(100, 0, 60))[-1] == 60
 
 
 def test_vllm_033_memory_clamp_and_blackwell_ceiling():
-    hopper, blackwell = get_policy("vllm-0.33.0"), Vllm033(default_max_graph_size=1024)
+    hopper, blackwell = get_engine("vllm-0.33.0"), Vllm033(default_max_graph_size=1024)
     cfg = SizingConfig(512, 8)
     assert hopper.capture_sizes(cfg)[-1] == 512
     assert blackwell.capture_sizes(cfg)[-1] == 1024
@@ -82,25 +82,25 @@ def test_vllm_033_memory_clamp_and_blackwell_ceiling():
 
 
 def test_v1_012_013_and_startup_refusal():
-    assert get_policy("vllm-0.12.0").capture_sizes(SizingConfig(4, 0)) == (1, 2, 4, 8)
+    assert get_engine("vllm-0.12.0").capture_sizes(SizingConfig(4, 0)) == (1, 2, 4, 8)
     # 0.13 sizes by 2*S*(1+k); its V1 runner rounds to multiples of 1+k.
-    assert get_policy("vllm-0.13.0").capture_sizes(SizingConfig(4, 1)) == (2, 4, 8, 16)
+    assert get_engine("vllm-0.13.0").capture_sizes(SizingConfig(4, 1)) == (2, 4, 8, 16)
     refused = SizingConfig(1, 3)  # 0.12: sizes [1, 2], no multiple of 4 fits
-    assert get_policy("vllm-0.12.0").capture_sizes(refused) == ()
-    assert "No valid cudagraph sizes" in get_policy("vllm-0.12.0").startup_error(refused)
-    assert get_policy("vllm-0.13.0").startup_error(refused) is None
-    assert "max_num_seqs (300)" in get_policy("vllm-0.33.0").startup_error(SizingConfig(300, 0, 256))
+    assert get_engine("vllm-0.12.0").capture_sizes(refused) == ()
+    assert "No valid cudagraph sizes" in get_engine("vllm-0.12.0").startup_error(refused)
+    assert get_engine("vllm-0.13.0").startup_error(refused) is None
+    assert "max_num_seqs (300)" in get_engine("vllm-0.33.0").startup_error(SizingConfig(300, 0, 256))
 
 
 def test_peers():
     # SGLang on the reference H200 (> 80 GiB) extends its list to 256; an 80 GB GPU stops at 160.
-    assert get_policy("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 256
+    assert get_engine("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 256
     assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 3))[-1] == 152
-    assert get_policy("sglang").capture_sizes(SizingConfig(20, 3)) == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 21)
+    assert get_engine("sglang").capture_sizes(SizingConfig(20, 3)) == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 21)
     assert outcome("sglang", 257, 300, 3) == ("eager", None, None)
     assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 0))[-1] == 160
     # TensorRT-LLM's defaults: max batch 128, no padding, so only exact sizes replay.
-    assert get_policy("trtllm").capture_sizes(SizingConfig(300)) == (*range(1, 33), 64, 128)
+    assert get_engine("trtllm").capture_sizes(SizingConfig(300)) == (*range(1, 33), 64, 128)
     assert [outcome("trtllm", n, 300)[0] for n in (31, 33, 64, 130)] == ["graph", "eager", "graph", "eager"]
     padded = TrtLlm(max_batch_size=300, enable_padding=True)
     assert padded.capture_sizes(SizingConfig(8)) == (1, 2, 4, *range(8, 129, 8), 192, 256, 300)
@@ -110,7 +110,7 @@ def test_peers():
 
 def test_unknown_engine_and_bad_config_name_the_value():
     with pytest.raises(GraphlabError, match="'vllm-9'.*vllm-0.5.5.*trtllm"):
-        get_policy("vllm-9")
+        get_engine("vllm-9")
     for kwargs, name in (
         (dict(max_num_seqs=0), "max_num_seqs"),
         (dict(max_num_seqs=4, num_speculative_tokens=-1), "num_speculative_tokens"),
@@ -127,14 +127,14 @@ def test_unknown_engine_and_bad_config_name_the_value():
 @settings(max_examples=60, deadline=None)
 @given(engine=engines, s=seqs, k=ks, t=tokens)
 def test_capture_sizes_sorted_unique_positive(engine, s, k, t):
-    sizes = get_policy(engine).capture_sizes(SizingConfig(s, k, t))
+    sizes = get_engine(engine).capture_sizes(SizingConfig(s, k, t))
     assert list(sizes) == sorted(set(sizes)) and all(x >= 1 for x in sizes)
 
 
 @settings(max_examples=60, deadline=None)
 @given(engine=engines, s=seqs, k=ks, t=tokens, n=st.integers(min_value=1, max_value=10000))
 def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
-    policy, cfg = get_policy(engine), SizingConfig(s, k, t)
+    policy, cfg = get_engine(engine), SizingConfig(s, k, t)
     d = policy.dispatch(n, cfg)
     if d.path == "graph":
         assert d.graph_size >= n and d.graph_size in policy.capture_sizes(cfg)
@@ -142,9 +142,9 @@ def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
 
 
 @settings(max_examples=40, deadline=None)
-@given(engine=st.sampled_from(V0_POLICIES[1:]), s=seqs, k=ks)
+@given(engine=st.sampled_from(V0_ENGINES[1:]), s=seqs, k=ks)
 def test_guard_and_adaptive_never_crash(engine, s, k):
-    policy, cfg = get_policy(engine), SizingConfig(s, k)
+    policy, cfg = get_engine(engine), SizingConfig(s, k)
     path, _, _ = policy.dispatch_array(np.arange(1, s * (k + 1) + 300), cfg)
     assert not (path == 2).any()
 
@@ -152,7 +152,7 @@ def test_guard_and_adaptive_never_crash(engine, s, k):
 @settings(max_examples=200, deadline=None)
 @given(s=seqs, n=st.integers(min_value=1, max_value=5000))
 def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
-    crashes = get_policy("vllm-0.5.5").dispatch(n, SizingConfig(s)).path == "crash"
+    crashes = get_engine("vllm-0.5.5").dispatch(n, SizingConfig(s)).path == "crash"
     assert crashes == (pad0(s) < pad0(n) <= 256)
 
 
@@ -161,7 +161,7 @@ def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
 def test_adaptive_graphs_every_batch_expansion_size(s, k):
     cfg = SizingConfig(s, k)
     ns = reachable_batch_sizes("adaptive", cfg)
-    path, graph, _ = get_policy("adaptive").dispatch_array(ns, cfg)
+    path, graph, _ = get_engine("adaptive").dispatch_array(ns, cfg)
     if pad0(s * (k + 1)) <= 8192:
         assert (path == 0).all()
     else:
@@ -172,7 +172,7 @@ def test_adaptive_graphs_every_batch_expansion_size(s, k):
 @given(engine=engines, s=st.integers(min_value=1, max_value=300), k=ks, n=st.integers(min_value=1, max_value=3000))
 def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
     # What a runner does with the three answers: graph_limit, padded_size, graph_runners[padded].
-    policy, cfg = get_policy(engine), SizingConfig(s, k)
+    policy, cfg = get_engine(engine), SizingConfig(s, k)
     sizes = policy.capture_sizes(cfg)
     graph_runners = {size: f"graph-{size}" for size in sizes}
     d = policy.dispatch(n, cfg)
@@ -194,7 +194,7 @@ def test_explicit_settings_only_for_v1_engines():
     cfg = SizingConfig(8, 4, cudagraph_capture_sizes=[8, 1, 4])
     assert cfg.cudagraph_capture_sizes == (8, 1, 4)  # kept as given: vLLM logs it so
     for engine in ENGINES:
-        policy = get_policy(engine)
+        policy = get_engine(engine)
         if engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"):
             assert policy.capture_sizes(cfg)
             continue
@@ -218,11 +218,11 @@ def test_explicit_settings_validated():
 def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
     # 0.12/0.13 round user sizes up to multiples of 1 + k and keep those <= the largest.
     cfg = SizingConfig(8, 1, cudagraph_capture_sizes=(1, 2, 3, 8))
-    assert get_policy("vllm-0.13.0").capture_sizes(cfg) == (2, 4, 8)
-    assert get_policy("vllm-0.33.0").capture_sizes(cfg) == (1, 2, 3, 8)  # model runner V2 keeps them
+    assert get_engine("vllm-0.13.0").capture_sizes(cfg) == (2, 4, 8)
+    assert get_engine("vllm-0.33.0").capture_sizes(cfg) == (1, 2, 3, 8)  # model runner V2 keeps them
     # All user sizes above T: nothing configured, nothing to round, no refusal.
     empty = SizingConfig(8, 3, 16, cudagraph_capture_sizes=(32, 64))
-    assert get_policy("vllm-0.12.0").capture_sizes(empty) == () and get_policy("vllm-0.12.0").startup_error(empty) is None
-    assert "overridden by config []" in get_policy("vllm-0.12.0").sizing_warnings(empty)[0]
+    assert get_engine("vllm-0.12.0").capture_sizes(empty) == () and get_engine("vllm-0.12.0").startup_error(empty) is None
+    assert "overridden by config []" in get_engine("vllm-0.12.0").sizing_warnings(empty)[0]
     refused = SizingConfig(8, 3, cudagraph_capture_sizes=(1, 2))
-    assert "No valid cudagraph sizes" in get_policy("vllm-0.12.0").startup_error(refused)
+    assert "No valid cudagraph sizes" in get_engine("vllm-0.12.0").startup_error(refused)

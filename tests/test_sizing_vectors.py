@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphlab.sizing import Dispatch, SGLang, SizingConfig, TrtLlm, get_policy
+from graphlab.sizing import Dispatch, SGLang, SizingConfig, TrtLlm, get_engine
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
 ENGINES = {"vllm-0.5.5", "vllm-0.6.0", "vllm-0.12.0", "vllm-0.13.0"}
@@ -33,7 +33,7 @@ def test_every_engine_is_covered(data):
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
 def test_capture_sizes_and_dispatch_match_the_wheels(data, engine):
-    policy = get_policy(engine)
+    policy = get_engine(engine)
     vectors = [v for v in data["vectors"] if v["engine"] == engine]
     assert vectors
     for vector in vectors:
@@ -48,7 +48,7 @@ def test_capture_sizes_and_dispatch_match_the_wheels(data, engine):
 def test_startup_refusals_match_the_wheels(data):
     refusals = data.get("startup_errors", [])
     for entry in refusals:
-        reported = get_policy(entry["engine"]).startup_error(_config(entry))
+        reported = get_engine(entry["engine"]).startup_error(_config(entry))
         assert reported is not None and entry["error"].startswith(reported), entry
 
 
@@ -61,7 +61,7 @@ def test_user_set_capture_settings_match_the_wheels(data):
         sizes = None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
         cfg = SizingConfig(v["max_num_seqs"], v["num_speculative_tokens"], v["max_num_batched_tokens"],
                            cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=v["max_cudagraph_capture_size"])
-        policy = get_policy(v["engine"])
+        policy = get_engine(v["engine"])
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
         assert list(policy.sizing_warnings(cfg)) == v["warnings"], v
         error = policy.startup_error(cfg)
@@ -85,7 +85,7 @@ def _peer_policy(vector):
             vector["max_num_seqs"], 3 if vector["speculative"] else 0)
     if vector["engine"] == "trtllm":
         return TrtLlm(vector["max_batch_size"], vector["enable_padding"]), SizingConfig(8)
-    return get_policy("nano-vllm"), SizingConfig(vector["max_num_seqs"])
+    return get_engine("nano-vllm"), SizingConfig(vector["max_num_seqs"])
 
 
 def test_peer_vectors_cover_each_peer_with_provenance(peers):

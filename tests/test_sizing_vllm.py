@@ -11,7 +11,7 @@ import sys
 import pytest
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, Vllm033, get_policy
+from graphlab.sizing import SizingConfig, Vllm033, get_engine
 from graphlab.vllm_compare import installed_capture_sizes
 
 pytestmark = pytest.mark.vllm
@@ -49,7 +49,7 @@ def test_enough_configs():
 
 @pytest.mark.parametrize("chunk", range(4))
 def test_vllm_033_matches_installed_vllm(installed, chunk):
-    policy = get_policy("vllm-0.33.0")
+    policy = get_engine("vllm-0.33.0")
     for cfg in CONFIGS[chunk::4]:
         assert policy.capture_sizes(cfg) == installed(cfg), cfg
 
@@ -126,7 +126,7 @@ def test_enough_explicit_settings():
 def test_explicit_settings_match_installed_vllm(installed, blackwell):
     from graphlab.vllm_compare import installed_sizing
 
-    policy = Vllm033(default_max_graph_size=1024) if blackwell else get_policy("vllm-0.33.0")
+    policy = Vllm033(default_max_graph_size=1024) if blackwell else get_engine("vllm-0.33.0")
     outcomes = {"sizes": 0, "warned": 0, "refused": 0}
     for cfg in EXPLICIT:
         real = installed_sizing(cfg, blackwell=blackwell)

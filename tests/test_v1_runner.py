@@ -15,7 +15,7 @@ from graphlab.drafts import build_draft, build_target
 from graphlab.errors import GraphlabError
 from graphlab.memory import predict_graph_memory
 from graphlab.model import build_model
-from graphlab.sizing import SizingConfig, get_policy
+from graphlab.sizing import SizingConfig, get_engine
 from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine
 from graphlab.v1_bench import measure_v1_graph_memory, measure_v1_latency
 from graphlab.v1_runner import (V1_ENGINES, V1ModelRunner, decode_graph_sizes,
@@ -69,7 +69,7 @@ def runner_for(model, engine, cfg, **kwargs):
 @pytest.mark.parametrize("engine", V1_ENGINES)
 @pytest.mark.parametrize("cfg", CONFIGS)
 def test_graphs_hold_whole_requests(engine, cfg):
-    q, sizes = cfg.decode_query_len, get_policy(engine).capture_sizes(cfg)
+    q, sizes = cfg.decode_query_len, get_engine(engine).capture_sizes(cfg)
     graphs = decode_graph_sizes(engine, cfg)
     assert graphs and all(g % q == 0 and g <= min(cfg.max_num_seqs * q, sizes[-1]) for g in graphs)
     if engine != "vllm-0.33.0":  # 0.12/0.13 rounded at start-up: the engine's own sizes
@@ -83,7 +83,7 @@ def test_runner_outcome_follows_the_engines_dispatch_for_every_n(model, engine, 
     # says eager the runner runs eagerly; where it replays a graph, the runner replays the
     # graph of whole requests that serves it (0.13: the same one; 0.33: rounded to q, never
     # larger than the engine's padded size rounded up).
-    q, policy = cfg.decode_query_len, get_policy(engine)
+    q, policy = cfg.decode_query_len, get_engine(engine)
     runner = runner_for(model, engine, cfg, backend="cpu-emulated")
     assert sorted(runner.graphs) == list(runner.capture_sizes)
     seen = set()
@@ -112,7 +112,7 @@ def _vllm_full_dispatch(engine, cfg):
     from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
     from vllm.v1.worker.gpu.cudagraph_utils import CudaGraphManager
 
-    sizes = list(get_policy(engine).capture_sizes(cfg))
+    sizes = list(get_engine(engine).capture_sizes(cfg))
     q, seqs = cfg.decode_query_len, cfg.max_num_seqs
     compilation = SimpleNamespace(cudagraph_capture_sizes=sizes,
                                   max_cudagraph_capture_size=sizes[-1], compile_sizes=None,
@@ -155,7 +155,7 @@ def test_runner_outcome_equals_installed_vllm_full_dispatch(model, engine):
     cfgs = CONFIGS + [SizingConfig(s, k, t) for s in (3, 40, 100, 256) for k in (0, 2, 4, 7)
                       for t in (None, 40, 300)]
     for cfg in cfgs:
-        if get_policy(engine).startup_error(cfg):
+        if get_engine(engine).startup_error(cfg):
             continue
         q, vllm_dispatch = cfg.decode_query_len, _vllm_full_dispatch(engine, cfg)
         ours = V1ModelRunner(model, engine, cfg, backend="cpu-emulated")
