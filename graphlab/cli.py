@@ -39,6 +39,9 @@ MAX_NUM_SEQS_LIMIT = 65536           # sizing commands (audit, crash-map): S
 NUM_SPECULATIVE_TOKENS_LIMIT = 64    # k
 MAX_NUM_BATCHED_TOKENS_LIMIT = 2**20  # T
 REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
+REPRO_MAX_NUM_REQUESTS = 65536
+REPRO_MAX_MODEL_LEN = 8192           # KV cache positions per sequence
+CRASH_MAP_MAX_NUM_SEQS = 4096        # a crash map sweeps every S in its range: keep it to seconds
 
 
 def _int_in(minimum: int, maximum: int | None = None):
@@ -55,10 +58,6 @@ def _int_in(minimum: int, maximum: int | None = None):
         return number
 
     return parse
-
-
-def _int_at_least(minimum: int):
-    return _int_in(minimum)
 
 
 def _int_range(minimum: int, maximum: int | None = None):
@@ -145,11 +144,11 @@ def add_audit_parser(subparsers) -> None:
     )
     parser.add_argument("--engine", required=True, type=_engine, help=f"one of: {', '.join(ENGINES)}")
     parser.add_argument(
-        "--max-num-seqs", type=_int_at_least(1), default=None,
+        "--max-num-seqs", type=_int_in(1, MAX_NUM_SEQS_LIMIT), default=None,
         help="S, the most sequences scheduled per step (>= 1); required unless --vllm-args",
     )
     parser.add_argument(
-        "--num-speculative-tokens", type=_int_at_least(0), default=None,
+        "--num-speculative-tokens", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=None,
         help="k, draft tokens per step (default 0: no speculative decoding)",
     )
     _add_config_arguments(parser)
@@ -158,7 +157,7 @@ def add_audit_parser(subparsers) -> None:
         help="vLLM's compilation_config.cudagraph_capture_sizes (vLLM V1 engines only)",
     )
     parser.add_argument(
-        "--max-cudagraph-capture-size", type=_int_at_least(1), default=None, metavar="N",
+        "--max-cudagraph-capture-size", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None, metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
     parser.add_argument(
@@ -277,11 +276,11 @@ def add_crash_map_parser(subparsers) -> None:
         help=f"one of: all, {', '.join(ENGINES)} (default all)",
     )
     parser.add_argument(
-        "--max-num-seqs-range", type=_int_range(1), default=range(1, 513),
+        "--max-num-seqs-range", type=_int_range(1, CRASH_MAP_MAX_NUM_SEQS), default=range(1, 513),
         help="START:END, inclusive (default 1:512)",
     )
     parser.add_argument(
-        "--k-range", type=_int_range(0), default=range(0, 9),
+        "--k-range", type=_int_range(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=range(0, 9),
         help="num_speculative_tokens START:END, inclusive (default 0:8)",
     )
     _add_config_arguments(parser)
@@ -335,8 +334,8 @@ def add_repro_parser(subparsers) -> None:
     parser.add_argument("--proposer-engine", choices=V0_ENGINES, default=None,
                         help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
                              "under a V1 engine)")
-    parser.add_argument("--max-num-seqs", type=_int_at_least(1), default=8, help="default 8")
-    parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=4, help="k, default 4")
+    parser.add_argument("--max-num-seqs", type=_int_in(1, REPRO_MAX_NUM_SEQS_LIMIT), default=8, help="default 8")
+    parser.add_argument("--num-speculative-tokens", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=4, help="k, default 4")
     # Checked by graphlab.spec_decode (importing it here would load torch for every command).
     parser.add_argument("--draft", default="truncated", help="truncated (default), target or random")
     parser.add_argument("--scorer", default=None,
@@ -344,17 +343,17 @@ def add_repro_parser(subparsers) -> None:
                              "ran) or mqa (first in vLLM 0.6.3, which uses it only without CUDA "
                              "graphs: not part of vllm-0.5.5 or 0.6.0; the only one, and the "
                              "default, with V1 engines)")
-    parser.add_argument("--max-num-batched-tokens", type=_int_at_least(1), default=None,
+    parser.add_argument("--max-num-batched-tokens", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="V1 engines' token budget for sizing (default: vLLM's 8192)")
-    parser.add_argument("--num-requests", type=_int_at_least(1), default=16, help="default 16")
-    parser.add_argument("--max-tokens", type=_int_at_least(1), default=32,
+    parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16, help="default 16")
+    parser.add_argument("--max-tokens", type=_int_in(1, REPRO_MAX_MODEL_LEN), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
                              "odd-numbered ones run to --max-model-len")
-    parser.add_argument("--max-model-len", type=_int_at_least(2), default=64,
+    parser.add_argument("--max-model-len", type=_int_in(2, REPRO_MAX_MODEL_LEN), default=64,
                         help="KV cache positions per sequence (default 64); no proposals once "
                              "seq_len + k >= max_model_len")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
-    parser.add_argument("--seed", type=_int_at_least(0), default=0, help="default 0")
+    parser.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="default 0")
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, capture_sizes, decode steps) instead")
@@ -468,8 +467,10 @@ def add_plan_parser(subparsers) -> None:
         ),
     )
     parser.add_argument("--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0")
-    parser.add_argument("--max-num-seqs", required=True, type=_int_at_least(1), help="S (>= 1)")
-    parser.add_argument("--num-speculative-tokens", type=_int_at_least(0), default=0, help="k (default 0)")
+    parser.add_argument("--max-num-seqs", required=True, type=_int_in(1, MAX_NUM_SEQS_LIMIT),
+                        help=f"S (1..{MAX_NUM_SEQS_LIMIT})")
+    parser.add_argument("--num-speculative-tokens", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=0,
+                        help="k (default 0)")
     _add_config_arguments(parser)
     workload = parser.add_mutually_exclusive_group()
     workload.add_argument("--batch-sizes", metavar="CSV",
@@ -477,10 +478,10 @@ def add_plan_parser(subparsers) -> None:
                                "and optionally count (default workload: every reachable step once)")
     workload.add_argument("--steps", metavar="CSV",
                           help="a spec_decode_steps.csv; its decode steps as num_seqs + num_speculating*k tokens")
-    parser.add_argument("--max-graphs", type=_int_at_least(1), default=None, help="at most this many graphs")
+    parser.add_argument("--max-graphs", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None, help="at most this many graphs")
     parser.add_argument("--memory-mib", type=_positive_float, default=None,
                         help="graph memory budget in MiB (needs --graph-memory)")
-    parser.add_argument("--max-capture-size", type=_int_at_least(1), default=None,
+    parser.add_argument("--max-capture-size", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="no graph above this many tokens (e.g. the default's largest, to compare at equal coverage)")
     parser.add_argument("--graph-memory", metavar="CSV", help="a graph_memory.csv: bytes per graph size")
     parser.add_argument("--graph-pool", choices=GRAPH_POOLS, default="shared",

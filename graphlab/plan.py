@@ -36,6 +36,8 @@ from graphlab.sizing import V1_ENGINES, SizingConfig, _check_int, get_engine
 from graphlab.workload import reachable_batch_sizes
 
 MIB = 2**20
+# 4096 candidates: cost tables of 128 MiB each.
+MAX_CANDIDATES = 4096
 GRAPH_POOLS = ("shared", "separate")
 
 
@@ -410,6 +412,9 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
         raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "
                             f"can use ({candidates[0]} tokens, a multiple of 1+k={q})")
     candidates = candidates[candidates <= ceiling]  # a multiple of q above T: only the steps above it are lost
+    if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
+        raise GraphlabError(f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
+                            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)")
     notes, reason = [], None
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
     if budget.memory_mib is not None:

@@ -123,6 +123,20 @@ def test_huge_token_budget_fails_at_once_naming_the_limit(capsys, value):
     assert repr(value) in err and f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}" in err
 
 
+@pytest.mark.parametrize("argv, limit", [
+    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "99999999999999999999"), "1..65536"),
+    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "10000000"), "1..65536"),
+    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "65"), "0..64"),
+    (("repro", "--max-num-seqs", "100000"), "1..1024"),
+    (("repro", "--max-model-len", "100000"), "2..8192"),
+    (("crash-map", "--max-num-seqs-range", "1:100000", "--out", "x.csv"), "<= 4096"),
+    (("plan", "--max-num-seqs", "65536", "--max-num-batched-tokens", "1048576"), "at most 4096"),
+])
+def test_huge_values_fail_at_once_naming_the_limit(capsys, argv, limit):
+    err = one_line_error(capsys, *argv)
+    assert limit in err
+
+
 def test_int_in_bounds():
     import argparse
 
