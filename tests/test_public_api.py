@@ -1,0 +1,55 @@
+"""The package's public face: every exported name resolves, and the sizing half never loads torch."""
+
+import importlib
+import subprocess
+import sys
+
+import pytest
+
+import graphlab
+
+
+@pytest.mark.parametrize("name", sorted(graphlab._EXPORTS))
+def test_every_export_is_its_modules_object(name):
+    module = importlib.import_module(f"graphlab.{graphlab._EXPORTS[name]}")
+    assert getattr(graphlab, name) is getattr(module, name)
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        graphlab.no_such_thing  # noqa: B018
+
+
+def _imported_modules(code: str) -> set[str]:
+    done = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sys.modules))"],
+                          capture_output=True, text=True, timeout=120, check=True)
+    return set(done.stdout.split())
+
+
+def test_sizing_half_of_the_public_face_does_not_import_torch():
+    modules = _imported_modules(
+        "import graphlab\n"
+        "graphlab.audit.audit('vllm-0.5.5', graphlab.SizingConfig(8, 4))\n"
+        "graphlab.plan.plan('vllm-0.33.0', graphlab.SizingConfig(8, 4))\n"
+        "graphlab.crash_map('vllm-0.5.5', range(1, 9), range(0, 3))")
+    assert "torch" not in modules
+
+
+@pytest.mark.parametrize("argv", [
+    ["audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4"],
+    ["plan", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--json"],
+])
+def test_sizing_commands_do_not_import_torch(argv):
+    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "graphlab", *argv],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr[-500:]
+    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "graphlab.sizing" in imported and "torch" not in imported
+
+
+def test_crash_map_command_does_not_import_torch(tmp_path):
+    code = ("from graphlab.cli import main\n"
+            f"assert main(['crash-map', '--engine', 'vllm-0.5.5', '--max-num-seqs-range', '1:8', "
+            f"'--out', r'{tmp_path / 'map.csv'}']) == 0")
+    assert "torch" not in _imported_modules(code)
