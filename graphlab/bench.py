@@ -146,9 +146,8 @@ def _batch(runner, num_reqs: int, seed: int = SEED):
     model = runner.model
     ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
                                                  model.max_seq_len // 2, seed)
-    if isinstance(runner, V1ModelRunner):
-        return ids, positions, slots
-    return ids[:, 0], positions[:, 0], slots
+    v1 = isinstance(runner, V1ModelRunner)
+    return (ids, positions, slots) if v1 else (ids[:, 0], positions[:, 0], slots)
 
 
 def weight_bytes(model: LlamaForCausalLM) -> int:
@@ -163,8 +162,7 @@ def timing_stats(times_ms) -> dict:
                 min_ms=float(times.min()))
 
 
-def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int,
-                           warmup: int) -> dict:
+def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
     """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
     src = torch.ones(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
@@ -251,7 +249,7 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
         for order, record in enumerate(records):
             done = records[:order + 1]
             fields = asdict(record)
-            capture_size = fields.pop("size")
+            capture_size = fields.pop("size")  # rows (V0) or tokens (V1)
             measured = sum(r.memory_bytes for r in done)
             predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
             rows.append(dict(

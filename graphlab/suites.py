@@ -18,6 +18,7 @@ DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
 # The V1 cliff on a GPU: 256 requests x 4 tokens reach 1024 tokens, twice vLLM's 512 ceiling.
 CLIFF_CONFIG = SizingConfig(max_num_seqs=256, num_speculative_tokens=3)
 
+
 @dataclass(frozen=True)
 class Suite:
     """The sizes one `bench` run sweeps. preset/dtype None: DEVICE_DEFAULTS for the device."""

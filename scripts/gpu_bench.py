@@ -61,6 +61,7 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
     """
     latency, memory = (frame[frame["engine"] == bench.LATENCY_ENGINE] if "engine" in frame
                        else frame for frame in (latency, memory))
+
     def at_batch_1(preset, mode):
         rows = latency[(latency["model"] == preset) & (latency["mode"] == mode)]
         return rows[rows["batch_size"] == 1].iloc[0]
