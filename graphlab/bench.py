@@ -4,9 +4,10 @@ One layer: a `BenchRun` resolves the device, sets the CPU thread count (one unle
 says otherwise) and builds the provenance block once; every sweep of the run (each a function
 of a `Suite`) measures under it and stamps its rows with that block, so all CSVs of one
 `run_bench` share `run_id` and `suite`. What is measured: the device's copy bandwidth, decode
-step latency (eager and graph replay, against the bandwidth floor), graph memory and capture
-time per captured size, speculative decoding per sizing policy (summary and per step), and the
-crash map computed from the sizing rules.
+step latency (eager and graph replay, against the bandwidth floor) and graph memory and capture
+time per captured size, for the V0 guard (rows) and a V1 engine (tokens: the cliff past its
+largest graph), speculative decoding per engine (summary and per step), and the crash map
+computed from the sizing rules.
 
     from graphlab import bench
     frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
@@ -29,20 +30,21 @@ import pandas as pd
 import torch
 
 from graphlab.audit import crash_map
-from graphlab.drafts import build_draft, build_target
 from graphlab.errors import GraphlabError
 from graphlab.export import read_csv, write_csv_atomic
 from graphlab.graphs import GRAPH_POOLS
-from graphlab.memory import graph_memory_bytes, predict_pool_bytes
+from graphlab.memory import predict_pool_bytes
 from graphlab.model import LlamaForCausalLM, build_model
 from graphlab.progress import progress as progress_bar
 from graphlab.provenance import as_computed, provenance, resolve_device, with_provenance
 from graphlab.runner import ModelRunner, StepTimer
-from graphlab.sizing import SizingConfig
-from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine, run_speculative
+from graphlab.sizing import V1_ENGINES, SizingConfig
+from graphlab.spec_bench import spec_decode_benchmark
+from graphlab.spec_decode import SpecDecodeConfig, run_speculative
 # The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
 from graphlab.suites import SUITES, Suite, get_suite, replace_suite
-from graphlab.workload import RequestLoad, load_requests
+from graphlab.v1_runner import V1ModelRunner, uniform_decode_batch
+from graphlab.workload import RequestLoad
 
 SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_decode_steps",
           "crash_map")
@@ -119,12 +121,6 @@ def _current() -> BenchRun:
     return run
 
 
-def _setup(suite, device):
-    """(suite, device, preset, dtype, provenance) of the open run, resolved when it opened."""
-    run = _current()
-    return run.suite, str(run.device), run.preset, run.dtype, run.provenance
-
-
 _SWEEP_FUNCTIONS = {}
 
 
@@ -144,14 +140,14 @@ def sweep(name: str):
 
 # ---- measurements ---------------------------------------------------------------------------
 
-def decode_batch(n: int, model: LlamaForCausalLM, position: int, seed: int = SEED):
-    """n decode rows, one per slot (slots 0..n-1), all at `position`, random tokens."""
-    if n > model.num_slots:
-        raise GraphlabError(f"a batch of {n} rows needs {n} slots; the cache has {model.num_slots}")
-    generator = torch.Generator().manual_seed(seed)
-    input_ids = torch.randint(0, model.config.vocab_size, (n,), generator=generator)
-    return (input_ids.to(model.device), torch.full((n,), position, device=model.device),
-            torch.arange(n, device=model.device))
+def _batch(runner, num_reqs: int, seed: int = SEED):
+    """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
+    rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
+    model = runner.model
+    ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
+                                                 model.max_seq_len // 2, seed)
+    v1 = isinstance(runner, V1ModelRunner)
+    return (ids, positions, slots) if v1 else (ids[:, 0], positions[:, 0], slots)
 
 
 def weight_bytes(model: LlamaForCausalLM) -> int:
@@ -166,8 +162,7 @@ def timing_stats(times_ms) -> dict:
                 min_ms=float(times.min()))
 
 
-def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int,
-                           warmup: int) -> dict:
+def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
     """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
     src = torch.ones(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
@@ -186,7 +181,101 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int,
                 **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
 
 
+def _runner(model, engine: str, cfg: SizingConfig, **kwargs):
+    """The runner of engine's generation: V1-shaped for the V1 engines, V0-shaped otherwise."""
+    runner = V1ModelRunner if engine in V1_ENGINES else ModelRunner
+    return runner(model, engine, cfg, **kwargs)
+
+
+def _sizing_columns(runner) -> dict:
+    """What a runner's rows were measured under; V1 rows count tokens (q = 1 + k per request)."""
+    cfg = runner.cfg
+    return dict(engine=runner.engine.name, max_num_seqs=cfg.max_num_seqs,
+                num_speculative_tokens=cfg.num_speculative_tokens,
+                max_num_batched_tokens=cfg.max_num_batched_tokens,
+                batch_unit="tokens" if isinstance(runner, V1ModelRunner) else "rows",
+                graph_limit=runner.graph_limit, max_seq_len=runner.model.max_seq_len)
+
+
+def cliff_request_counts(runner) -> tuple[int, ...]:
+    """Request counts filling each captured size exactly, one past the last graph, and S."""
+    q, seqs = runner.cfg.decode_query_len, runner.cfg.max_num_seqs
+    exact = {size // q for size in runner.capture_sizes}
+    beyond = {runner.graph_limit // q + 1, seqs}
+    return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
+
+
+def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
+                 repeats: int = 20, warmup: int = 3) -> list[dict]:
+    """Step latency per request count, eager and graph mode, one row per (count, mode).
+
+    A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
+    request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
+    the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
+    """
+    runners = {mode: _runner(model, engine, cfg, enforce_eager=mode == "eager")
+               for mode in ("eager", "graph")}
+    for runner in runners.values():
+        runner.capture_model()
+    fixed, rows = _sizing_columns(runners["graph"]), []
+    for reqs in num_reqs or cliff_request_counts(runners["graph"]):
+        batch = _batch(runners["graph"], reqs)
+        for mode, runner in runners.items():
+            for _ in range(warmup):
+                runner.execute_model(*batch)
+            steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
+            rows.append(dict(
+                fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
+                path=steps[0].path, graph_size=steps[0].graph_size,
+                **timing_stats([step.time_ms for step in steps]), repeats=repeats,
+                warmup=warmup))
+    return rows
+
+
+def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
+                      graph_pools=GRAPH_POOLS) -> list[dict]:
+    """Memory and time of every capture, per pool mode, in capture order (largest first).
+
+    cumulative_bytes is the running total of memory_bytes (measured, or predicted when
+    emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
+    (running max for a shared pool, running sum for separate pools); predicted_over_measured
+    their ratio where memory was measured. capture_size counts tokens for a V1 engine.
+    """
+    rows = []
+    for graph_pool in graph_pools:
+        runner = _runner(model, engine, cfg, graph_pool=graph_pool)
+        records = runner.capture_model()
+        fixed = _sizing_columns(runner)
+        for order, record in enumerate(records):
+            done = records[:order + 1]
+            fields = asdict(record)
+            capture_size = fields.pop("size")  # rows (V0) or tokens (V1)
+            measured = sum(r.memory_bytes for r in done)
+            predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
+            rows.append(dict(
+                fixed, capture_order=order, capture_size=capture_size,
+                num_reqs=capture_size // cfg.decode_query_len, **fields,
+                cumulative_bytes=measured,
+                cumulative_pool_bytes=(None if record.pool_bytes is None
+                                       else sum(r.pool_bytes for r in done)),
+                cumulative_predicted_bytes=predicted,
+                predicted_over_measured=(predicted / measured if record.memory_kind ==
+                                         "measured" and measured > 0 else None)))
+        del runner, records
+        gc.collect()
+        if model.device.type == "cuda":
+            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
+    return rows
+
+
 # ---- sweeps ---------------------------------------------------------------------------------
+
+def _configs(s: Suite, v0_max_num_seqs: int, v0_num_reqs=None):
+    """(engine, sizing, request counts) of a sweep: the guard's, then the suite's V1 engine's."""
+    yield LATENCY_ENGINE, SizingConfig(max_num_seqs=v0_max_num_seqs), v0_num_reqs
+    if s.v1_sizing is not None:
+        yield s.v1_engine, s.v1_sizing, None
+
 
 @sweep("copy_bandwidth")
 def copy_bandwidth_sweep(suite, device) -> pd.DataFrame:
@@ -197,112 +286,77 @@ def copy_bandwidth_sweep(suite, device) -> pd.DataFrame:
 
 @sweep("latency")
 def latency_sweep(suite, device) -> pd.DataFrame:
-    """Decode step latency per batch size, eager and graph replay, one row per (size, mode).
+    """Step latency, eager and graph replay, one row per (engine, request count, mode).
 
-    Graphs are captured for suite.latency_max_num_seqs (default max(latency_batch_sizes)), so
-    batch sizes between captured ones are padded and larger ones run eagerly in graph mode too
-    (the guard's eager cliff). Every row is one slot per sequence at position max_seq_len // 2.
+    The guard (vllm-0.6.0) captures for suite.latency_max_num_seqs (default
+    max(latency_batch_sizes)), so batch sizes between captured ones are padded and larger ones
+    run eagerly in graph mode too (its eager cliff). With suite.v1_sizing, the V1 engine's
+    verify steps follow, across and beyond its largest token-count graph (the V1 cliff).
     """
     run = _current()
     s = run.suite
-    model = run.model(max(s.latency_batch_sizes), s.max_seq_len)
-    cfg = SizingConfig(max_num_seqs=s.latency_max_num_seqs or max(s.latency_batch_sizes))
-    runners = {"eager": ModelRunner(model, LATENCY_ENGINE, cfg, enforce_eager=True),
-               "graph": ModelRunner(model, LATENCY_ENGINE, cfg)}
-    for runner in runners.values():
-        runner.capture_model()
-    weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
     rows = []
-    for n in s.latency_batch_sizes:
-        batch = decode_batch(n, model, s.max_seq_len // 2)
-        for mode, runner in runners.items():
-            for _ in range(s.warmup):
-                runner.execute_model(*batch)
-            steps = [runner.execute_model(*batch)[1] for _ in range(s.repeats)]
-            rows.append(dict(
-                engine=LATENCY_ENGINE, mode=mode, max_num_seqs=cfg.max_num_seqs, batch_size=n,
-                path=steps[0].path, graph_size=steps[0].graph_size,
-                **timing_stats([step.time_ms for step in steps]), repeats=s.repeats,
-                warmup=s.warmup, max_seq_len=s.max_seq_len, weight_bytes=weights,
-                copy_bytes_per_s=bandwidth, bandwidth_floor_ms=weights / bandwidth * 1e3))
+    for engine, cfg, num_reqs in _configs(s, s.latency_max_num_seqs or
+                                          max(s.latency_batch_sizes), s.latency_batch_sizes):
+        model = run.model(max(num_reqs or (cfg.max_num_seqs,)), s.max_seq_len)
+        weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
+        rows += [dict(row, weight_bytes=weights, copy_bytes_per_s=bandwidth,
+                      bandwidth_floor_ms=weights / bandwidth * 1e3)
+                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup)]
+        del model
     return run.stamp(rows)
 
 
 @sweep("graph_memory")
 def graph_memory_sweep(suite, device) -> pd.DataFrame:
-    """Memory and time of every capture, per pool mode, in capture order (largest first).
-
-    cumulative_bytes is the running total of memory_bytes (measured, or predicted when
-    emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
-    (running max for a shared pool, running sum for separate pools); predicted_over_measured
-    their ratio where memory was measured.
-    """
+    """graph_memory_rows of the guard at suite.memory_max_num_seqs, then of suite.v1_sizing."""
     run = _current()
     s = run.suite
-    model = run.model(s.memory_max_num_seqs, s.max_seq_len)
-    cfg = SizingConfig(max_num_seqs=s.memory_max_num_seqs)
     rows = []
-    for graph_pool in GRAPH_POOLS:
-        runner = ModelRunner(model, LATENCY_ENGINE, cfg, graph_pool=graph_pool)
-        records = runner.capture_model()
-        for order, record in enumerate(records):
-            done = records[:order + 1]
-            fields = asdict(record)
-            measured = sum(r.memory_bytes for r in done)
-            predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
-            rows.append(dict(
-                engine=LATENCY_ENGINE, max_num_seqs=cfg.max_num_seqs, max_seq_len=s.max_seq_len,
-                capture_order=order, capture_size=fields.pop("size"), **fields,
-                cumulative_bytes=measured,
-                cumulative_pool_bytes=(None if record.pool_bytes is None
-                                       else sum(r.pool_bytes for r in done)),
-                cumulative_predicted_bytes=predicted,
-                predicted_over_measured=(predicted / measured if record.memory_kind ==
-                                         "measured" and measured > 0 else None)))
-        del runner, records
-        gc.collect()
-        if run.device.type == "cuda":
-            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
+    for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
+        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg)
     return run.stamp(rows)
 
 
 @sweep("spec_decode")
-def spec_decode_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+def spec_decode_sweep(suite, device) -> pd.DataFrame:
     """Speculative decoding per engine: tokens/s, scorer graph share, acceptance (V1 and V0)."""
-    suite, dev, preset, dtype, prov = _setup(suite, device)
+    run = _current()
+    suite = run.suite
     runs = [(SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k, engine=engine,
                               max_model_len=suite.spec_max_model_len),
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
             for engine in suite.spec_engines]
-    return with_provenance(spec_decode_benchmark(runs, preset=preset, dtype=dtype, device=dev),
-                           prov)
+    return run.stamp(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
+                                           device=str(run.device)))
 
 
 @sweep("spec_decode_steps")
-def spec_decode_steps_sweep(suite: str | Suite = "quick", device: str = "auto") -> pd.DataFrame:
+def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
     """Every engine step of one speculative-decoding run per (engine, max_num_seqs, k).
 
     The per-step view behind spec_decode.csv: scorer and draft batch sizes, paths taken, padded
     size and step times, over the "coverage" load (every reachable scorer batch size once, so
     each size's path under each engine appears).
     """
-    suite, dev, preset, dtype, prov = _setup(suite, device)
-    frames = []
+    run = _current()
+    suite, frames = run.suite, []
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
                 config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
                                           engine=engine, max_model_len=suite.spec_max_model_len)
-                _, output = run_speculative(config, RequestLoad(kind="coverage"), preset=preset,
-                                            dtype=dtype, device=dev)
+                _, output = run_speculative(config, RequestLoad(kind="coverage"),
+                                            preset=run.preset, dtype=run.dtype,
+                                            device=str(run.device))
                 frames.append(output.steps_frame().assign(
                     engine=engine, proposer_engine=config.proposer_engine, scorer=config.scorer,
                     max_num_seqs=seqs, num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
-    return with_provenance(frame[lead + [c for c in frame.columns if c not in lead]], prov)
+    return run.stamp(frame[lead + [c for c in frame.columns if c not in lead]])
 
 
 @sweep("crash_map")
@@ -352,53 +406,3 @@ def summary(paths: dict[str, Path]) -> str:
         lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
                      f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
     return "\n".join(lines)
-
-
-# ---- speculative decoding: one row per run -------------------------------------------------
-
-def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated",
-                          dtype: str = "float32", device: str = "auto",
-                          warmup: bool = True) -> list[dict]:
-    """Speculative decoding throughput, one row per (SpecDecodeConfig, RequestLoad) in `runs`.
-
-    Per run: decode tokens per second, the share of scorer steps that replayed a graph, the
-    largest scorer and draft batches, both runners' graph memory from their GraphRecords, and
-    the acceptance figures (graphlab.rejection.SpecDecodeMetrics: vLLM V1's counts, V0's
-    rates). Runs with the same config seed share one target and draft (kind `draft`); runs
-    with the same load and (max_num_seqs, k) decode the same requests. Capture is not timed;
-    with `warmup` the first max_num_seqs requests run once before the timed run (first-call
-    kernel setup stays out of the numbers).
-    """
-    dev = resolve_device(device)
-    models, rows = {}, []
-    for config, load in runs:
-        if config.seed not in models:
-            target = build_target(preset, seed=config.seed, dtype=dtype, device=dev)
-            models[config.seed] = target, build_draft(target, draft, seed=config.seed + 1)
-        target, drafter = models[config.seed]
-        k, seqs = config.num_speculative_tokens, config.max_num_seqs
-        requests = load_requests(load, seqs, k, config.max_model_len, target.config.vocab_size)
-        engine = SpecDecodeEngine(target, drafter if k else None, config)
-        records = engine.capture_model()
-        if warmup:
-            engine.generate(requests[:seqs])
-        result = engine.generate(requests)
-        frame = result.steps_frame()
-        decode = frame[frame.kind == "decode"]
-        memory, kind = graph_memory_bytes(records["target"], config.graph_pool)
-        draft_memory, _ = graph_memory_bytes(records.get("draft", []), config.graph_pool)
-        tokens, seconds = int(decode.num_generation_tokens.sum()), float(decode.step_ms.sum()) / 1e3
-        rows.append(dict(
-            preset=preset, dtype=dtype, backend=engine.runner.backend, engine=config.engine,
-            proposer_engine=config.proposer_engine, scorer=config.scorer, max_num_seqs=seqs,
-            num_speculative_tokens=k, draft=draft, temperature=config.temperature,
-            load=load.kind, num_requests=len(requests), decode_tokens=tokens, decode_s=seconds,
-            tokens_per_s=tokens / seconds,
-            scorer_graph_fraction=float((decode.path == "graph").mean()),
-            max_scorer_batch_size=int(decode.batch_size.max()),
-            max_draft_batch_size=int(decode.draft_batch_size.max()),
-            num_target_graphs=len(records["target"]), target_graph_memory_bytes=memory,
-            draft_graph_memory_bytes=draft_memory, memory_kind=kind,
-            **{name: value for name, value in result.metrics.as_dict().items()
-               if name != "num_speculative_tokens"}))
-    return rows

@@ -399,17 +399,22 @@ def run_repro(args) -> int:
 def add_bench_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "bench",
-        help="sweep batch sizes and write tidy CSVs (latency, graph memory, spec decode, crash map)",
+        help="sweep batch sizes and write tidy CSVs (copy bandwidth, latency, graph memory, spec "
+             "decode, crash map)",
         description=(
-            "Runs the benchmark sweeps of a suite and writes latency.csv, graph_memory.csv, "
-            "spec_decode.csv, spec_decode_steps.csv and crash_map.csv under --out, each atomically "
-            "and as soon as its sweep ends. Every row carries provenance (device, backend cuda-graph|cpu-emulated, versions, "
-            "dtype, model, git commit, timestamp); columns in data/README.md."
+            "Runs the benchmark sweeps of a suite and writes copy_bandwidth.csv, latency.csv, "
+            "graph_memory.csv, spec_decode.csv, spec_decode_steps.csv and crash_map.csv under "
+            "--out, each atomically and as soon as its sweep ends. latency.csv and "
+            "graph_memory.csv hold the V0 guard's rows (engine vllm-0.6.0, batch_unit rows) and a "
+            "V1 engine's (vllm-0.33.0, batch_unit tokens: 1 + k per request, past its largest "
+            "graph). Every row carries provenance (device, backend cuda-graph|cpu-emulated, "
+            "versions, dtype, model, git commit, timestamp); columns in data/README.md."
         ),
     )
     parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
     parser.add_argument("--suite", choices=("quick", "full"), default="quick",
-                        help="quick: seconds on a CPU; full: V0's whole capture list (default quick)")
+                        help="quick: seconds on a CPU; full: V0's whole capture list and the V1 "
+                             "cliff at S=256, k=3 (default quick)")
     parser.add_argument("--out", default="build/bench", help="folder for the CSVs (default build/bench)")
     parser.set_defaults(handler=run_bench)
 

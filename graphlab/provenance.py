@@ -93,9 +93,11 @@ def package_version(import_name: str) -> str:
 
 
 def git_commit(repo: Path = _REPO) -> str:
-    """HEAD of the checkout, '+dirty' when tracked files changed; GRAPHLAB_GIT_COMMIT overrides.
+    """HEAD of the checkout, '+dirty' when tracked content differs from HEAD;
+    GRAPHLAB_GIT_COMMIT overrides (copies of the tree without .git: the lent GPU machine).
 
-    The override exists for copies of the tree without .git (the lent GPU machine).
+    Content, not `git status`: a notebook run in place is listed by status until `git add`,
+    though the strip filter makes its content equal HEAD's.
     """
     if os.environ.get("GRAPHLAB_GIT_COMMIT"):
         return os.environ["GRAPHLAB_GIT_COMMIT"]
@@ -104,11 +106,11 @@ def git_commit(repo: Path = _REPO) -> str:
                               capture_output=True, text=True, timeout=10)
         if head.returncode != 0:
             return "unknown"
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=repo, capture_output=True, text=True, timeout=10)
+        diff = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=repo,
+                              capture_output=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
-    return head.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    return head.stdout.strip() + ("+dirty" if diff.returncode != 0 else "")
 
 
 def new_run_id() -> str:

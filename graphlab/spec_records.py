@@ -35,6 +35,9 @@ class SpecDecodeConfig:
     graph_pool: str = "shared"
     # V1 engines' sizing only (None: vLLM's default); steps are not split to fit it.
     max_num_batched_tokens: int | None = None
+    # V1 engines only: vLLM's compilation_config settings (graphlab.sizing.SizingConfig).
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
 
     def __post_init__(self):
         v1 = self.engine in V1_ENGINES
@@ -58,12 +61,19 @@ class SpecDecodeConfig:
             raise GraphlabError(f"temperature={self.temperature}: must be >= 0 (0 is greedy)")
         if self.max_model_len < 2:
             raise GraphlabError(f"max_model_len={self.max_model_len}: must be >= 2")
-        self.sizing  # raises on bad values
+        sizing = self.sizing  # raises on bad values
+        if not v1 and sizing.sets_capture_sizes:
+            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size with "
+                                f"engine {self.engine}: only the V1 engines read them, allowed: "
+                                f"{', '.join(V1_ENGINES)}")
+        # A tuple now, so equal configs compare and hash equal whatever sequence was given.
+        object.__setattr__(self, "cudagraph_capture_sizes", sizing.cudagraph_capture_sizes)
 
     @property
     def sizing(self) -> SizingConfig:
         return SizingConfig(self.max_num_seqs, self.num_speculative_tokens,
-                            self.max_num_batched_tokens)
+                            self.max_num_batched_tokens, self.cudagraph_capture_sizes,
+                            self.max_cudagraph_capture_size)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,11 +10,14 @@ import dataclasses
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import V0_ENGINES
+from graphlab.sizing import V0_ENGINES, V1_ENGINES, SizingConfig
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
 DEVICE_DEFAULTS = {"cuda": ("100m", "bfloat16"), "cpu": ("tiny", "float32")}
+# The V1 cliff on a GPU: 256 requests x 4 tokens reach 1024 tokens, twice vLLM's 512 ceiling.
+CLIFF_CONFIG = SizingConfig(max_num_seqs=256, num_speculative_tokens=3)
+
 
 @dataclass(frozen=True)
 class Suite:
@@ -37,9 +40,13 @@ class Suite:
     crash_map_engines: tuple[str, ...] | str
     crash_map_max_num_seqs: range
     crash_map_k: range
-    # The latency runner's capture limit (as the policy sizes it); batch sizes above it run
+    # The latency runner's capture limit (as the engine sizes it); batch sizes above it run
     # eagerly in graph mode (the eager cliff). None: max(latency_batch_sizes), no cliff.
     latency_max_num_seqs: int | None = None
+    # The V1 engine whose verify steps (1 + k tokens per request) the latency and graph-memory
+    # sweeps add, sized by v1_sizing; None: V0 rows only.
+    v1_sizing: SizingConfig | None = None
+    v1_engine: str = "vllm-0.33.0"
 
     def __post_init__(self):
         positive = {"latency_batch_sizes": self.latency_batch_sizes,
@@ -58,6 +65,12 @@ class Suite:
                 if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
                     raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
                                         f"non-empty integers >= {bound}")
+        if self.v1_sizing is not None and not isinstance(self.v1_sizing, SizingConfig):
+            raise GraphlabError(f"suite {self.name!r}: v1_sizing must be a "
+                                f"graphlab.sizing.SizingConfig or None, got {self.v1_sizing!r}")
+        if self.v1_engine not in V1_ENGINES:
+            raise GraphlabError(f"suite {self.name!r}: v1_engine {self.v1_engine!r} must be "
+                                f"among {', '.join(V1_ENGINES)}")
         bad = [p for p in self.spec_engines if p not in V0_ENGINES]
         if bad or not self.spec_engines:
             raise GraphlabError(f"suite {self.name!r}: spec_engines {bad or '()'} must be among "
@@ -80,7 +93,9 @@ SUITES = {
         spec_max_model_len=48,
         crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
         crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
-        latency_max_num_seqs=24),  # batches 25..32 fall off the graphs: the eager cliff
+        latency_max_num_seqs=24,  # batches 25..32 fall off the graphs: the eager cliff
+        # 160 x 4 = 640 tokens, past the 512-token ceiling.
+        v1_sizing=SizingConfig(max_num_seqs=160, num_speculative_tokens=3)),
     # Minutes on a GPU (per-step estimates in scripts/gpu_check.sh): V0's whole capture list.
     "full": Suite(
         name="full", preset=None, dtype=None,
@@ -94,7 +109,7 @@ SUITES = {
         spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
         spec_max_model_len=96,
         crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
-        latency_max_num_seqs=256),
+        latency_max_num_seqs=256, v1_sizing=CLIFF_CONFIG),
 }
 
 

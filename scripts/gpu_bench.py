@@ -5,13 +5,14 @@ under its own timeout, so a hung step costs only its own time).
              versions (python, torch, CUDA, cuDNN, packages), the device, the SDPA backends
              enabled and the one torch picks for a decode-shaped attention call.
     sweep:   python scripts/gpu_bench.py sweep --out DIR [--suite full] [--device auto]
-                 [--preset 1b] copy_bandwidth latency graph_memory
+                 [--preset 1b] [--no-v1] copy_bandwidth latency graph_memory
              bench.run_bench of the named sweeps of a suite (one run: one run_id), the suite's
-             preset replaced when --preset is given; writes DIR/<sweep>.csv as each one ends.
+             preset replaced when --preset is given, its V1 engine's rows left out with
+             --no-v1; writes DIR/<sweep>.csv as each one ends.
     report:  python scripts/gpu_bench.py report --out DIR --small 100m --large 1b
              from DIR/<small>/ and DIR/<large>/: the speculative-decoding headline, the copy
-             bandwidth, the graph-memory predictor's accuracy, and last the target table (also
-             written to DIR/targets.csv). A missing CSV is reported, not fatal.
+             bandwidth, the V1 cliff, the graph-memory predictor's accuracy, and last the target
+             table (also written to DIR/targets.csv). A missing CSV is reported, not fatal.
 """
 
 from __future__ import annotations
@@ -56,7 +57,11 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
     one held against the copy-bandwidth floor (1b); the shared-pool ratio is given for both.
     Memory compares pool_bytes where measured, the predictions otherwise (memory_kind says
     which). A target whose rows are missing (its step failed) gets an empty value, not met.
+    The targets are the V0 guard's (bench.LATENCY_ENGINE): V1 rows count tokens, not rows.
     """
+    latency, memory = (frame[frame["engine"] == bench.LATENCY_ENGINE] if "engine" in frame
+                       else frame for frame in (latency, memory))
+
     def at_batch_1(preset, mode):
         rows = latency[(latency["model"] == preset) & (latency["mode"] == mode)]
         return rows[rows["batch_size"] == 1].iloc[0]
@@ -106,13 +111,34 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
 
 
 def predictor_accuracy(memory: pd.DataFrame) -> pd.DataFrame | None:
-    """Per (model, pool): predicted / measured graph memory for all graphs and across sizes."""
+    """Per (model, engine, pool): predicted / measured graph memory, all graphs and per size."""
     measured = memory[memory["predicted_over_measured"].notna()]
     if measured.empty:
         return None
-    groups = measured.groupby(["model", "graph_pool"], sort=False)["predicted_over_measured"]
+    groups = measured.groupby(["model", "engine", "graph_pool"],
+                              sort=False)["predicted_over_measured"]
     return pd.DataFrame({"all_graphs": groups.last(), "min_over_sizes": groups.min(),
                          "max_over_sizes": groups.max()}).reset_index()
+
+
+def v1_cliff(latency: pd.DataFrame) -> list[str]:
+    """Per (model, V1 engine): the largest captured token count and the graph-mode step just
+    below (at) it and just above it, where the verify step leaves the graphs."""
+    if "batch_unit" not in latency.columns:
+        return []
+    rows = latency[(latency["batch_unit"] == "tokens") & (latency["mode"] == "graph")]
+    lines = []
+    for (model, engine), group in rows.groupby(["model", "engine"], sort=False):
+        limit = int(group["graph_limit"].iloc[0])
+        below, above = group[group["batch_size"] <= limit], group[group["batch_size"] > limit]
+        sides = [f"{int(r['batch_size'])} tokens ({r['path']}) {r['median_ms']:.3g} ms"
+                 for r in (below.loc[below["batch_size"].idxmax()] if len(below) else None,
+                           above.loc[above["batch_size"].idxmin()] if len(above) else None)
+                 if r is not None]
+        k, backend = int(group["num_speculative_tokens"].iloc[0]), group["backend"].iloc[0]
+        lines.append(f"== V1 cliff ({engine}, {model}, k={k}, {backend}): largest captured "
+                     f"{limit} tokens; median step {' -> '.join(sides)}")
+    return lines
 
 
 def sdpa_choice(device) -> str:
@@ -180,6 +206,8 @@ def run_sweeps(args) -> int:
     suite = bench.get_suite(args.suite)
     if args.preset:
         suite = bench.replace_suite(suite, preset=args.preset)
+    if args.no_v1:
+        suite = bench.replace_suite(suite, v1_sizing=None)
     start = time.perf_counter()
     paths = bench.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
     print(bench.summary(paths))
@@ -221,6 +249,7 @@ def report(args) -> int:
         print(f"== copy bandwidth ({row.model} run): {row.bytes_per_s / 1e9:.1f} GB/s read+written,"
               f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
               f" on {row.device}")
+    print("\n".join(v1_cliff(frames["latency"])) or "== V1 cliff: no V1 rows in latency.csv")
     if not frames["graph_memory"].empty:
         accuracy = predictor_accuracy(frames["graph_memory"])
         print("== graph memory, predicted / measured")
@@ -244,6 +273,7 @@ def main() -> int:
     sweep.add_argument("--suite", default="full", help="a graphlab.bench suite (default full)")
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
+    sweep.add_argument("--no-v1", action="store_true", help="leave out the V1 engine's rows")
     sweep.add_argument("sweeps", nargs="+", choices=bench.SWEEPS)
     summary = steps.add_parser("report", help="headline, accuracy and the target table")
     summary.add_argument("--out", type=Path, required=True, help="folder holding <preset>/")

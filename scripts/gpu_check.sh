@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The prepared GPU check, one script: environment (versions, cuDNN, the SDPA kernel of a decode
-# call), the GPU tests, copy bandwidth, latency and graph memory of the 100m and 1b presets,
-# the crash map, speculative decoding guard vs adaptive (summary and per step), and the
+# call), the GPU tests, copy bandwidth, latency and graph memory of the 100m and 1b presets
+# (the V1 engine's token-count graphs and their cliff on 100m), the crash map, speculative decoding guard vs adaptive (summary and per step), and the
 # target table. Everything lands in ONE archive $OUT/gpu_check.tar.gz (CSVs, logs,
 # environment) plus $OUT/summary.txt, which ends with the target table and is printed last.
 # Run from the repository root:
@@ -10,14 +10,14 @@
 #   CPU dry run:  PYTHONPATH=. OUT=build/gpu_check bash scripts/gpu_check.sh --device cpu --small
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
 # Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback
-# naming where it was), its limit also cut to what is left of BUDGET_S (default 420 s); every
+# naming where it was), its limit also cut to what is left of BUDGET_S (default 480 s); every
 # sweep writes its CSV when it ends and the archive is rewritten after every step, so a step
 # that times out, or a check killed from outside, keeps what finished.
 set -uo pipefail
 OUT="${OUT:-build/gpu_check}"
 # python3 first: on the lent GPU machine it is the interpreter that holds torch.
 PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
-BUDGET_S="${BUDGET_S:-420}"
+BUDGET_S="${BUDGET_S:-480}"
 DEVICE=auto SUITE=full SMALL=100m LARGE=1b
 while (($#)); do
     case "$1" in
@@ -91,21 +91,24 @@ cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
         && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 } >>"$RESULTS/environment.txt" 2>&1
 # Only the files with GPU tests: collecting the others needs packages this machine may lack.
-# est. 25 s: pytest start, tiny-model captures of 11 sizes in two dtypes, a few more checks.
-step gpu_tests 60 "$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider \
+# est. 35 s: pytest start, tiny-model captures of 11 sizes in two dtypes, a few more checks
+# (25 s), the V1 runner's GPU tests (10 s).
+step gpu_tests 75 "$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider \
     $(grep -l "mark.gpu" tests/test_*.py)
-# est. 45 s: 96 batch sizes x 33 steps eager (8 ms: 25 s) and in graph mode (4 s, the cliff
-# included), 105 captures at ~40 ms, start.
-step "bench_$SMALL" 90 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
+# est. 70 s: V0, 96 batch sizes x 33 steps eager (8 ms: 25 s) and in graph mode (4 s, the
+# cliff included), 105 captures at ~40 ms, start (45 s); V1 (vllm-0.33.0, S=256, k=3): 51 token
+# counts up to 1024 x 33 steps eager (14 s) and replayed (2 s), 147 captures (6 s): 25 s.
+step "bench_$SMALL" 120 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     copy_bandwidth latency graph_memory
 if [[ "$LARGE" != "$SMALL" ]]; then
-    # est. 57 s: as above with 11 ms eager steps (35 s), ~1.5 ms replays, 2.5 GB of weights.
-    step "bench_$LARGE" 100 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" \
+    # est. 57 s: V0 as above with 11 ms eager steps (35 s), ~1.5 ms replays, 2.5 GB of weights;
+    # no V1 rows (its cliff is measured on $SMALL).
+    step "bench_$LARGE" 100 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" --no-v1 \
         copy_bandwidth latency graph_memory
 fi
 # est. 12 s: 41,472 cells of sizing rules on the host CPU (3.8 s on the 2-core CPU), start.
 step crash_map 30 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
-# est. 100 s: (S, k) in {8, 32} x {2, 4} x 2 policies, each a warm-up and a timed run plus a
+# est. 100 s: (S, k) in {8, 32} x {2, 4} x 2 engines, each a warm-up and a timed run plus a
 # per-step run over the coverage load, k + 1 forwards a step; gets whatever the budget leaves.
 step spec_decode 200 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     spec_decode spec_decode_steps

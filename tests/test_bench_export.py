@@ -12,11 +12,13 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench, runner
+from graphlab import bench, runner, v1_runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.export import read_csv, write_csv_atomic
-from graphlab.provenance import FIELDS, computed_provenance, with_provenance
+from graphlab.provenance import FIELDS, computed_provenance, git_commit, with_provenance
+from graphlab.sizing import SizingConfig
+from graphlab.v1_runner import decode_graph_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.
@@ -25,7 +27,10 @@ TINY = bench.replace_suite(
     memory_max_num_seqs=4, spec_max_num_seqs=(2,), spec_num_speculative_tokens=(2,),
     spec_num_requests_per_seq=1, spec_max_tokens=4, spec_max_model_len=24,
     crash_map_engines=("vllm-0.5.5", "vllm-0.6.0"), crash_map_max_num_seqs=range(1, 5),
-    crash_map_k=range(0, 3))
+    crash_map_k=range(0, 3),
+    # A 16-token ceiling: 8 requests x 4 tokens cross it.
+    v1_sizing=SizingConfig(8, 3, max_num_batched_tokens=16))
+V0 = bench.LATENCY_ENGINE
 
 
 @pytest.fixture(scope="module")
@@ -105,10 +110,12 @@ def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
             return float(next(ticks))
 
     monkeypatch.setattr(runner, "StepTimer", Timer)
+    monkeypatch.setattr(v1_runner, "StepTimer", Timer)
     suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
     frame = bench.latency_sweep(suite, "cpu")
-    assert list(frame["median_ms"]) == [5.5] * 4 and list(frame["min_ms"]) == [1.0] * 4
-    assert frame["p90_ms"].tolist() == pytest.approx([9.1] * 4)
+    assert len(frame) == 2 * (2 + 5)  # V0: 2 batch sizes, V1: 5 request counts; 2 modes
+    assert set(frame["median_ms"]) == {5.5} and set(frame["min_ms"]) == {1.0}
+    assert frame["p90_ms"].tolist() == pytest.approx([9.1] * len(frame))
 
 
 @pytest.mark.parametrize("name", sorted(bench.SUITES))
@@ -125,12 +132,14 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
     monkeypatch.setattr(bench, "build_model", spy)
     suite = bench.replace_suite(name, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
                                 repeats=1, warmup=0, max_seq_len=8, memory_max_num_seqs=2,
-                                **model)
+                                v1_sizing=SizingConfig(2, 1), **model)
     preset, dtype = suite.model_for("cpu")
     for sweep in (bench.latency_sweep, bench.graph_memory_sweep):
         frame = sweep(suite, "cpu")
-        assert built.pop() == (preset, dtype)
+        assert built == [(preset, dtype)] * 2  # the V0 engine's model, then the V1 engine's
         assert set(frame["model"]) == {preset} and set(frame["dtype"]) == {dtype}
+        assert set(frame["engine"]) == {V0, "vllm-0.33.0"}
+        built.clear()
 
 
 def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
@@ -146,13 +155,25 @@ def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
 
 
 def test_graph_memory_rows_accumulate_per_pool(written):
-    memory = read_csv(written["graph_memory"])
+    memory = read_csv(written["graph_memory"]).query("engine == @V0")
     shared, separate = (memory[memory["graph_pool"] == pool] for pool in ("shared", "separate"))
     assert list(shared["capture_size"]) == [4, 2, 1]  # largest first
     assert shared["cumulative_predicted_bytes"].iloc[-1] == shared["predicted_bytes"].iloc[0]
     assert separate["cumulative_predicted_bytes"].iloc[-1] == separate["predicted_bytes"].sum()
     # Emulated: nothing measured, so no predictor accuracy to state.
     assert memory["predicted_over_measured"].isna().all()
+    assert set(memory["batch_unit"]) == {"rows"}
+    assert (memory["num_reqs"] == memory["capture_size"]).all()
+
+
+def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(written):
+    memory = read_csv(written["graph_memory"]).query("engine == 'vllm-0.33.0'")
+    for pool in ("shared", "separate"):
+        rows = memory[memory["graph_pool"] == pool]
+        assert list(rows["capture_size"]) == [16, 8, 4]  # token counts of whole 4-token requests
+        assert list(rows["num_reqs"]) == [4, 2, 1]
+    assert set(memory["batch_unit"]) == {"tokens"} and set(memory["num_speculative_tokens"]) == {3}
+    assert set(memory["max_num_batched_tokens"]) == {16}
 
 
 def test_the_crash_map_command_can_stamp_without_torch():
@@ -173,7 +194,7 @@ def test_memory_on_cpu_is_labelled_predicted(written):
 
 
 def test_latency_rows_cover_both_modes_and_the_padded_size(written):
-    frame = pd.read_csv(written["latency"])
+    frame = pd.read_csv(written["latency"]).query("engine == @V0")
     assert set(frame["mode"]) == {"eager", "graph"}
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert graph.loc[3, "graph_size"] == 4  # V0 pads 3 rows to the size-4 graph
@@ -183,7 +204,7 @@ def test_latency_rows_cover_both_modes_and_the_padded_size(written):
 def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
     suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9),
                                 latency_max_num_seqs=4)
-    frame = bench.latency_sweep(suite, "cpu")
+    frame = bench.latency_sweep(suite, "cpu").query("engine == @V0")
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert list(graph["path"]) == ["graph", "graph", "graph", "eager", "eager"]
     assert graph.loc[3, "graph_size"] == 4 and graph.loc[[5, 9], "graph_size"].isna().all()
@@ -191,9 +212,26 @@ def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
     assert set(frame["max_num_seqs"]) == {4}
 
 
+def test_latency_of_the_v1_engine_crosses_its_largest_graph(written):
+    frame = read_csv(written["latency"])
+    assert set(frame.query("engine == @V0")["batch_unit"]) == {"rows"}
+    v1 = frame.query("engine == 'vllm-0.33.0'")
+    assert set(v1["batch_unit"]) == {"tokens"} and set(v1["graph_limit"]) == {16}
+    graph = v1[v1["mode"] == "graph"]
+    # Each graph filled exactly (1, 2, 4 requests), one request past the last one, and S = 8.
+    assert list(graph["num_reqs"]) == [1, 2, 4, 5, 8]
+    assert list(graph["batch_size"]) == [4, 8, 16, 20, 32]
+    assert list(graph["path"]) == ["graph"] * 3 + ["eager"] * 2
+    assert list(graph["graph_size"].astype("float")[:3]) == [4, 8, 16]
+    assert set(v1[v1["mode"] == "eager"]["path"]) == {"eager"}
+    assert (v1["bandwidth_floor_ms"] == v1["weight_bytes"] / v1["copy_bytes_per_s"] * 1e3).all()
+
+
 def test_every_suite_sweeps_past_its_capture_limit():
     for suite in bench.SUITES.values():
         assert max(suite.latency_batch_sizes) > suite.latency_max_num_seqs, suite.name
+        v1 = suite.v1_sizing  # the V1 cliff: S requests of 1 + k tokens pass the largest graph
+        assert v1.max_num_seqs * v1.decode_query_len > decode_graph_sizes(suite.v1_engine, v1)[-1]
 
 
 def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
@@ -296,6 +334,10 @@ def test_suite_fields_are_validated():
         bench.replace_suite("quick", latency_max_num_seqs=0)
     with pytest.raises(GraphlabError, match="spec_engines.*vllm-0.5.5"):
         bench.replace_suite("quick", spec_engines=("sglang",))
+    with pytest.raises(GraphlabError, match="v1_engine 'vllm-0.6.0'.*vllm-0.33.0"):
+        bench.replace_suite("quick", v1_engine="vllm-0.6.0")
+    with pytest.raises(GraphlabError, match="v1_sizing must be"):
+        bench.replace_suite("quick", v1_sizing=(160, 3))
 
 
 def test_bad_suite_and_sweep_names():
@@ -343,10 +385,36 @@ def test_provenance_rejects_unknown_devices():
 
 
 def test_git_commit_override_for_copies_without_git(monkeypatch):
-    from graphlab.provenance import git_commit
-
     monkeypatch.setenv("GRAPHLAB_GIT_COMMIT", "abc123")
     assert git_commit() == "abc123"
+
+
+def test_git_commit_is_dirty_by_tracked_content_not_by_status(tmp_path, monkeypatch):
+    monkeypatch.delenv("GRAPHLAB_GIT_COMMIT", raising=False)
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+                              cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+
+    git("init", "-q")
+    # A clean filter like the notebooks' strip filter: the stored content drops "output" lines.
+    git("config", "filter.strip.clean", "grep -v output || true")
+    (tmp_path / ".gitattributes").write_text("*.nb filter=strip\n")
+    notebook = tmp_path / "a.nb"
+    notebook.write_text("cell\n")
+    git("add", "-A")
+    git("commit", "-q", "-m", "one")
+    head = git("rev-parse", "--short=12", "HEAD").strip()
+    assert git_commit(tmp_path) == head
+    notebook.write_text("cell\noutput 42\n")  # run in place: status lists it, content is HEAD's
+    assert "a.nb" in git("status", "--porcelain")
+    assert git_commit(tmp_path) == head
+    notebook.write_text("cell changed\n")
+    assert git_commit(tmp_path) == head + "+dirty"
+    notebook.write_text("cell\n")
+    (tmp_path / "new.txt").write_text("untracked\n")  # untracked files are not the commit's
+    assert git_commit(tmp_path) == head
+    assert git_commit(tmp_path / "no-such-folder") == "unknown"
 
 
 def test_package_version_of_a_missing_package():

@@ -60,7 +60,7 @@ def test_every_module_the_check_uses_imports_without_optional_packages(stripped_
     loaded = set(done.stdout.split())
     assert {f"graphlab.{m}" for m in ("audit", "bench", "export", "graphs", "memory", "model",
                                       "progress", "provenance", "runner", "sizing",
-                                      "spec_decode")} <= loaded
+                                      "spec_bench", "spec_decode", "v1_runner")} <= loaded
 
 
 @pytest.fixture(scope="module")
@@ -87,7 +87,12 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     assert all(len(frame) > 0 for frame in csvs.values())
     latency = csvs["latency"]
     assert set(latency["git_commit"]) == {"dryrun123"}
-    assert set(latency[latency["mode"] == "graph"]["path"]) == {"graph", "eager"}  # the cliff
+    for engine in (bench.LATENCY_ENGINE, "vllm-0.33.0"):  # each engine's cliff is in the sweep
+        rows = latency[(latency["engine"] == engine) & (latency["mode"] == "graph")]
+        assert set(rows["path"]) == {"graph", "eager"}, engine
+    v1 = latency[latency["engine"] == "vllm-0.33.0"]
+    assert set(v1["batch_unit"]) == {"tokens"} and v1["batch_size"].max() > 512
+    assert set(csvs["graph_memory"]["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
     assert "cudnn" in environment and "sdpa" in environment and "chosen" in environment
 
 
@@ -96,6 +101,10 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     summary = (out / "summary.txt").read_text()
     assert "adaptive" in summary and "copy bandwidth" in summary
     assert "graph memory, predicted / measured" in summary
+    cliff = [line for line in summary.splitlines() if line.startswith("== V1 cliff")]
+    assert len(cliff) == 1 and "(vllm-0.33.0, tiny, k=3, cpu-emulated)" in cliff[0]
+    assert "largest captured 512 tokens" in cliff[0]
+    assert "512 tokens (graph)" in cliff[0] and "516 tokens (eager)" in cliff[0]
     table = summary.rstrip().split("\n== targets\n")[-1].splitlines()
     assert table[0].split()[:2] == ["target", "model"]
     assert [name for name in TARGET_NAMES for line in table[1:] if name in line] == list(
@@ -111,3 +120,26 @@ def test_without_cuda_and_without_flags_the_check_refuses_in_one_line(stripped_e
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--device cpu --small" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
+    # V1 rows count tokens: its 512-token captures must not become "the slowest capture" or the
+    # largest graph of the pool ratio.
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "scripts" / "gpu_bench.py")
+    gpu_bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gpu_bench)
+    with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
+        latency, memory = (pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
+                           for name in ("latency", "graph_memory"))
+    slow = memory.assign(capture_ms=memory["capture_ms"].where(
+        memory["engine"] == bench.LATENCY_ENGINE, 1e6))  # V1 captures made absurdly slow
+    targets = gpu_bench.summarize_targets(latency, slow, "tiny", "tiny").set_index("target")
+    guard = memory[(memory["engine"] == bench.LATENCY_ENGINE) & (memory["graph_pool"] == "shared")]
+    assert targets.loc["slowest capture (ms)", "value"] == guard["capture_ms"].max()
+    separate = memory[(memory["engine"] == bench.LATENCY_ENGINE)
+                      & (memory["graph_pool"] == "separate")]
+    largest = separate.loc[separate["capture_size"].idxmax(), "memory_bytes"]
+    assert targets.loc["shared pool / largest graph's own pool", "value"] == pytest.approx(
+        guard["memory_bytes"].sum() / largest)

@@ -17,7 +17,7 @@ from graphlab.memory import predict_graph_memory
 from graphlab.model import build_model
 from graphlab.sizing import SizingConfig, get_engine
 from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine
-from graphlab.v1_bench import measure_v1_graph_memory, measure_v1_latency
+from graphlab.bench import graph_memory_rows, latency_rows
 from graphlab.v1_runner import (V1_ENGINES, V1ModelRunner, decode_graph_sizes,
                                 uniform_decode_batch, verify_batches)
 from graphlab.workload import make_requests
@@ -180,11 +180,36 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
 def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():
     # max_cudagraph_capture_size=42 is truncated to 40 (the grid's largest size <= 42), so the
     # 42-token verify batch of six requests runs eagerly (vllm issue 54933).
-    if "max_cudagraph_capture_size" not in SizingConfig.__dataclass_fields__:
-        pytest.skip("SizingConfig has no explicit capture settings in this tree")
     cfg = SizingConfig(6, 6, max_cudagraph_capture_size=42)
+    assert get_engine("vllm-0.33.0").capture_sizes(cfg)[-1] == 40
     assert decode_graph_sizes("vllm-0.33.0", cfg) == (7, 14, 21, 28, 35)
     assert verify_batches("vllm-0.33.0", cfg)[-1]["path"] == "eager"
+
+
+def test_issue_54933_explicit_maximum_through_speculative_decoding():
+    # The same settings as SpecDecodeConfig fields: the target's V1 runner captures up to 35
+    # tokens, and every verify step of all six speculating requests (42 tokens) runs eagerly.
+    config = SpecDecodeConfig(6, 6, engine="vllm-0.33.0", max_model_len=40,
+                              max_cudagraph_capture_size=42)
+    assert config.sizing == SizingConfig(6, 6, max_cudagraph_capture_size=42)
+    target = build_target("tiny", seed=0)
+    load = make_requests(6, 6, 8, 40, target.config.vocab_size, seed=5)
+    engine = SpecDecodeEngine(target, build_draft(target, "truncated", seed=1), config)
+    assert engine.runner.capture_sizes == (7, 14, 21, 28, 35)
+    decode = engine.generate(load).steps_frame().query("kind == 'decode'")
+    full = decode[(decode.num_speculating == 6) & (decode.num_seqs == 6)]
+    assert len(full) > 0 and set(full.batch_size) == {42}
+    assert set(full.path) == {"eager"} and full.graph_size.isna().all()
+    smaller = decode[(decode.num_speculating == decode.num_seqs) & (decode.batch_size <= 35)]
+    assert set(smaller.path) <= {"graph"}
+    explicit = SpecDecodeConfig(6, 6, engine="vllm-0.33.0", cudagraph_capture_sizes=[7, 14])
+    assert explicit.cudagraph_capture_sizes == (7, 14)
+    assert SpecDecodeEngine(target, build_draft(target, "truncated", seed=1),
+                            explicit).runner.capture_sizes == (7, 14)
+    with pytest.raises(GraphlabError, match="engine vllm-0.6.0: only the V1 engines"):
+        SpecDecodeConfig(6, 6, max_cudagraph_capture_size=42)
+    with pytest.raises(GraphlabError, match="cudagraph_capture_sizes"):
+        SpecDecodeConfig(6, 6, engine="vllm-0.33.0", cudagraph_capture_sizes=[])
 
 
 # ---- replay, padding, stale rows --------------------------------------------------------------
@@ -350,10 +375,9 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
-    latency = measure_v1_latency(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0)
+    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0)
     graph_rows = [r for r in latency if r["mode"] == "graph"]
-    assert {(r["engine"], r["backend"], r["batch_unit"]) for r in latency} == {
-        ("vllm-0.33.0", "cpu-emulated", "tokens")}
+    assert {(r["engine"], r["batch_unit"]) for r in latency} == {("vllm-0.33.0", "tokens")}
     # Each captured size filled exactly, one request past the last graph, and all 12 requests.
     assert [r["num_reqs"] for r in graph_rows] == [1, 2, 4, 6, 7, 12]
     for r in graph_rows:
@@ -361,7 +385,7 @@ def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
         assert (r["path"], r["graph_size"]) == (("graph", r["batch_size"])
                                                 if r["batch_size"] <= 24 else ("eager", None))
     assert all(r["path"] == "eager" for r in latency if r["mode"] == "eager")
-    memory = measure_v1_graph_memory(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
+    memory = graph_memory_rows(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
     assert [r["capture_size"] for r in memory] == [24, 16, 8, 4]
     for r in memory:
         assert r["memory_kind"] == "predicted" and r["num_reqs"] * 4 == r["capture_size"]
