@@ -76,6 +76,12 @@ def _require(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
         raise GraphlabError("frame is empty: nothing to plot")
 
 
+def _batch_unit(rows: pd.DataFrame) -> str:
+    """V1 rows count tokens (batch_unit "tokens"); V0 rows count rows or leave the column empty."""
+    tokens = "batch_unit" in rows.columns and bool((rows["batch_unit"] == "tokens").all())
+    return "tokens" if tokens else "rows"
+
+
 def plot_latency(df: pd.DataFrame) -> Figure:
     """Latency and padded size against batch size (rows; tokens in V1 rows), one column per engine.
 
@@ -86,12 +92,11 @@ def plot_latency(df: pd.DataFrame) -> Figure:
     """
     _require(df, ("engine", "batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms"))
     engines = list(dict.fromkeys(df["engine"]))
-    # V1 rows count tokens (batch_unit "tokens"); V0 rows count rows or leave it empty.
-    unit = _one(df, "batch_unit") if df.get("batch_unit", pd.Series()).notna().any() else "rows"
     fig = Figure(figsize=(max(8.0, 5.5 * len(engines)), 7), layout="constrained")
     axes = fig.subplots(2, len(engines), squeeze=False, sharex="col", height_ratios=(2, 1))
     for col, engine in enumerate(engines):
         rows = df[df["engine"] == engine].sort_values("batch_size")
+        unit = _batch_unit(rows)
         top, bottom = axes[0, col], axes[1, col]
         for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
@@ -130,8 +135,9 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         bottom.set_ylabel(f"padded size ({unit})")
         top.legend(fontsize=7)
         bottom.legend(fontsize=7)
-    fig.suptitle(provenance_title(df, "Verify-step latency against tokens" if unit == "tokens"
-                                  else "Decode latency against batch size"), fontsize=10)
+    fig.suptitle(provenance_title(df, "Verify-step latency against tokens"
+                                  if _batch_unit(df) == "tokens" else
+                                  "Decode latency against batch size"), fontsize=10)
     return fig
 
 
@@ -233,6 +239,8 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     same models); it is printed under each group, as vLLM V1's mean acceptance length where the
     frame has it, else as V0's draft_acceptance_rate, named so.
     """
+    # Reference CSVs written before the engine rename call the column `policy`.
+    df = df.rename(columns={"policy": "engine"})
     _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
                   "scorer_graph_fraction", "target_graph_memory_bytes", "memory_kind"))
     present = [a for a in _ACCEPTANCE if a[0] in df.columns]
@@ -284,9 +292,7 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
             for model, rows in pd.read_csv(folder / f"{stem}.csv").groupby("model"):
                 figures.append((f"{stem}_{model}", plot(rows)))
     if (folder / "spec_decode.csv").is_file():
-        frame = pd.read_csv(folder / "spec_decode.csv")
-        # Reference CSVs written before the engine rename call the column `policy`.
-        figures.append(("spec_decode", plot_spec_decode(frame.rename(columns={"policy": "engine"}))))
+        figures.append(("spec_decode", plot_spec_decode(pd.read_csv(folder / "spec_decode.csv"))))
     return figures
 
 
