@@ -316,7 +316,7 @@ def plot_plan(result) -> Figure:
     ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
     ax.set_ylabel("padding waste: padded size - n (tokens)")
     cfg = result.config
-    ax.set_title(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
+    fig.suptitle(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
                  f"max_num_batched_tokens={result.max_num_batched_tokens}: capture sizes, default vs plan "
                  f"({result.cost} cost)", fontsize=10)
     ax.set_ylim(top=ax.get_ylim()[1] * 1.4)  # room for the legend above the points

@@ -209,3 +209,17 @@ def test_inline_shows_figures_as_images_under_agg():
     assert data["image/png"] and data["text/plain"] == "[figure: Decode latency]"
     plots.inline("svg")
     assert "<svg" in shell.display_formatter.format(fig)[0]["image/svg+xml"]
+
+
+def test_plan_figure_marks_both_lists_and_the_eager_steps():
+    from graphlab.plan import Budget, plan
+
+    result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8))
+    fig = plots.plot_plan(result)
+    text = _texts(fig)
+    assert fig.get_suptitle().startswith("vllm-0.33.0, max_num_seqs=256, k=4")
+    assert f"default: {len(result.default.capture_sizes)} graphs" in text and "plan: 8 graphs" in text
+    # The default stops at 512 tokens: the steps above it are drawn as eager crosses.
+    (ax,) = fig.axes
+    eager = [line for line in ax.lines if line.get_label() == "default: eager steps"]
+    assert min(eager[0].get_xdata()) > 512
