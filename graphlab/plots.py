@@ -76,8 +76,14 @@ def _require(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
         raise GraphlabError("frame is empty: nothing to plot")
 
 
+def _batch_unit(rows: pd.DataFrame) -> str:
+    """V1 rows count tokens (batch_unit "tokens"); V0 rows count rows or leave the column empty."""
+    tokens = "batch_unit" in rows.columns and bool((rows["batch_unit"] == "tokens").all())
+    return "tokens" if tokens else "rows"
+
+
 def plot_latency(df: pd.DataFrame) -> Figure:
-    """Latency and padded size against batch size, one column per engine.
+    """Latency and padded size against batch size (rows; tokens in V1 rows), one column per engine.
 
     Top: median decode-step latency (p90 as a band) in eager mode and in graph mode; graph-mode
     batches that found no graph are drawn as eager/crash markers, and a dashed line marks the
@@ -90,6 +96,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
     axes = fig.subplots(2, len(engines), squeeze=False, sharex="col", height_ratios=(2, 1))
     for col, engine in enumerate(engines):
         rows = df[df["engine"] == engine].sort_values("batch_size")
+        unit = _batch_unit(rows)
         top, bottom = axes[0, col], axes[1, col]
         for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
@@ -123,11 +130,14 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         top.set_title(engine)
         top.set_ylabel("decode step latency (ms)")
         top.set_ylim(bottom=0)
-        bottom.set_xlabel("batch size (rows per decode step)")
-        bottom.set_ylabel("padded size (rows)")
+        bottom.set_xlabel("verify batch (tokens per decode step)" if unit == "tokens"
+                          else "batch size (rows per decode step)")
+        bottom.set_ylabel(f"padded size ({unit})")
         top.legend(fontsize=7)
         bottom.legend(fontsize=7)
-    fig.suptitle(provenance_title(df, "Decode latency against batch size"), fontsize=10)
+    fig.suptitle(provenance_title(df, "Verify-step latency against tokens"
+                                  if _batch_unit(df) == "tokens" else
+                                  "Decode latency against batch size"), fontsize=10)
     return fig
 
 
@@ -215,20 +225,33 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     return fig
 
 
+# Acceptance in the vocabulary of the engine whose metric it is (vllm/v1/spec_decode/metrics.py,
+# vllm/spec_decode/metrics.py); the first column present is shown.
+_ACCEPTANCE = (("mean_acceptance_length", "mean acceptance length (vLLM V1)", ".2f"),
+               ("draft_acceptance_rate", "draft_acceptance_rate (vLLM V0)", ".3f"))
+
+
 def plot_spec_decode(df: pd.DataFrame) -> Figure:
-    """Speculative decoding per sizing policy, one bar group per (max_num_seqs, k).
+    """Speculative decoding per engine, one bar group per (max_num_seqs, k).
 
     Panels: decode tokens per second, the share of scorer steps that replayed a graph, and the
-    target model's graph memory. Acceptance does not depend on the policy (same load, same
-    models); it is printed under each group.
+    target model's graph memory. Acceptance does not depend on the engine's sizing (same load,
+    same models); it is printed under each group, as vLLM V1's mean acceptance length where the
+    frame has it, else as V0's draft_acceptance_rate, named so.
     """
-    _require(df, ("policy", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
-                  "scorer_graph_fraction", "target_graph_memory_bytes", "acceptance_rate",
-                  "memory_kind"))
+    # Reference CSVs written before the engine rename call the column `policy`.
+    df = df.rename(columns={"policy": "engine"})
+    _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
+                  "scorer_graph_fraction", "target_graph_memory_bytes", "memory_kind"))
+    present = [a for a in _ACCEPTANCE if a[0] in df.columns]
+    if not present:
+        raise GraphlabError(f"frame lacks an acceptance column (one of "
+                            f"{[a[0] for a in _ACCEPTANCE]}); see data/README.md for the schema")
+    acceptance, acceptance_label, fmt = present[0]
     configs = df[["max_num_seqs", "num_speculative_tokens"]].drop_duplicates().sort_values(
         ["max_num_seqs", "num_speculative_tokens"]).to_records(index=False)
-    policies = list(dict.fromkeys(df["policy"]))
-    width = 0.8 / len(policies)
+    engines = list(dict.fromkeys(df["engine"]))
+    width = 0.8 / len(engines)
     fig = Figure(figsize=(14, 4.6), layout="constrained")
     axes = fig.subplots(1, 3)
     panels = (("tokens_per_s", 1.0, "decode throughput (tokens/s)"),
@@ -237,22 +260,23 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     labels = []
     for seqs, k in configs:
         cell = df[(df["max_num_seqs"] == seqs) & (df["num_speculative_tokens"] == k)]
-        labels.append(f"S={seqs}, k={k}\naccept {cell['acceptance_rate'].mean():.2f}")
+        labels.append(f"S={seqs}, k={k}\n{format(cell[acceptance].mean(), fmt)}")
     x = np.arange(len(configs))
-    for i, policy in enumerate(policies):
-        rows = df[df["policy"] == policy].set_index(["max_num_seqs", "num_speculative_tokens"])
+    for i, engine in enumerate(engines):
+        rows = df[df["engine"] == engine].set_index(["max_num_seqs", "num_speculative_tokens"])
         for ax, (column, scale, _) in zip(axes, panels):
             values = [rows[column].get((s, k), np.nan) * scale for s, k in configs]
-            ax.bar(x + (i - (len(policies) - 1) / 2) * width, values, width, label=policy)
+            ax.bar(x + (i - (len(engines) - 1) / 2) * width, values, width, label=engine)
     for ax, (_, _, label) in zip(axes, panels):
         ax.set_xticks(x, labels, fontsize=8)
-        ax.set_xlabel("max_num_seqs S, num_speculative_tokens k")
+        ax.set_xlabel(f"max_num_seqs S, num_speculative_tokens k\nand {acceptance_label}")
         ax.set_ylabel(label)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
         ax.legend(fontsize=8, loc="upper left")
     axes[1].set_ylim(0, 1.25)
-    fig.suptitle(provenance_title(df, "Speculative decoding (batch-expansion scorer) per sizing "
-                                  "policy"), fontsize=10)
+    scorers = sorted(df["scorer"].dropna().unique()) if "scorer" in df.columns else []
+    fig.suptitle(provenance_title(df, "Speculative decoding per engine, scorer: "
+                                  + (", ".join(scorers) or "batch-expansion")), fontsize=10)
     return fig
 
 
@@ -270,3 +294,31 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
     if (folder / "spec_decode.csv").is_file():
         figures.append(("spec_decode", plot_spec_decode(pd.read_csv(folder / "spec_decode.csv"))))
     return figures
+
+
+def plot_plan(result) -> Figure:
+    """A graphlab.plan.Plan: padding waste per decode step size, the engine's default against the plan; ticks mark the
+    captured sizes (default below, plan above) and crosses the steps that run eagerly."""
+    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    ax = fig.add_subplot()
+    ns = result.workload.sizes
+    for label, outcome, color in (("default", result.default, "tab:orange"), ("plan", result.plan, "tab:blue")):
+        on_graph = outcome.padded > 0
+        summary = (f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
+                   f"graph fraction {outcome.graph_fraction:.3f}"
+                   + (f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
+                      if outcome.mean_step_ms is not None else ""))
+        ax.plot(ns[on_graph], (outcome.padded - ns)[on_graph], ".", markersize=4, color=color, label=summary)
+        ax.plot(ns[~on_graph], np.zeros((~on_graph).sum()), "x", color=color, label=f"{label}: eager steps")
+        ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
+        for size in outcome.capture_sizes:
+            ax.axvline(size, ymin=ymin, ymax=ymax, color=color, linewidth=0.8)
+    ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
+    ax.set_ylabel("padding waste: padded size - n (tokens)")
+    cfg = result.config
+    fig.suptitle(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
+                 f"max_num_batched_tokens={result.max_num_batched_tokens}: capture sizes, default vs plan "
+                 f"({result.cost} cost)", fontsize=10)
+    ax.set_ylim(top=ax.get_ylim()[1] * 1.4)  # room for the legend above the points
+    ax.legend(fontsize=8, loc="upper left", ncols=2)
+    return fig

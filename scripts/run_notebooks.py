@@ -45,13 +45,15 @@ EXPECTED = {
     "01_cuda_graphs_first_principles": Expected(1, ("graph_pool.png",)),
     "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
     "03_the_guard_fix": Expected(0, ("guard_steps.csv",)),
-    "04_adaptive_sizing": Expected(4, ("crash_map.csv", "crash_map_before_after.png",
+    "04_adaptive_sizing": Expected(5, ("crash_map.csv", "crash_map_before_after.png",
                                        "graph_fraction_before_after.png",
-                                       "adaptive_graph_memory.png", "vllm_v1_graph_fraction.png")),
+                                       "adaptive_graph_memory.png", "vllm_v1_graph_fraction.png",
+                                       "v1_verify_cliff.png")),
     "05_latency_and_memory": Expected(4, ("latency.csv", "graph_memory.csv", "spec_decode.csv",
                                           "spec_decode_steps.csv", "crash_map.csv", "latency.png",
                                           "graph_memory.png", "spec_decode.png", "crash_map.png"),
                                       reference_figures=True),
+    "06_capture_size_planner": Expected(2, ("plan_vs_default.png",)),
 }
 IMAGE_TYPES = ("image/png", "image/svg+xml")
 

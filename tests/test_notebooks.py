@@ -96,6 +96,30 @@ def test_the_crash_notebook_catches_keyerror_40(executed):
     assert "graph_runners[padded]" in (out / "02_the_crash" / "traceback.txt").read_text()
 
 
+def _printed(nb, marker: str) -> str:
+    """The stdout of the one code cell whose source contains `marker`."""
+    (cell,) = [c for c in nb.cells if c.cell_type == "code" and marker in c.source]
+    return "".join(o.get("text", "") for o in cell.outputs if o.get("name") == "stdout")
+
+
+@pytest.mark.notebooks
+def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
+    out, _ = executed
+    nb = nbformat.read(out / "notebooks" / "04_adaptive_sizing.ipynb", as_version=4)
+    verify = _printed(nb, "verify_batches(v1_engine, v1_cfg)")
+    # CI: 160 requests x 4 tokens; the FULL graphs stop at vLLM's 512-token ceiling.
+    assert "FULL decode graphs: 49 token counts, 4..512" in verify
+    assert "32 of 160 verify batch sizes leave the graphs: 129..160 requests (516..640 tokens)" in verify
+    cliff = _printed(nb, "measure_v1_latency(")
+    assert "512 tokens on the 512-token graph" in cliff and "516 tokens, no graph" in cliff
+    assert cliff.startswith("cpu-emulated") == ("cpu-emulated: a 'graph' step" in cliff)
+    issue = _printed(nb, "max_cudagraph_capture_size=42)")
+    explicit, default = issue.split("default sizing:")
+    assert "WARNING 'Truncating max_cudagraph_capture_size to 40'" in explicit
+    assert "42 tokens, has no graph and runs eagerly" in explicit
+    assert "no warning" in default and "replays the 42-token graph" in default
+
+
 @pytest.mark.notebooks
 def test_the_guard_notebook_runs_the_expanded_steps_eagerly(executed):
     out, _ = executed

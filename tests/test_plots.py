@@ -119,27 +119,50 @@ def test_missing_columns_are_named():
 def spec_frame(prov=CPU) -> pd.DataFrame:
     rows = []
     for seqs, k in ((8, 2), (8, 4)):
-        for policy, fraction, memory in (("vllm-0.6.0", 0.3, 2**20), ("adaptive", 1.0, 5 * 2**20)):
-            rows.append(dict(policy=policy, max_num_seqs=seqs, num_speculative_tokens=k,
+        for engine, fraction, memory in (("vllm-0.6.0", 0.3, 2**20), ("adaptive", 1.0, 5 * 2**20)):
+            rows.append(dict(engine=engine, max_num_seqs=seqs, num_speculative_tokens=k,
                              tokens_per_s=100.0 * k, scorer_graph_fraction=fraction,
-                             target_graph_memory_bytes=memory, acceptance_rate=0.25,
-                             memory_kind="predicted"))
+                             target_graph_memory_bytes=memory, mean_acceptance_length=1.5 + k / 8,
+                             draft_acceptance_rate=0.25, memory_kind="predicted"))
     return pd.DataFrame(rows).assign(**prov)
 
 
-def test_spec_decode_figure_compares_policies_per_config():
+def test_spec_decode_figure_compares_engines_per_config():
     fig = plots.plot_spec_decode(spec_frame())
     text = _texts(fig)
     assert "vllm-0.6.0" in text and "adaptive" in text
     assert "(tokens/s)" in text and "(MiB)" in text and "(fraction)" in text
     assert "PREDICTED" in text and "cpu-emulated" in text
     throughput = fig.axes[0]
-    # Two configs x two policies: four bars; adaptive's graph fraction bars reach 1.
+    # Two configs x two engines: four bars; adaptive's graph fraction bars reach 1.
     assert len(throughput.patches) == 4
     heights = sorted(p.get_height() for p in fig.axes[1].patches)
     assert heights == [0.3, 0.3, 1.0, 1.0]
     labels = [t.get_text() for t in throughput.get_xticklabels()]
-    assert labels[0].startswith("S=8, k=2") and "accept 0.25" in labels[0]
+    # Acceptance in V1's vocabulary where the frame has it, named so.
+    assert labels[0] == "S=8, k=2\n1.75" and labels[1] == "S=8, k=4\n2.00"
+    assert "mean acceptance length (vLLM V1)" in throughput.get_xlabel()
+
+
+def test_spec_decode_figure_falls_back_to_v0_rate_and_reads_the_old_column_name():
+    frame = spec_frame().drop(columns="mean_acceptance_length").rename(columns={"engine": "policy"})
+    fig = plots.plot_spec_decode(frame)
+    assert "draft_acceptance_rate (vLLM V0)" in fig.axes[0].get_xlabel()
+    assert fig.axes[0].get_xticklabels()[0].get_text() == "S=8, k=2\n0.250"
+    with pytest.raises(GraphlabError, match="acceptance column"):
+        plots.plot_spec_decode(frame.drop(columns="draft_acceptance_rate"))
+
+
+def test_latency_of_v1_rows_counts_tokens():
+    frame = latency_frame().assign(batch_unit="tokens")
+    text = _texts(plots.plot_latency(frame))
+    assert "verify batch (tokens per decode step)" in text and "padded size (tokens)" in text
+    assert "Verify-step latency against tokens" in text
+    mixed = pd.concat([latency_frame(), frame.assign(engine="vllm-0.33.0")])
+    fig = plots.plot_latency(mixed)  # V0 and V1 columns side by side, each in its own unit
+    assert [ax.get_xlabel() for ax in fig.axes[2:]] == [
+        "batch size (rows per decode step)", "verify batch (tokens per decode step)"]
+    assert fig.get_suptitle().startswith("Decode latency against batch size")
 
 
 def test_make_figures_prefers_gpu_csvs_and_falls_back_to_cpu(tmp_path):
@@ -186,3 +209,17 @@ def test_inline_shows_figures_as_images_under_agg():
     assert data["image/png"] and data["text/plain"] == "[figure: Decode latency]"
     plots.inline("svg")
     assert "<svg" in shell.display_formatter.format(fig)[0]["image/svg+xml"]
+
+
+def test_plan_figure_marks_both_lists_and_the_eager_steps():
+    from graphlab.plan import Budget, plan
+
+    result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8))
+    fig = plots.plot_plan(result)
+    text = _texts(fig)
+    assert fig.get_suptitle().startswith("vllm-0.33.0, max_num_seqs=256, k=4")
+    assert f"default: {len(result.default.capture_sizes)} graphs" in text and "plan: 8 graphs" in text
+    # The default stops at 512 tokens: the steps above it are drawn as eager crosses.
+    (ax,) = fig.axes
+    eager = [line for line in ax.lines if line.get_label() == "default: eager steps"]
+    assert min(eager[0].get_xdata()) > 512
