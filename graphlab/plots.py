@@ -202,25 +202,30 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     _require(df, ("graph_pool", "capture_size", "memory_bytes", "cumulative_bytes", "capture_ms",
                   "memory_kind"))
     measured = _one(df, "memory_kind") == "measured"
-    fig = Figure(figsize=(14, 4.4), layout="constrained")
-    per_graph, cumulative, capture = fig.subplots(1, 3)
-    for pool, marker in zip(sorted(df["graph_pool"].unique()), "os^"):
-        rows = df[df["graph_pool"] == pool].sort_values("capture_size")
-        style = dict(marker=marker, ms=4, lw=1, label=f"{pool} pool")
-        per_graph.plot(rows["capture_size"], rows["memory_bytes"] / MIB, **style)
-        cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
-        capture.plot(rows["capture_size"], rows["capture_ms"], **style)
-    per_graph.set_title("memory each capture adds", fontsize=9)
-    per_graph.set_ylabel("graph memory (MiB)")
-    cumulative.set_title("this size and all larger ones (captured largest first)", fontsize=9)
-    cumulative.set_ylabel("cumulative graph memory (MiB)")
-    capture.set_title("capture time of each graph" if measured
-                      else "emulated capture: one eager step, no graph recorded", fontsize=9)
-    capture.set_ylabel("capture time (ms)")
-    for ax in (per_graph, cumulative, capture):
-        ax.set_xlabel("captured batch size (rows)")
-        ax.set_ylim(bottom=0)
-        ax.legend(fontsize=8)
+    # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
+    engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
+    fig = Figure(figsize=(14, 4.4 * len(engines)), layout="constrained")
+    for axes, engine in zip(fig.subplots(len(engines), 3, squeeze=False), engines):
+        part = df if engine is None else df[df["engine"] == engine]
+        per_graph, cumulative, capture = axes
+        for pool, marker in zip(sorted(part["graph_pool"].unique()), "os^"):
+            rows = part[part["graph_pool"] == pool].sort_values("capture_size")
+            style = dict(marker=marker, ms=4, lw=1, label=f"{pool} pool")
+            per_graph.plot(rows["capture_size"], rows["memory_bytes"] / MIB, **style)
+            cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
+            capture.plot(rows["capture_size"], rows["capture_ms"], **style)
+        prefix = "" if engine is None else f"{engine}: "
+        per_graph.set_title(f"{prefix}memory each capture adds", fontsize=9)
+        per_graph.set_ylabel("graph memory (MiB)")
+        cumulative.set_title("this size and all larger ones (captured largest first)", fontsize=9)
+        cumulative.set_ylabel("cumulative graph memory (MiB)")
+        capture.set_title("capture time of each graph" if measured
+                          else "emulated capture: one eager step, no graph recorded", fontsize=9)
+        capture.set_ylabel("capture time (ms)")
+        for ax in axes:
+            ax.set_xlabel(f"captured batch size ({_batch_unit(part)})")
+            ax.set_ylim(bottom=0)
+            ax.legend(fontsize=8)
     fig.suptitle(provenance_title(df, "CUDA graph memory against batch size"), fontsize=10)
     return fig
 
