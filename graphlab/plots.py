@@ -244,8 +244,6 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     same models); it is printed under each group, as vLLM V1's mean acceptance length where the
     frame has it, else as V0's draft_acceptance_rate, named so.
     """
-    # Reference CSVs written before the engine rename call the column `policy`.
-    df = df.rename(columns={"policy": "engine"})
     _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
                   "scorer_graph_fraction", "target_graph_memory_bytes", "memory_kind"))
     present = [a for a in _ACCEPTANCE if a[0] in df.columns]

@@ -144,8 +144,8 @@ def test_spec_decode_figure_compares_engines_per_config():
     assert "mean acceptance length (vLLM V1)" in throughput.get_xlabel()
 
 
-def test_spec_decode_figure_falls_back_to_v0_rate_and_reads_the_old_column_name():
-    frame = spec_frame().drop(columns="mean_acceptance_length").rename(columns={"engine": "policy"})
+def test_spec_decode_figure_falls_back_to_v0_rate():
+    frame = spec_frame().drop(columns="mean_acceptance_length")
     fig = plots.plot_spec_decode(frame)
     assert "draft_acceptance_rate (vLLM V0)" in fig.axes[0].get_xlabel()
     assert fig.axes[0].get_xticklabels()[0].get_text() == "S=8, k=2\n0.250"
