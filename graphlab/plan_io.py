@@ -23,7 +23,7 @@ MAX_EXACT = 2**53
 # Columns that tell bench rows apart; a table is read from rows sharing one value of each.
 PICK_COLUMNS = ("engine", "model", "dtype", "num_speculative_tokens")
 PICK_OPTIONS = {"engine": "--bench-engine", "model": "--model", "dtype": "--dtype", "num_speculative_tokens": "--bench-k"}
-V0_STAND_IN = ("{what} holds V0 rows only: one-token-per-request batch sizes stand in for V1 token counts")
+V0_STAND_IN = "{what}: V0 rows (one token per request) stand in for V1 token counts"
 
 
 @dataclass(frozen=True)
@@ -109,19 +109,23 @@ def _milliseconds(frame: pd.DataFrame, path) -> np.ndarray:
     return values
 
 
-def _pick(frame: pd.DataFrame, path, columns: tuple[str, ...], pick: dict) -> pd.DataFrame:
-    """The rows with the picked value of each column; GraphlabError when a column still holds several values."""
+def _pick(frame: pd.DataFrame, path, columns: tuple[str, ...], pick: dict, unit: bool = False) -> pd.DataFrame:
+    """The rows with the picked value of each column (then, with unit, V1 token rows when any are left);
+    GraphlabError when a column still holds several values."""
     unknown = set(pick) - set(PICK_COLUMNS)
     if unknown:
         raise GraphlabError(f"cannot pick rows by {sorted(unknown)[0]!r}; pick by {', '.join(PICK_COLUMNS)}")
-    for column in columns:
-        choices = sorted(frame[column].astype(str).unique())
-        wanted = pick.get(column)
+    for column, wanted in pick.items():
         if wanted is not None:
+            choices = sorted(frame[column].astype(str).unique())
             frame = frame[frame[column].astype(str) == str(wanted)]
             if frame.empty:
                 raise GraphlabError(f"{str(path)!r} has no rows with {column}={wanted}; it has {', '.join(choices)}")
-        elif len(choices) > 1:
+    if unit and (frame.batch_unit == "tokens").any():  # a V1 plan pads token counts
+        frame = frame[frame.batch_unit == "tokens"]
+    for column in columns:
+        choices = sorted(frame[column].astype(str).unique())
+        if len(choices) > 1:
             raise GraphlabError(f"{str(path)!r} holds rows of several {column}: {', '.join(choices)}; "
                                 f"pick one with {PICK_OPTIONS[column]}")
     return frame
@@ -133,9 +137,8 @@ def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.Da
     if not units <= {"tokens", "rows"}:
         raise GraphlabError(f"{str(path)!r}: column 'batch_unit' needs tokens or rows, "
                             f"got {sorted(units - {'tokens', 'rows'})[0]!r}")
-    unit = "tokens" if "tokens" in units else "rows"  # a V1 plan pads token counts
-    rows = _pick(frame[frame.batch_unit == unit], path, PICK_COLUMNS, pick)
-    return rows, "" if unit == "tokens" else V0_STAND_IN.format(what=what)
+    rows = _pick(frame, path, PICK_COLUMNS, pick, unit=True)
+    return rows, "" if (rows.batch_unit == "tokens").all() else V0_STAND_IN.format(what=what)
 
 
 def read_batch_sizes(path) -> Workload:
@@ -191,9 +194,9 @@ def read_graph_memory(path, **pick) -> SizeTable:
 def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
     """(graph latency per replayed size, eager latency per batch size) in ms, from a `latency.csv`.
 
-    Rows: V1 token rows (batch_unit tokens) when the file has them, else V0 rows, whose one-token
-    requests stand in for tokens (a note says so); pick (engine, model, dtype,
-    num_speculative_tokens = value) chooses among several runs, which are never mixed. A graph step
+    Rows: those with the picked values (engine, model, dtype, num_speculative_tokens = value), then
+    V1 token rows (batch_unit tokens) when any are left, else V0 rows, whose one-token requests
+    stand in for tokens (a note says so); several runs left are refused, never mixed. A graph step
     costs the same whatever n was padded into it, so graph rows are keyed by graph_size; eager rows
     (mode eager, path eager) by batch_size.
     """

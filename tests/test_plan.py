@@ -229,6 +229,8 @@ def test_latency_reads_the_v1_token_rows_of_a_mixed_file(bench):
         graph(np.array([25]))
     with pytest.raises(GraphlabError, match=r"has sizes 4\.\.28"):  # the V0 rows start at 1: not read
         eager(np.array([1]))
+    v0 = read_latency(bench / "latency.csv", engine="vllm-0.6.0")  # picked: the V0 rows, with their note
+    assert v0[1](np.array([1]))[0] == pytest.approx(1.22) and "V0 rows (one token per request) stand in" in v0[0].note
 
 
 def test_v0_rows_stand_in_for_tokens_and_the_plan_says_so(tmp_path):
@@ -236,7 +238,7 @@ def test_v0_rows_stand_in_for_tokens_and_the_plan_says_so(tmp_path):
     latency = read_latency(tmp_path / "latency.csv")
     assert latency[0](np.array([4]))[0] == pytest.approx(1.04) and latency[1](np.array([5]))[0] == pytest.approx(1.3)
     result = plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2), latency=latency)
-    assert sum("V0 rows only" in note for note in result.notes) == 1
+    assert sum("V0 rows (one token per request) stand in" in note for note in result.notes) == 1
     assert not any("V0" in note for note in plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2)).notes)
 
 
