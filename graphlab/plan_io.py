@@ -169,7 +169,8 @@ def read_spec_decode_steps(path, cfg: SizingConfig, model: str | None = None, dt
     decode = runs[(runs.engine == runs.engine.iloc[0]) & (runs.kind == "decode")]
     if decode.empty:
         raise GraphlabError(f"{str(path)!r}: the run has no decode step")
-    tokens = _positive_ints(decode, "num_seqs", path) + _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens
+    proposals = _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens
+    tokens = _positive_ints(decode, "num_seqs", path) + proposals
     return Workload.from_counts(tokens, np.ones(len(tokens)), str(path))
 
 
