@@ -451,8 +451,8 @@ def _positive_float(value: str) -> float:
         number = float(value)
     except ValueError:
         number = None
-    if number is None or not number > 0:
-        raise argparse.ArgumentTypeError(f"must be a number > 0, got {value!r}")
+    if number is None or not 0 < number < float("inf"):  # inf and nan too: a budget is a finite amount
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {value!r}")
     return number
 
 
@@ -493,6 +493,13 @@ def add_plan_parser(subparsers) -> None:
                         help="shared (vLLM's; the largest graph dominates) or separate (the sum)")
     parser.add_argument("--latency", metavar="CSV",
                         help="a latency.csv: minimise mean step latency instead of padding waste")
+    rows = parser.add_argument_group("bench rows", "which run of a --latency/--graph-memory/--steps CSV holding "
+                                     "several to read (runs are never mixed)")
+    rows.add_argument("--model", help="the model column's value (e.g. 1b)")
+    rows.add_argument("--dtype", help="the dtype column's value (e.g. float16)")
+    rows.add_argument("--bench-engine", metavar="ENGINE", help="the engine that measured the latency/memory rows")
+    rows.add_argument("--bench-k", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), metavar="K",
+                      help="the num_speculative_tokens of the latency/memory rows")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run_plan)
 
@@ -523,12 +530,13 @@ def run_plan(args) -> int:
     cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
+    pick = dict(model=args.model, dtype=args.dtype, engine=args.bench_engine, num_speculative_tokens=args.bench_k)
     workload = (plan.read_batch_sizes(args.batch_sizes) if args.batch_sizes else
-                plan.read_spec_decode_steps(args.steps, cfg) if args.steps else None)
+                plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype) if args.steps else None)
     result = plan.plan(
         args.engine, cfg, workload, plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
-        memory=plan.read_graph_memory(args.graph_memory) if args.graph_memory else None,
-        latency=plan.read_latency(args.latency) if args.latency else None, max_capture_size=args.max_capture_size)
+        memory=plan.read_graph_memory(args.graph_memory, **pick) if args.graph_memory else None,
+        latency=plan.read_latency(args.latency, **pick) if args.latency else None, max_capture_size=args.max_capture_size)
     print(json.dumps(result.to_dict()) if args.json else _format_plan(result))
     return 0
 

@@ -29,9 +29,11 @@ import json
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-import pandas as pd
 
 from graphlab.errors import GraphlabError
+# The inputs and their readers live in plan_io; re-exported as the planner's API (notebook 06, the CLI).
+from graphlab.plan_io import (SizeTable, Workload, read_batch_sizes, read_graph_memory, read_latency,
+                              read_spec_decode_steps)
 from graphlab.sizing import V1_ENGINES, SizingConfig, _check_int, get_engine
 from graphlab.workload import reachable_batch_sizes
 
@@ -39,145 +41,11 @@ MIB = 2**20
 # 4096 candidates: cost tables of 128 MiB each.
 MAX_CANDIDATES = 4096
 GRAPH_POOLS = ("shared", "separate")
+__all__ = ["GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "evaluate", "plan",
+           "read_batch_sizes", "read_graph_memory", "read_latency", "read_spec_decode_steps", "uniform_workload"]
 
 
 # --- inputs -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Workload:
-    """Weights over batch sizes n (tokens per decode step), n ascending and unique, weights summing to 1."""
-
-    sizes: np.ndarray
-    weights: np.ndarray
-    source: str  # "uniform" or the CSV it came from
-
-    @classmethod
-    def from_counts(cls, sizes, counts, source: str) -> Workload:
-        frame = pd.DataFrame({"n": np.asarray(sizes, dtype=np.int64), "w": np.asarray(counts, dtype=float)})
-        grouped = frame.groupby("n", sort=True)["w"].sum()
-        grouped = grouped[grouped > 0]
-        if grouped.empty:
-            raise GraphlabError(f"workload {source!r} has no batch with a positive count")
-        return cls(grouped.index.to_numpy(np.int64), (grouped / grouped.sum()).to_numpy(float), source)
-
-
-def _read_csv(path, required: tuple[str, ...], allowed: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """A CSV with the required columns (and, when allowed is given, no others); GraphlabError otherwise."""
-    try:
-        frame = pd.read_csv(path)
-    except (OSError, ValueError, pd.errors.ParserError) as error:
-        raise GraphlabError(f"cannot read CSV {str(path)!r}: {str(error).splitlines()[0]}") from None
-    unknown = [c for c in frame.columns if allowed is not None and c not in allowed]
-    if unknown:
-        raise GraphlabError(f"{str(path)!r}: unknown column {unknown[0]!r}; allowed: {', '.join(allowed)}")
-    missing = [c for c in required if c not in frame.columns]
-    if missing:
-        raise GraphlabError(f"{str(path)!r}: missing column {missing[0]!r}; needs {', '.join(required)}")
-    if frame.empty:
-        raise GraphlabError(f"{str(path)!r} has no rows")
-    return frame
-
-
-def _positive_ints(frame: pd.DataFrame, column: str, path, minimum: int = 1) -> np.ndarray:
-    values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
-    bad = ~np.isfinite(values) | (values != np.round(values)) | (values < minimum)
-    if bad.any():
-        raise GraphlabError(f"{str(path)!r}: column {column!r} needs integers >= {minimum}, "
-                            f"got {frame[column].iloc[int(np.argmax(bad))]!r}")
-    return values.astype(np.int64)
-
-
-def read_batch_sizes(path) -> Workload:
-    """Observed batch sizes in tokens: a `batch_size` column, one step per row, or with a `count` column."""
-    frame = _read_csv(path, ("batch_size",), ("batch_size", "count"))
-    counts = _positive_ints(frame, "count", path, 0) if "count" in frame.columns else np.ones(len(frame))
-    return Workload.from_counts(_positive_ints(frame, "batch_size", path), counts, str(path))
-
-
-def read_spec_decode_steps(path, cfg: SizingConfig) -> Workload:
-    """The decode steps of one run in a `spec_decode_steps.csv`, as V1 tokens per step.
-
-    A step with num_seqs sequences of which num_speculating carry k proposals submits
-    num_seqs + num_speculating*k tokens in V1 (1 + its proposals per request); for the
-    batch-expansion scorer that is also the CSV's batch_size in V0 rows. Prefill steps are left
-    out (V1 does not run them on full decode graphs). The run must have the plan's max_num_seqs
-    and k; of several policies' runs (the same seeded load) the first is read.
-    """
-    columns = ("kind", "max_num_seqs", "num_speculative_tokens", "num_seqs", "num_speculating")
-    frame = _read_csv(path, columns)
-    runs = frame[(frame.max_num_seqs == cfg.max_num_seqs) & (frame.num_speculative_tokens == cfg.num_speculative_tokens)]
-    if runs.empty:
-        found = sorted(set(zip(frame.max_num_seqs, frame.num_speculative_tokens)))
-        raise GraphlabError(f"{str(path)!r} has no run with max_num_seqs={cfg.max_num_seqs}, "
-                            f"k={cfg.num_speculative_tokens}; it has (max_num_seqs, k) in {found}")
-    run_column = next((c for c in ("engine", "policy") if c in runs.columns), None)
-    if run_column is not None:
-        runs = runs[runs[run_column] == runs[run_column].iloc[0]]
-    decode = runs[runs.kind == "decode"]
-    if decode.empty:
-        raise GraphlabError(f"{str(path)!r}: the run has no decode step")
-    tokens = _positive_ints(decode, "num_seqs", path) + _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens
-    return Workload.from_counts(tokens, np.ones(len(tokens)), str(path))
-
-
-@dataclass(frozen=True)
-class SizeTable:
-    """A figure per size (graph memory in bytes, latency in ms), linear between listed sizes."""
-
-    sizes: np.ndarray  # ascending
-    values: np.ndarray
-    what: str  # names the figure and its source in error messages
-    kind: str = ""  # memory_kind (measured | predicted) or latency backend (cuda-graph | cpu-emulated)
-
-    def __call__(self, sizes) -> np.ndarray:
-        sizes = np.asarray(sizes, dtype=float)
-        outside = (sizes < self.sizes[0]) | (sizes > self.sizes[-1])
-        if outside.any():
-            raise GraphlabError(f"{self.what} has sizes {self.sizes[0]}..{self.sizes[-1]}; size "
-                                f"{int(sizes[outside][0])} is outside that range (measure it, or plan a smaller config)")
-        return np.interp(sizes, self.sizes, self.values)
-
-    @classmethod
-    def from_series(cls, series: pd.Series, what: str, kind: str = "") -> SizeTable:
-        series = series.groupby(level=0).median().sort_index()
-        return cls(series.index.to_numpy(np.int64), series.to_numpy(float), what, kind)
-
-
-def read_graph_memory(path) -> SizeTable:
-    """Bytes one graph of each size needs, from a `graph_memory.csv`.
-
-    Rows with graph_pool = separate give each graph's own `memory_bytes` (measured or predicted, per
-    `memory_kind`); a file without them falls back to `predicted_bytes`, labelled predicted.
-    """
-    frame = _read_csv(path, ("capture_size", "memory_bytes", "memory_kind", "graph_pool"))
-    own = frame[frame.graph_pool == "separate"]
-    if own.empty:
-        if "predicted_bytes" not in frame.columns:
-            raise GraphlabError(f"{str(path)!r}: needs graph_pool=separate rows or a predicted_bytes column")
-        own, column, kind = frame, "predicted_bytes", "predicted"
-    else:
-        column, kind = "memory_bytes", "/".join(sorted(own.memory_kind.astype(str).unique()))
-    values = pd.Series(_positive_ints(own, column, path, 0), index=_positive_ints(own, "capture_size", path))
-    return SizeTable.from_series(values, f"graph memory {str(path)!r}", kind)
-
-
-def read_latency(path) -> tuple[SizeTable, SizeTable]:
-    """(graph latency per replayed size, eager latency per batch size) in ms, from a `latency.csv`.
-
-    A graph step costs the same whatever n was padded into it, so graph rows are keyed by
-    graph_size; eager rows (path eager, and mode eager where given) by batch_size. A latency.csv
-    batch_size counts rows of one token each, read here as tokens per step.
-    """
-    frame = _read_csv(path, ("batch_size", "path", "graph_size", "median_ms"))
-    graph = frame[frame.path == "graph"]
-    eager = frame[(frame.path == "eager") & ((frame["mode"] == "eager") if "mode" in frame.columns else True)]
-    if graph.empty or eager.empty:
-        raise GraphlabError(f"{str(path)!r} needs rows with path graph and path eager")
-    ms = lambda rows, key: pd.Series(rows.median_ms.to_numpy(float), index=_positive_ints(rows, key, path))
-    backend = "/".join(sorted(frame.backend.astype(str).unique())) if "backend" in frame.columns else "unknown backend"
-    return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}", backend),
-            SizeTable.from_series(ms(eager, "batch_size"), f"eager latency {str(path)!r}", backend))
 
 
 @dataclass(frozen=True)
@@ -192,8 +60,8 @@ class Budget:
     def __post_init__(self) -> None:
         if self.max_graphs is not None:
             _check_int("max_graphs", self.max_graphs, 1)
-        if self.memory_mib is not None and not self.memory_mib > 0:
-            raise GraphlabError(f"memory budget must be > 0 MiB, got {self.memory_mib!r}")
+        if self.memory_mib is not None and not 0 < self.memory_mib < np.inf:
+            raise GraphlabError(f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}")
         if self.graph_pool not in GRAPH_POOLS:
             raise GraphlabError(f"graph_pool {self.graph_pool!r} is not one of {', '.join(GRAPH_POOLS)}")
 
@@ -370,8 +238,6 @@ class Plan:
                       "vllm_flag": self.vllm_flag, "notes": list(self.notes)}
 
 
-
-
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in max_num_batched_tokens, once."""
     policy = get_engine(engine)
@@ -415,7 +281,9 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
     if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
         raise GraphlabError(f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
                             "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)")
-    notes, reason = [], None
+    reason = None
+    notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
+    notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
     if budget.memory_mib is not None:
         affordable = own <= budget.memory_mib * MIB

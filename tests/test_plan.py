@@ -13,7 +13,58 @@ from graphlab.plan import (MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluat
                            read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload)
 from graphlab.sizing import SizingConfig, _round_for_spec_decode, get_engine
 
-CPU = "data/cpu"
+V0, V1 = dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0), \
+    dict(engine="vllm-0.33.0", batch_unit="tokens", num_speculative_tokens=3)
+CAPTURED = (4, 8, 16, 24)  # multiples of 1 + k = 4: sizes a V1 run with k = 3 captures
+
+
+def bench_latency(run: dict, model: str = "tiny", scale: float = 1.0) -> pd.DataFrame:
+    """latency.csv rows of one run (bench's columns): eager and graph mode per batch size up to 28,
+    graph mode eager above the largest graph; graph ms = scale*(1 + size/100), eager = scale*(1.2 + n/50)."""
+    q = 1 + run["num_speculative_tokens"] if run["batch_unit"] == "tokens" else 1
+    rows = []
+    for n in range(q, 29, q):
+        graph = next((g for g in CAPTURED if g >= n), None)
+        common = dict(run, model=model, dtype="float32", backend="cpu-emulated", num_reqs=n // q, batch_size=n)
+        rows.append(dict(common, mode="eager", path="eager", graph_size=None, median_ms=scale * (1.2 + n / 50)))
+        rows.append(dict(common, mode="graph", path="graph" if graph else "eager", graph_size=graph,
+                         median_ms=scale * (1 + graph / 100) if graph else scale * (1.2 + n / 50)))
+    return pd.DataFrame(rows)
+
+
+def bench_memory(run: dict, model: str = "tiny", per_size: int = 1000) -> pd.DataFrame:
+    """graph_memory.csv rows of one run (bench's columns): each pool mode, largest graph first; a graph of
+    size s holds per_size*s bytes (predicted); a shared pool's later graphs add nothing."""
+    rows = []
+    for pool in ("shared", "separate"):
+        for order, size in enumerate(sorted(CAPTURED, reverse=True)):
+            own = per_size * size
+            rows.append(dict(run, model=model, dtype="float32", backend="cpu-emulated", graph_pool=pool,
+                             capture_order=order, capture_size=size, num_reqs=size // 4, predicted_bytes=own,
+                             memory_bytes=own if pool == "separate" or order == 0 else 0, memory_kind="predicted"))
+    return pd.DataFrame(rows)
+
+
+def bench_steps() -> pd.DataFrame:
+    """spec_decode_steps.csv rows (bench's columns): two engines' runs of the same load, S = 8, k = 4,
+    a prefill step then decode steps; the second engine's steps differ so reading it would show."""
+    rows = []
+    for engine, shift in (("vllm-0.6.0", 0), ("adaptive", 1)):
+        for step, (kind, seqs, speculating) in enumerate(
+                [("prefill", 1, 0), ("decode", 1, 0), ("decode", 3, 2), ("decode", 3, 2), ("decode", 8, 8 - shift)]):
+            rows.append(dict(engine=engine, model="tiny", dtype="float32", max_num_seqs=8, num_speculative_tokens=4,
+                             step=step, kind=kind, num_seqs=seqs, num_speculating=speculating,
+                             batch_size=seqs + 4 * speculating, backend="cpu-emulated"))
+    return pd.DataFrame(rows)
+
+
+@pytest.fixture
+def bench(tmp_path):
+    """A bench output folder like a current quick run's: V0 and V1 latency and memory rows, two engines' steps."""
+    pd.concat([bench_latency(V0), bench_latency(V1, scale=2.0)]).to_csv(tmp_path / "latency.csv", index=False)
+    pd.concat([bench_memory(V0), bench_memory(V1, per_size=3000)]).to_csv(tmp_path / "graph_memory.csv", index=False)
+    bench_steps().to_csv(tmp_path / "spec_decode_steps.csv", index=False)
+    return tmp_path
 
 
 def linear_memory(top: int, per_token: float = 1000.0, base: float = 50_000.0) -> SizeTable:
@@ -160,28 +211,61 @@ def test_memory_budget_leaves_top_batches_eager_and_says_why():
     assert "memory budget" in result.eager_reason
 
 
-def test_spec_decode_steps_tokens_equal_batch_expansion_rows():
-    frame = pd.read_csv(f"{CPU}/spec_decode_steps.csv")
-    run = frame[(frame.policy == frame.policy.iloc[0]) & (frame.kind == "decode")]
-    workload = read_spec_decode_steps(f"{CPU}/spec_decode_steps.csv", SizingConfig(8, 4))
+def test_spec_decode_steps_tokens_equal_batch_expansion_rows(bench):
+    frame = bench_steps()
+    run = frame[(frame.engine == "vllm-0.6.0") & (frame.kind == "decode")]
+    workload = read_spec_decode_steps(bench / "spec_decode_steps.csv", SizingConfig(8, 4))
     expected = run.batch_size.value_counts(normalize=True).sort_index()
-    assert workload.sizes.tolist() == expected.index.tolist()
+    assert workload.sizes.tolist() == expected.index.tolist() == [1, 11, 40]
     assert workload.weights == pytest.approx(expected.to_numpy())
 
 
-def test_latency_table_reads_graph_and_eager_rows():
-    graph, eager = read_latency(f"{CPU}/latency.csv")
-    frame = pd.read_csv(f"{CPU}/latency.csv")
-    assert graph(np.array([8]))[0] == pytest.approx(frame[(frame.path == "graph") & (frame.graph_size == 8)].median_ms.median())
-    assert eager(np.array([5]))[0] == pytest.approx(frame[(frame["mode"] == "eager") & (frame.batch_size == 5)].median_ms.iloc[0])
+def test_latency_reads_the_v1_token_rows_of_a_mixed_file(bench):
+    graph, eager = read_latency(bench / "latency.csv")
+    assert graph(np.array([8]))[0] == pytest.approx(2.0 * 1.08) and eager(np.array([12]))[0] == pytest.approx(2.0 * 1.44)
     assert graph(np.array([12]))[0] == pytest.approx((graph(np.array([8]))[0] + graph(np.array([16]))[0]) / 2)
-    with pytest.raises(GraphlabError, match="size 25 is outside"):
+    assert graph.kind == "cpu-emulated" and graph.note == ""
+    with pytest.raises(GraphlabError, match=r"has sizes 4\.\.24; size 25 is outside"):
         graph(np.array([25]))
+    with pytest.raises(GraphlabError, match=r"has sizes 4\.\.28"):  # the V0 rows start at 1: not read
+        eager(np.array([1]))
+    v0 = read_latency(bench / "latency.csv", engine="vllm-0.6.0")  # picked: the V0 rows, with their note
+    assert v0[1](np.array([1]))[0] == pytest.approx(1.22) and "V0 rows (one token per request) stand in" in v0[0].note
 
 
-def test_graph_memory_table_is_per_graph():
-    memory = read_graph_memory(f"{CPU}/graph_memory.csv")
-    assert memory.kind == "predicted" and memory(np.array([32]))[0] == 1196032
+def test_v0_rows_stand_in_for_tokens_and_the_plan_says_so(tmp_path):
+    bench_latency(V0).to_csv(tmp_path / "latency.csv", index=False)
+    latency = read_latency(tmp_path / "latency.csv")
+    assert latency[0](np.array([4]))[0] == pytest.approx(1.04) and latency[1](np.array([5]))[0] == pytest.approx(1.3)
+    result = plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2), latency=latency)
+    assert sum("V0 rows (one token per request) stand in" in note for note in result.notes) == 1
+    assert not any("V0" in note for note in plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2)).notes)
+
+
+def test_two_models_are_never_mixed(tmp_path):
+    pd.concat([bench_latency(V0), bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]).to_csv(
+        tmp_path / "latency.csv", index=False)
+    pd.concat([bench_memory(V1, "100m"), bench_memory(V1, "1b", per_size=7000)]).to_csv(
+        tmp_path / "graph_memory.csv", index=False)
+    for read in (read_latency, read_graph_memory):
+        with pytest.raises(GraphlabError, match="several model: 100m, 1b; pick one with --model"):
+            read(tmp_path / f"{'latency' if read is read_latency else 'graph_memory'}.csv")
+    assert read_latency(tmp_path / "latency.csv", model="1b")[0](np.array([8]))[0] == pytest.approx(5.0 * 1.08)
+    assert read_graph_memory(tmp_path / "graph_memory.csv", model="1b")(np.array([8]))[0] == 7000 * 8
+    with pytest.raises(GraphlabError, match="no rows with model=7b; it has 100m, 1b"):
+        read_latency(tmp_path / "latency.csv", model="7b")
+    pd.concat([bench_latency(V1), bench_latency(dict(V1, num_speculative_tokens=5))]).to_csv(tmp_path / "k.csv", index=False)
+    with pytest.raises(GraphlabError, match="several num_speculative_tokens: 3, 5; pick one with --bench-k"):
+        read_latency(tmp_path / "k.csv")
+    assert read_latency(tmp_path / "k.csv", num_speculative_tokens=5)[0].sizes.tolist() == [8, 16, 24]
+
+
+def test_graph_memory_table_is_per_graph(bench):
+    memory = read_graph_memory(bench / "graph_memory.csv")  # the V1 rows' separate pool: each graph's own
+    assert memory.kind == "predicted" and memory(np.array([8, 24])).tolist() == [3000 * 8, 3000 * 24]
+    shared = bench_memory(V1)
+    shared[shared.graph_pool == "shared"].to_csv(bench / "shared.csv", index=False)
+    assert read_graph_memory(bench / "shared.csv")(np.array([8]))[0] == 1000 * 8  # predicted_bytes, not the 0 increment
 
 
 def run(capsys, *argv):
@@ -202,41 +286,68 @@ def test_cli_json(capsys):
     assert d["default_capture_sizes"] == list(get_engine("vllm-0.33.0").capture_sizes(SizingConfig(256, 4)))
 
 
-def test_cli_text_with_csvs(capsys, tmp_path):
+def test_cli_text_with_csvs(capsys, tmp_path, bench):
     observed = tmp_path / "observed.csv"
     observed.write_text("batch_size,count\n4,10\n8,1\n12,3\n")
     code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes", str(observed),
-                       "--max-graphs", "2", "--latency", f"{CPU}/latency.csv", "--graph-memory", f"{CPU}/graph_memory.csv",
-                       "--memory-mib", "1")
+                       "--max-graphs", "2", "--latency", str(bench / "latency.csv"), "--graph-memory",
+                       str(bench / "graph_memory.csv"), "--memory-mib", "1")
     assert code == 0 and "vllm: --compilation-config" in out and "mean step" in out and "memory 0." in out
+
+
+def test_cli_picks_a_model(capsys, tmp_path):
+    pd.concat([bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]).to_csv(tmp_path / "l.csv", index=False)
+    argv = ("--max-num-seqs", "6", "--num-speculative-tokens", "3", "--max-graphs", "2", "--json", "--latency",
+            str(tmp_path / "l.csv"))
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "--model" in err
+    code, out, _ = run(capsys, *argv, "--model", "1b")
+    assert code == 0 and json.loads(out)["mean_step_ms"] > 5.0
 
 
 @pytest.mark.parametrize(
     "argv,content,named",
     [
         (["--max-num-seqs", "1", "--num-speculative-tokens", "8", "--max-num-batched-tokens", "5"], None, "no decode batch"),
-        (["--max-num-seqs", "8", "--num-speculative-tokens", "3", "--memory-mib", "0.01", "--graph-memory",
-          f"{CPU}/graph_memory.csv"], None, "below the smallest graph"),
+        (["--max-num-seqs", "6", "--num-speculative-tokens", "3", "--memory-mib", "0.01", "--graph-memory",
+          "BENCH/graph_memory.csv"], None, "below the smallest graph"),
+        (["--max-num-seqs", "8", "--memory-mib", "inf", "--graph-memory", "BENCH/graph_memory.csv"], None, "'inf'"),
+        (["--max-num-seqs", "8", "--memory-mib", "nan", "--graph-memory", "BENCH/graph_memory.csv"], None, "'nan'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\n99999999999999999999\n",
+         "integers in 1..1048576, got '99999999999999999999'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n9223372036854775807\n",
+         "integers in 1..1048576, got '9223372036854775807'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\ninf\n", "got 'inf'"),
+        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size,count\n4,1\n8,9223372036854775807\n",
+         "column 'count' needs integers in 0..9007199254740992"),
+        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_size,path,graph_size,median_ms\n4,graph,4,1.0\n",
+         "missing column 'batch_unit'"),
+        (["--max-num-seqs", "8", "--graph-memory", "CSV"],
+         "batch_unit,engine,model,dtype,num_speculative_tokens,capture_size,memory_bytes,memory_kind,graph_pool\n"
+         "tokens,vllm-0.33.0,tiny,float32,0,4,10,predicted,shared\n", "missing column 'predicted_bytes'"),
+        (["--max-num-seqs", "8", "--latency", "BENCH/latency.csv", "--model", "1b"], None, "no rows with model=1b"),
         (["--max-num-seqs", "8", "--memory-mib", "5"], None, "--graph-memory"),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size,tokens\n4,1\n", "unknown column 'tokens'"),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\nfour\n", "'four'"),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "count\n4\n", "missing column 'batch_size'"),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\n9000\n", "exceeds max_num_batched_tokens"),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], 'batch_size\n"4\n', "cannot read CSV"),
-        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_size,path\n4,graph\n", "missing column 'graph_size'"),
-        (["--max-num-seqs", "8", "--steps", f"{CPU}/spec_decode_steps.csv"], None, "no run with max_num_seqs=8, k=0"),
+        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_unit,engine,model,dtype,num_speculative_tokens,backend,"
+         "batch_size,path,graph_size,median_ms\ntokens,vllm-0.33.0,tiny,float32,0,cpu,4,graph,4,1.0\n", "missing column 'mode'"),
+        (["--max-num-seqs", "8", "--steps", "BENCH/spec_decode_steps.csv"], None,
+         "no run with max_num_seqs=8, k=0; it has (max_num_seqs, k) in (8, 4)"),
         (["--max-num-seqs", "8", "--engine", "vllm-0.5.5"], None, "'vllm-0.5.5'"),
         (["--max-num-seqs", "8", "--max-graphs", "0"], None, "'0'"),
         (["--max-num-seqs", "300", "--max-num-batched-tokens", "100"], None, "refuses"),
     ],
 )
-def test_bad_input_one_line_exit_2(capsys, tmp_path, argv, content, named):
+def test_bad_input_one_line_exit_2(capsys, tmp_path, bench, argv, content, named):
     if content is not None:
         (tmp_path / "in.csv").write_text(content)
-        argv = [str(tmp_path / "in.csv") if a == "CSV" else a for a in argv]
+    argv = [str(tmp_path / "in.csv") if a == "CSV" else a.replace("BENCH", str(bench)) for a in argv]
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: ") and named in err, err
+    assert err.count("\n") == 1 and err.startswith("error: ") and named in err and "np." not in err, err
 
 
 ROUND_TRIP = [(256, 4, None, 40), (256, 4, None, None), (6, 6, None, 3), (100, 3, 300, 12), (33, 0, 40, 5),
