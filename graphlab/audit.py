@@ -71,6 +71,41 @@ class RunnerAudit:
             "summary": asdict(self.summary),
         }
 
+    def format_lines(self, batch_unit: str) -> list[str]:
+        """The captured sizes, one row per run of equal outcomes (see `_runs`), and the summary."""
+        s = self.summary
+        lines = [
+            f"capture_sizes ({len(self.capture_sizes)}): {', '.join(map(str, self.capture_sizes))}",
+            f"batch size ({batch_unit})  path   graph_size / error",
+        ]
+        for first, last, step, d in _runs(self.outcomes):
+            span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
+            detail = d.graph_size if d.path == "graph" else (d.error or "")
+            lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
+        lines.append(
+            f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
+            f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
+            f"mean padding waste {s.mean_padding_waste:.2f}; "
+            + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
+        )
+        return lines
+
+
+def _runs(outcomes):
+    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step, outcome).
+
+    A run never spans an n that cannot occur: its members are exactly first, first+step, ..., last."""
+    runs = []
+    for d in outcomes:
+        if runs:
+            first, last, step, o = runs[-1]
+            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
+            if same and (step is None or d.batch_size - last == step):
+                runs[-1] = [first, d.batch_size, d.batch_size - last, o]
+                continue
+        runs.append([d.batch_size, d.batch_size, None, d])
+    return runs
+
 
 @dataclass(frozen=True)
 class AuditReport:
@@ -119,6 +154,34 @@ class AuditReport:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
         return data
+
+    def format_table(self) -> str:
+        """The text `python -m graphlab audit` prints: the refusal first if any, the config, vLLM's
+        warnings, then each runner's table (scorer and proposer for V0 with k > 0)."""
+        cfg = self.config
+        settings = [f"max_num_seqs={cfg.max_num_seqs}", f"num_speculative_tokens={cfg.num_speculative_tokens}"]
+        if self.max_num_batched_tokens is not None:
+            settings.append(f"max_num_batched_tokens={self.max_num_batched_tokens}")
+        if cfg.cudagraph_capture_sizes is not None:
+            settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
+        if cfg.max_cudagraph_capture_size is not None:
+            settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
+        lines = [f"engine {self.engine}: {' '.join(settings)}"]
+        if self.startup_error:
+            lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
+        lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
+        if self.proposer is None:
+            return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
+        lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(self.batch_unit)
+        lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
+        lines += self.proposer.format_lines("rows")
+        first = self.fails_first
+        lines.append(
+            "fails first: the scorer, on the first decode step (no bonus tokens yet widen the draft batch)"
+            if first == "scorer" else
+            "fails first: the proposer, once bonus tokens widen its batch" if first == "proposer" else "fails first: neither"
+        )
+        return "\n".join(lines)
 
 
 def _listed(sizes):

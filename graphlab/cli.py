@@ -15,7 +15,10 @@ import sys
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, SizingConfig, get_engine
+from graphlab.sizing import (
+    ENGINES, MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, SizingConfig, check_limits,
+    get_engine,
+)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -34,10 +37,7 @@ def _engine(value: str) -> str:
     return value
 
 
-# Upper bounds, so a huge value fails at once instead of sweeping for minutes or allocating GBs.
-MAX_NUM_SEQS_LIMIT = 65536           # sizing commands (audit, crash-map): S
-NUM_SPECULATIVE_TOKENS_LIMIT = 64    # k
-MAX_NUM_BATCHED_TOKENS_LIMIT = 2**20  # T
+# repro's and crash-map's upper bounds (S, k and T: graphlab.sizing's), so a huge value fails at once.
 REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
 REPRO_MAX_NUM_REQUESTS = 65536
 REPRO_MAX_MODEL_LEN = 8192           # KV cache positions per sequence
@@ -121,8 +121,9 @@ def _capture_sizes(value: str) -> tuple[int, ...]:
         sizes = tuple(int(part) for part in value.split(","))
     except ValueError:
         sizes = ()
-    if not sizes or min(sizes) < 1:
-        raise argparse.ArgumentTypeError(f"must be comma-separated integers >= 1, got {value!r}")
+    if not sizes or min(sizes) < 1 or max(sizes) > MAX_NUM_BATCHED_TOKENS_LIMIT:
+        raise argparse.ArgumentTypeError(
+            f"must be comma-separated integers in 1..{MAX_NUM_BATCHED_TOKENS_LIMIT}, got {value!r}")
     return sizes
 
 
@@ -183,79 +184,21 @@ def _audit_config(args) -> SizingConfig:
             raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(given)}")
         from graphlab.vllm_compare import config_from_vllm_args
 
-        return config_from_vllm_args(args.vllm_args)
+        cfg = config_from_vllm_args(args.vllm_args)
+        try:  # the flags' own bounds, which vLLM's parser does not know
+            return check_limits(cfg)
+        except GraphlabError as error:
+            raise GraphlabError(f"--vllm-args: {error}") from None
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
-    return SizingConfig(**{**flags, "num_speculative_tokens": args.num_speculative_tokens or 0})
-
-
-def _runs(outcomes):
-    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step, outcome).
-
-    A run never spans an n that cannot occur: its members are exactly first, first+step, ..., last."""
-    runs = []
-    for d in outcomes:
-        if runs:
-            first, last, step, o = runs[-1]
-            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
-            if same and (step is None or d.batch_size - last == step):
-                runs[-1] = [first, d.batch_size, d.batch_size - last, o]
-                continue
-        runs.append([d.batch_size, d.batch_size, None, d])
-    return runs
-
-
-def _format_runner(runner, batch_unit: str) -> list[str]:
-    s = runner.summary
-    lines = [
-        f"capture_sizes ({len(runner.capture_sizes)}): {', '.join(map(str, runner.capture_sizes))}",
-        f"batch size ({batch_unit})  path   graph_size / error",
-    ]
-    for first, last, step, d in _runs(runner.outcomes):
-        span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
-        detail = d.graph_size if d.path == "graph" else (d.error or "")
-        lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
-    lines.append(
-        f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
-        f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-        f"mean padding waste {s.mean_padding_waste:.2f}; "
-        + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
-    )
-    return lines
-
-
-def _format_audit(report) -> str:
-    cfg = report.config
-    settings = [f"max_num_seqs={cfg.max_num_seqs}", f"num_speculative_tokens={cfg.num_speculative_tokens}"]
-    if report.max_num_batched_tokens is not None:
-        settings.append(f"max_num_batched_tokens={report.max_num_batched_tokens}")
-    if cfg.cudagraph_capture_sizes is not None:
-        settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
-    if cfg.max_cudagraph_capture_size is not None:
-        settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
-    lines = [f"engine {report.engine}: {' '.join(settings)}"]
-    if report.startup_error:
-        lines.insert(0, f"the engine refuses to start with this config: {report.startup_error}")
-    lines += [f"WARNING (logged by vLLM): {line}" for line in report.warnings]
-    if report.proposer is None:
-        return "\n".join(lines + _format_runner(report.scorer, report.batch_unit))
-    lines += ["scorer (target model, batch-expansion rows):"] + _format_runner(report.scorer, report.batch_unit)
-    lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
-    lines += _format_runner(report.proposer, "rows")
-    first = report.fails_first
-    lines.append(
-        "fails first: the scorer, on the first decode step (no bonus tokens yet widen the draft batch)"
-        if first == "scorer" else
-        "fails first: the proposer, once bonus tokens widen its batch" if first == "proposer" else "fails first: neither"
-    )
-    return "\n".join(lines)
+    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": args.num_speculative_tokens or 0}))
 
 
 def run_audit(args) -> int:
     from graphlab.audit import audit
 
     report = audit(args.engine, _audit_config(args))
-    print(json.dumps(report.to_dict()) if args.json else _format_audit(report))
+    print(json.dumps(report.to_dict()) if args.json else report.format_table())
     return EXIT_REFUSED if report.startup_error else 0
 
 

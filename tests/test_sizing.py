@@ -6,7 +6,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, V0_ENGINES, SGLang, SizingConfig, TrtLlm, Vllm033, get_engine, pad0
+from graphlab.sizing import (
+    ENGINES, MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, V0_ENGINES, SGLang,
+    SizingConfig, TrtLlm, Vllm033, check_limits, get_engine, pad0,
+)
 from graphlab.workload import reachable_batch_sizes
 
 seqs = st.integers(min_value=1, max_value=600)
@@ -226,3 +229,17 @@ def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
     assert "overridden by config []" in get_engine("vllm-0.12.0").sizing_warnings(empty)[0]
     refused = SizingConfig(8, 3, cudagraph_capture_sizes=(1, 2))
     assert "No valid cudagraph sizes" in get_engine("vllm-0.12.0").startup_error(refused)
+
+
+@pytest.mark.parametrize("field, limit", [
+    ("max_num_seqs", MAX_NUM_SEQS_LIMIT), ("num_speculative_tokens", NUM_SPECULATIVE_TOKENS_LIMIT),
+    ("max_num_batched_tokens", MAX_NUM_BATCHED_TOKENS_LIMIT), ("max_cudagraph_capture_size", MAX_NUM_BATCHED_TOKENS_LIMIT),
+    ("cudagraph_capture_sizes", MAX_NUM_BATCHED_TOKENS_LIMIT),
+])
+def test_check_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
+    def cfg(value):
+        return SizingConfig(**{"max_num_seqs": 1, field: (1, value) if field == "cudagraph_capture_sizes" else value})
+
+    assert check_limits(cfg(limit)) == cfg(limit)
+    with pytest.raises(GraphlabError, match=rf"^\S.* must be at most {limit}, got {limit + 1}$"):
+        check_limits(cfg(limit + 1))
