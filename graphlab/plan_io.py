@@ -14,10 +14,8 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig
+from graphlab.sizing import MAX_NUM_BATCHED_TOKENS_LIMIT, SizingConfig
 
-# Step sizes in tokens: the CLI's bound on max_num_batched_tokens (graphlab/cli.py), which no step exceeds.
-MAX_TOKENS = 2**20
 # Counts and bytes: the largest integers a float64 weight or table value holds exactly.
 MAX_EXACT = 2**53
 # Columns that tell bench rows apart; a table is read from rows sharing one value of each.
@@ -90,7 +88,7 @@ def _plain(value) -> str:
     return repr(str(value.item() if isinstance(value, np.generic) else value))
 
 
-def _positive_ints(frame: pd.DataFrame, column: str, path, minimum: int = 1, maximum: int = MAX_TOKENS) -> np.ndarray:
+def _positive_ints(frame: pd.DataFrame, column: str, path, minimum: int = 1, maximum: int = MAX_NUM_BATCHED_TOKENS_LIMIT) -> np.ndarray:
     """The column as int64, every value an integer in minimum..maximum, checked as floats before casting."""
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
     bad = ~np.isfinite(values) | (values != np.round(values)) | (values < minimum) | (values > maximum)
