@@ -33,14 +33,18 @@ class StepRecord:
     backend: str            # the runner's backend: "cuda-graph" | "cpu-emulated"
 
 
-class ModelRunner:
-    """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
+class DecodeRunner:
+    """What the V0- and V1-shaped runners share: a checked engine and config, the backend, the
+    capture of a list of sizes, and one timed step (graph replay or eager) with the LM head after."""
+
+    runner_shape, engines = "V0", V0_ENGINES  # the subclass's generation and the engines it takes
 
     def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
                  backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
                  num_warmups: int = NUM_WARMUPS):
         self.engine = get_engine(engine)
-        check_choice("the V0-shaped runner's engine", self.engine.name, V0_ENGINES)
+        check_choice(f"the {self.runner_shape}-shaped runner's engine", self.engine.name,
+                     self.engines)
         if not isinstance(cfg, SizingConfig):
             raise GraphlabError(f"cfg must be a graphlab.sizing.SizingConfig, "
                                 f"got {type(cfg).__name__}")
@@ -48,18 +52,48 @@ class ModelRunner:
         model.kv_cache()  # a clear error now rather than at the first step
         self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
         self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
-        self.capture_sizes = self.engine.capture_sizes(cfg)
-        self.graph_limit = self.engine.graph_limit(cfg, self.capture_sizes)
-        self.graph_runners: dict = {}
         self.graph_records: list[GraphRecord] = []
         self.captured = False
 
+    def _capture(self, sizes, query_len: int = 1) -> dict:
+        """{size: CapturedGraph} for every size, captured largest first (none if eager)."""
+        graphs = {}
+        if not self.enforce_eager:
+            graphs, self.graph_records = capture_graphs(
+                self.model, sizes, self.backend, self.graph_pool, self.num_warmups,
+                query_len=query_len)
+        self.captured = True
+        return graphs
+
+    def _step(self, graph, input_ids: torch.Tensor, positions: torch.Tensor,
+              seq_slots: torch.Tensor) -> tuple[torch.Tensor, float]:
+        """Logits [B, q, vocab] of a [B, q] batch, replayed on `graph` (None: eagerly), and the
+        step's milliseconds."""
+        device = self.model.device
+        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
+                                           for t in (input_ids, positions, seq_slots))
+        timer = StepTimer(device)
+        with torch.no_grad():
+            if graph is None:
+                hidden = self.model.hidden_states(input_ids, positions, seq_slots)
+            else:
+                hidden = graph.replay(input_ids, positions, seq_slots).view(*input_ids.shape, -1)
+            logits = self.model.compute_logits(hidden)
+        return logits, timer.stop()
+
+
+class ModelRunner(DecodeRunner):
+    """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.capture_sizes = self.engine.capture_sizes(self.cfg)
+        self.graph_limit = self.engine.graph_limit(self.cfg, self.capture_sizes)
+        self.graph_runners: dict = {}
+
     def capture_model(self) -> list[GraphRecord]:
         """Capture a graph per size of engine.capture_sizes(cfg), largest first (none if eager)."""
-        if not self.enforce_eager:
-            self.graph_runners, self.graph_records = capture_graphs(
-                self.model, self.capture_sizes, self.backend, self.graph_pool, self.num_warmups)
-        self.captured = True
+        self.graph_runners = self._capture(self.capture_sizes)
         return self.graph_records
 
     def _use_captured_graph(self, batch_size: int) -> bool:
@@ -82,22 +116,13 @@ class ModelRunner:
                 raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
         self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
         n = input_ids.shape[0]
-        device = self.model.device
-        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
-                                           for t in (input_ids, positions, seq_slots))
-        timer = StepTimer(device)
-        with torch.no_grad():
-            if self._use_captured_graph(n):
-                padded = self.engine.padded_size(n, self.capture_sizes)
-                graph_runner = self.graph_runners[padded]
-                hidden = graph_runner.replay(input_ids, positions, seq_slots)
-                path, graph_size = "graph", padded
-            else:
-                hidden = self.model.hidden_states(input_ids[:, None], positions[:, None],
-                                                  seq_slots)[:, 0]
-                path, graph_size = "eager", None
-            logits = self.model.compute_logits(hidden)
-        return logits, StepRecord(n, path, graph_size, timer.stop(), self.backend)
+        graph = None
+        if self._use_captured_graph(n):
+            graph = self.graph_runners[self.engine.padded_size(n, self.capture_sizes)]
+        logits, ms = self._step(graph, input_ids[:, None], positions[:, None], seq_slots)
+        record = StepRecord(n, "eager" if graph is None else "graph",
+                            None if graph is None else graph.size, ms, self.backend)
+        return logits[:, 0], record
 
 
 class StepTimer:

@@ -29,13 +29,11 @@ import bisect
 
 import torch
 
-from graphlab.errors import GraphlabError, check_choice
-from graphlab.graphs import NUM_WARMUPS, GraphRecord, capture_graphs, resolve_backend
+from graphlab.errors import GraphlabError
+from graphlab.graphs import GraphRecord
 from graphlab.model import LlamaForCausalLM
-from graphlab.runner import StepRecord, StepTimer
+from graphlab.runner import DecodeRunner, StepRecord
 from graphlab.sizing import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
-
-# The engines that dispatch uniform decode batches by token count: vLLM V1.
 
 
 def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:
@@ -71,16 +69,7 @@ def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
     return rows
 
 
-def _check_config(engine: SizingPolicy, cfg) -> None:
-    check_choice("the V1-shaped runner's engine", engine.name, V1_ENGINES)
-    if not isinstance(cfg, SizingConfig):
-        raise GraphlabError(f"cfg must be a graphlab.sizing.SizingConfig, got {type(cfg).__name__}")
-    error = engine.startup_error(cfg)
-    if error:
-        raise GraphlabError(f"{engine.name} refuses to start with {cfg}: {error}")
-
-
-class V1ModelRunner:
+class V1ModelRunner(DecodeRunner):
     """Uniform decode steps of one model (whose KV cache is allocated) under one V1 engine.
 
     `capture_sizes` are the token counts it captures graphs for (`decode_graph_sizes`),
@@ -88,30 +77,22 @@ class V1ModelRunner:
     token count that replays a graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
-                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
-                 num_warmups: int = NUM_WARMUPS):
-        self.engine = get_engine(engine)
-        _check_config(self.engine, cfg)
-        self.backend = resolve_backend(model, backend, graph_pool)
-        model.kv_cache()  # a clear error now rather than at the first step
-        self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
-        self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
-        self.query_len = cfg.decode_query_len
-        self.engine_capture_sizes = self.engine.capture_sizes(cfg)
-        self.capture_sizes = decode_graph_sizes(self.engine, cfg)
+    runner_shape, engines = "V1", V1_ENGINES
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        error = self.engine.startup_error(self.cfg)
+        if error:
+            raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
+        self.query_len = self.cfg.decode_query_len
+        self.engine_capture_sizes = self.engine.capture_sizes(self.cfg)
+        self.capture_sizes = decode_graph_sizes(self.engine, self.cfg)
         self.graph_limit = self.capture_sizes[-1] if self.capture_sizes else 0
         self.graphs: dict = {}
-        self.graph_records: list[GraphRecord] = []
-        self.captured = False
 
     def capture_model(self) -> list[GraphRecord]:
         """Capture a graph per token count of capture_sizes, largest first (none if eager)."""
-        if not self.enforce_eager:
-            self.graphs, self.graph_records = capture_graphs(
-                self.model, self.capture_sizes, self.backend, self.graph_pool, self.num_warmups,
-                query_len=self.query_len)
-        self.captured = True
+        self.graphs = self._capture(self.capture_sizes, self.query_len)
         return self.graph_records
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> int | None:
@@ -148,20 +129,11 @@ class V1ModelRunner:
                 raise GraphlabError(f"num_scheduled_tokens must hold {num_reqs} values in "
                                     f"[1, {q}], got {counts}")
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
-        device = self.model.device
-        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
-                                           for t in (input_ids, positions, seq_slots))
         graph_size = self.dispatch(num_tokens, uniform)
-        timer = StepTimer(device)
-        with torch.no_grad():
-            if graph_size is not None:
-                hidden = self.graphs[graph_size].replay(input_ids, positions, seq_slots)
-                hidden = hidden.view(num_reqs, q, -1)
-            else:
-                hidden = self.model.hidden_states(input_ids, positions, seq_slots)
-            logits = self.model.compute_logits(hidden)
-        path = "eager" if graph_size is None else "graph"
-        return logits, StepRecord(num_tokens, path, graph_size, timer.stop(), self.backend)
+        graph = None if graph_size is None else self.graphs[graph_size]
+        logits, ms = self._step(graph, input_ids, positions, seq_slots)
+        path = "eager" if graph is None else "graph"
+        return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
 
 
 def uniform_decode_batch(num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int,

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench, runner, v1_runner
+from graphlab import bench, runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.export import read_csv, write_csv_atomic
@@ -110,7 +110,6 @@ def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
             return float(next(ticks))
 
     monkeypatch.setattr(runner, "StepTimer", Timer)
-    monkeypatch.setattr(v1_runner, "StepTimer", Timer)
     suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
     frame = bench.latency_sweep(suite, "cpu")
     assert len(frame) == 2 * (2 + 5)  # V0: 2 batch sizes, V1: 5 request counts; 2 modes
