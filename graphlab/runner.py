@@ -65,7 +65,7 @@ class DecodeRunner:
         self.captured = True
         return graphs
 
-    def _step(self, graph, input_ids: torch.Tensor, positions: torch.Tensor,
+    def timed_step(self, graph, input_ids: torch.Tensor, positions: torch.Tensor,
               seq_slots: torch.Tensor) -> tuple[torch.Tensor, float]:
         """Logits [B, q, vocab] of a [B, q] batch, replayed on `graph` (None: eagerly), and the
         step's milliseconds."""
@@ -75,10 +75,10 @@ class DecodeRunner:
         timer = StepTimer(device)
         with torch.no_grad():
             if graph is None:
-                hidden = self.model.hidden_states(input_ids, positions, seq_slots)
+                logits = self.model(input_ids, positions, seq_slots)
             else:
                 hidden = graph.replay(input_ids, positions, seq_slots).view(*input_ids.shape, -1)
-            logits = self.model.compute_logits(hidden)
+                logits = self.model.compute_logits(hidden)
         return logits, timer.stop()
 
 
@@ -119,7 +119,7 @@ class ModelRunner(DecodeRunner):
         graph = None
         if self._use_captured_graph(n):
             graph = self.graph_runners[self.engine.padded_size(n, self.capture_sizes)]
-        logits, ms = self._step(graph, input_ids[:, None], positions[:, None], seq_slots)
+        logits, ms = self.timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
         record = StepRecord(n, "eager" if graph is None else "graph",
                             None if graph is None else graph.size, ms, self.backend)
         return logits[:, 0], record

@@ -34,7 +34,7 @@ from graphlab.errors import GraphlabError
 from graphlab.model import LlamaForCausalLM, ModelConfig
 from graphlab.provenance import resolve_device
 from graphlab.rejection import SpecDecodeMetrics, greedy_verify, rejection_sample
-from graphlab.runner import ModelRunner, StepRecord, StepTimer
+from graphlab.runner import ModelRunner, StepRecord
 from graphlab.sizing import V1_ENGINES, SizingConfig
 from graphlab.spec_records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
 from graphlab.v1_runner import V1ModelRunner
@@ -208,11 +208,9 @@ class MQAScorer:
             return logits[:len(spec)], logits[len(spec):, 0], record
         # Checked before the timer starts: the check reads values, which syncs a GPU.
         model.check_inputs(ids, positions, slots)
-        timer = StepTimer(device)
-        with torch.no_grad():
-            logits = model(ids, positions, slots)
-        record = StepRecord(batch_size=len(seqs), path="eager", graph_size=None,
-                            time_ms=timer.stop(), backend=self.runner.backend)
+        logits, ms = self.runner.timed_step(None, ids, positions, slots)
+        record = StepRecord(batch_size=len(seqs), path="eager", graph_size=None, time_ms=ms,
+                            backend=self.runner.backend)
         return logits[:len(spec)], logits[len(spec):, 0], record
 
 

@@ -131,7 +131,7 @@ class V1ModelRunner(DecodeRunner):
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
         graph_size = self.dispatch(num_tokens, uniform)
         graph = None if graph_size is None else self.graphs[graph_size]
-        logits, ms = self._step(graph, input_ids, positions, seq_slots)
+        logits, ms = self.timed_step(graph, input_ids, positions, seq_slots)
         path = "eager" if graph is None else "graph"
         return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
 
