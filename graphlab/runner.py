@@ -118,7 +118,8 @@ class ModelRunner(DecodeRunner):
         n = input_ids.shape[0]
         graph = None
         if self._use_captured_graph(n):
-            graph = self.graph_runners[self.engine.padded_size(n, self.capture_sizes)]
+            padded = self.engine.padded_size(n, self.capture_sizes)  # V0's _get_graph_batch_size
+            graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
         logits, ms = self.timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
         record = StepRecord(n, "eager" if graph is None else "graph",
                             None if graph is None else graph.size, ms, self.backend)
