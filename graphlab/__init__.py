@@ -1,58 +1,52 @@
 """graphlab: CUDA graphs and speculative decoding in LLM serving, measured on a small Llama.
 
+The layers are the subpackages, each importing only from those listed before it:
+
+    errors, progress   one error type, progress bars
+    sizing/            torch-free: engine capture rules, reachable batches, V1 dispatch, audit, plan
+    engine/            torch: model, capture/replay, memory, device, the V0- and V1-shaped runners
+    specdec/           speculative decoding: requests, drafts, proposer, scorers, rejection sampler
+    bench/             sweeps, suites, provenance, CSV export
+    against_vllm/      the installed vLLM's sizing, `vllm serve` arguments, the cross-check
+    views/             figures and widgets (read sizing and frames only)
+    cli                `python -m graphlab`
+
 The names below are the public face; each loads its module on first use (PEP 562), so
-`import graphlab` and the sizing half never import torch. The functions named like their
-modules are reached through them (Python binds a package attribute to an imported submodule):
-`graphlab.audit.audit`, `graphlab.plan.plan`, `graphlab.provenance.provenance`.
+`import graphlab` and the sizing layer never import torch.
 
     import graphlab
-    report = graphlab.audit.audit("vllm-0.5.5", graphlab.SizingConfig(8, 4))
+    report = graphlab.audit("vllm-0.5.5", graphlab.SizingConfig(8, 4))
     report.summary.first_crash_error            # 'KeyError: 16'
 """
 
 from __future__ import annotations
 
-import importlib
-
 from graphlab.errors import GraphlabError
+from graphlab.lazy import lazy_exports
 
 __version__ = "0.1.0"
 
-# name -> module that defines it; the sizing half first (no torch), then the engine half.
+# name -> module that defines it; the sizing layer first (no torch), then the engine and above.
 _EXPORTS = {
-    # capture sizing, workloads, coverage, planning (numpy and pandas only)
-    "SizingConfig": "sizing", "ENGINES": "sizing", "V0_ENGINES": "sizing", "V1_ENGINES": "sizing",
-    "get_engine": "sizing", "pad0": "sizing",
-    "reachable_batch_sizes": "workload", "batch_expansion_sizes": "workload",
-    "RequestLoad": "workload",
-    "AuditReport": "audit", "crash_map": "audit",
-    "Plan": "plan", "Budget": "plan",
-    # the model, its graphs and the runners (torch)
-    "ModelConfig": "model", "PRESETS": "model", "build_model": "model",
-    "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
-    "capture_graphs": "graphs",
-    "ModelRunner": "runner", "V1ModelRunner": "v1_runner",
-    # speculative decoding
-    "SpecDecodeConfig": "spec_records", "SpecDecodeEngine": "spec_decode",
-    "run_speculative": "spec_decode", "build_target": "drafts", "build_draft": "drafts",
-    # measurement and export
-    "run_bench": "bench",
+    "SizingConfig": "sizing.engines", "ENGINES": "sizing.engines",
+    "V0_ENGINES": "sizing.engines", "V1_ENGINES": "sizing.engines",
+    "get_engine": "sizing.engines", "pad0": "sizing.engines",
+    "reachable_batch_sizes": "sizing.batches", "batch_expansion_sizes": "sizing.batches",
+    "verify_batches": "sizing.dispatch",
+    "audit": "sizing.audit", "AuditReport": "sizing.audit", "crash_map": "sizing.audit",
+    "plan": "sizing.plan", "Plan": "sizing.plan", "Budget": "sizing.plan",
+    "ModelConfig": "engine.model", "PRESETS": "engine.model", "build_model": "engine.model",
+    "load_checkpoint": "engine.checkpoint", "save_checkpoint": "engine.checkpoint",
+    "capture_graphs": "engine.graphs", "make_runner": "engine.factory",
+    "ModelRunner": "engine.v0_runner", "V1ModelRunner": "engine.v1_runner",
+    "RequestLoad": "specdec.requests", "SpecDecodeConfig": "specdec.records",
+    "SpecDecodeEngine": "specdec.engine", "run_speculative": "specdec.engine",
+    "build_target": "specdec.drafts", "build_draft": "specdec.drafts",
+    "run_bench": "bench.sweeps",
 }
 
 __all__ = ["GraphlabError", "__version__", *_EXPORTS]
-
-
-def __getattr__(name: str):
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(f"graphlab.{_EXPORTS[name]}"), name)
-        globals()[name] = value  # later lookups skip this hook
-        return value
-    try:  # a submodule, e.g. graphlab.bench or graphlab.plots
-        return importlib.import_module(f"graphlab.{name}")
-    except ModuleNotFoundError as error:
-        if error.name != f"graphlab.{name}":
-            raise
-    raise AttributeError(f"module 'graphlab' has no attribute {name!r}")
+__getattr__, _ = lazy_exports(__name__, _EXPORTS)
 
 
 def __dir__() -> list[str]:

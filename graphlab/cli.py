@@ -15,8 +15,13 @@ import sys
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import (
-    ENGINES, MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, SizingConfig, check_limits,
+from graphlab.sizing.engines import (
+    ENGINES,
+    MAX_NUM_BATCHED_TOKENS_LIMIT,
+    MAX_NUM_SEQS_LIMIT,
+    NUM_SPECULATIVE_TOKENS_LIMIT,
+    SizingConfig,
+    check_limits,
     get_engine,
 )
 
@@ -37,7 +42,7 @@ def _engine(value: str) -> str:
     return value
 
 
-# repro's and crash-map's upper bounds (S, k and T: graphlab.sizing's), so a huge value fails at once.
+# repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.engines's), so a huge value fails at once.
 REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
 REPRO_MAX_NUM_REQUESTS = 65536
 REPRO_MAX_MODEL_LEN = 8192           # KV cache positions per sequence
@@ -182,7 +187,7 @@ def _audit_config(args) -> SizingConfig:
     if args.vllm_args is not None:
         if given:
             raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(given)}")
-        from graphlab.vllm_compare import config_from_vllm_args
+        from graphlab.against_vllm.serve_args import config_from_vllm_args
 
         cfg = config_from_vllm_args(args.vllm_args)
         try:  # the flags' own bounds, which vLLM's parser does not know
@@ -195,7 +200,7 @@ def _audit_config(args) -> SizingConfig:
 
 
 def run_audit(args) -> int:
-    from graphlab.audit import audit
+    from graphlab.sizing.audit import audit
 
     report = audit(args.engine, _audit_config(args))
     print(json.dumps(report.to_dict()) if args.json else report.format_table())
@@ -235,9 +240,9 @@ def add_crash_map_parser(subparsers) -> None:
 def run_crash_map(args) -> int:
     from pathlib import Path
 
-    from graphlab.audit import crash_map
-    from graphlab.export import write_csv_atomic
-    from graphlab.provenance import computed_provenance, with_provenance
+    from graphlab.bench.export import write_csv_atomic
+    from graphlab.bench.provenance import computed_provenance, with_provenance
+    from graphlab.sizing.audit import crash_map
 
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
@@ -256,7 +261,8 @@ def run_crash_map(args) -> int:
 
 
 def add_repro_parser(subparsers) -> None:
-    from graphlab.sizing import V0_ENGINES, V1_ENGINES as v1_engines
+    from graphlab.sizing.engines import V0_ENGINES
+    from graphlab.sizing.engines import V1_ENGINES as v1_engines
 
     parser = subparsers.add_parser(
         "repro",
@@ -279,7 +285,7 @@ def add_repro_parser(subparsers) -> None:
                              "under a V1 engine)")
     parser.add_argument("--max-num-seqs", type=_int_in(1, REPRO_MAX_NUM_SEQS_LIMIT), default=8, help="default 8")
     parser.add_argument("--num-speculative-tokens", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=4, help="k, default 4")
-    # Checked by graphlab.spec_decode (importing it here would load torch for every command).
+    # Checked by graphlab.specdec.engine (importing it here would load torch for every command).
     parser.add_argument("--draft", default="truncated", help="truncated (default), target or random")
     parser.add_argument("--scorer", default=None,
                         help="batch-expansion (default with V0 engines; what vLLM 0.5.5 and 0.6.0 "
@@ -306,8 +312,8 @@ def add_repro_parser(subparsers) -> None:
 def run_repro(args) -> int:
     import traceback
 
-    from graphlab.spec_decode import SpecDecodeConfig, run_speculative
-    from graphlab.workload import RequestLoad
+    from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
+    from graphlab.specdec.requests import RequestLoad
 
     config = SpecDecodeConfig(
         max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
@@ -400,8 +406,8 @@ def _positive_float(value: str) -> float:
 
 
 def add_plan_parser(subparsers) -> None:
-    from graphlab.plan import GRAPH_POOLS
-    from graphlab.sizing import V1_ENGINES
+    from graphlab.sizing.engines import V1_ENGINES
+    from graphlab.sizing.plan import GRAPH_POOLS
 
     parser = subparsers.add_parser(
         "plan",
@@ -468,7 +474,7 @@ def _format_plan(result) -> str:
 
 
 def run_plan(args) -> int:
-    from graphlab import plan
+    from graphlab.sizing import plan
 
     cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
     if args.memory_mib is not None and args.graph_memory is None:

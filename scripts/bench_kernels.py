@@ -21,10 +21,11 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphlab.model import build_model
-from graphlab.provenance import provenance, resolve_device
-from graphlab.runner import ModelRunner
-from graphlab.sizing import SizingConfig
+from graphlab.engine.model import build_model
+from graphlab.bench.provenance import provenance
+from graphlab.engine.device import resolve_device
+from graphlab.engine.v0_runner import ModelRunner
+from graphlab.sizing.engines import SizingConfig
 
 OUTSIDE = "outside"
 HOST_SYNCS = {"_local_scalar_dense"}

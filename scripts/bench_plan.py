@@ -1,4 +1,4 @@
-"""Time `graphlab.plan.plan` on one core: S = 256, k = 8, T = 8192 (V1 tokens), G = 40.
+"""Time `graphlab.sizing.plan.plan` on one core: S = 256, k = 8, T = 8192 (V1 tokens), G = 40.
 
 Usage: OMP_NUM_THREADS=1 python scripts/bench_plan.py [--repeats 20]
 Prints the machine, the median and best wall time of a whole plan (workload, DP, default
@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from graphlab.plan import MIB, Budget, SizeTable, plan
-from graphlab.sizing import SizingConfig
+from graphlab.sizing.plan import MIB, Budget, SizeTable, plan
+from graphlab.sizing.engines import SizingConfig
 
 
 def _time(repeats: int, **kwargs) -> tuple[float, float]:

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""How long the explorer takes to answer a slider move (graphlab.widgets), for S <= 512, k <= 8.
+"""How long the explorer takes to answer a slider move (graphlab.views.widgets), for S <= 512, k <= 8.
 
     python scripts/bench_widgets.py [--moves 200] [--seed 0]
 
@@ -18,8 +18,8 @@ import random
 import statistics
 import time
 
-from graphlab.sizing import ENGINES
-from graphlab.widgets import MAX_K, MAX_NUM_SEQS, explorer
+from graphlab.sizing.engines import ENGINES
+from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer
 
 
 def cpu_name() -> str:

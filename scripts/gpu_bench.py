@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab import bench
-from graphlab.export import read_csv, write_csv_atomic
+from graphlab.bench.export import read_csv, write_csv_atomic
 
 HEADLINE = ["engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
             "scorer_graph_fraction", "num_target_graphs", "target_graph_MiB", "memory_kind",
@@ -147,10 +147,10 @@ def sdpa_choice(device) -> str:
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from graphlab.model import PRESETS
+    from graphlab.engine.model import PRESETS
 
     # graphlab's decode attention for the 1b preset: each KV head's query group folded into the
-    # query length, 8 rows over a 256-position cache, a boolean mask (graphlab.model).
+    # query length, 8 rows over a 256-position cache, a boolean mask (graphlab.engine.model).
     config, rows, cache = PRESETS["1b"], 8, 256
     kv, group = config.num_key_value_heads, config.num_attention_heads // config.num_key_value_heads
     dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
@@ -183,7 +183,8 @@ def sdpa_choice(device) -> str:
 def environment(args) -> int:
     import torch
 
-    from graphlab.provenance import provenance, resolve_device
+    from graphlab.bench.provenance import provenance
+    from graphlab.engine.device import resolve_device
 
     device = resolve_device(args.device)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
@@ -270,7 +271,7 @@ def main() -> int:
     env.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
     sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
-    sweep.add_argument("--suite", default="full", help="a graphlab.bench suite (default full)")
+    sweep.add_argument("--suite", default="full", help="a graphlab.bench.sweeps suite (default full)")
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
     sweep.add_argument("--no-v1", action="store_true", help="leave out the V1 engine's rows")

@@ -20,8 +20,8 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 
-from graphlab import plots  # noqa: E402
-from graphlab.sizing import V0_ENGINES  # noqa: E402
+from graphlab.views import plots# noqa: E402
+from graphlab.sizing.engines import V0_ENGINES# noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 

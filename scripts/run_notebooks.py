@@ -63,7 +63,7 @@ def expected_figures(name: str) -> int:
     expected = EXPECTED[name]
     if not expected.reference_figures:
         return expected.figures
-    from graphlab.plots import reference_figures
+    from graphlab.views.plots import reference_figures
 
     return expected.figures + sum(len(reference_figures(folder)) for folder in reference_folders())
 

@@ -12,13 +12,15 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench, runner
+from graphlab import bench
+from graphlab.bench import sweeps
+from graphlab.engine import runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.export import read_csv, write_csv_atomic
-from graphlab.provenance import FIELDS, computed_provenance, git_commit, with_provenance
-from graphlab.sizing import SizingConfig
-from graphlab.v1_runner import decode_graph_sizes
+from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
+from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.dispatch import decode_graph_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.
@@ -92,10 +94,10 @@ def test_copy_bandwidth_is_the_latency_floors_denominator(written):
 
 def test_timing_stats_tell_p90_from_the_median():
     # Nine fast steps and one slow one: the median stays fast, p90 moves into the gap.
-    stats = bench.timing_stats([1.0] * 9 + [11.0])
+    stats = sweeps.timing_stats([1.0] * 9 + [11.0])
     assert (stats["median_ms"], stats["min_ms"]) == (1.0, 1.0)
     assert stats["p90_ms"] == pytest.approx(2.0)
-    stats = bench.timing_stats(range(1, 11))
+    stats = sweeps.timing_stats(range(1, 11))
     assert (stats["median_ms"], stats["p90_ms"]) == (5.5, pytest.approx(9.1))
 
 
@@ -127,8 +129,8 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
         # Tiny whatever was asked (seconds on CPU); the rows must still name what was asked.
         return build_model("tiny", seed=seed, dtype=dtype, device=device)
 
-    build_model = bench.build_model
-    monkeypatch.setattr(bench, "build_model", spy)
+    build_model = sweeps.build_model
+    monkeypatch.setattr(sweeps, "build_model", spy)
     suite = bench.replace_suite(name, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
                                 repeats=1, warmup=0, max_seq_len=8, memory_max_num_seqs=2,
                                 v1_sizing=SizingConfig(2, 1), **model)
@@ -143,7 +145,7 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
 
 def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
     seen = []
-    monkeypatch.setattr(bench, "measure_copy_bandwidth",
+    monkeypatch.setattr(sweeps, "measure_copy_bandwidth",
                         lambda *args: seen.append(torch.get_num_threads()) or {"bytes_per_s": 1})
     before = torch.get_num_threads()
     assert set(bench.copy_bandwidth_sweep(TINY, "cpu")["torch_threads"]) == {1}
@@ -176,7 +178,7 @@ def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(writte
 
 
 def test_the_crash_map_command_can_stamp_without_torch():
-    code = ("import sys; from graphlab.provenance import computed_provenance as c; p = c(suite='x');"
+    code = ("import sys; from graphlab.bench.provenance import computed_provenance as c; p = c(suite='x');"
             "assert 'torch' not in sys.modules, 'torch imported'; print(p['backend'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=os.environ | {"PYTHONPATH": str(ROOT)})
@@ -240,8 +242,8 @@ def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
         seen.append(kwargs["dtype"])
         return run_speculative(*args, **kwargs)
 
-    run_speculative = bench.run_speculative
-    monkeypatch.setattr(bench, "run_speculative", spy)
+    run_speculative = sweeps.run_speculative
+    monkeypatch.setattr(sweeps, "run_speculative", spy)
     frame = bench.spec_decode_steps_sweep(bench.replace_suite(TINY, dtype="bfloat16"), "cpu")
     assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_engines)
     assert set(frame["dtype"]) == {"bfloat16"}
@@ -299,7 +301,7 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
     def broken(suite, device):
         raise KeyboardInterrupt  # as if the reader pressed Ctrl-C mid-sweep
 
-    monkeypatch.setitem(bench._SWEEP_FUNCTIONS, "graph_memory", broken)
+    monkeypatch.setitem(sweeps._SWEEP_FUNCTIONS, "graph_memory", broken)
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"),
                         progress=False)
@@ -319,7 +321,7 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        bench.export({"crash_map": frame}, tmp_path)
+        bench.export_csvs({"crash_map": frame}, tmp_path)
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["crash_map.csv"]
 
@@ -365,7 +367,7 @@ def test_bench_command_refuses_cuda_without_a_gpu(tmp_path, capsys):
 def test_provenance_names_the_backend_and_reads_versions_without_importing_vllm():
     import sys
 
-    from graphlab.provenance import provenance
+    from graphlab.bench.provenance import provenance
 
     imported_before = "vllm" in sys.modules
     prov = provenance("cpu", dtype=torch.bfloat16, model="tiny")
@@ -377,7 +379,7 @@ def test_provenance_names_the_backend_and_reads_versions_without_importing_vllm(
 
 
 def test_provenance_rejects_unknown_devices():
-    from graphlab.provenance import resolve_device
+    from graphlab.engine.device import resolve_device
 
     with pytest.raises(GraphlabError, match="auto, cpu, cuda"):
         resolve_device("tpu")
@@ -417,7 +419,7 @@ def test_git_commit_is_dirty_by_tracked_content_not_by_status(tmp_path, monkeypa
 
 
 def test_package_version_of_a_missing_package():
-    from graphlab.provenance import package_version
+    from graphlab.bench.provenance import package_version
 
     assert package_version("no_such_package_xyz") == "not installed"
 

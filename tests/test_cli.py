@@ -103,7 +103,7 @@ def test_module_entry_point_and_help():
 
 # --- parsing helpers and bench ----------------------------------------------------------------------
 
-from graphlab import bench as bench_module  # noqa: E402
+from graphlab import bench as bench_module
 from graphlab.cli import (  # noqa: E402
     MAX_NUM_BATCHED_TOKENS_LIMIT, _int_in, _int_range,
 )

@@ -11,8 +11,8 @@ import pytest
 
 from graphlab.cli import EXIT_REFUSED, MAX_NUM_BATCHED_TOKENS_LIMIT, main
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig
-from graphlab.workload import reachable_batch_sizes
+from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.batches import reachable_batch_sizes
 
 
 def run_main(capsys, *argv):
@@ -152,7 +152,7 @@ def test_vllm_args_read_by_vllms_parser(capsys):
 
 
 def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
-    from graphlab.vllm_compare import config_from_vllm_args
+    from graphlab.against_vllm.serve_args import config_from_vllm_args
 
     for name in ("vllm", "vllm.engine", "vllm.engine.arg_utils", "vllm.utils", "vllm.utils.argparse_utils"):
         monkeypatch.setitem(sys.modules, name, None)

@@ -10,9 +10,9 @@ import pytest
 import torch
 from kvcache import restore, snapshot
 
-from graphlab.model import build_model
-from graphlab.runner import ModelRunner
-from graphlab.sizing import SizingConfig
+from graphlab.engine.model import build_model
+from graphlab.engine.v0_runner import ModelRunner
+from graphlab.sizing.engines import SizingConfig
 
 NUM_SLOTS, MAX_SEQ_LEN = 64, 32
 needs_cuda = [pytest.mark.gpu,

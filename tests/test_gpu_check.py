@@ -53,14 +53,15 @@ def test_every_module_the_check_uses_imports_without_optional_packages(stripped_
     code = ("import importlib.util, sys\n"
             "spec = importlib.util.spec_from_file_location('gpu_bench', 'scripts/gpu_bench.py')\n"
             "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-            "import graphlab.bench, graphlab.model, graphlab.runner, graphlab.sizing\n"
+            "import graphlab.bench.sweeps, graphlab.engine.model, graphlab.engine.runner, graphlab.sizing.engines\n"
             "print(' '.join(sorted(m for m in sys.modules if m.startswith('graphlab'))))")
     done = python(code, stripped_env)
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
-    assert {f"graphlab.{m}" for m in ("audit", "bench", "export", "graphs", "memory", "model",
-                                      "progress", "provenance", "runner", "sizing",
-                                      "spec_bench", "spec_decode", "v1_runner")} <= loaded
+    assert {f"graphlab.{m}" for m in (
+        "sizing.audit", "sizing.engines", "bench.sweeps", "bench.export", "bench.provenance",
+        "bench.spec_decode", "engine.graphs", "engine.memory", "engine.model", "engine.runner",
+        "engine.v0_runner", "engine.v1_runner", "progress", "specdec.engine")} <= loaded
 
 
 @pytest.fixture(scope="module")

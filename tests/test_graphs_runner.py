@@ -7,11 +7,11 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.errors import GraphlabError
-from graphlab.graphs import capture_graphs
-from graphlab.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
-from graphlab.model import PRESETS, build_model
-from graphlab.runner import ModelRunner
-from graphlab.sizing import V0_ENGINES, SizingConfig, get_engine
+from graphlab.engine.graphs import capture_graphs
+from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
+from graphlab.engine.model import PRESETS, build_model
+from graphlab.engine.v0_runner import ModelRunner
+from graphlab.sizing.engines import V0_ENGINES, SizingConfig, get_engine
 
 NUM_SLOTS, MAX_SEQ_LEN = 32, 16
 

@@ -7,9 +7,9 @@ import torch
 import torch.nn.functional as F
 from kvcache import restore, snapshot
 
-from graphlab.checkpoint import load_checkpoint, save_checkpoint
+from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.errors import GraphlabError
-from graphlab.model import PRESETS, ModelConfig, RMSNorm, build_model
+from graphlab.engine.model import PRESETS, ModelConfig, RMSNorm, build_model
 
 LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                    original_max_position_embeddings=64)

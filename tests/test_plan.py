@@ -1,4 +1,4 @@
-"""`graphlab.plan` and `python -m graphlab plan`: exact optimum, never worse than the default, inputs, CLI."""
+"""`graphlab.sizing.plan` and `python -m graphlab plan`: exact optimum, never worse than the default, inputs, CLI."""
 
 import itertools
 import json
@@ -9,9 +9,8 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.plan import (MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluate, plan, read_batch_sizes,
-                           read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload)
-from graphlab.sizing import SizingConfig, _round_for_spec_decode, get_engine
+from graphlab.sizing.plan import MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluate, plan, read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload
+from graphlab.sizing.engines import SizingConfig, _round_for_spec_decode, get_engine
 
 V0, V1 = dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0), \
     dict(engine="vllm-0.33.0", batch_unit="tokens", num_speculative_tokens=3)
@@ -369,7 +368,7 @@ def test_vllm_flag_round_trips_through_installed_vllm():
     import shlex
     from types import SimpleNamespace
 
-    from graphlab.vllm_compare import installed_sizing
+    from graphlab.against_vllm.installed import installed_sizing
 
     try:
         from vllm.config.compilation import CompilationConfig
@@ -397,7 +396,7 @@ def test_budget_rejects_bad_graph_counts(bad):
 
 @pytest.mark.parametrize("engine", V1_ENGINES)
 def test_default_figures_equal_the_audit(engine):
-    from graphlab.audit import audit
+    from graphlab.sizing.audit import audit
 
     for cfg in (SizingConfig(256, 4), SizingConfig(100, 3, 300), SizingConfig(6, 6), SizingConfig(33, 0, 40)):
         if not get_engine(engine).capture_sizes(cfg):

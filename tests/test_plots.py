@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from graphlab import plots
-from graphlab.audit import crash_map
+from graphlab.views import plots
+from graphlab.sizing.audit import crash_map
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, get_engine
+from graphlab.sizing.engines import SizingConfig, get_engine
 
 CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}
 GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
@@ -212,7 +212,7 @@ def test_inline_shows_figures_as_images_under_agg():
 
 
 def test_plan_figure_marks_both_lists_and_the_eager_steps():
-    from graphlab.plan import Budget, plan
+    from graphlab.sizing.plan import Budget, plan
 
     result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8))
     fig = plots.plot_plan(result)

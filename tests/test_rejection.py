@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from graphlab.errors import GraphlabError
-from graphlab.rejection import (NO_TOKEN, SpecDecodeMetrics, greedy_verify, rejection_sample)
+from graphlab.specdec.rejection import NO_TOKEN, SpecDecodeMetrics, greedy_verify, rejection_sample
 from stats import ALPHA, chi_square, chi_square_p_value
 
 

@@ -6,11 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import (
-    ENGINES, MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, V0_ENGINES, SGLang,
-    SizingConfig, TrtLlm, Vllm033, check_limits, get_engine, pad0,
-)
-from graphlab.workload import reachable_batch_sizes
+from graphlab.sizing.engines import ENGINES, MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, V0_ENGINES, SGLang, SizingConfig, TrtLlm, Vllm033, check_limits, get_engine, pad0
+from graphlab.sizing.batches import reachable_batch_sizes
 
 seqs = st.integers(min_value=1, max_value=600)
 ks = st.integers(min_value=0, max_value=8)

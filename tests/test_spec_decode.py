@@ -6,13 +6,13 @@ import torch
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.model import ModelConfig
-from graphlab.sizing import SizingConfig, pad0
-from graphlab.bench import spec_decode_benchmark
-from graphlab.drafts import DRAFT_KINDS, build_draft, build_target
-from graphlab.spec_decode import SCORERS, SpecDecodeConfig, SpecDecodeEngine, _prefill, run_speculative
-from graphlab.workload import (Request, RequestLoad, coverage_requests, load_requests,
-                               make_requests, reachable_batch_sizes)
+from graphlab.engine.model import ModelConfig
+from graphlab.sizing.engines import SizingConfig, pad0
+from graphlab.bench.sweeps import spec_decode_benchmark
+from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
+from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, _prefill, run_speculative
+from graphlab.specdec.requests import Request, RequestLoad, coverage_requests, load_requests, make_requests
+from graphlab.sizing.batches import reachable_batch_sizes
 from stats import ALPHA, chi_square
 
 MAX_MODEL_LEN = 32
@@ -331,7 +331,7 @@ def test_benchmark_rows_on_cpu():
 
 
 def test_acceptance_counts_follow_from_the_greedy_text_and_the_v0_rule(target, drafts, load):
-    from graphlab.vllm_compare import replay_greedy_counts
+    from graphlab.against_vllm.crosscheck import replay_greedy_counts
 
     # The proposer's widened batches keep the draft cache exact: its drafts are the draft's
     # argmax after the true prefix, as the replay assumes.

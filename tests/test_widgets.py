@@ -1,4 +1,4 @@
-"""The explorer (graphlab.widgets): its callbacks driven directly, as a slider move would."""
+"""The explorer (graphlab.views.widgets): its callbacks driven directly, as a slider move would."""
 
 import base64
 import io
@@ -8,10 +8,10 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from graphlab.audit import audit  # noqa: E402
+from graphlab.sizing.audit import audit# noqa: E402
 from graphlab.errors import GraphlabError  # noqa: E402
-from graphlab.sizing import ENGINES, SizingConfig  # noqa: E402
-from graphlab.widgets import ExplorerState, StaticExplorer, explorer, reads_max_num_batched_tokens  # noqa: E402
+from graphlab.sizing.engines import ENGINES, SizingConfig# noqa: E402
+from graphlab.views.widgets import ExplorerState, StaticExplorer, explorer, reads_max_num_batched_tokens# noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphlab.audit import CRASH_MAP_COLUMNS, audit, crash_map
+from graphlab.sizing.audit import CRASH_MAP_COLUMNS, audit, crash_map
 from graphlab.errors import GraphlabError
-from graphlab.export import write_csv_atomic
-from graphlab.sizing import SizingConfig
-from graphlab.workload import batch_expansion_sizes, reachable_batch_sizes
+from graphlab.bench.export import write_csv_atomic
+from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
 
 
 @settings(max_examples=80, deadline=None)

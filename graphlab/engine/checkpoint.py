@@ -14,9 +14,14 @@ from pathlib import Path
 
 import torch
 
+from graphlab.engine.model import (
+    DTYPES,
+    Llama3RopeScaling,
+    LlamaForCausalLM,
+    ModelConfig,
+    resolve_dtype,
+)
 from graphlab.errors import GraphlabError
-from graphlab.model import (DTYPES, Llama3RopeScaling, LlamaForCausalLM, ModelConfig,
-                            resolve_dtype)
 
 
 def config_from_hf(hf: dict) -> ModelConfig:

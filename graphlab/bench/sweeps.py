@@ -29,22 +29,25 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.audit import crash_map
-from graphlab.errors import GraphlabError
-from graphlab.export import read_csv, write_csv_atomic
-from graphlab.graphs import GRAPH_POOLS
-from graphlab.memory import predict_pool_bytes
-from graphlab.model import LlamaForCausalLM, build_model
-from graphlab.progress import progress as progress_bar
-from graphlab.provenance import as_computed, provenance, resolve_device, with_provenance
-from graphlab.runner import ModelRunner, StepTimer
-from graphlab.sizing import V1_ENGINES, SizingConfig
-from graphlab.spec_bench import spec_decode_benchmark
-from graphlab.spec_decode import SpecDecodeConfig, run_speculative
+from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.provenance import as_computed, provenance, with_provenance
+from graphlab.bench.spec_decode import spec_decode_benchmark
+
 # The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
-from graphlab.suites import SUITES, Suite, get_suite, replace_suite
-from graphlab.v1_runner import V1ModelRunner, uniform_decode_batch
-from graphlab.workload import RequestLoad
+from graphlab.bench.suites import Suite, get_suite
+from graphlab.engine.device import resolve_device
+from graphlab.engine.factory import make_runner
+from graphlab.engine.graphs import GRAPH_POOLS
+from graphlab.engine.memory import predict_pool_bytes
+from graphlab.engine.model import LlamaForCausalLM, build_model
+from graphlab.engine.runner import StepTimer
+from graphlab.engine.v1_runner import uniform_decode_batch
+from graphlab.errors import GraphlabError
+from graphlab.progress import progress as progress_bar
+from graphlab.sizing.audit import crash_map
+from graphlab.sizing.engines import SizingConfig
+from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
+from graphlab.specdec.requests import RequestLoad
 
 SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_decode_steps",
           "crash_map")
@@ -146,8 +149,7 @@ def _batch(runner, num_reqs: int, seed: int = SEED):
     model = runner.model
     ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
                                                  model.max_seq_len // 2, seed)
-    v1 = isinstance(runner, V1ModelRunner)
-    return (ids, positions, slots) if v1 else (ids[:, 0], positions[:, 0], slots)
+    return (ids, positions, slots) if runner.batch_unit == "tokens" else (ids[:, 0], positions[:, 0], slots)
 
 
 def weight_bytes(model: LlamaForCausalLM) -> int:
@@ -181,19 +183,13 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warm
                 **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
 
 
-def _runner(model, engine: str, cfg: SizingConfig, **kwargs):
-    """The runner of engine's generation: V1-shaped for the V1 engines, V0-shaped otherwise."""
-    runner = V1ModelRunner if engine in V1_ENGINES else ModelRunner
-    return runner(model, engine, cfg, **kwargs)
-
-
 def _sizing_columns(runner) -> dict:
     """What a runner's rows were measured under; V1 rows count tokens (q = 1 + k per request)."""
     cfg = runner.cfg
     return dict(engine=runner.engine.name, max_num_seqs=cfg.max_num_seqs,
                 num_speculative_tokens=cfg.num_speculative_tokens,
                 max_num_batched_tokens=cfg.max_num_batched_tokens,
-                batch_unit="tokens" if isinstance(runner, V1ModelRunner) else "rows",
+                batch_unit=runner.batch_unit,
                 graph_limit=runner.graph_limit, max_seq_len=runner.model.max_seq_len)
 
 
@@ -213,7 +209,7 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
     """
-    runners = {mode: _runner(model, engine, cfg, enforce_eager=mode == "eager")
+    runners = {mode: make_runner(model, engine, cfg, enforce_eager=mode == "eager")
                for mode in ("eager", "graph")}
     for runner in runners.values():
         runner.capture_model()
@@ -243,7 +239,7 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
     """
     rows = []
     for graph_pool in graph_pools:
-        runner = _runner(model, engine, cfg, graph_pool=graph_pool)
+        runner = make_runner(model, engine, cfg, graph_pool=graph_pool)
         records = runner.capture_model()
         fixed = _sizing_columns(runner)
         for order, record in enumerate(records):
@@ -370,7 +366,7 @@ def crash_map_sweep(suite, device) -> pd.DataFrame:
 
 # ---- export ---------------------------------------------------------------------------------
 
-def export(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
+def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -392,7 +388,7 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
         Path(out).mkdir(parents=True, exist_ok=True)
         for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
                                  disable=not progress):
-            written |= export({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
+            written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
     return written
 
 

@@ -22,10 +22,14 @@ from dataclasses import dataclass
 
 import torch
 
+from graphlab.engine.device import BACKENDS, backend_for
+from graphlab.engine.memory import (
+    MemorySnapshot,
+    predict_graph_memory,
+    predict_pool_bytes,
+)
+from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
-from graphlab.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
-from graphlab.model import LlamaForCausalLM
-from graphlab.provenance import BACKENDS, backend_for
 
 GRAPH_POOLS = ("shared", "separate")
 # vLLM V0 ran two warm-up steps per size before capturing (vllm/worker/model_runner.py).
@@ -34,7 +38,7 @@ NUM_WARMUPS = 2
 
 @dataclass(frozen=True)
 class GraphRecord:
-    """What capturing one size cost (see graphlab.memory for how each byte count is taken)."""
+    """What capturing one size cost (see graphlab.engine.memory for how each byte count is taken)."""
 
     size: int
     capture_ms: float      # the capture itself (cuda-graph) or the emulated capture's one run

@@ -1,15 +1,15 @@
 """Speculative decoding throughput, one row per (SpecDecodeConfig, RequestLoad): spec_decode.csv.
 
-graphlab.bench's spec_decode sweep stamps these rows with its run's provenance.
+graphlab.bench.sweeps's spec_decode sweep stamps these rows with its run's provenance.
 """
 
 from __future__ import annotations
 
-from graphlab.drafts import build_draft, build_target
-from graphlab.memory import graph_memory_bytes
-from graphlab.provenance import resolve_device
-from graphlab.spec_decode import SpecDecodeEngine
-from graphlab.workload import load_requests
+from graphlab.engine.device import resolve_device
+from graphlab.engine.memory import graph_memory_bytes
+from graphlab.specdec.drafts import build_draft, build_target
+from graphlab.specdec.engine import SpecDecodeEngine
+from graphlab.specdec.requests import load_requests
 
 
 def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated",
@@ -19,7 +19,7 @@ def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated
 
     Per run: decode tokens per second, the share of scorer steps that replayed a graph, the
     largest scorer and draft batches, both runners' graph memory from their GraphRecords, and
-    the acceptance figures (graphlab.rejection.SpecDecodeMetrics: vLLM V1's counts, V0's
+    the acceptance figures (graphlab.specdec.rejection.SpecDecodeMetrics: vLLM V1's counts, V0's
     rates). Runs with the same config seed share one target and draft (kind `draft`); runs
     with the same load and (max_num_seqs, k) decode the same requests. Capture is not timed;
     with `warmup` the first max_num_seqs requests run once before the timed run (first-call

@@ -1,6 +1,6 @@
 """An explorer of capture sizes: pick an engine and a config, see every decode batch's fate.
 
-    from graphlab.widgets import explorer
+    from graphlab.views.widgets import explorer
     explorer()                       # the last expression of a notebook cell
 
 Controls: engine (the nine), max_num_seqs S, num_speculative_tokens k, max_num_batched_tokens T
@@ -8,7 +8,7 @@ Controls: engine (the nine), max_num_seqs S, num_speculative_tokens k, max_num_b
 strip of every reachable batch size coloured graph / eager / crash with the size it is padded to,
 and the crash map of the engine over (S, k) with the selected cell outlined; beside it the summary
 (graph fraction, first crash and its exception, mean padding waste) and the captured sizes. All of
-it comes from `graphlab.audit` (the sizing rules), no device involved.
+it comes from `graphlab.sizing.audit` (the sizing rules), no device involved.
 
 In a live notebook the explorer is an ipywidgets box; where no widget can render (papermill, a
 saved notebook, nbconvert) the same output carries a PNG of the state it was displayed in.
@@ -29,9 +29,9 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from graphlab.audit import AuditReport, audit, crash_map
 from graphlab.errors import GraphlabError
-from graphlab.sizing import ENGINES, PATHS, SizingConfig, get_engine
+from graphlab.sizing.audit import AuditReport, audit, crash_map
+from graphlab.sizing.engines import ENGINES, PATHS, SizingConfig, get_engine
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
 MAX_K = 8

@@ -23,8 +23,20 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.progress import progress as progress_bar
-from graphlab.sizing import CRASH, EAGER, ENGINES, GRAPH, PATHS, V0_ENGINES, Dispatch, SizingConfig, SizingPolicy, crash_error, get_engine
-from graphlab.workload import reachable_batch_sizes
+from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.engines import (
+    CRASH,
+    EAGER,
+    ENGINES,
+    GRAPH,
+    PATHS,
+    V0_ENGINES,
+    Dispatch,
+    SizingConfig,
+    SizingPolicy,
+    crash_error,
+    get_engine,
+)
 
 CRASH_MAP_COLUMNS = (
     "engine",

@@ -1,6 +1,6 @@
 """What a bench run sweeps: the `Suite` config and the named suites (quick, full).
 
-A suite names the sizes of every sweep in graphlab.bench and, optionally, the model; without
+A suite names the sizes of every sweep in graphlab.bench.sweeps and, optionally, the model; without
 one the device decides (DEVICE_DEFAULTS).
 """
 
@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing import V0_ENGINES, V1_ENGINES, SizingConfig
+from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES, SizingConfig
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
@@ -67,7 +67,7 @@ class Suite:
                                         f"non-empty integers >= {bound}")
         if self.v1_sizing is not None and not isinstance(self.v1_sizing, SizingConfig):
             raise GraphlabError(f"suite {self.name!r}: v1_sizing must be a "
-                                f"graphlab.sizing.SizingConfig or None, got {self.v1_sizing!r}")
+                                f"graphlab.sizing.engines.SizingConfig or None, got {self.v1_sizing!r}")
         if self.v1_engine not in V1_ENGINES:
             raise GraphlabError(f"suite {self.name!r}: v1_engine {self.v1_engine!r} must be "
                                 f"among {', '.join(V1_ENGINES)}")

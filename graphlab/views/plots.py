@@ -300,7 +300,7 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
 
 
 def plot_plan(result) -> Figure:
-    """A graphlab.plan.Plan: padding waste per decode step size, the engine's default against the plan; ticks mark the
+    """A graphlab.sizing.plan.Plan: padding waste per decode step size, the engine's default against the plan; ticks mark the
     captured sizes (default below, plan above) and crosses the steps that run eagerly."""
     fig = Figure(figsize=(10, 4.2), layout="constrained")
     ax = fig.add_subplot()

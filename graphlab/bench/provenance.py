@@ -11,71 +11,29 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import os
-import platform
 import secrets
 import subprocess
 from pathlib import Path
 
 import pandas as pd
 
+from graphlab.engine.device import backend_for, cpu_name, device_name, resolve_device
 from graphlab.errors import GraphlabError
 
-BACKENDS = ("cuda-graph", "cpu-emulated")
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
 COMPUTED = "computed"
+
+
 MEMORY_KINDS = ("measured", "predicted")
-DEVICES = ("auto", "cpu", "cuda")
+
+
 # Column order of the provenance block appended to every tidy row.
 FIELDS = ("run_id", "suite", "device", "backend", "torch_version", "cuda_version",
           "cudnn_version", "torch_threads", "vllm_version", "dtype", "model", "git_commit",
           "timestamp")
 
-_REPO = Path(__file__).resolve().parents[1]
 
-
-def resolve_device(device="auto"):
-    """'auto' means CUDA when present; asking for CUDA on a machine without it is bad input."""
-    import torch
-
-    name = str(device)
-    if name not in DEVICES and not name.startswith("cuda:"):
-        raise GraphlabError(f"device {name!r} is not one of {', '.join(DEVICES)}")
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GraphlabError(f"device {name!r} requested but torch {torch.__version__} sees no CUDA device")
-    return torch.device(name)
-
-
-def backend_for(device) -> str:
-    """Real graphs only exist on CUDA; everywhere else the runner emulates them eagerly."""
-    return "cuda-graph" if device.type == "cuda" else "cpu-emulated"
-
-
-def cpu_name() -> str:
-    """The host processor, e.g. 'cpu: AMD EPYC (2 cores)'."""
-    model = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass  # not Linux: platform's answer stands
-    return f"cpu: {model} ({os.cpu_count()} cores)"
-
-
-def device_name(device) -> str:
-    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
-
-    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
-    """
-    import torch
-
-    if device.type == "cuda":
-        return torch.cuda.get_device_name(device)
-    threads = torch.get_num_threads()
-    return f"{cpu_name()[:-1]}, {threads} torch thread{'s' * (threads != 1)})"
+_REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
 
 
 def package_version(import_name: str) -> str:

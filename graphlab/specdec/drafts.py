@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import dataclasses
 
+from graphlab.engine.model import (
+    LlamaForCausalLM,
+    ModelConfig,
+    build_model,
+    init_weights,
+)
 from graphlab.errors import GraphlabError
-from graphlab.model import LlamaForCausalLM, ModelConfig, build_model, init_weights
 
 DRAFT_KINDS = ("truncated", "target", "random")
 # Deliberately not build_model's non-degenerate default, whose random-weight text a truncated

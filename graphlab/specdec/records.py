@@ -1,4 +1,4 @@
-"""What a speculative-decoding run is configured with, and what it returns (graphlab.spec_decode)."""
+"""What a speculative-decoding run is configured with, and what it returns (graphlab.specdec.engine)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from graphlab.engine.v1_runner import V1_ENGINES
 from graphlab.errors import GraphlabError
-from graphlab.rejection import SpecDecodeMetrics
-from graphlab.sizing import V0_ENGINES, SizingConfig
-from graphlab.v1_runner import V1_ENGINES
+from graphlab.sizing.engines import V0_ENGINES, SizingConfig
+from graphlab.specdec.rejection import SpecDecodeMetrics
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
 SCORERS = {
@@ -35,7 +35,7 @@ class SpecDecodeConfig:
     graph_pool: str = "shared"
     # V1 engines' sizing only (None: vLLM's default); steps are not split to fit it.
     max_num_batched_tokens: int | None = None
-    # V1 engines only: vLLM's compilation_config settings (graphlab.sizing.SizingConfig).
+    # V1 engines only: vLLM's compilation_config settings (graphlab.sizing.engines.SizingConfig).
     cudagraph_capture_sizes: tuple[int, ...] | None = None
     max_cudagraph_capture_size: int | None = None
 

@@ -31,11 +31,18 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.engines import V1_ENGINES, SizingConfig, _check_int, get_engine
+
 # The inputs and their readers live in plan_io; re-exported as the planner's API (notebook 06, the CLI).
-from graphlab.plan_io import (SizeTable, Workload, read_batch_sizes, read_graph_memory, read_latency,
-                              read_spec_decode_steps)
-from graphlab.sizing import V1_ENGINES, SizingConfig, _check_int, get_engine
-from graphlab.workload import reachable_batch_sizes
+from graphlab.sizing.plan_inputs import (
+    SizeTable,
+    Workload,
+    read_batch_sizes,
+    read_graph_memory,
+    read_latency,
+    read_spec_decode_steps,
+)
 
 MIB = 2**20
 # 4096 candidates: cost tables of 128 MiB each.
@@ -75,7 +82,7 @@ class Outcome:
 
     capture_sizes: tuple[int, ...]
     padded: np.ndarray
-    mean_padding_waste: float  # eager steps count 0 (graphlab.audit's definition)
+    mean_padding_waste: float  # eager steps count 0 (graphlab.sizing.audit's definition)
     graph_fraction: float  # weighted share of steps replaying a graph
     mean_step_ms: float | None
     memory_bytes: float | None

@@ -21,7 +21,6 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 
-
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")

@@ -14,10 +14,10 @@ One decode step, as vLLM V0's spec-decode worker ran it:
      target's `ModelRunner.execute_model`, whose engine picks graph, eager or KeyError;
    - MQA (vLLM 0.6.3 `MQAScorer`): one row of k+1 tokens per sequence, speculating and plain
      together, in one eager forward; the batch stays B;
-3. the rejection sampler (graphlab.rejection) accepts a prefix of the drafts and adds one token.
+3. the rejection sampler (graphlab.specdec.rejection) accepts a prefix of the drafts and adds one token.
 
 A sequence gets no proposals in a step when seq_len + k >= max_model_len (V0 Top1Proposer's
-rule), so steps mix speculating and plain sequences. Requests (graphlab.workload) arrive over
+rule), so steps mix speculating and plain sequences. Requests (graphlab.specdec.requests) arrive over
 time; a step that admits new requests prefills them (eager forwards, prompts of similar length
 padded together) instead of decoding, as V0's scheduler did without chunked prefill. There is
 no EOS: a request stops at max_tokens.
@@ -29,17 +29,23 @@ import time
 
 import torch
 
-from graphlab.drafts import build_draft, build_target
+from graphlab.engine.device import resolve_device
+from graphlab.engine.factory import make_runner
+from graphlab.engine.model import LlamaForCausalLM, ModelConfig
+from graphlab.engine.runner import StepRecord
+from graphlab.engine.v0_runner import ModelRunner
 from graphlab.errors import GraphlabError
-from graphlab.model import LlamaForCausalLM, ModelConfig
-from graphlab.provenance import resolve_device
-from graphlab.rejection import SpecDecodeMetrics, greedy_verify, rejection_sample
-from graphlab.runner import ModelRunner, StepRecord
-from graphlab.sizing import V1_ENGINES, SizingConfig
-from graphlab.spec_records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
-from graphlab.v1_runner import V1ModelRunner
+from graphlab.sizing.engines import SizingConfig
+from graphlab.specdec.drafts import build_draft, build_target
+from graphlab.specdec.records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
+from graphlab.specdec.rejection import (
+    SpecDecodeMetrics,
+    greedy_verify,
+    rejection_sample,
+)
+
 # make_requests: still imported from here by tests/test_vllm_crosscheck.py.
-from graphlab.workload import Request, RequestLoad, load_requests, make_requests  # noqa: F401
+from graphlab.specdec.requests import Request, RequestLoad, load_requests, make_requests  # noqa: F401
 
 
 class _Sequence:
@@ -201,7 +207,7 @@ class MQAScorer:
         positions = (_long([s.seq_len - 1 for s in seqs], device)[:, None]
                      + torch.arange(k + 1, device=device))
         slots = _long([s.slot for s in seqs], device)
-        if isinstance(self.runner, V1ModelRunner):
+        if self.runner.batch_unit == "tokens":
             # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
             scheduled = [k + 1] * len(spec) + [1] * len(plain)
             logits, record = self.runner.execute_model(ids, positions, slots, scheduled)
@@ -243,9 +249,8 @@ class SpecDecodeEngine:
                                     f"{model.config.max_position_embeddings}")
         self.config, self.target, self.k = config, target, k
         target.allocate_kv_cache(config.max_num_seqs, target_len)
-        runner = V1ModelRunner if config.engine in V1_ENGINES else ModelRunner
-        self.runner = runner(target, config.engine, config.sizing, backend=config.backend,
-                             graph_pool=config.graph_pool)
+        self.runner = make_runner(target, config.engine, config.sizing, backend=config.backend,
+                                  graph_pool=config.graph_pool)
         self.proposer = None
         if k > 0:
             draft.allocate_kv_cache(config.max_num_seqs, config.max_model_len)

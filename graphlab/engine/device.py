@@ -1,0 +1,62 @@
+"""The device a run uses and the graph backend it implies: real CUDA graphs, or their emulation.
+
+torch is imported only inside the functions, so naming a backend or a device list costs no import.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+from pathlib import Path
+
+from graphlab.errors import GraphlabError
+
+BACKENDS = ("cuda-graph", "cpu-emulated")
+
+
+DEVICES = ("auto", "cpu", "cuda")
+
+
+def resolve_device(device="auto"):
+    """'auto' means CUDA when present; asking for CUDA on a machine without it is bad input."""
+    import torch
+
+    name = str(device)
+    if name not in DEVICES and not name.startswith("cuda:"):
+        raise GraphlabError(f"device {name!r} is not one of {', '.join(DEVICES)}")
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise GraphlabError(f"device {name!r} requested but torch {torch.__version__} sees no CUDA device")
+    return torch.device(name)
+
+
+def backend_for(device) -> str:
+    """Real graphs only exist on CUDA; everywhere else the runner emulates them eagerly."""
+    return "cuda-graph" if device.type == "cuda" else "cpu-emulated"
+
+
+def cpu_name() -> str:
+    """The host processor, e.g. 'cpu: AMD EPYC (2 cores)'."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass  # not Linux: platform's answer stands
+    return f"cpu: {model} ({os.cpu_count()} cores)"
+
+
+def device_name(device) -> str:
+    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
+
+    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
+    """
+    import torch
+
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    threads = torch.get_num_threads()
+    return f"{cpu_name()[:-1]}, {threads} torch thread{'s' * (threads != 1)})"

@@ -1,0 +1,19 @@
+"""One way to build a decode runner: V0-shaped for the engines keyed by rows, V1-shaped for those
+keyed by tokens (each engine's `batch_unit`)."""
+
+from __future__ import annotations
+
+from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.runner import DecodeRunner
+from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v1_runner import V1ModelRunner
+from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
+
+
+def make_runner(model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
+                **options) -> DecodeRunner:
+    """The runner `engine` needs for `model` under `cfg`; options are the runners' keywords
+    (backend, graph_pool, enforce_eager, num_warmups)."""
+    policy = get_engine(engine)
+    runner_class = V1ModelRunner if policy.name in V1_ENGINES else ModelRunner
+    return runner_class(model, policy, cfg, **options)

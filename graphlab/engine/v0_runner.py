@@ -1,0 +1,70 @@
+"""A decode model runner shaped like vLLM V0's, with the capture sizing of a graphlab.sizing.engines engine.
+
+`execute_model` decides as V0's `ModelRunner` did: `_use_captured_graph(n)` compares n with the
+engine's graph limit, the batch is padded to `engine.padded_size(n)` (V0's
+`_get_graph_batch_size`), and that key is looked up in the dict `self.graph_runners`. For
+vllm-0.5.5 the limit is 256 whatever was captured, so the lookup itself raises
+`KeyError: <padded>` (nothing here constructs it); vllm-0.6.0's guard runs larger batches
+eagerly; adaptive captures up to pad0(max_num_seqs * (1 + k)). Graphs hold the decoder only;
+the LM head runs after replay or the eager step, on the n real rows.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from graphlab.engine.graphs import (
+    NUM_WARMUPS,
+    GraphRecord,
+)
+from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.runner import DecodeRunner, StepRecord
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import SizingConfig, SizingPolicy
+
+
+class ModelRunner(DecodeRunner):
+    """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
+
+    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, *,
+                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
+                 num_warmups: int = NUM_WARMUPS):
+        super().__init__(model, engine, cfg, backend=backend, graph_pool=graph_pool,
+                         enforce_eager=enforce_eager, num_warmups=num_warmups)
+        self.capture_sizes = self.engine.capture_sizes(self.cfg)
+        self.graph_limit = self.engine.graph_limit(self.cfg, self.capture_sizes)
+        self.graph_runners: dict = {}
+
+    def capture_model(self) -> list[GraphRecord]:
+        """Capture a graph per size of engine.capture_sizes(cfg), largest first (none if eager)."""
+        self.graph_runners = self._capture(self.capture_sizes)
+        return self.graph_records
+
+    def _use_captured_graph(self, batch_size: int) -> bool:
+        return not self.enforce_eager and batch_size <= self.graph_limit
+
+    def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
+                      seq_slots: torch.Tensor) -> tuple[torch.Tensor, StepRecord]:
+        """Decode one token per row: logits [n, vocab] (float32) and how the step ran.
+
+        Rows may share a sequence slot (the batch-expansion scorer's k+1 rows do) as long as no
+        two rows write the same (seq_slot, position) cache cell; there is no other limit on n.
+        Inputs may live on any device; values are checked first (GraphlabError), then the graph
+        lookup may raise the engine's own KeyError.
+        """
+        if not self.captured:
+            raise GraphlabError("call capture_model() before execute_model()")
+        for name, t in (("input_ids", input_ids), ("positions", positions),
+                        ("seq_slots", seq_slots)):
+            if not isinstance(t, torch.Tensor) or t.dim() != 1:
+                raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
+        self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
+        n = input_ids.shape[0]
+        graph = None
+        if self._use_captured_graph(n):
+            padded = self.engine.padded_size(n, self.capture_sizes)  # V0's _get_graph_batch_size
+            graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
+        logits, ms = self.timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
+        record = StepRecord(n, "eager" if graph is None else "graph",
+                            None if graph is None else graph.size, ms, self.backend)
+        return logits[:, 0], record

@@ -1,0 +1,17 @@
+"""Sizing: which batches each engine captures as graphs, and what a batch of n does (torch-free).
+
+The engines' capture rules side by side (`engines`), the batch sizes a config reaches
+(`batches`), vLLM V1's decode dispatch (`dispatch`), the audit and crash map (`audit`) and the
+capture-size planner with its CSV inputs (`plan`, `plan_inputs`). Imports numpy, pandas and
+`graphlab.errors` only: never torch, never another graphlab layer.
+"""
+
+from graphlab.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "SizingConfig": "engines", "SizingPolicy": "engines", "ENGINES": "engines",
+    "V0_ENGINES": "engines", "V1_ENGINES": "engines", "get_engine": "engines", "pad0": "engines",
+    "reachable_batch_sizes": "batches", "batch_expansion_sizes": "batches",
+    "decode_graph_sizes": "dispatch", "decode_dispatch": "dispatch", "verify_batches": "dispatch",
+    "AuditReport": "audit", "crash_map": "audit", "Plan": "plan", "Budget": "plan",
+})

@@ -1,0 +1,64 @@
+"""Which batch sizes n an engine's decode steps can produce for a config.
+
+The unit follows the engine (`SizingPolicy.batch_unit`):
+- "rows": vLLM V0's batch-expansion scorer turns each of B_s speculating sequences into k+1
+  single-token rows and adds the B_0 others as one row each: n = B_s*(k+1) + B_0 over all
+  B_s + B_0 <= max_num_seqs (B_s = 0 is plain decode);
+- "tokens": vLLM V1 uniform decode, B requests of 1+k tokens each: n = B*(1+k), B in 1..S, and
+  n <= max_num_batched_tokens (the V1 scheduler's token budget per step, vllm/v1/core/sched/
+  scheduler.py `token_budget`);
+- "requests": SGLang and TensorRT-LLM key graphs by request count (a verify step of B requests is
+  graph B), and nano-vllm has no speculative decoding, so k never changes its workload: n in 1..S.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from graphlab.sizing.engines import SizingConfig, SizingPolicy, get_engine
+
+
+def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Sorted integers covered by [starts[i], ends[i]], given starts and ends both nondecreasing."""
+    # A new run begins where an interval starts past the end of the one before it.
+    breaks = np.flatnonzero(starts[1:] > ends[:-1] + 1) + 1
+    run_starts = starts[np.concatenate(([0], breaks))]
+    run_ends = ends[np.concatenate((breaks - 1, [len(ends) - 1]))]
+    lengths = run_ends - run_starts + 1
+    offsets = np.repeat(run_starts - (np.cumsum(lengths) - lengths), lengths)
+    return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
+
+
+@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each (S, k)
+def batch_expansion_sizes(max_num_seqs: int, num_speculative_tokens: int) -> np.ndarray:
+    """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in O(max_num_seqs*(k+1));
+    read-only (cached)."""
+    speculating = np.arange(max_num_seqs + 1, dtype=np.int64)
+    # For B_s fixed, B_0 runs over 0..S-B_s: n covers [B_s*(k+1), S + B_s*k].
+    starts = speculating * (num_speculative_tokens + 1)
+    ends = max_num_seqs + speculating * num_speculative_tokens
+    sizes = _union_of_intervals(starts, ends)[1:]  # drop n = 0 (no sequence at all)
+    sizes.flags.writeable = False
+    return sizes
+
+
+def batch_sizes_for_unit(batch_unit: str, max_num_seqs: int, num_speculative_tokens: int,
+                         max_num_batched_tokens: int | None = None) -> np.ndarray:
+    """The reachable n for an engine counting in batch_unit ("rows" | "tokens" | "requests");
+    max_num_batched_tokens caps the "tokens" unit (None: no cap)."""
+    if batch_unit == "rows":
+        return batch_expansion_sizes(max_num_seqs, num_speculative_tokens)
+    query_len = 1 + num_speculative_tokens if batch_unit == "tokens" else 1
+    requests = max_num_seqs
+    if batch_unit == "tokens" and max_num_batched_tokens is not None:
+        requests = min(requests, max_num_batched_tokens // query_len)
+    return np.arange(1, requests + 1, dtype=np.int64) * query_len
+
+
+def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.ndarray:
+    """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit)."""
+    policy = get_engine(policy)
+    return batch_sizes_for_unit(policy.batch_unit, cfg.max_num_seqs, cfg.num_speculative_tokens,
+                                policy.effective_max_num_batched_tokens(cfg))

@@ -1,0 +1,14 @@
+"""Speculative decoding: request loads, drafts, the proposer, scorers and the rejection sampler.
+
+`run_speculative(SpecDecodeConfig(...))` runs a target and a draft through the engine layer's
+runners, step by step, as vLLM's spec-decode worker did. May import `graphlab.engine`,
+`graphlab.sizing` and `graphlab.errors`.
+"""
+
+from graphlab.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "SpecDecodeConfig": "records", "GenerateOutput": "records",
+    "SpecDecodeEngine": "engine", "run_speculative": "engine",
+    "RequestLoad": "requests", "build_target": "drafts", "build_draft": "drafts",
+})
