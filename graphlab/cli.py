@@ -14,7 +14,8 @@ import os
 import sys
 from pathlib import Path
 
-from graphlab.errors import GraphlabError
+from graphlab.engine.device import DEVICES
+from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.engines import (
     ENGINES,
     MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -51,16 +52,16 @@ CRASH_MAP_MAX_NUM_SEQS = 4096        # a crash map sweeps every S in its range: 
 
 def _int_in(minimum: int, maximum: int | None = None):
     """An argparse type: an integer in [minimum, maximum] (no upper bound when maximum is None)."""
-    allowed = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
 
     def parse(value: str) -> int:
         try:
             number = int(value)
         except ValueError:
-            number = None
-        if number is None or number < minimum or (maximum is not None and number > maximum):
-            raise argparse.ArgumentTypeError(f"must be an integer {allowed}, got {value!r}")
-        return number
+            number = value  # not an integer: check_int refuses the text as typed
+        try:
+            return check_int("", number, minimum, maximum)
+        except GraphlabError as error:
+            raise argparse.ArgumentTypeError(str(error)) from None
 
     return parse
 
@@ -303,7 +304,7 @@ def add_repro_parser(subparsers) -> None:
                              "seq_len + k >= max_model_len")
     parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
     parser.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="default 0")
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")
     parser.add_argument("--json", action="store_true",
                         help="print one JSON object (engine, capture_sizes, decode steps) instead")
     parser.set_defaults(handler=run_repro)
@@ -315,11 +316,11 @@ def run_repro(args) -> int:
     from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
     from graphlab.specdec.requests import RequestLoad
 
+    sizing = SizingConfig(args.max_num_seqs, args.num_speculative_tokens,
+                          args.max_num_batched_tokens)
     config = SpecDecodeConfig(
-        max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
-        engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
-        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed,
-        max_num_batched_tokens=args.max_num_batched_tokens)
+        sizing, engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
+        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed)
     load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
                        seed=args.seed)
     try:
@@ -333,7 +334,7 @@ def run_repro(args) -> int:
         print(output.format_report())
         return 0
     # Tokens the target scores, 1 + k per speculating sequence and 1 per other, whatever the scorer.
-    q = config.num_speculative_tokens + 1
+    q = sizing.decode_query_len
     steps = [{"num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
               "path": s.path, "graph_size": s.graph_size}
              for s in output.steps if s.kind == "decode"]
@@ -360,7 +361,7 @@ def add_bench_parser(subparsers) -> None:
             "versions, dtype, model, git commit, timestamp); columns in data/README.md."
         ),
     )
-    parser.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto", help="default auto")
+    parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")
     parser.add_argument("--suite", choices=("quick", "full"), default="quick",
                         help="quick: seconds on a CPU; full: V0's whole capture list and the V1 "
                              "cliff at S=256, k=3 (default quick)")
@@ -407,7 +408,7 @@ def _positive_float(value: str) -> float:
 
 def add_plan_parser(subparsers) -> None:
     from graphlab.sizing.engines import V1_ENGINES
-    from graphlab.sizing.plan import GRAPH_POOLS
+    from graphlab.sizing.engines import GRAPH_POOLS
 
     parser = subparsers.add_parser(
         "plan",

@@ -53,9 +53,9 @@ def test_v1_json_reports_token_budget(capsys):
     "argv, named",
     [
         (["audit", "--engine", "vllm-9.9", "--max-num-seqs", "8"], "'vllm-9.9'"),
-        (["audit", "--engine", "sglang", "--max-num-seqs", "0"], "'0'"),
-        (["audit", "--engine", "sglang", "--max-num-seqs", "-4"], "'-4'"),
-        (["audit", "--engine", "sglang", "--max-num-seqs", "4", "--num-speculative-tokens", "-1"], "'-1'"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "0"], "got 0"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "-4"], "got -4"),
+        (["audit", "--engine", "sglang", "--max-num-seqs", "4", "--num-speculative-tokens", "-1"], "got -1"),
         (["crash-map", "--engine", "nope", "--out", "x.csv"], "'nope'"),
         (["crash-map", "--k-range", "5:2", "--out", "x.csv"], "'5:2'"),
         (["crash-map", "--max-num-seqs-range", "0:3", "--out", "x.csv"], "'0:3'"),
@@ -67,7 +67,7 @@ def test_bad_input_one_line_exit_2(capsys, argv, named):
     assert err.count("\n") == 1 and err.startswith("error: ") and named in err and "Traceback" not in err
     if "--engine" in argv and named in ("'vllm-9.9'", "'nope'"):
         assert "vllm-0.5.5" in err and "trtllm" in err  # the allowed values
-    if named in ("'0'", "'-4'", "'-1'"):
+    if named in ("got 0", "got -4", "got -1"):
         assert "must be an integer in " in err  # the allowed range
 
 
@@ -104,9 +104,7 @@ def test_module_entry_point_and_help():
 # --- parsing helpers and bench ----------------------------------------------------------------------
 
 from graphlab import bench as bench_module
-from graphlab.cli import (  # noqa: E402
-    MAX_NUM_BATCHED_TOKENS_LIMIT, _int_in, _int_range,
-)
+from graphlab.cli import MAX_NUM_BATCHED_TOKENS_LIMIT  # noqa: E402
 
 
 def one_line_error(capsys, *argv):
@@ -120,7 +118,7 @@ def one_line_error(capsys, *argv):
 def test_huge_token_budget_fails_at_once_naming_the_limit(capsys, value):
     err = one_line_error(capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "8",
                          "--max-num-batched-tokens", value)
-    assert repr(value) in err and f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}" in err
+    assert f"got {value}" in err and f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}" in err
 
 
 @pytest.mark.parametrize("argv, limit", [
@@ -137,17 +135,14 @@ def test_huge_values_fail_at_once_naming_the_limit(capsys, argv, limit):
     assert limit in err
 
 
-def test_int_in_bounds():
-    import argparse
-
-    parse = _int_in(1, 65536)
-    assert parse("1") == 1 and parse("65536") == 65536
+def test_int_in_bounds(capsys):
+    audit = ("audit", "--engine", "vllm-0.5.5", "--json", "--max-num-seqs")
+    assert run_main(capsys, *audit, "65536")[0] == 0
     for bad in ("0", "65537", "99999999999999999999", "1e3", "", "x"):
-        with pytest.raises(argparse.ArgumentTypeError, match=r"in 1\.\.65536"):
-            parse(bad)
-    assert _int_range(0, 64)("0:64") == range(0, 65)
-    with pytest.raises(argparse.ArgumentTypeError, match="<= 64"):
-        _int_range(0, 64)("0:65")
+        err = one_line_error(capsys, *audit, bad)
+        assert "argument --max-num-seqs: must be an integer in 1..65536, got " in err, err
+    err = one_line_error(capsys, "crash-map", "--k-range", "0:65", "--out", "x.csv")
+    assert "argument --k-range: must be START:END with 0 <= START <= END <= 64, got '0:65'" in err
 
 
 def test_bench_out_existing_file_fails_before_any_sweep(tmp_path, capsys, monkeypatch):

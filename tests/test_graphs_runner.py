@@ -182,7 +182,7 @@ def test_prediction_grows_with_batch_and_cache_and_pools_combine():
 
 def test_bad_inputs_are_clear_errors(model):
     cfg = SizingConfig(8)
-    with pytest.raises(GraphlabError, match="unknown engine 'vllm-9'"):
+    with pytest.raises(GraphlabError, match="engine 'vllm-9' is not one of"):
         ModelRunner(model, "vllm-9", cfg)
     with pytest.raises(GraphlabError, match="V0-shaped runner's engine 'vllm-0.13.0' is not one "
                                             "of vllm-0.5.5, vllm-0.6.0, adaptive"):

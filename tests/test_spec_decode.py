@@ -35,9 +35,9 @@ def load(target):
 
 
 def generate(target, draft, requests, k, **config):
-    config = SpecDecodeConfig(max_num_seqs=config.pop("max_num_seqs", MAX_NUM_SEQS),
-                              num_speculative_tokens=k,
-                              max_model_len=config.pop("max_model_len", MAX_MODEL_LEN), **config)
+    sizing = SizingConfig(config.pop("max_num_seqs", MAX_NUM_SEQS), k)
+    config = SpecDecodeConfig(sizing, max_model_len=config.pop("max_model_len", MAX_MODEL_LEN),
+                              **config)
     return SpecDecodeEngine(target, draft, config).generate(requests)
 
 
@@ -150,7 +150,8 @@ def test_vllm_055_raises_the_engines_key_error(target, drafts, load):
 ])
 def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_seqs, k, engine,
                                                        kind, temperature):
-    requests = coverage_requests(max_num_seqs, k, MAX_MODEL_LEN, target.config.vocab_size, seed=1)
+    requests = coverage_requests(SizingConfig(max_num_seqs, k), MAX_MODEL_LEN, target.config.vocab_size,
+                                 seed=1)
     out = generate(target, drafts.get(kind), requests, k, engine=engine, max_num_seqs=max_num_seqs,
                    temperature=temperature)
     decode = out.steps_frame().query("kind == 'decode'")
@@ -167,7 +168,8 @@ def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_s
 
 def test_coverage_load_under_vllm_055_crashes_at_the_first_uncaptured_size(target, drafts):
     # Captured 1, 2, 4, 8; sizes climb 1, 2, ..., and n = 9 looks up 16.
-    requests = load_requests(RequestLoad("coverage"), 8, 4, MAX_MODEL_LEN, target.config.vocab_size)
+    requests = load_requests(RequestLoad("coverage"), SizingConfig(8, 4), MAX_MODEL_LEN,
+                             target.config.vocab_size)
     with pytest.raises(KeyError) as error:
         generate(target, drafts["truncated"], requests, k=4, engine="vllm-0.5.5", max_num_seqs=8)
     assert error.value.args == (16,)
@@ -175,7 +177,7 @@ def test_coverage_load_under_vllm_055_crashes_at_the_first_uncaptured_size(targe
 
 def test_coverage_load_rejects_a_max_model_len_without_room_for_proposals():
     with pytest.raises(GraphlabError, match="max_model_len"):
-        coverage_requests(4, 4, 6, 512)
+        coverage_requests(SizingConfig(4, 4), 6, 512)
     with pytest.raises(GraphlabError, match="load"):
         RequestLoad("bursty")
 
@@ -199,9 +201,19 @@ def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
     dict(temperature=-0.5), dict(max_num_seqs=0),
 ])
 def test_bad_configs_fail_clearly(bad):
-    fields = {"max_num_seqs": 4, "num_speculative_tokens": 2, **bad}
+    sizing = {name: bad.pop(name) for name in ("max_num_seqs", "num_speculative_tokens")
+              if name in bad}
     with pytest.raises(GraphlabError):
-        SpecDecodeConfig(**fields)
+        SpecDecodeConfig(SizingConfig(**{"max_num_seqs": 4, "num_speculative_tokens": 2, **sizing}),
+                         **bad)
+
+
+def test_spec_decode_config_holds_a_sizing_config():
+    with pytest.raises(GraphlabError, match="sizing must be a graphlab.SizingConfig, got 8"):
+        SpecDecodeConfig(8)
+    config = SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0")
+    assert (config.proposer_engine, config.scorer) == ("vllm-0.6.0", "mqa")
+    assert config == SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0", scorer="mqa")
 
 
 def test_draft_with_another_vocabulary_is_rejected(target):
@@ -209,13 +221,13 @@ def test_draft_with_another_vocabulary_is_rejected(target):
                                      num_hidden_layers=1, num_attention_heads=2,
                                      num_key_value_heads=2, max_position_embeddings=128))
     with pytest.raises(GraphlabError, match="vocab"):
-        SpecDecodeEngine(target, other, SpecDecodeConfig(4, 2))
+        SpecDecodeEngine(target, other, SpecDecodeConfig(SizingConfig(4, 2)))
     with pytest.raises(GraphlabError, match="draft"):
-        SpecDecodeEngine(target, None, SpecDecodeConfig(4, 2))
+        SpecDecodeEngine(target, None, SpecDecodeConfig(SizingConfig(4, 2)))
 
 
 def test_requests_longer_than_max_model_len_are_rejected(target, drafts):
-    engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(2, 2, max_model_len=16))
+    engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(SizingConfig(2, 2), max_model_len=16))
     with pytest.raises(GraphlabError, match="max_model_len"):
         engine.generate([Request((1, 2, 3), 14)])
 
@@ -302,7 +314,7 @@ def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
 
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_run_speculative_builds_both_models_in_the_dtype(dtype):
-    config = SpecDecodeConfig(max_num_seqs=2, num_speculative_tokens=2, max_model_len=24)
+    config = SpecDecodeConfig(SizingConfig(2, 2), max_model_len=24)
     engine, output = run_speculative(config, RequestLoad(num_requests=2, max_tokens=3),
                                      device="cpu", dtype=dtype)
     assert engine.target.dtype == engine.proposer.model.dtype == getattr(torch, dtype)
@@ -311,7 +323,7 @@ def test_run_speculative_builds_both_models_in_the_dtype(dtype):
 
 def test_benchmark_rows_on_cpu():
     load = RequestLoad(num_requests=4, max_tokens=8)
-    runs = [(SpecDecodeConfig(4, 2, engine=engine, max_model_len=32), load)
+    runs = [(SpecDecodeConfig(SizingConfig(4, 2), engine=engine, max_model_len=32), load)
             for engine in ("vllm-0.6.0", "adaptive")]
     rows = spec_decode_benchmark(runs, device="cpu")
     by_engine = {r["engine"]: r for r in rows}
@@ -337,7 +349,8 @@ def test_acceptance_counts_follow_from_the_greedy_text_and_the_v0_rule(target, d
     # argmax after the true prefix, as the replay assumes.
     out = generate(target, drafts["truncated"], load, k=3)
     counts = out.metrics.as_dict()
-    replayed = {rule: replay_greedy_counts(target, drafts["truncated"], load, 3, MAX_MODEL_LEN, rule)
+    three = SpecDecodeConfig(SizingConfig(MAX_NUM_SEQS, 3), max_model_len=MAX_MODEL_LEN)
+    replayed = {rule: replay_greedy_counts(target, drafts["truncated"], load, three, rule)
                 for rule in ("v0", "v1")}
     assert all(replayed["v0"][name] == counts[name] for name in replayed["v0"])
     # Half the load runs into max_model_len, where vLLM V1's shortened proposals count differently.
@@ -416,7 +429,7 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
     caches = {}
     for scorer in SCORERS:
         engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(
-            MAX_NUM_SEQS, k, scorer=scorer, max_model_len=max_len))
+            SizingConfig(MAX_NUM_SEQS, k), scorer=scorer, max_model_len=max_len))
         engine.capture_model()
         calls = _count_forwards(target, monkeypatch)
         out = engine.generate(requests)

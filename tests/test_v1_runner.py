@@ -189,9 +189,8 @@ def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():
 def test_issue_54933_explicit_maximum_through_speculative_decoding():
     # The same settings as SpecDecodeConfig fields: the target's V1 runner captures up to 35
     # tokens, and every verify step of all six speculating requests (42 tokens) runs eagerly.
-    config = SpecDecodeConfig(6, 6, engine="vllm-0.33.0", max_model_len=40,
-                              max_cudagraph_capture_size=42)
-    assert config.sizing == SizingConfig(6, 6, max_cudagraph_capture_size=42)
+    config = SpecDecodeConfig(SizingConfig(6, 6, max_cudagraph_capture_size=42),
+                              engine="vllm-0.33.0", max_model_len=40)
     target = build_target("tiny", seed=0)
     load = make_requests(6, 6, 8, 40, target.config.vocab_size, seed=5)
     engine = SpecDecodeEngine(target, build_draft(target, "truncated", seed=1), config)
@@ -202,14 +201,15 @@ def test_issue_54933_explicit_maximum_through_speculative_decoding():
     assert set(full.path) == {"eager"} and full.graph_size.isna().all()
     smaller = decode[(decode.num_speculating == decode.num_seqs) & (decode.batch_size <= 35)]
     assert set(smaller.path) <= {"graph"}
-    explicit = SpecDecodeConfig(6, 6, engine="vllm-0.33.0", cudagraph_capture_sizes=[7, 14])
-    assert explicit.cudagraph_capture_sizes == (7, 14)
+    explicit = SpecDecodeConfig(SizingConfig(6, 6, cudagraph_capture_sizes=[7, 14]),
+                                engine="vllm-0.33.0")
+    assert explicit.sizing.cudagraph_capture_sizes == (7, 14)
     assert SpecDecodeEngine(target, build_draft(target, "truncated", seed=1),
                             explicit).runner.capture_sizes == (7, 14)
     with pytest.raises(GraphlabError, match="engine vllm-0.6.0: only the V1 engines"):
-        SpecDecodeConfig(6, 6, max_cudagraph_capture_size=42)
+        SpecDecodeConfig(SizingConfig(6, 6, max_cudagraph_capture_size=42))
     with pytest.raises(GraphlabError, match="cudagraph_capture_sizes"):
-        SpecDecodeConfig(6, 6, engine="vllm-0.33.0", cudagraph_capture_sizes=[])
+        SpecDecodeConfig(SizingConfig(6, 6, cudagraph_capture_sizes=[]), engine="vllm-0.33.0")
 
 
 # ---- replay, padding, stale rows --------------------------------------------------------------
@@ -307,8 +307,8 @@ def test_bad_inputs_are_clear_errors(model):
         runner.execute_model(*batch(2, 4), [4, 5])
     with pytest.raises(GraphlabError, match="does not fit the graph captured for 4 tokens"):
         runner.graphs[4].replay(*batch(2, 4))
-    with pytest.raises(GraphlabError, match="scorer 'batch-expansion' with engine vllm-0.33.0"):
-        SpecDecodeConfig(4, 2, engine="vllm-0.33.0", scorer="batch-expansion")
+    with pytest.raises(GraphlabError, match=r"scorer \(engine vllm-0.33.0 .*\) 'batch-expansion' is not one of mqa"):
+        SpecDecodeConfig(SizingConfig(4, 2), engine="vllm-0.33.0", scorer="batch-expansion")
 
 
 def test_a_request_without_drafts_makes_the_batch_non_uniform(model):
@@ -323,7 +323,7 @@ def test_a_request_without_drafts_makes_the_batch_non_uniform(model):
 def spec_setup():
     target = build_target("tiny", seed=0)
     load = make_requests(8, 4, 16, 32, target.config.vocab_size, seed=3)
-    reference = SpecDecodeEngine(target, None, SpecDecodeConfig(4, 0, max_model_len=32))
+    reference = SpecDecodeEngine(target, None, SpecDecodeConfig(SizingConfig(4), max_model_len=32))
     return target, load, reference.generate(load).outputs
 
 
@@ -333,7 +333,7 @@ def test_greedy_speculative_decoding_through_v1_equals_target_greedy(spec_setup,
     target, load, reference = spec_setup
     draft = build_draft(target, kind, seed=1)
     engine_ = SpecDecodeEngine(target, draft,
-                               SpecDecodeConfig(4, 3, engine=engine, max_model_len=32))
+                               SpecDecodeConfig(SizingConfig(4, 3), engine=engine, max_model_len=32))
     assert isinstance(engine_.runner, V1ModelRunner) and engine_.config.scorer == "mqa"
     out = engine_.generate(load)
     assert out.outputs == reference

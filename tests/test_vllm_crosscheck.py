@@ -6,6 +6,7 @@ VLLM_ENABLE_V1_MULTIPROCESSING=0 and HF_HUB_OFFLINE=1; about 25 s on 2 CPU cores
 
 import pytest
 
+from graphlab.sizing.engines import SizingConfig
 from graphlab.specdec.engine import Request, SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target, make_requests
 from graphlab.against_vllm.crosscheck import crosscheck
 from graphlab.against_vllm.installed import vllm_available
@@ -24,8 +25,8 @@ def test_vllm_draft_model_gives_graphlabs_tokens_and_acceptance_counts(tmp_path)
                                                          target.config.vocab_size, seed=0)]
     requests = [Request(p, 16 + i) for i, p in enumerate(prompts)]
     # max_model_len leaves room for k + 1 positions past every request's end (see vllm_compare).
-    result = crosscheck(target, draft, requests, k, max_num_seqs=max_num_seqs, max_model_len=64,
-                        directory=tmp_path, timeout_s=170)
+    config = SpecDecodeConfig(SizingConfig(max_num_seqs, k), max_model_len=64)
+    result = crosscheck(target, draft, requests, config, directory=tmp_path, timeout_s=170)
     ours, theirs = result["graphlab"], result["vllm"]
     assert ours["outputs"] == theirs["outputs"]
     for count in ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos"):
@@ -34,5 +35,5 @@ def test_vllm_draft_model_gives_graphlabs_tokens_and_acceptance_counts(tmp_path)
     assert 0 < theirs["num_accepted_tokens"] < theirs["num_draft_tokens"]
     assert min(theirs["num_accepted_tokens_per_pos"]) > 0
     # And both equal the target's own greedy tokens (graphlab without speculation).
-    plain = SpecDecodeEngine(target, None, SpecDecodeConfig(max_num_seqs, 0, max_model_len=64))
+    plain = SpecDecodeEngine(target, None, SpecDecodeConfig(SizingConfig(max_num_seqs), max_model_len=64))
     assert plain.generate(requests).outputs == theirs["outputs"]

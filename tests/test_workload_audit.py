@@ -20,7 +20,7 @@ from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
 @given(s=st.integers(min_value=1, max_value=40), k=st.integers(min_value=0, max_value=8))
 def test_batch_expansion_sizes_match_brute_force(s, k):
     brute = {b_s * (k + 1) + b_0 for b_s in range(s + 1) for b_0 in range(s + 1 - b_s)} - {0}
-    assert batch_expansion_sizes(s, k).tolist() == sorted(brute)
+    assert batch_expansion_sizes(SizingConfig(s, k)).tolist() == sorted(brute)
 
 
 def test_workload_units():
@@ -91,7 +91,7 @@ def test_crash_map_all_engines_small_and_bad_input():
     assert frame.loc[frame.engine.isin(["vllm-0.6.0", "adaptive", "sglang", "trtllm"]), "num_crash"].eq(0).all()
     assert frame.loc[frame.engine == "vllm-0.12.0", "max_num_batched_tokens"].eq(8192).all()
     assert frame.loc[frame.engine == "vllm-0.5.5", "max_num_batched_tokens"].isna().all()
-    with pytest.raises(GraphlabError, match="unknown engine"):
+    with pytest.raises(GraphlabError, match="engine 'vllm-7' is not one of vllm-0.5.5"):
         crash_map("vllm-7", range(1, 3), range(0, 1))
 
 

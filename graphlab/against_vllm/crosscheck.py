@@ -30,7 +30,9 @@ import torch
 from graphlab.against_vllm.installed import VLLM_ENV
 from graphlab.engine.checkpoint import save_checkpoint
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
+from graphlab.sizing.engines import SizingConfig
+from graphlab.specdec.records import SpecDecodeConfig
 
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
 
@@ -97,18 +99,18 @@ def export_pair(target: LlamaForCausalLM, draft: LlamaForCausalLM | None, direct
 
 
 def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
-               num_speculative_tokens: int, max_num_seqs: int, max_model_len: int, directory,
-               timeout_s: float = 120.0) -> dict:
-    """Greedy speculative decoding of the same requests in graphlab and in vLLM, side by side."""
-    from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
+               config: SpecDecodeConfig, directory, timeout_s: float = 120.0) -> dict:
+    """Greedy speculative decoding of the same requests in graphlab and in vLLM, side by side
+    (config: greedy, on a V0 engine, whose draft model vLLM runs as method "draft_model")."""
+    from graphlab.specdec.engine import SpecDecodeEngine
 
+    k, max_model_len = config.sizing.num_speculative_tokens, config.max_model_len
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in requests)
-    if longest + num_speculative_tokens + 1 > max_model_len:
+    if longest + k + 1 > max_model_len:
         raise GraphlabError(f"max_model_len={max_model_len} must be >= prompt + max_tokens + k + 1 "
-                            f"= {longest + num_speculative_tokens + 1}, so that neither engine's "
+                            f"= {longest + k + 1}, so that neither engine's "
                             "length rule shortens proposals and the counts compare one for one")
     target_dir, draft_dir = export_pair(target, draft, directory)
-    config = SpecDecodeConfig(max_num_seqs, num_speculative_tokens, max_model_len=max_model_len)
     result = SpecDecodeEngine(target, draft, config).generate(requests)
     counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
     metrics = result.metrics.as_dict()
@@ -116,8 +118,8 @@ def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
     theirs = run_vllm_subprocess(
         timeout_s, target_dir=target_dir, draft_dir=draft_dir,
         prompts=[list(r.prompt_token_ids) for r in requests],
-        max_tokens=[r.max_tokens for r in requests], num_speculative_tokens=num_speculative_tokens,
-        max_model_len=max_model_len, max_num_seqs=max_num_seqs)
+        max_tokens=[r.max_tokens for r in requests], num_speculative_tokens=k,
+        max_model_len=max_model_len, max_num_seqs=config.sizing.max_num_seqs, seed=config.seed)
     return {"graphlab": ours, "vllm": theirs,
             "tokens_equal": ours["outputs"] == theirs["outputs"],
             "counts_equal": all(ours[c] == theirs[c] for c in counts)}
@@ -131,7 +133,7 @@ PROPOSAL_RULES = {
 
 
 def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
-                         num_speculative_tokens: int, max_model_len: int, rule: str) -> dict:
+                         config: SpecDecodeConfig, rule: str) -> dict:
     """The acceptance counts greedy speculative decoding must produce under a proposal rule.
 
     In greedy decoding a round starting at seq_len accepts draft i while the draft's argmax
@@ -139,15 +141,15 @@ def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requ
     greedy text (continued up to k tokens past max_tokens, where the last round still looks) and
     the draft's predictions along it; no engine is involved beyond computing those.
     """
-    from graphlab.specdec.engine import Request, SpecDecodeConfig, SpecDecodeEngine
+    from graphlab.specdec.engine import Request, SpecDecodeEngine
 
-    if rule not in PROPOSAL_RULES:
-        raise GraphlabError(f"rule {rule!r} is not one of {', '.join(PROPOSAL_RULES)}")
-    k, proposals = num_speculative_tokens, PROPOSAL_RULES[rule]
+    check_choice("rule", rule, PROPOSAL_RULES)
+    k, proposals = config.sizing.num_speculative_tokens, PROPOSAL_RULES[rule]
+    max_model_len = config.max_model_len
     longer = [Request(r.prompt_token_ids, min(r.max_tokens + k, max_model_len - len(r.prompt_token_ids)))
               for r in requests]
-    text = SpecDecodeEngine(target, None, SpecDecodeConfig(len(requests), 0, max_model_len=max_model_len)
-                            ).generate(longer).outputs
+    plain = SpecDecodeConfig(SizingConfig(len(requests)), max_model_len=max_model_len)
+    text = SpecDecodeEngine(target, None, plain).generate(longer).outputs
     draft.allocate_kv_cache(1, max_model_len)
     counts = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
               "num_accepted_tokens_per_pos": [0] * k}

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab.engine.device import backend_for, cpu_name, device_name, resolve_device
-from graphlab.errors import GraphlabError
+from graphlab.errors import check_choice
 
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
 COMPUTED = "computed"
@@ -146,7 +146,6 @@ def describe(prov: dict[str, str], memory_kind: str | None = None) -> str:
     """One line for a plot title or a printout: backend and device, plus what the memory is."""
     text = f"{prov['backend']} on {prov['device']}"
     if memory_kind is not None:
-        if memory_kind not in MEMORY_KINDS:
-            raise GraphlabError(f"memory_kind {memory_kind!r} is not one of {', '.join(MEMORY_KINDS)}")
+        check_choice("memory_kind", memory_kind, MEMORY_KINDS)
         text += f", memory {memory_kind}"
     return text

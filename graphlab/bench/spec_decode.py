@@ -32,8 +32,9 @@ def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated
             target = build_target(preset, seed=config.seed, dtype=dtype, device=dev)
             models[config.seed] = target, build_draft(target, draft, seed=config.seed + 1)
         target, drafter = models[config.seed]
-        k, seqs = config.num_speculative_tokens, config.max_num_seqs
-        requests = load_requests(load, seqs, k, config.max_model_len, target.config.vocab_size)
+        k, seqs = config.sizing.num_speculative_tokens, config.sizing.max_num_seqs
+        requests = load_requests(load, config.sizing, config.max_model_len,
+                                 target.config.vocab_size)
         engine = SpecDecodeEngine(target, drafter if k else None, config)
         records = engine.capture_model()
         if warmup:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES, SizingConfig
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
@@ -114,11 +114,7 @@ SUITES = {
 
 
 def get_suite(suite: str | Suite) -> Suite:
-    if isinstance(suite, Suite):
-        return suite
-    if suite not in SUITES:
-        raise GraphlabError(f"unknown suite {suite!r}; allowed: {', '.join(SUITES)}")
-    return SUITES[suite]
+    return lookup("suite", suite, SUITES, Suite)
 
 
 def replace_suite(suite: str | Suite, **changes) -> Suite:

@@ -37,15 +37,14 @@ from graphlab.bench.spec_decode import spec_decode_benchmark
 from graphlab.bench.suites import Suite, get_suite
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
-from graphlab.engine.graphs import GRAPH_POOLS
 from graphlab.engine.memory import predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.runner import StepTimer
 from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import crash_map
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, SizingConfig
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
 
@@ -98,8 +97,8 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
     suite = get_suite(suite)
     dev = resolve_device(device)
-    if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
-        raise GraphlabError(f"torch_threads={torch_threads!r} must be an integer >= 1 or None")
+    if torch_threads is not None:
+        check_int("torch_threads (or None)", torch_threads, 1)
     previous = torch.get_num_threads()
     # One thread: tiny steps gain nothing from more, and timings stop depending on the load.
     threads = torch_threads or (1 if dev.type == "cpu" else previous)
@@ -319,7 +318,7 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     """Speculative decoding per engine: tokens/s, scorer graph share, acceptance (V1 and V0)."""
     run = _current()
     suite = run.suite
-    runs = [(SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k, engine=engine,
+    runs = [(SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
                               max_model_len=suite.spec_max_model_len),
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
@@ -342,8 +341,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
-                config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
-                                          engine=engine, max_model_len=suite.spec_max_model_len)
+                config = SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
+                                          max_model_len=suite.spec_max_model_len)
                 _, output = run_speculative(config, RequestLoad(kind="coverage"),
                                             preset=run.preset, dtype=run.dtype,
                                             device=str(run.device))
@@ -380,9 +379,8 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
     """
-    unknown = [s for s in sweeps if s not in _SWEEP_FUNCTIONS]
-    if unknown:
-        raise GraphlabError(f"unknown sweeps {unknown}; allowed: {', '.join(SWEEPS)}")
+    for name in sweeps:
+        check_choice("sweep", name, SWEEPS)
     written = {}
     with bench_run(suite, device, torch_threads) as run:  # bad input fails before any sweep
         Path(out).mkdir(parents=True, exist_ok=True)

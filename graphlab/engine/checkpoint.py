@@ -21,7 +21,7 @@ from graphlab.engine.model import (
     ModelConfig,
     resolve_dtype,
 )
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
 
 
 def config_from_hf(hf: dict) -> ModelConfig:
@@ -39,8 +39,7 @@ def config_from_hf(hf: dict) -> ModelConfig:
     rope.update(hf.get("rope_parameters") or {})
     theta = rope.pop("rope_theta", hf.get("rope_theta", 10000.0))
     rope_type = rope.pop("rope_type", rope.pop("type", "default"))
-    if rope_type not in ("default", "llama3"):
-        raise GraphlabError(f"unsupported rope_type {rope_type!r}; allowed: default, llama3")
+    check_choice("rope_type", rope_type, ("default", "llama3"))
     scaling = None
     if rope_type == "llama3":
         keys = {f.name for f in fields(Llama3RopeScaling)}

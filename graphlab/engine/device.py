@@ -9,7 +9,7 @@ import os
 import platform
 from pathlib import Path
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
 
 BACKENDS = ("cuda-graph", "cpu-emulated")
 
@@ -22,8 +22,8 @@ def resolve_device(device="auto"):
     import torch
 
     name = str(device)
-    if name not in DEVICES and not name.startswith("cuda:"):
-        raise GraphlabError(f"device {name!r} is not one of {', '.join(DEVICES)}")
+    if not name.startswith("cuda:"):  # cuda:N names one GPU
+        check_choice("device", name, DEVICES)
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():

@@ -30,8 +30,8 @@ from graphlab.engine.memory import (
 )
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
+from graphlab.sizing.engines import GRAPH_POOLS
 
-GRAPH_POOLS = ("shared", "separate")
 # vLLM V0 ran two warm-up steps per size before capturing (vllm/worker/model_runner.py).
 NUM_WARMUPS = 2
 

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice, check_int, lookup
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -56,9 +56,7 @@ class ModelConfig:
     def __post_init__(self):
         for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
                      "num_attention_heads", "num_key_value_heads", "max_position_embeddings"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise GraphlabError(f"ModelConfig.{name}={value!r}: must be an integer >= 1")
+            check_int(f"ModelConfig.{name}", getattr(self, name), 1)
         if self.hidden_size % self.num_attention_heads:
             raise GraphlabError(f"hidden_size={self.hidden_size} is not divisible by "
                                 f"num_attention_heads={self.num_attention_heads}")
@@ -101,20 +99,14 @@ PRESETS: dict[str, ModelConfig] = {
 
 
 def resolve_config(preset_or_config: str | ModelConfig) -> ModelConfig:
-    if isinstance(preset_or_config, ModelConfig):
-        return preset_or_config
-    if preset_or_config not in PRESETS:
-        raise GraphlabError(f"unknown model preset {preset_or_config!r}; "
-                            f"known: {', '.join(PRESETS)}")
-    return PRESETS[preset_or_config]
+    return lookup("model preset", preset_or_config, PRESETS, ModelConfig)
 
 
 def resolve_dtype(dtype: str | torch.dtype) -> torch.dtype:
     if isinstance(dtype, torch.dtype) and dtype in DTYPES.values():
         return dtype
-    if dtype in DTYPES:
-        return DTYPES[dtype]
-    raise GraphlabError(f"unsupported dtype {dtype!r}; allowed: {', '.join(DTYPES)}")
+    check_choice("dtype", dtype, DTYPES)
+    return DTYPES[dtype]
 
 
 def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
@@ -277,12 +269,9 @@ class LlamaForCausalLM(nn.Module):
                           dtype=None) -> None:
         """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
         and the rotary cos/sin of every position below max_seq_len."""
-        if not isinstance(num_slots, int) or num_slots < 1:
-            raise GraphlabError(f"num_slots={num_slots!r}: must be an integer >= 1")
-        limit = self.config.max_position_embeddings
-        if not isinstance(max_seq_len, int) or not 1 <= max_seq_len <= limit:
-            raise GraphlabError(f"max_seq_len={max_seq_len!r}: must be an integer in "
-                                f"[1, max_position_embeddings={limit}]")
+        check_int("num_slots", num_slots, 1)
+        check_int("max_seq_len (up to max_position_embeddings)", max_seq_len, 1,
+                  self.config.max_position_embeddings)
         device = self.device if device is None else torch.device(device)
         dtype = self.dtype if dtype is None else resolve_dtype(dtype)
         shape = (num_slots + 1, self.config.num_key_value_heads, max_seq_len,

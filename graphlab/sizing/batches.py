@@ -31,34 +31,30 @@ def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
 
 
-@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each (S, k)
-def batch_expansion_sizes(max_num_seqs: int, num_speculative_tokens: int) -> np.ndarray:
+@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each config
+def batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
     """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in O(max_num_seqs*(k+1));
     read-only (cached)."""
-    speculating = np.arange(max_num_seqs + 1, dtype=np.int64)
+    seqs, k = cfg.max_num_seqs, cfg.num_speculative_tokens
+    speculating = np.arange(seqs + 1, dtype=np.int64)
     # For B_s fixed, B_0 runs over 0..S-B_s: n covers [B_s*(k+1), S + B_s*k].
-    starts = speculating * (num_speculative_tokens + 1)
-    ends = max_num_seqs + speculating * num_speculative_tokens
+    starts = speculating * (k + 1)
+    ends = seqs + speculating * k
     sizes = _union_of_intervals(starts, ends)[1:]  # drop n = 0 (no sequence at all)
     sizes.flags.writeable = False
     return sizes
 
 
-def batch_sizes_for_unit(batch_unit: str, max_num_seqs: int, num_speculative_tokens: int,
-                         max_num_batched_tokens: int | None = None) -> np.ndarray:
-    """The reachable n for an engine counting in batch_unit ("rows" | "tokens" | "requests");
-    max_num_batched_tokens caps the "tokens" unit (None: no cap)."""
-    if batch_unit == "rows":
-        return batch_expansion_sizes(max_num_seqs, num_speculative_tokens)
-    query_len = 1 + num_speculative_tokens if batch_unit == "tokens" else 1
-    requests = max_num_seqs
-    if batch_unit == "tokens" and max_num_batched_tokens is not None:
-        requests = min(requests, max_num_batched_tokens // query_len)
-    return np.arange(1, requests + 1, dtype=np.int64) * query_len
-
-
 def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.ndarray:
-    """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit)."""
+    """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit:
+    "rows" of batch expansion, "tokens" of 1 + k per request up to max_num_batched_tokens,
+    or "requests")."""
     policy = get_engine(policy)
-    return batch_sizes_for_unit(policy.batch_unit, cfg.max_num_seqs, cfg.num_speculative_tokens,
-                                policy.effective_max_num_batched_tokens(cfg))
+    if policy.batch_unit == "rows":
+        return batch_expansion_sizes(cfg)
+    query_len = cfg.decode_query_len if policy.batch_unit == "tokens" else 1
+    requests = cfg.max_num_seqs
+    tokens = policy.effective_max_num_batched_tokens(cfg)
+    if policy.batch_unit == "tokens" and tokens is not None:
+        requests = min(requests, tokens // query_len)
+    return np.arange(1, requests + 1, dtype=np.int64) * query_len

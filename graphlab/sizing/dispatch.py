@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import bisect
 
-from graphlab.sizing.engines import SizingConfig, SizingPolicy, get_engine
+from graphlab.sizing.engines import SizingConfig, SizingPolicy, get_engine, round_up
 
 
 def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:
@@ -34,7 +34,7 @@ def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[i
         return ()
     q = cfg.decode_query_len
     limit = min(sizes[-1], cfg.max_num_seqs * q)
-    return tuple(sorted({r for r in (-(-s // q) * q for s in sizes) if r <= limit}))
+    return tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
 
 
 def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:

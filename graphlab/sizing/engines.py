@@ -19,7 +19,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_int, lookup
 
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
@@ -29,32 +29,35 @@ PATHS = ("graph", "eager", "crash")
 # used by the V1 engines when the config leaves it unset.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
+# Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
+# graph_pool_handle), or one pool per graph.
+GRAPH_POOLS = ("shared", "separate")
+MIB = 2**20
+
 # V0 (vllm/worker/model_runner.py): 1, 2, 4, then multiples of 8; 0.5.5 stops at 256, 0.6.0 at 8192.
 _V0_ALIGNMENT = 8
 _V0_SIZES_055 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 33)])
 _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)])
 
 
+def round_up(n, multiple: int):
+    """n rounded up to a multiple of `multiple` (an int, or elementwise over a numpy array)."""
+    return -(-n // multiple) * multiple
+
+
 def pad0(n: int) -> int:
     """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of 8."""
-    return n if n <= 2 else 4 if n <= 4 else -(-n // _V0_ALIGNMENT) * _V0_ALIGNMENT
+    return n if n <= 2 else 4 if n <= 4 else round_up(n, _V0_ALIGNMENT)
 
 
 def _pad0_array(ns: np.ndarray) -> np.ndarray:
     """`pad0` over an array of batch sizes."""
-    rounded = -(-ns // _V0_ALIGNMENT) * _V0_ALIGNMENT
-    return np.where(ns <= 2, ns, np.where(ns <= 4, 4, rounded))
+    return np.where(ns <= 2, ns, np.where(ns <= 4, 4, round_up(ns, _V0_ALIGNMENT)))
 
 
 def crash_error(key: int) -> str:
     """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration (key 0)."""
     return f"KeyError: {key}" if key else "StopIteration"
-
-
-def _check_int(name: str, value, minimum: int) -> None:
-    # bool is an int subclass; a flag passed by mistake must not read as 1.
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise GraphlabError(f"{name} must be an integer >= {minimum}, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -71,19 +74,19 @@ class SizingConfig:
     max_cudagraph_capture_size: int | None = None
 
     def __post_init__(self) -> None:
-        _check_int("max_num_seqs", self.max_num_seqs, 1)
-        _check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
         if self.max_num_batched_tokens is not None:
-            _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+            check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_cudagraph_capture_size is not None:
-            _check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+            check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
         sizes = self.cudagraph_capture_sizes
         if sizes is not None:
             if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
                 # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
                 raise GraphlabError(f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}")
             for size in sizes:
-                _check_int("every cudagraph_capture_sizes entry", size, 1)
+                check_int("every cudagraph_capture_sizes entry", size, 1)
             object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
 
     @property
@@ -321,13 +324,13 @@ def _token_grid(max_size: int) -> tuple[int, ...]:
     return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
 
 
-def _round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
+def round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
     """V1 `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`: each size rounded up to a
     multiple of q, kept when still <= the largest size; [] where vLLM raises instead."""
     if query_len <= 1 or not sizes:
         return sizes
     largest = max(sizes)
-    rounded = [r for r in {-(-s // query_len) * query_len for s in sizes} if r <= largest]
+    rounded = [r for r in {round_up(s, query_len) for s in sizes} if r <= largest]
     return rounded or ([query_len] if query_len <= largest else [])
 
 
@@ -399,7 +402,7 @@ class _V1Policy(SizingPolicy):
         sizes, _, error = self._configured(cfg)
         if error:
             return []
-        return _round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_for_spec_decode else sizes
+        return round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_for_spec_decode else sizes
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -543,7 +546,7 @@ class TrtLlm(SizingPolicy):
 
     def __init__(self, max_batch_size: int = 128, enable_padding: bool = False) -> None:
         super().__init__()
-        _check_int("max_batch_size", max_batch_size, 1)
+        check_int("max_batch_size", max_batch_size, 1)
         self.max_batch_size, self.enable_padding = max_batch_size, enable_padding
 
     def sizing_key(self, cfg):
@@ -602,9 +605,4 @@ V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit
 
 def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names otherwise."""
-    if isinstance(name, SizingPolicy):
-        return name
-    try:
-        return ENGINES[name]
-    except (KeyError, TypeError):
-        raise GraphlabError(f"unknown engine {name!r}; allowed: {', '.join(ENGINES)}") from None
+    return lookup("engine", name, ENGINES, SizingPolicy)

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.batches import reachable_batch_sizes
-from graphlab.sizing.engines import V1_ENGINES, SizingConfig, _check_int, get_engine
+from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, SizingConfig, get_engine, round_up
 
 # The inputs and their readers live in plan_io; re-exported as the planner's API (notebook 06, the CLI).
 from graphlab.sizing.plan_inputs import (
@@ -44,10 +44,8 @@ from graphlab.sizing.plan_inputs import (
     read_spec_decode_steps,
 )
 
-MIB = 2**20
 # 4096 candidates: cost tables of 128 MiB each.
 MAX_CANDIDATES = 4096
-GRAPH_POOLS = ("shared", "separate")
 __all__ = ["GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "evaluate", "plan",
            "read_batch_sizes", "read_graph_memory", "read_latency", "read_spec_decode_steps", "uniform_workload"]
 
@@ -66,11 +64,10 @@ class Budget:
 
     def __post_init__(self) -> None:
         if self.max_graphs is not None:
-            _check_int("max_graphs", self.max_graphs, 1)
+            check_int("max_graphs", self.max_graphs, 1)
         if self.memory_mib is not None and not 0 < self.memory_mib < np.inf:
             raise GraphlabError(f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}")
-        if self.graph_pool not in GRAPH_POOLS:
-            raise GraphlabError(f"graph_pool {self.graph_pool!r} is not one of {', '.join(GRAPH_POOLS)}")
+        check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
 
 
 # --- evaluation (the same for the plan and the engine's default) -------------------------------------
@@ -279,7 +276,7 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
         raise GraphlabError(f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}")
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
-    candidates = np.unique(-(-workload.sizes // q) * q)
+    candidates = np.unique(round_up(workload.sizes, q))
     ceiling = min(tokens, max_capture_size or tokens)
     if candidates[0] > ceiling:
         raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "

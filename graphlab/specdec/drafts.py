@@ -10,7 +10,7 @@ from graphlab.engine.model import (
     build_model,
     init_weights,
 )
-from graphlab.errors import GraphlabError
+from graphlab.errors import check_choice, check_int
 
 DRAFT_KINDS = ("truncated", "target", "random")
 # Deliberately not build_model's non-degenerate default, whose random-weight text a truncated
@@ -36,15 +36,13 @@ def build_draft(target: LlamaForCausalLM, kind: str = "truncated", seed: int = 1
     - "target": a copy of the target (greedy acceptance is 1);
     - "random": the truncated shape with unrelated weights (seed `seed`): acceptance near chance.
     """
-    if kind not in DRAFT_KINDS:
-        raise GraphlabError(f"draft kind {kind!r} is not one of {', '.join(DRAFT_KINDS)}")
+    check_choice("draft kind", kind, DRAFT_KINDS)
     layers = target.config.num_hidden_layers
     if kind == "target":
         num_layers = layers
     elif num_layers is None:
         num_layers = max(1, layers // 2)
-    if not 1 <= num_layers <= layers:
-        raise GraphlabError(f"num_layers={num_layers}: must be in [1, {layers}] (the target's layers)")
+    check_int("num_layers (of the target's)", num_layers, 1, layers)
     config = dataclasses.replace(target.config, num_hidden_layers=num_layers)
     if kind == "random":
         draft = build_model(config, seed=seed, dtype=target.dtype, device=target.device)

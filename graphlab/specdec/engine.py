@@ -90,9 +90,10 @@ class Proposer:
     def __init__(self, draft: LlamaForCausalLM, config: SpecDecodeConfig):
         # Sized with k = 0, as V0's draft worker shared the target's max_num_seqs.
         self.model = draft
-        self.runner = ModelRunner(draft, config.proposer_engine, SizingConfig(config.max_num_seqs),
+        self.runner = ModelRunner(draft, config.proposer_engine,
+                                  SizingConfig(config.sizing.max_num_seqs),
                                   backend=config.backend, graph_pool=config.graph_pool)
-        self.k = config.num_speculative_tokens
+        self.k = config.sizing.num_speculative_tokens
 
     def prefill(self, seqs: list[_Sequence]) -> None:
         """The prompts of newly admitted sequences (their first sampled token comes later)."""
@@ -232,7 +233,7 @@ class SpecDecodeEngine:
 
     def __init__(self, target: LlamaForCausalLM, draft: LlamaForCausalLM | None,
                  config: SpecDecodeConfig):
-        k = config.num_speculative_tokens
+        k = config.sizing.num_speculative_tokens
         if k > 0 and draft is None:
             raise GraphlabError(f"num_speculative_tokens={k} needs a draft model")
         if draft is not None and draft.config.vocab_size != target.config.vocab_size:
@@ -248,12 +249,12 @@ class SpecDecodeEngine:
                                     f"positions, more than max_position_embeddings="
                                     f"{model.config.max_position_embeddings}")
         self.config, self.target, self.k = config, target, k
-        target.allocate_kv_cache(config.max_num_seqs, target_len)
+        target.allocate_kv_cache(config.sizing.max_num_seqs, target_len)
         self.runner = make_runner(target, config.engine, config.sizing, backend=config.backend,
                                   graph_pool=config.graph_pool)
         self.proposer = None
         if k > 0:
-            draft.allocate_kv_cache(config.max_num_seqs, config.max_model_len)
+            draft.allocate_kv_cache(config.sizing.max_num_seqs, config.max_model_len)
             self.proposer = Proposer(draft, config)
         scorer = BatchExpansionScorer if config.scorer == "batch-expansion" else MQAScorer
         self.scorer = scorer(self.runner)
@@ -339,7 +340,7 @@ class SpecDecodeEngine:
         metrics = SpecDecodeMetrics(self.k)
         outputs: list[_Sequence | None] = [None] * len(requests)
         waiting = sorted(range(len(requests)), key=lambda i: (requests[i].arrival_step, i))
-        free_slots = list(range(self.config.max_num_seqs))
+        free_slots = list(range(self.config.sizing.max_num_seqs))
         running: list[_Sequence] = []
         steps: list[SpecStep] = []
         step = 0
@@ -396,10 +397,9 @@ def run_speculative(config: SpecDecodeConfig, load: RequestLoad = RequestLoad(),
     """
     dev = resolve_device(device)
     target = build_target(preset, seed=config.seed, dtype=dtype, device=dev)
-    k = config.num_speculative_tokens
+    k = config.sizing.num_speculative_tokens
     drafter = build_draft(target, draft, seed=config.seed + 1) if k else None
-    requests = load_requests(load, config.max_num_seqs, k, config.max_model_len,
-                             target.config.vocab_size)
+    requests = load_requests(load, config.sizing, config.max_model_len, target.config.vocab_size)
     engine = SpecDecodeEngine(target, drafter, config)
     engine.capture_model()
     if log is not None:
@@ -407,7 +407,7 @@ def run_speculative(config: SpecDecodeConfig, load: RequestLoad = RequestLoad(),
         log(f"{config.engine} on {runner.backend}: target captured {list(runner.capture_sizes)}, "
             f"graph limit {runner.graph_limit}; draft ({draft}, {config.proposer_engine}) "
             f"captured {list(engine.proposer.runner.capture_sizes) if k else []}; "
-            f"{len(requests)} requests ({load.kind} load), max_num_seqs={config.max_num_seqs}, "
+            f"{len(requests)} requests ({load.kind} load), max_num_seqs={config.sizing.max_num_seqs}, "
             f"k={k}, temperature={config.temperature}")
         log(f"scorer {config.scorer}: {SCORERS[config.scorer]}")
     return engine, engine.generate(requests)

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from graphlab.engine.v1_runner import V1_ENGINES
-from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import V0_ENGINES, SizingConfig
+from graphlab.engine.device import BACKENDS
+from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES, SizingConfig
 from graphlab.specdec.rejection import SpecDecodeMetrics
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
@@ -23,8 +23,15 @@ SCORERS = {
 
 @dataclass(frozen=True)
 class SpecDecodeConfig:
-    max_num_seqs: int
-    num_speculative_tokens: int
+    """A speculative-decoding run: the target's sizing and how the run goes.
+
+        SpecDecodeConfig(SizingConfig(max_num_seqs=8, num_speculative_tokens=4), engine="vllm-0.5.5")
+
+    sizing: max_num_seqs and k for every engine; max_num_batched_tokens and the capture settings
+    for the V1 engines only (steps are not split to fit max_num_batched_tokens).
+    """
+
+    sizing: SizingConfig
     engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing; V0 or V1
     proposer_engine: str | None = None  # the draft's V0 runner; None: engine, or 0.6.0 under V1
     scorer: str | None = None           # None: batch-expansion under V0, mqa under V1
@@ -33,47 +40,32 @@ class SpecDecodeConfig:
     seed: int = 0
     backend: str = "auto"
     graph_pool: str = "shared"
-    # V1 engines' sizing only (None: vLLM's default); steps are not split to fit it.
-    max_num_batched_tokens: int | None = None
-    # V1 engines only: vLLM's compilation_config settings (graphlab.sizing.engines.SizingConfig).
-    cudagraph_capture_sizes: tuple[int, ...] | None = None
-    max_cudagraph_capture_size: int | None = None
 
     def __post_init__(self):
+        if not isinstance(self.sizing, SizingConfig):
+            raise GraphlabError(f"sizing must be a graphlab.SizingConfig, got {self.sizing!r}")
+        check_choice("engine", self.engine, V0_ENGINES + V1_ENGINES)
         v1 = self.engine in V1_ENGINES
+        # Defaults that follow the engine: the draft stays on the V0-shaped runner, under V1 with
+        # 0.6.0's guard (never a crash); V1 scores all 1 + k tokens of a request in one forward.
         if self.proposer_engine is None:
-            # The draft stays on the V0-shaped runner; under V1 with 0.6.0's guard (never a crash).
             object.__setattr__(self, "proposer_engine", "vllm-0.6.0" if v1 else self.engine)
         if self.scorer is None:
             object.__setattr__(self, "scorer", "mqa" if v1 else "batch-expansion")
-        if self.engine not in V0_ENGINES + V1_ENGINES:
-            raise GraphlabError(f"engine {self.engine!r}: allowed: "
-                                f"{', '.join(V0_ENGINES + V1_ENGINES)}")
-        if self.proposer_engine not in V0_ENGINES:
-            raise GraphlabError(f"proposer_engine {self.proposer_engine!r}: the draft runs on the "
-                                f"V0-shaped runner, allowed: {', '.join(V0_ENGINES)}")
-        if self.scorer not in SCORERS:
-            raise GraphlabError(f"scorer {self.scorer!r} is not one of {', '.join(SCORERS)}")
-        if v1 and self.scorer != "mqa":
-            raise GraphlabError(f"scorer {self.scorer!r} with engine {self.engine}: V1 scores all "
-                                f"1 + k tokens of a request in one forward, allowed: mqa")
+        check_choice("proposer_engine (the draft runs on the V0-shaped runner)",
+                     self.proposer_engine, V0_ENGINES)
+        scorer = f"scorer (engine {self.engine} scores 1 + k tokens per request in one forward)"
+        check_choice(scorer if v1 else "scorer", self.scorer, ("mqa",) if v1 else SCORERS)
         if not self.temperature >= 0:
             raise GraphlabError(f"temperature={self.temperature}: must be >= 0 (0 is greedy)")
-        if self.max_model_len < 2:
-            raise GraphlabError(f"max_model_len={self.max_model_len}: must be >= 2")
-        sizing = self.sizing  # raises on bad values
-        if not v1 and sizing.sets_capture_sizes:
+        check_int("max_model_len", self.max_model_len, 2)
+        check_int("seed", self.seed, 0)
+        check_choice("backend", self.backend, ("auto",) + BACKENDS)
+        check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
+        if not v1 and self.sizing.sets_capture_sizes:
             raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size with "
                                 f"engine {self.engine}: only the V1 engines read them, allowed: "
                                 f"{', '.join(V1_ENGINES)}")
-        # A tuple now, so equal configs compare and hash equal whatever sequence was given.
-        object.__setattr__(self, "cudagraph_capture_sizes", sizing.cudagraph_capture_sizes)
-
-    @property
-    def sizing(self) -> SizingConfig:
-        return SizingConfig(self.max_num_seqs, self.num_speculative_tokens,
-                            self.max_num_batched_tokens, self.cudagraph_capture_sizes,
-                            self.max_cudagraph_capture_size)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.batches import batch_expansion_sizes
 from graphlab.sizing.engines import SizingConfig
 
@@ -56,8 +56,8 @@ def make_requests(num_requests: int, max_num_seqs: int, max_tokens: int, max_mod
     return requests
 
 
-def coverage_requests(max_num_seqs: int, num_speculative_tokens: int, max_model_len: int,
-                      vocab_size: int, seed: int = 0) -> list[Request]:
+def coverage_requests(sizing: SizingConfig, max_model_len: int, vocab_size: int,
+                      seed: int = 0) -> list[Request]:
     """The inverse of batch_expansion_sizes: a seeded load whose scorer batches take every
     reachable size n = B_s*(k+1) + B_0, each once, ascending.
 
@@ -69,8 +69,7 @@ def coverage_requests(max_num_seqs: int, num_speculative_tokens: int, max_model_
     arriving two steps later, finds all slots free. What each decode step holds therefore
     depends on neither the draft nor the temperature.
     """
-    k = num_speculative_tokens
-    SizingConfig(max_num_seqs, k)  # raises on bad values
+    max_num_seqs, k = sizing.max_num_seqs, sizing.num_speculative_tokens
     if max_model_len < k + 3:
         raise GraphlabError(f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
                             f"{k + 3} (a speculating prompt, its first token and k proposals)")
@@ -83,7 +82,7 @@ def coverage_requests(max_num_seqs: int, num_speculative_tokens: int, max_model_
         return tuple(int(t) for t in rng.integers(0, vocab_size, length))
 
     requests = []
-    for group, n in enumerate(batch_expansion_sizes(max_num_seqs, k).tolist()):
+    for group, n in enumerate(batch_expansion_sizes(sizing).tolist()):
         speculating = 0
         if k:
             speculating = max(b for b in range(min(max_num_seqs, n // (k + 1)) + 1)
@@ -108,15 +107,13 @@ class RequestLoad:
     seed: int = 0
 
     def __post_init__(self):
-        if self.kind not in LOADS:
-            raise GraphlabError(f"load {self.kind!r} is not one of {', '.join(LOADS)}")
+        check_choice("load", self.kind, LOADS)
 
 
-def load_requests(load: RequestLoad, max_num_seqs: int, num_speculative_tokens: int,
-                  max_model_len: int, vocab_size: int) -> list[Request]:
+def load_requests(load: RequestLoad, sizing: SizingConfig, max_model_len: int,
+                  vocab_size: int) -> list[Request]:
     """The requests of `load` for a config (coverage needs max_num_seqs and k, mixed does not)."""
     if load.kind == "mixed":
-        return make_requests(load.num_requests, max_num_seqs, load.max_tokens, max_model_len,
-                             vocab_size, load.seed)
-    return coverage_requests(max_num_seqs, num_speculative_tokens, max_model_len, vocab_size,
-                             load.seed)
+        return make_requests(load.num_requests, sizing.max_num_seqs, load.max_tokens,
+                             max_model_len, vocab_size, load.seed)
+    return coverage_requests(sizing, max_model_len, vocab_size, load.seed)

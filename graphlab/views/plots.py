@@ -12,10 +12,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
+from graphlab.sizing.engines import MIB
 
-MIB = 2**20
-_PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
+# One colour per path (and per mode: graph mode blue, eager mode orange) in every figure and widget.
+PATH_COLORS = {"graph": "tab:blue", "eager": "tab:orange", "crash": "tab:red"}
+_PATH_MARKERS = {"graph": "o", "eager": "s", "crash": "X"}
 
 
 def inline(*formats: str) -> None:
@@ -98,22 +100,22 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         rows = df[df["engine"] == engine].sort_values("batch_size")
         unit = _batch_unit(rows)
         top, bottom = axes[0, col], axes[1, col]
-        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
+        for mode in ("eager", "graph"):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
             if part.empty:
                 continue
-            top.plot(part["batch_size"], part["median_ms"], color=color, lw=1.2,
+            top.plot(part["batch_size"], part["median_ms"], color=PATH_COLORS[mode], lw=1.2,
                      label=f"{mode} mode (median)")
-            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=color,
+            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=PATH_COLORS[mode],
                              alpha=0.2, lw=0)
         in_graph_mode = rows[rows["mode"] == "graph"]
-        for path, (color, marker) in _PATH_STYLE.items():
+        for path, color in PATH_COLORS.items():
             hits = in_graph_mode[in_graph_mode["path"] == path]
             if hits.empty:
                 continue
             # A crashed step has no latency: mark it on the x axis.
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
-            top.scatter(hits["batch_size"], y, color=color, marker=marker, s=18, zorder=3,
+            top.scatter(hits["batch_size"], y, color=color, marker=_PATH_MARKERS[path], s=18, zorder=3,
                         label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
         graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
         if not graphed.empty:
@@ -154,8 +156,7 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash") -> Figure:
     value: "num_crash", "first_crash_n" (blank where nothing crashes) or "graph_fraction".
     The map is computed from the engines' sizing rules, not measured; the title says so.
     """
-    if value not in _CRASH_MAP_VALUES:
-        raise GraphlabError(f"value {value!r} is not one of {', '.join(_CRASH_MAP_VALUES)}")
+    check_choice("value", value, _CRASH_MAP_VALUES)
     _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", value))
     label, cmap = _CRASH_MAP_VALUES[value]
     engines = list(dict.fromkeys(df["engine"]))

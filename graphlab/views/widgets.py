@@ -29,15 +29,14 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import check_choice, check_int
 from graphlab.sizing.audit import AuditReport, audit, crash_map
-from graphlab.sizing.engines import ENGINES, PATHS, SizingConfig, get_engine
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINES, PATHS, SizingConfig, get_engine
+from graphlab.views.plots import PATH_COLORS
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
 MAX_K = 8
 MAX_NUM_BATCHED_TOKENS = 16384
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's default (what the engines use when it is None)
-PATH_COLORS = {"graph": "#1f77b4", "eager": "#ff7f0e", "crash": "#d62728"}
 MAP_VALUES = {"graph fraction": "graph_fraction", "crashing sizes": "num_crash"}
 _STRIP = ListedColormap([PATH_COLORS[p] for p in PATHS])
 
@@ -54,12 +53,9 @@ class ExplorerState:
 
     def __post_init__(self):
         get_engine(self.engine)
-        if not 1 <= self.max_num_seqs <= MAX_NUM_SEQS:
-            raise GraphlabError(f"max_num_seqs must be in 1..{MAX_NUM_SEQS}, got {self.max_num_seqs!r}")
-        if not 0 <= self.num_speculative_tokens <= MAX_K:
-            raise GraphlabError(f"num_speculative_tokens must be in 0..{MAX_K}, got {self.num_speculative_tokens!r}")
-        if self.map_value not in MAP_VALUES:
-            raise GraphlabError(f"map_value {self.map_value!r} is not one of {', '.join(MAP_VALUES)}")
+        check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)
+        check_int("num_speculative_tokens", self.num_speculative_tokens, 0, MAX_K)
+        check_choice("map_value", self.map_value, MAP_VALUES)
 
     @property
     def config(self) -> SizingConfig:
