@@ -10,7 +10,8 @@ from graphlab.engine.model import ModelConfig
 from graphlab.sizing.engines import SizingConfig, pad0
 from graphlab.bench.sweeps import spec_decode_benchmark
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
-from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, _prefill, run_speculative
+from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
+from graphlab.specdec.scorers import prefill
 from graphlab.specdec.requests import Request, RequestLoad, coverage_requests, load_requests, make_requests
 from graphlab.sizing.batches import reachable_batch_sizes
 from stats import ALPHA, chi_square
@@ -461,7 +462,7 @@ def test_prefill_pads_prompts_of_similar_length_into_one_forward(target, monkeyp
     prompts, slots = [[1, 2, 3, 4, 5], [6, 7, 8], list(range(9, 21)), [1, 1, 2, 3]], [2, 0, 3, 1]
     target.allocate_kv_cache(4, MAX_MODEL_LEN)
     calls = _count_forwards(target, monkeypatch)
-    logits = _prefill(target, prompts, slots)
+    logits = prefill(target, prompts, slots)
     # Lengths 3, 4, 5 share a forward (padded to 5); 12 is over twice 3 and gets its own.
     assert calls == [torch.Size([3, 5]), torch.Size([1, 12])]
     grouped = [(key.clone(), value.clone()) for key, value in target.kv_cache()]

@@ -7,7 +7,8 @@ VLLM_ENABLE_V1_MULTIPROCESSING=0 and HF_HUB_OFFLINE=1; about 25 s on 2 CPU cores
 import pytest
 
 from graphlab.sizing.engines import SizingConfig
-from graphlab.specdec.engine import Request, SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target, make_requests
+from graphlab.specdec import SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target
+from graphlab.specdec.requests import Request, make_requests
 from graphlab.against_vllm.crosscheck import crosscheck
 from graphlab.against_vllm.installed import vllm_available
 
