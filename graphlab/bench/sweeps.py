@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.export import export_csvs
 from graphlab.bench.provenance import as_computed, provenance, with_provenance
 from graphlab.bench.spec_decode import spec_decode_benchmark
 
@@ -363,15 +363,6 @@ def crash_map_sweep(suite, device) -> pd.DataFrame:
     return with_provenance(frame, as_computed(run.provenance))
 
 
-# ---- export ---------------------------------------------------------------------------------
-
-def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
-    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
-
-
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
               sweeps=SWEEPS, progress: bool = True,
               torch_threads: int | None = None) -> dict[str, Path]:
@@ -389,14 +380,3 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
     return written
 
-
-def summary(paths: dict[str, Path]) -> str:
-    """One line per written CSV: name, rows, backend and (where present) memory kind."""
-    lines = []
-    for name, path in paths.items():
-        frame = read_csv(path)
-        kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
-                 if "memory_kind" in frame.columns else "")
-        lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
-                     f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
-    return "\n".join(lines)

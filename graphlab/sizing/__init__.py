@@ -2,8 +2,8 @@
 
 The engines' capture rules side by side (`engines`), the batch sizes a config reaches
 (`batches`), vLLM V1's decode dispatch (`dispatch`), the audit and crash map (`audit`) and the
-capture-size planner with its CSV inputs (`plan`, `plan_inputs`). Imports numpy, pandas and
-`graphlab.errors` only: never torch, never another graphlab layer.
+capture-size planner with its CSV inputs (`plan`, `plan_inputs`). May import numpy, pandas,
+`graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
 """
 
 from graphlab.lazy import lazy_exports
