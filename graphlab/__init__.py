@@ -34,15 +34,20 @@ _EXPORTS = {
     "reachable_batch_sizes": "sizing.batches", "batch_expansion_sizes": "sizing.batches",
     "verify_batches": "sizing.dispatch",
     "audit": "sizing.audit", "AuditReport": "sizing.audit", "crash_map": "sizing.audit",
+    "audit_table": "sizing.audit", "decode_graph_sizes": "sizing.dispatch",
     "plan": "sizing.plan", "Plan": "sizing.plan", "Budget": "sizing.plan",
     "ModelConfig": "engine.model", "PRESETS": "engine.model", "build_model": "engine.model",
     "load_checkpoint": "engine.checkpoint", "save_checkpoint": "engine.checkpoint",
     "capture_graphs": "engine.graphs", "make_runner": "engine.factory",
+    "resolve_device": "engine.device", "backend_for": "engine.device",
+    "graph_memory_bytes": "engine.memory", "uniform_decode_batch": "engine.v1_runner",
     "ModelRunner": "engine.v0_runner", "V1ModelRunner": "engine.v1_runner",
     "RequestLoad": "specdec.requests", "SpecDecodeConfig": "specdec.records",
     "SpecDecodeEngine": "specdec.engine", "run_speculative": "specdec.engine",
     "build_target": "specdec.drafts", "build_draft": "specdec.drafts",
-    "run_bench": "bench.sweeps",
+    "run_bench": "bench.sweeps", "latency_rows": "bench.sweeps", "capture_cost": "bench.sweeps",
+    "provenance": "bench.provenance", "describe": "bench.provenance",
+    "with_provenance": "bench.provenance", "package_version": "bench.provenance",
 }
 
 __all__ = ["GraphlabError", "__version__", *_EXPORTS]

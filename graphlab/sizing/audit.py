@@ -266,6 +266,22 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     )
 
 
+def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
+    """One row per engine for cfg: its captured sizes, the decode batches it receives (in its
+    batch_unit) and their paths, graph fraction and mean padding waste; indexed by engine."""
+    rows = []
+    for policy in _parse_engines(engines):
+        report = audit(policy, cfg)
+        s, sizes, ns = report.summary, report.capture_sizes, report.outcomes
+        rows.append({"engine": policy.name, "batch_unit": policy.batch_unit,
+                     "captured sizes": len(sizes), "largest": max(sizes, default=None),
+                     "decode batches": f"{ns[0].batch_size}..{ns[-1].batch_size}",
+                     "graph": s.num_graph, "eager": s.num_eager, "crash": s.num_crash,
+                     "graph fraction": s.graph_fraction,
+                     "mean padding waste": s.mean_padding_waste})
+    return pd.DataFrame(rows).set_index("engine")
+
+
 def _parse_engines(engine) -> list[SizingPolicy]:
     if engine == "all":
         return list(ENGINES.values())

@@ -1,3 +1,7 @@
 """Views: figures and the explorer widget. They read sizing results and benchmark frames; they
 never run a model (no torch). May import `graphlab.sizing` and `graphlab.errors`.
 """
+
+from graphlab.lazy import lazy_exports
+
+__getattr__, __dir__ = lazy_exports(__name__, {"explorer": "widgets", "PATH_COLORS": "plots"})
