@@ -19,7 +19,7 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.bench.export import read_csv, write_csv_atomic
 from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.engines import SizingConfig, get_engine
 from graphlab.sizing.dispatch import decode_graph_sizes
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -433,3 +433,18 @@ def test_progress_without_tqdm_prints_plain_lines(monkeypatch, capsys):
                                                     "bench quick: 2/2 sweep"]
     assert list(progress(iter("xy"), desc="d", disable=True)) == ["x", "y"]
     assert capsys.readouterr().err == ""
+
+
+def test_capture_cost_counts_each_engines_graphs_and_says_what_the_memory_is():
+    from graphlab.engine.model import build_model
+
+    cfg = SizingConfig(8, 4)
+    model = build_model("tiny", device="cpu")
+    model.allocate_kv_cache(40, 32)
+    table = bench.capture_cost(model, ("vllm-0.6.0", "adaptive"), cfg)
+    for engine in ("vllm-0.6.0", "adaptive"):
+        sizes = get_engine(engine).capture_sizes(cfg)
+        assert (table.loc[engine, "graphs"], table.loc[engine, "largest"]) == (len(sizes), max(sizes))
+    assert set(table["backend"]) == {"cpu-emulated"} and set(table["memory_kind"]) == {"predicted"}
+    shared = table["graph memory (MiB), shared pool"]
+    assert shared["adaptive"] > shared["vllm-0.6.0"] > 0  # 40 rows' graph against 8's

@@ -167,3 +167,14 @@ def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
 def test_installed_capture_sizes_names_vllms_refusal(installed):
     with pytest.raises(GraphlabError, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"):
         installed_capture_sizes(SizingConfig(8, 0, cudagraph_capture_sizes=(1, 2, 4), max_cudagraph_capture_size=8))
+
+
+def test_default_sizing_table_agrees_with_the_installed_vllm():
+    from graphlab.against_vllm.installed import default_sizing_table
+
+    table = default_sizing_table("vllm-0.33.0", [(8, 4), (256, 4)])
+    assert table["installed vllm == graphlab"].all()
+    # 256 requests of 5 tokens pass vLLM's 512-token ceiling: 103..256 requests run eagerly.
+    assert table.loc[(256, 4), "largest (tokens)"] == 512
+    assert table.loc[(256, 4), "eager decode batches (requests)"] == "103..256"
+    assert table.loc[(8, 4), "eager decode batches (requests)"] == "none"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphlab.sizing.audit import CRASH_MAP_COLUMNS, audit, crash_map
+from graphlab.sizing.audit import CRASH_MAP_COLUMNS, audit, audit_table, crash_map
 from graphlab.errors import GraphlabError
 from graphlab.bench.export import write_csv_atomic
 from graphlab.sizing.engines import SizingConfig
@@ -181,3 +181,16 @@ def test_crash_map_proposer_columns():
         assert (row.fails_first if isinstance(row.fails_first, str) else None) == report.fails_first
     issue = frame.query("engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 3").iloc[0]
     assert (issue.proposer_first_crash_n, issue.proposer_error, issue.fails_first) == (9, "KeyError: 16", "scorer")
+
+
+def test_audit_table_is_one_audit_per_engine_in_its_own_unit():
+    cfg = SizingConfig(8, 4)
+    table = audit_table(["vllm-0.5.5", "vllm-0.6.0", "adaptive", "vllm-0.33.0"], cfg)
+    assert list(table.index) == ["vllm-0.5.5", "vllm-0.6.0", "adaptive", "vllm-0.33.0"]
+    # Batch expansion sends 1..40 rows; V1 verifies 1..8 requests of 5 tokens.
+    assert table["decode batches"].tolist() == ["1..40", "1..40", "1..40", "5..40"]
+    assert table.loc["vllm-0.5.5", "crash"] > 0 and table.loc["vllm-0.6.0", "crash"] == 0
+    assert table.loc["adaptive", "graph fraction"] == 1.0
+    for engine, row in table.iterrows():
+        s = audit(engine, cfg).summary
+        assert (row["graph"], row["eager"], row["crash"]) == (s.num_graph, s.num_eager, s.num_crash)
