@@ -407,8 +407,7 @@ def _positive_float(value: str) -> float:
 
 
 def add_plan_parser(subparsers) -> None:
-    from graphlab.sizing.engines import V1_ENGINES
-    from graphlab.sizing.engines import GRAPH_POOLS
+    from graphlab.sizing.engines import GRAPH_POOLS, V1_ENGINES
 
     parser = subparsers.add_parser(
         "plan",
