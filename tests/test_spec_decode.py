@@ -228,7 +228,8 @@ def test_draft_with_another_vocabulary_is_rejected(target):
 
 
 def test_requests_longer_than_max_model_len_are_rejected(target, drafts):
-    engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(SizingConfig(2, 2), max_model_len=16))
+    config = SpecDecodeConfig(SizingConfig(2, 2), max_model_len=16)
+    engine = SpecDecodeEngine(target, drafts["truncated"], config)
     with pytest.raises(GraphlabError, match="max_model_len"):
         engine.generate([Request((1, 2, 3), 14)])
 

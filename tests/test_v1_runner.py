@@ -307,7 +307,8 @@ def test_bad_inputs_are_clear_errors(model):
         runner.execute_model(*batch(2, 4), [4, 5])
     with pytest.raises(GraphlabError, match="does not fit the graph captured for 4 tokens"):
         runner.graphs[4].replay(*batch(2, 4))
-    with pytest.raises(GraphlabError, match=r"scorer \(engine vllm-0.33.0 .*\) 'batch-expansion' is not one of mqa"):
+    refused = r"scorer \(engine vllm-0.33.0 .*\) 'batch-expansion' is not one of mqa"
+    with pytest.raises(GraphlabError, match=refused):
         SpecDecodeConfig(SizingConfig(4, 2), engine="vllm-0.33.0", scorer="batch-expansion")
 
 

@@ -4,6 +4,8 @@ vLLM runs in a subprocess (graphlab.against_vllm.crosscheck) with VLLM_CPU_KVCAC
 VLLM_ENABLE_V1_MULTIPROCESSING=0 and HF_HUB_OFFLINE=1; about 25 s on 2 CPU cores.
 """
 
+from dataclasses import replace
+
 import pytest
 
 from graphlab.sizing.engines import SizingConfig
@@ -36,5 +38,5 @@ def test_vllm_draft_model_gives_graphlabs_tokens_and_acceptance_counts(tmp_path)
     assert 0 < theirs["num_accepted_tokens"] < theirs["num_draft_tokens"]
     assert min(theirs["num_accepted_tokens_per_pos"]) > 0
     # And both equal the target's own greedy tokens (graphlab without speculation).
-    plain = SpecDecodeEngine(target, None, SpecDecodeConfig(SizingConfig(max_num_seqs), max_model_len=64))
+    plain = SpecDecodeEngine(target, None, replace(config, sizing=SizingConfig(max_num_seqs)))
     assert plain.generate(requests).outputs == theirs["outputs"]

@@ -110,7 +110,8 @@ def default_sizing_table(engine: str, configs) -> pd.DataFrame:
                 installed_capture_sizes(SizingConfig(seqs, k)) == report.capture_sizes)
         rows.append({**row, "largest (tokens)": report.capture_sizes[-1],
                      "max_num_seqs·(1+k)": seqs * (1 + k),
-                     "eager decode batches (requests)": f"{eager[0]}..{eager[-1]}" if eager else "none",
+                     "eager decode batches (requests)":
+                         f"{eager[0]}..{eager[-1]}" if eager else "none",
                      "graph fraction": report.summary.graph_fraction})
     return pd.DataFrame(rows).set_index(["max_num_seqs", "k"])
 

@@ -13,5 +13,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "V0_ENGINES": "engines", "V1_ENGINES": "engines", "get_engine": "engines", "pad0": "engines",
     "reachable_batch_sizes": "batches", "batch_expansion_sizes": "batches",
     "decode_graph_sizes": "dispatch", "decode_dispatch": "dispatch", "verify_batches": "dispatch",
-    "AuditReport": "audit", "crash_map": "audit", "audit_table": "audit", "Plan": "plan", "Budget": "plan",
+    "AuditReport": "audit", "crash_map": "audit", "audit_table": "audit",
+    "Plan": "plan", "Budget": "plan",
 })

@@ -25,7 +25,8 @@ SCORERS = {
 class SpecDecodeConfig:
     """A speculative-decoding run: the target's sizing and how the run goes.
 
-        SpecDecodeConfig(SizingConfig(max_num_seqs=8, num_speculative_tokens=4), engine="vllm-0.5.5")
+        SpecDecodeConfig(SizingConfig(max_num_seqs=8, num_speculative_tokens=4),
+                         engine="vllm-0.5.5")
 
     sizing: max_num_seqs and k for every engine; max_num_batched_tokens and the capture settings
     for the V1 engines only (steps are not split to fit max_num_batched_tokens).

@@ -31,7 +31,13 @@ from matplotlib.patches import Rectangle
 
 from graphlab.errors import check_choice, check_int
 from graphlab.sizing.audit import AuditReport, audit, crash_map
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINES, PATHS, SizingConfig, get_engine
+from graphlab.sizing.engines import (
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    ENGINES,
+    PATHS,
+    SizingConfig,
+    get_engine,
+)
 from graphlab.views.plots import PATH_COLORS
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
