@@ -61,17 +61,17 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv" / "bin" / "python").exists(),
+@pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv/bin/python").exists(),
                     reason="needs make and a built .venv")
 def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
     port, token = _free_port(), secrets.token_hex(16)
     env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
            "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
-    # -o: take the venv's stamp as up to date; building the venv is `make test`'s first step, not this test's.
+    # -o: the venv's stamp counts as up to date; building the venv is `make test`'s step, not this.
     command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
     log = open(tmp_path / "lab.log", "w")
     server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, start_new_session=True)
+                              stdin=subprocess.DEVNULL, start_new_session=True)  # one group to stop
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -82,7 +82,8 @@ def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"`make lab` did not answer: {(tmp_path / 'lab.log').read_text()[-2000:]}")
+                    tail = (tmp_path / "lab.log").read_text()[-2000:]
+                    pytest.fail(f"`make lab` did not answer: {tail}")
                 time.sleep(0.5)
         names = {item["name"] for item in listing["content"]}
         assert "00_setup_check.ipynb" in names and "02_the_crash.ipynb" in names
