@@ -97,7 +97,7 @@ def test_out_of_range_state_is_refused(bad):
 
 
 def _strip_row(image: PIL.Image.Image) -> tuple[int, list[tuple[int, int, int]]]:
-    """The pixel row, in the figure's upper half, with the most strip-coloured pixels (and its pixels)."""
+    """The row of the figure's upper half with the most strip-coloured pixels, and its pixels."""
     colours = {PIL.ImageColor.getrgb(c) for c in PATH_COLORS.values()}
     rgb = image.convert("RGB")
     rows = [[rgb.getpixel((x, y)) for x in range(rgb.width)] for y in range(rgb.height // 2)]
@@ -108,7 +108,7 @@ def _strip_row(image: PIL.Image.Image) -> tuple[int, list[tuple[int, int, int]]]
 def test_the_strip_draws_each_batch_at_its_size_and_crashes_at_their_key():
     ex = StaticExplorer(ExplorerState("vllm-0.5.5", 8, 4))
     pixels = _strip_row(PIL.Image.open(io.BytesIO(ex.view.png())))[1]
-    blue, red = PIL.ImageColor.getrgb(PATH_COLORS["graph"]), PIL.ImageColor.getrgb(PATH_COLORS["crash"])
+    blue, red = (PIL.ImageColor.getrgb(PATH_COLORS[p]) for p in ("graph", "crash"))
     coloured = [x for x, p in enumerate(pixels) if p in (blue, red)]
     left, right = coloured[0], coloured[-1] + 1          # the strip spans n = 0.5 .. 40.5
     last_blue = max(x for x, p in enumerate(pixels) if p == blue) + 1

@@ -112,10 +112,11 @@ class ExplorerFigure:
         # One step line per path (NaN elsewhere): markers for thousands of n render too slowly.
         labels = {"graph": "graph: padded size", "eager": "eager: n",
                   "crash": "crash: key looked up, never captured"}
-        self.lines = {p: self.padded.plot([], [], color=c, lw=2, drawstyle="steps-mid", label=labels[p])[0]
-                      for p, c in PATH_COLORS.items()}
+        self.lines = {p: self.padded.plot([], [], color=c, lw=2, drawstyle="steps-mid",
+                                          label=labels[p])[0] for p, c in PATH_COLORS.items()}
         self.diagonal = self.padded.plot([], [], ":", color="black", lw=0.8, label="no padding")[0]
-        self.largest = self.padded.axhline(0, color="grey", ls="--", lw=0.8, label="largest captured")
+        self.largest = self.padded.axhline(0, color="grey", ls="--", lw=0.8,
+                                           label="largest captured")
         self.padded.legend(fontsize=9, loc="upper left", ncols=3)
         self.padded.set_ylabel("padded size")
         self.strip_image = self.strip.imshow(np.zeros((1, 1)), cmap=_STRIP, vmin=0, vmax=2,
@@ -126,7 +127,8 @@ class ExplorerFigure:
                                          extent=(0.5, MAX_NUM_SEQS + 0.5, -0.5, MAX_K + 0.5))
         self.colorbar = self.figure.colorbar(self.map_image, ax=self.map, pad=0.01)
         # A cell is 1 of 512 columns, under 2 pixels: a cross-hair and a ring make it findable.
-        self.cell = [self.map.axvline(0, color="red", lw=0.8), self.map.axhline(0, color="red", lw=0.8),
+        self.cell = [self.map.axvline(0, color="red", lw=0.8),
+                     self.map.axhline(0, color="red", lw=0.8),
                      self.map.plot([0], [0], "o", ms=14, mfc="none", mec="red", mew=2)[0]]
         self.map.set_xlabel("max_num_seqs S")
         self.map.set_ylabel("k")
@@ -138,7 +140,7 @@ class ExplorerFigure:
         self.padded.set_ylim(0, 10 * MAX_NUM_SEQS * (MAX_K + 1))
         self.padded.set_title("title")
         self.strip.set_xlabel("label")
-        self.map.set_title("crash map title", fontsize=9)  # its room, so the strip's label stays clear
+        self.map.set_title("crash map title", fontsize=9)  # its room: clear of the strip's label
         self.canvas.draw()
         self.figure.set_layout_engine("none")
 
