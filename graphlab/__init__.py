@@ -36,7 +36,7 @@ _EXPORTS = {
     "audit": "sizing.audit", "AuditReport": "sizing.audit", "crash_map": "sizing.audit",
     "audit_table": "sizing.audit", "decode_graph_sizes": "sizing.dispatch",
     "plan": "sizing.plan", "Plan": "sizing.plan", "Budget": "sizing.plan",
-    "ModelConfig": "engine.model", "PRESETS": "engine.model", "build_model": "engine.model",
+    "ModelConfig": "engine.config", "PRESETS": "engine.config", "build_model": "engine.model",
     "load_checkpoint": "engine.checkpoint", "save_checkpoint": "engine.checkpoint",
     "capture_graphs": "engine.graphs", "make_runner": "engine.factory",
     "resolve_device": "engine.device", "backend_for": "engine.device",

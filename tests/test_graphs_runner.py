@@ -9,7 +9,8 @@ from kvcache import restore, snapshot
 from graphlab.errors import GraphlabError
 from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
-from graphlab.engine.model import PRESETS, build_model
+from graphlab.engine.config import PRESETS
+from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.engines import V0_ENGINES, SizingConfig, get_engine
 

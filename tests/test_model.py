@@ -9,7 +9,8 @@ from kvcache import restore, snapshot
 
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.errors import GraphlabError
-from graphlab.engine.model import PRESETS, ModelConfig, RMSNorm, build_model
+from graphlab.engine.config import PRESETS, ModelConfig
+from graphlab.engine.model import RMSNorm, build_model
 
 LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
                    original_max_position_embeddings=64)

@@ -6,7 +6,7 @@ import torch
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.engine.model import ModelConfig
+from graphlab.engine.config import ModelConfig
 from graphlab.sizing.engines import SizingConfig, pad0
 from graphlab.bench.sweeps import spec_decode_benchmark
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target

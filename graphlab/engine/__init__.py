@@ -7,7 +7,7 @@ V1: by tokens). May import `graphlab.sizing` and `graphlab.errors`; nothing abov
 from graphlab.lazy import lazy_exports
 
 __getattr__, __dir__ = lazy_exports(__name__, {
-    "ModelConfig": "model", "PRESETS": "model", "build_model": "model",
+    "ModelConfig": "config", "PRESETS": "config", "build_model": "model",
     "LlamaForCausalLM": "model",
     "load_checkpoint": "checkpoint", "save_checkpoint": "checkpoint",
     "capture_graphs": "graphs", "resolve_device": "device", "backend_for": "device",

@@ -14,13 +14,8 @@ from pathlib import Path
 
 import torch
 
-from graphlab.engine.model import (
-    DTYPES,
-    Llama3RopeScaling,
-    LlamaForCausalLM,
-    ModelConfig,
-    resolve_dtype,
-)
+from graphlab.engine.config import DTYPES, Llama3RopeScaling, ModelConfig, resolve_dtype
+from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import torch
 
-from graphlab.engine.model import ModelConfig, resolve_dtype
+from graphlab.engine.config import ModelConfig, resolve_dtype
 
 INT64_BYTES = 8
 

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from graphlab.engine.model import (
-    LlamaForCausalLM,
-    ModelConfig,
-    build_model,
-    init_weights,
-)
+from graphlab.engine.config import ModelConfig
+from graphlab.engine.model import LlamaForCausalLM, build_model, init_weights
 from graphlab.errors import check_choice, check_int
 
 DRAFT_KINDS = ("truncated", "target", "random")

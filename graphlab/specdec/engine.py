@@ -31,7 +31,8 @@ import torch
 
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
-from graphlab.engine.model import LlamaForCausalLM, ModelConfig
+from graphlab.engine.config import ModelConfig
+from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
