@@ -45,7 +45,7 @@ _EXPORTS = {
     "RequestLoad": "specdec.requests", "SpecDecodeConfig": "specdec.records",
     "SpecDecodeEngine": "specdec.engine", "run_speculative": "specdec.engine",
     "build_target": "specdec.drafts", "build_draft": "specdec.drafts",
-    "run_bench": "bench.sweeps", "latency_rows": "bench.sweeps", "capture_cost": "bench.sweeps",
+    "run_bench": "bench.sweeps", "latency_rows": "bench.measure", "capture_cost": "bench.measure",
     "provenance": "bench.provenance", "describe": "bench.provenance",
     "with_provenance": "bench.provenance", "package_version": "bench.provenance",
 }

@@ -8,7 +8,7 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.engine.config import ModelConfig
 from graphlab.sizing.engines import SizingConfig, pad0
-from graphlab.bench.sweeps import spec_decode_benchmark
+from graphlab.bench.spec_decode import spec_decode_benchmark
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
 from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
 from graphlab.specdec.scorers import prefill

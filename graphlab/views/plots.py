@@ -18,8 +18,9 @@ from graphlab.sizing.engines import MIB
 # A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
 # inches wide, they are shown at their own size, so 8-point text stays 11 px on screen.
 WIDTH_IN = 8.4
-# One colour per path (and per mode: graph mode blue, eager mode orange) in every figure and widget.
-PATH_COLORS = {"graph": "tab:blue", "eager": "tab:orange", "crash": "tab:red"}
+# One colour per path (and per mode: graph mode blue, eager mode orange) in every figure and widget:
+# matplotlib's tab:blue, tab:orange and tab:red, in hex so PIL reads them too.
+PATH_COLORS = {"graph": "#1f77b4", "eager": "#ff7f0e", "crash": "#d62728"}
 PATH_MARKERS = {"graph": "o", "eager": "s", "crash": "X"}
 
 
