@@ -4,6 +4,8 @@ On CUDA each size is a ``torch.cuda.CUDAGraph``, captured largest first into one
 (``graph_pool="shared"``; ``"separate"`` gives each graph its own pool, for the memory study),
 after warm-up runs. Without CUDA the "cpu-emulated" backend keeps the same static buffers,
 padding, lookup table and errors and runs the step eagerly; its memory figures are predictions.
+The "cpu-compiled" backend keeps them too and runs a torch.compile'd step instead, and
+"compiled-cuda-graph" captures CUDA graphs of that compiled step (graphlab.engine.compiled).
 
 Replay copies a batch of n rows into the static buffers, fills the rows up to the graph's size
 with padding (token 0 at positions 0..q-1 of the model's pad slot, so padding writes only the pad
@@ -22,6 +24,12 @@ from dataclasses import dataclass
 
 import torch
 
+from graphlab.engine.compiled import (
+    COMPILED_CUDA_GRAPH,
+    CPU_COMPILED,
+    compiled_step,
+    resolve_compiled,
+)
 from graphlab.engine.device import BACKENDS, backend_for
 from graphlab.engine.memory import (
     MemorySnapshot,
@@ -49,6 +57,7 @@ class GraphRecord:
     predicted_bytes: int   # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
+    compile_cache: str = "none"  # compiled backends: inductor's disk cache before the compile
 
 
 class StaticBuffers:
@@ -82,20 +91,26 @@ class StaticBuffers:
         self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
         self.seq_slots[n:rows].fill_(self.pad_slot)
 
-    def run(self, model: LlamaForCausalLM, size: int) -> None:
-        """One step over the first `size` tokens, its hidden states into the static output."""
+    def run(self, model: LlamaForCausalLM, size: int, step=None) -> None:
+        """One step over the first `size` tokens, its hidden states into the static output;
+        `step` (a compiled step) takes the whole buffers and the row count, and slices them."""
         rows = size // self.query_len
-        out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
-                                  self.seq_slots[:rows])
+        if step is None:
+            out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
+                                      self.seq_slots[:rows])
+        else:
+            out = step(self.input_ids, self.positions, self.seq_slots, rows)
         self.hidden_states[:size].copy_(out.view(size, -1))
 
 
 class CapturedGraph:
-    """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated."""
+    """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated or compiled
+    for a CPU (`step` is then the compiled step replay calls)."""
 
     def __init__(self, model: LlamaForCausalLM, buffers: StaticBuffers, size: int,
-                 graph: torch.cuda.CUDAGraph | None):
+                 graph: torch.cuda.CUDAGraph | None, step=None):
         self.model, self.buffers, self.size, self.graph = model, buffers, size, graph
+        self.step = step
 
     def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
                seq_slots: torch.Tensor) -> torch.Tensor:
@@ -109,7 +124,7 @@ class CapturedGraph:
                                 f"{self.size} {unit}")
         self.buffers.fill(input_ids, positions, seq_slots, self.size)
         if self.graph is None:
-            self.buffers.run(self.model, self.size)
+            self.buffers.run(self.model, self.size, self.step)
         else:
             self.graph.replay()
         return self.buffers.hidden_states[:n]
@@ -121,10 +136,14 @@ def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> s
         backend = backend_for(model.device)
     check_choice("backend", backend, ("auto",) + BACKENDS)
     check_choice("graph_pool", graph_pool, GRAPH_POOLS)
-    if backend == "cuda-graph" and model.device.type != "cuda":
-        raise GraphlabError(f"backend 'cuda-graph' needs the model on a CUDA device, "
-                            f"not {model.device}; use 'cpu-emulated'")
-    return backend
+    on_cuda = model.device.type == "cuda"
+    if backend in ("cuda-graph", COMPILED_CUDA_GRAPH) and not on_cuda:
+        raise GraphlabError(f"backend {backend!r} needs the model on a CUDA device, "
+                            f"not {model.device}; use 'cpu-compiled' or 'cpu-emulated'")
+    if backend in (CPU_COMPILED, "cpu-emulated") and on_cuda:
+        raise GraphlabError(f"backend {backend!r} runs on a CPU model; on {model.device} use "
+                            f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'")
+    return resolve_compiled(backend, model.device)
 
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
@@ -140,9 +159,13 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
         raise GraphlabError(f"capture sizes {sizes} must be multiples of query_len={query_len}: "
                             f"a graph holds whole rows")
     buffers = StaticBuffers(model, sizes[0], query_len)
-    capture = _capture_cuda if backend == "cuda-graph" else _capture_emulated
+    on_cuda = backend in ("cuda-graph", COMPILED_CUDA_GRAPH)
+    capture = _capture_cuda if on_cuda else _capture_emulated
+    # The compiled backends' step: compiled at capture, called by replay (cpu) or recorded.
+    step = compiled_step(model) if backend in (CPU_COMPILED, COMPILED_CUDA_GRAPH) else None
+    cache = "none" if step is None else step.cache_state
     pool = stream = None
-    if backend == "cuda-graph":
+    if on_cuda:
         pool = torch.cuda.graph_pool_handle() if graph_pool == "shared" else None
         # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
         # then allocated before the first capture rather than inside its pool.
@@ -155,8 +178,9 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     try:
         with torch.no_grad():
             for size in sizes:
-                graph, capture_ms, warmup_ms, measured = capture(model, buffers, size, pool,
-                                                                 stream, num_warmups)
+                graph, capture_ms, warmup_ms, measured = capture(
+                    model, buffers, size, pool, stream, num_warmups,
+                    None if step is None else step.compile)
                 predicted = predict_graph_memory(model.config, size, model.max_seq_len,
                                                  model.dtype, query_len)
                 # Emulated, a graph costs what it adds to the predicted pool (nothing more
@@ -164,32 +188,35 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                 added = (predict_pool_bytes(predictions + [predicted], graph_pool)
                          - predict_pool_bytes(predictions, graph_pool))
                 predictions.append(predicted)
-                graphs[size] = CapturedGraph(model, buffers, size, graph)
+                graphs[size] = CapturedGraph(model, buffers, size, graph,
+                                             None if graph is not None else step)
                 records.append(GraphRecord(
                     size=size, capture_ms=capture_ms, warmup_ms=warmup_ms,
                     memory_bytes=added if measured is None else measured[0],
                     memory_kind="predicted" if measured is None else "measured",
                     pool_bytes=None if measured is None else measured[1],
-                    predicted_bytes=predicted, backend=backend, graph_pool=graph_pool))
+                    predicted_bytes=predicted, backend=backend, graph_pool=graph_pool,
+                    compile_cache=cache))
     finally:
         gc.unfreeze()
     return graphs, records
 
 
-def _capture_emulated(model, buffers, size, pool, stream, num_warmups):
-    # Nothing to warm up or record: the "capture" is one eager run on the static buffers.
+def _capture_emulated(model, buffers, size, pool, stream, num_warmups, step):
+    # Nothing to warm up or record: the "capture" is one run on the static buffers (eager, or
+    # the compiled step, which compiles at the model's first size and at batch 1).
     start = time.perf_counter()
-    buffers.run(model, size)
+    buffers.run(model, size, step)
     return None, (time.perf_counter() - start) * 1e3, 0.0, None
 
 
-def _capture_cuda(model, buffers, size, pool, stream, num_warmups):
+def _capture_cuda(model, buffers, size, pool, stream, num_warmups, step):
     device = model.device
     start = time.perf_counter()
     stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):
         for _ in range(num_warmups):
-            buffers.run(model, size)
+            buffers.run(model, size, step)
     torch.cuda.synchronize(device)
     warmup_ms = (time.perf_counter() - start) * 1e3
     # Release cached blocks now, as torch.cuda.graph would on entry, so the free-memory drop
@@ -199,7 +226,7 @@ def _capture_cuda(model, buffers, size, pool, stream, num_warmups):
     graph = torch.cuda.CUDAGraph()
     start = time.perf_counter()
     with torch.cuda.graph(graph, pool=pool, stream=stream):
-        buffers.run(model, size)
+        buffers.run(model, size, step)
     torch.cuda.synchronize(device)
     capture_ms = (time.perf_counter() - start) * 1e3
     after = MemorySnapshot.take(device)
