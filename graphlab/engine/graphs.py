@@ -132,18 +132,23 @@ class CapturedGraph:
 
 def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> str:
     """The backend for `model` ("auto": from its device), with backend and graph_pool checked."""
-    if backend == "auto":
-        backend = backend_for(model.device)
-    check_choice("backend", backend, ("auto",) + BACKENDS)
     check_choice("graph_pool", graph_pool, GRAPH_POOLS)
-    on_cuda = model.device.type == "cuda"
+    return device_backend(model.device, backend)
+
+
+def device_backend(device: torch.device, backend: str) -> str:
+    """The backend a model on `device` runs ("auto": backend_for), checked against it."""
+    if backend == "auto":
+        backend = backend_for(device)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
+    on_cuda = device.type == "cuda"
     if backend in ("cuda-graph", COMPILED_CUDA_GRAPH) and not on_cuda:
         raise GraphlabError(f"backend {backend!r} needs the model on a CUDA device, "
-                            f"not {model.device}; use 'cpu-compiled' or 'cpu-emulated'")
-    if backend in (CPU_COMPILED, "cpu-emulated") and on_cuda:
-        raise GraphlabError(f"backend {backend!r} runs on a CPU model; on {model.device} use "
+                            f"not {device}; use 'cpu-compiled' or 'cpu-emulated'")
+    if backend == CPU_COMPILED and on_cuda:
+        raise GraphlabError(f"backend {backend!r} runs on a CPU model; on {device} use "
                             f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'")
-    return resolve_compiled(backend, model.device)
+    return resolve_compiled(backend, device)
 
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
