@@ -42,6 +42,17 @@ def cost_backend_for(device) -> str:
     return "cuda-graph" if device.type == "cuda" else "cpu-compiled"
 
 
+def pin_threads(threads: int = 1) -> int:
+    """Set torch's CPU thread count (one by default, as `make notebooks` runs): small steps
+    gain nothing from more, and on a shared machine extra threads stall. Returns it."""
+    import torch
+
+    if not isinstance(threads, int) or threads < 1:
+        raise GraphlabError(f"threads={threads!r} must be an integer >= 1")
+    torch.set_num_threads(threads)
+    return torch.get_num_threads()
+
+
 def cpu_name() -> str:
     """The host processor, e.g. 'cpu: AMD EPYC (2 cores)'."""
     model = platform.processor() or platform.machine()

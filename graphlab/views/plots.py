@@ -62,6 +62,9 @@ def provenance_title(df: pd.DataFrame, what: str) -> str:
         lines[-1] += f", model: {_one(df, 'model')} ({_one(df, 'dtype')})"
     if backend == "cpu-emulated":
         lines.append("cpu-emulated: graphs emulated eagerly on CPU, not a GPU measurement")
+    if backend == "cpu-compiled":
+        lines.append("cpu-compiled: torch.compile'd steps on CPU, not CUDA graphs, "
+                     "not a GPU measurement")
     if "memory_kind" in df.columns:
         kind = _one(df, "memory_kind")
         lines.append("graph memory " + ("PREDICTED, not measured" if kind == "predicted" else "measured"))
@@ -98,7 +101,8 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         rows = df[df["engine"] == engine].sort_values("batch_size")
         unit = _batch_unit(rows)
         top, bottom = axes[0, col], axes[1, col]
-        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
+        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue"),
+                            ("compiled-graph", "tab:green")):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
             if part.empty:
                 continue
