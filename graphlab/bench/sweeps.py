@@ -44,7 +44,8 @@ from graphlab.engine.factory import make_runner
 from graphlab.engine.graphs import GRAPH_POOLS, device_backend
 from graphlab.engine.memory import predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM, build_model
-from graphlab.engine.runner import StepTimer
+from graphlab.engine.runner import StepTimer, replay_check
+from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.progress import progress as progress_bar
@@ -75,9 +76,20 @@ class BenchRun:
     backend: str
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
+    out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
     def stamp(self, rows) -> pd.DataFrame:
         return with_provenance(rows, self.provenance)
+
+    def checkpoint(self, name: str, rows) -> None:
+        """Write the rows so far as out/<name>.csv (each engine's once it is done), so a run
+        stopped in a later engine keeps the finished ones; run_bench rewrites it at the end."""
+        if self.out is not None and rows:
+            export_csvs({name: self.stamp(rows)}, self.out)
+
+    def sdpa_backend(self, max_seq_len: int) -> str:
+        """The SDPA kernel of a one-token decode step of the run's model at max_seq_len."""
+        return probe_sdpa(self.model(1, max_seq_len)).backend
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
         """The run's model with a KV cache of num_slots slots."""
@@ -227,6 +239,8 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
+    Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
+    its first replay's logits with the eager step's on the same batch (replay_check).
     """
     if backend == "auto":
         backend = cost_backend_for(model.device)
@@ -236,10 +250,15 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     for runner in runners.values():
         runner.capture_model()
     # The run's backend on every row (a compiled-graph row says so in its mode).
-    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
+    fixed, rows, q = (dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend),
+                      [], cfg.decode_query_len)
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
-        for mode, runner in runners.items():
+        for mode, runner in runners.items():  # eager first: its logits are the reference
+            logits, first = runner.execute_model(*batch)
+            eager = logits if mode == "eager" else eager
+            check = (replay_check(logits, eager, model.dtype) if first.path == "graph" else {})
             for _ in range(warmup):
                 runner.execute_model(*batch)
             steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
@@ -247,7 +266,7 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
                 fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
                 path=steps[0].path, graph_size=steps[0].graph_size,
                 **timing_stats([step.time_ms for step in steps]), repeats=repeats,
-                warmup=warmup))
+                warmup=warmup, sdpa_backend=sdpa(steps[0].graph_size or reqs * q), **check))
     return rows
 
 
@@ -260,7 +279,8 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
     (running max for a shared pool, running sum for separate pools); predicted_over_measured
     their ratio where memory was measured. capture_size counts tokens for a V1 engine.
     """
-    rows = []
+    rows, q = [], cfg.decode_query_len
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for graph_pool in graph_pools:
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
@@ -273,7 +293,8 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
             predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
             rows.append(dict(
                 fixed, capture_order=order, capture_size=capture_size,
-                num_reqs=capture_size // cfg.decode_query_len, **fields,
+                num_reqs=capture_size // q, **fields,
+                sdpa_backend=sdpa(capture_size),
                 cumulative_bytes=measured,
                 cumulative_pool_bytes=(None if record.pool_bytes is None
                                        else sum(r.pool_bytes for r in done)),
@@ -324,6 +345,7 @@ def latency_sweep(suite, device) -> pd.DataFrame:
                  for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup,
                                          run.backend)]
         del model
+        run.checkpoint("latency", rows)
     return run.stamp(rows)
 
 
@@ -336,6 +358,7 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
         rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg,
                                   backend=run.backend)
+        run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
 
@@ -350,8 +373,9 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
             for engine in suite.spec_engines]
-    return run.stamp(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
-                                           device=str(run.device)))
+    frame = pd.DataFrame(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
+                                               device=str(run.device)))
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("spec_decode_steps")
@@ -378,7 +402,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
                     max_num_seqs=seqs, num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
-    return run.stamp(frame[lead + [c for c in frame.columns if c not in lead]])
+    frame = frame[lead + [c for c in frame.columns if c not in lead]]
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("crash_map")
@@ -412,6 +437,7 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
     written = {}
     with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
+        run.out = Path(out)
         for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
                                  disable=not progress):
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)

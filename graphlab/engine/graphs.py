@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -57,6 +57,9 @@ class GraphRecord:
     predicted_bytes: int   # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
+    # The whole capture loop's free-memory drop, the figure vLLM V1 logs ("Graph capturing
+    # finished in ... took ... GiB"); the predicted pool of all sizes when emulated.
+    capture_loop_bytes: int | None = None
     compile_cache: str = "none"  # compiled backends: inductor's disk cache before the compile
 
 
@@ -180,8 +183,14 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     # (vLLM does the same around its capture loop).
     gc.collect()
     gc.freeze()
+    loop_start = None
+    if on_cuda:  # as vLLM: empty the cache, then read free memory
+        torch.cuda.empty_cache()
+        loop_start = MemorySnapshot.take(model.device)
     try:
-        with torch.no_grad():
+        # inference_mode, as vLLM captures (gpu_model_runner.py's capture_model) and as the
+        # runner's eager steps run: the static buffers and the cache are normal tensors either way.
+        with torch.inference_mode():
             for size in sizes:
                 graph, capture_ms, warmup_ms, measured = capture(
                     model, buffers, size, pool, stream, num_warmups,
@@ -204,7 +213,9 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                     compile_cache=cache))
     finally:
         gc.unfreeze()
-    return graphs, records
+    loop_bytes = (predict_pool_bytes(predictions, graph_pool) if loop_start is None
+                  else loop_start.free_bytes - MemorySnapshot.take(model.device).free_bytes)
+    return graphs, [replace(r, capture_loop_bytes=loop_bytes) for r in records]
 
 
 def _capture_emulated(model, buffers, size, pool, stream, num_warmups, step):
