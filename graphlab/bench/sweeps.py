@@ -250,8 +250,9 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     for runner in runners.values():
         runner.capture_model()
     # The run's backend on every row (a compiled-graph row says so in its mode).
-    fixed, rows, q = (dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend),
-                      [], cfg.decode_query_len)
+    # A V0 runner's rows hold one token whatever k is; a V1 runner's rows 1 + k.
+    q = cfg.decode_query_len if runners["graph"].batch_unit == "tokens" else 1
+    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
     sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
