@@ -369,9 +369,9 @@ def add_bench_parser(subparsers) -> None:
     from graphlab.engine.device import BACKENDS
 
     parser.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto",
-                        help="auto (default): cuda-graph on a GPU (plus compiled-graph rows), "
-                             "cpu-compiled on a CPU (torch.compile'd steps, not CUDA graphs); "
-                             "cpu-emulated runs every step eagerly (logic only)")
+                        help="auto (default): cuda-graph on a GPU, cpu-compiled on a CPU (torch.compile'd steps, not CUDA graphs); "
+                             "compiled-cuda-graph adds compiled-graph latency rows beside "
+                             "cuda-graph ones; cpu-emulated runs every step eagerly (logic only)")
     parser.set_defaults(handler=run_bench)
 
 
