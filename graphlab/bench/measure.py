@@ -1,5 +1,6 @@
-"""What one benchmark point measures: decode step latency (eager and graph replay), graph memory
-and capture time per captured size, the capture cost of an engine's list, the copy bandwidth.
+"""What one benchmark point measures: decode step latency (eager, graph replay and compiled
+graphs), graph memory and capture time per captured size, the capture cost of an engine's list,
+the copy bandwidth.
 
 Each function takes a model (or a device) and returns rows (dicts) or a frame;
 graphlab.bench.sweeps runs them over a suite and stamps the rows with provenance.
@@ -15,6 +16,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from graphlab.engine.compiled import COMPILED_CUDA_GRAPH
+from graphlab.engine.device import cost_backend_for
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
@@ -85,9 +88,18 @@ def cliff_request_counts(runner) -> tuple[int, ...]:
     return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
 
 
+def latency_modes(backend: str) -> dict[str, str]:
+    """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
+    mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's budget)."""
+    if backend == COMPILED_CUDA_GRAPH:
+        return {"eager": "cuda-graph", "graph": "cuda-graph", "compiled-graph": backend}
+    return {"eager": backend, "graph": backend}
+
+
 def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
-                 repeats: int = 20, warmup: int = 3) -> list[dict]:
-    """Step latency per request count, eager and graph mode, one row per (count, mode).
+                 repeats: int = 20, warmup: int = 3, backend: str = "auto") -> list[dict]:
+    """Step latency per request count, one row per (count, mode): eager and graph mode (and
+    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is cost_backend_for the device.
 
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
@@ -95,11 +107,17 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
     its first replay's logits with the eager step's on the same batch (replay_check).
     """
-    runners = {mode: make_runner(model, engine, cfg, enforce_eager=mode == "eager")
-               for mode in ("eager", "graph")}
+    if backend == "auto":
+        backend = cost_backend_for(model.device)
+    runners = {mode: make_runner(model, engine, cfg, backend=mode_backend,
+                                 enforce_eager=mode == "eager")
+               for mode, mode_backend in latency_modes(backend).items()}
     for runner in runners.values():
         runner.capture_model()
-    fixed, rows, q = _sizing_columns(runners["graph"]), [], cfg.decode_query_len
+    # The run's backend on every row (a compiled-graph row says so in its mode).
+    # A V0 runner's rows hold one token whatever k is; a V1 runner's rows 1 + k.
+    q = cfg.decode_query_len if runners["graph"].batch_unit == "tokens" else 1
+    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
     sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
@@ -134,7 +152,7 @@ def capture_cost(model: LlamaForCausalLM, engines, cfg: SizingConfig,
 
 
 def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
-                      graph_pools=GRAPH_POOLS) -> list[dict]:
+                      graph_pools=GRAPH_POOLS, backend: str = "auto") -> list[dict]:
     """Memory and time of every capture, per pool mode, in capture order (largest first).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
@@ -145,7 +163,7 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
     rows, q = [], cfg.decode_query_len
     sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for graph_pool in graph_pools:
-        runner = make_runner(model, engine, cfg, graph_pool=graph_pool)
+        runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
         fixed = _sizing_columns(runner)
         for order, record in enumerate(records):

@@ -13,6 +13,10 @@ computed from the sizing rules.
     frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
     paths = bench.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
 
+The backend is the run's: "auto" measures costs where a captured size saves something, real
+CUDA graphs on a GPU and `cpu-compiled` steps on a CPU (graphlab.engine.compiled); with
+backend compiled-cuda-graph the latency sweep adds a third mode, "compiled-graph" (CUDA graphs
+of the compiled step).
 The CSV columns are documented in data/README.md.
 """
 
@@ -40,7 +44,8 @@ from graphlab.bench.spec_decode import spec_decode_benchmark
 
 # The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
 from graphlab.bench.suites import Suite, get_suite
-from graphlab.engine.device import resolve_device
+from graphlab.engine.device import BACKENDS, cost_backend_for, resolve_device
+from graphlab.engine.graphs import device_backend
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
 from graphlab.errors import GraphlabError, check_choice, check_int
@@ -68,6 +73,7 @@ class BenchRun:
     device: torch.device
     preset: str
     dtype: str
+    backend: str
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
     out: Path | None = None  # run_bench's folder: where checkpoint() writes
@@ -105,9 +111,11 @@ _ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench
 
 @contextlib.contextmanager
 def bench_run(suite: str | Suite = "quick", device: str = "auto",
-              torch_threads: int | None = None):
-    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
+              torch_threads: int | None = None, backend: str = "auto"):
+    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
+    "auto": cuda-graph on CUDA, cpu-compiled on a CPU (cost_backend_for)."""
     suite = get_suite(suite)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
     dev = resolve_device(device)
     if torch_threads is not None:
         check_int("torch_threads (or None)", torch_threads, 1)
@@ -117,8 +125,11 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     torch.set_num_threads(threads)
     try:
         preset, dtype = suite.model_for(dev.type)
-        run = BenchRun(suite, dev, preset, dtype,
-                       provenance(dev, dtype=dtype, model=preset, suite=suite.name))
+        # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
+        backend = device_backend(dev, cost_backend_for(dev) if backend == "auto" else backend)
+        run = BenchRun(suite, dev, preset, dtype, backend,
+                       provenance(dev, dtype=dtype, model=preset, suite=suite.name,
+                                  backend=backend))
         token = _ACTIVE.set(run)
         try:
             yield run
@@ -145,8 +156,8 @@ def sweep(name: str):
 
         @functools.wraps(body)
         def run_sweep(suite: str | Suite = "quick", device: str = "auto",
-                      torch_threads: int | None = None) -> pd.DataFrame:
-            with bench_run(suite, device, torch_threads) as run:
+                      torch_threads: int | None = None, backend: str = "auto") -> pd.DataFrame:
+            with bench_run(suite, device, torch_threads, backend) as run:
                 return body(run.suite, run.device)
         return run_sweep
     return register
@@ -186,7 +197,8 @@ def latency_sweep(suite, device) -> pd.DataFrame:
         weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
         rows += [dict(row, weight_bytes=weights, copy_bytes_per_s=bandwidth,
                       bandwidth_floor_ms=weights / bandwidth * 1e3)
-                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup)]
+                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup,
+                                         run.backend)]
         del model
         run.checkpoint("latency", rows)
     return run.stamp(rows)
@@ -199,7 +211,8 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     s = run.suite
     rows = []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
-        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg)
+        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg,
+                                  backend=run.backend)
         run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
@@ -210,7 +223,7 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     run = _current()
     suite = run.suite
     runs = [(SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
-                              max_model_len=suite.spec_max_model_len),
+                              max_model_len=suite.spec_max_model_len, backend=run.backend),
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
@@ -234,7 +247,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
                 config = SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
-                                          max_model_len=suite.spec_max_model_len)
+                                          max_model_len=suite.spec_max_model_len,
+                                          backend=run.backend)
                 _, output = run_speculative(config, RequestLoad(kind="coverage"),
                                             preset=run.preset, dtype=run.dtype,
                                             device=str(run.device))
@@ -258,7 +272,7 @@ def crash_map_sweep(suite, device) -> pd.DataFrame:
 
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
               sweeps=SWEEPS, progress: bool = True,
-              torch_threads: int | None = None) -> dict[str, Path]:
+              torch_threads: int | None = None, backend: str = "auto") -> dict[str, Path]:
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
@@ -266,7 +280,7 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
     for name in sweeps:
         check_choice("sweep", name, SWEEPS)
     written = {}
-    with bench_run(suite, device, torch_threads) as run:  # bad input fails before any sweep
+    with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
         run.out = Path(out)
         for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",

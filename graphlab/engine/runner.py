@@ -28,7 +28,7 @@ class StepRecord:
     path: str               # "graph" | "eager"
     graph_size: int | None  # the replayed graph's size on the graph path
     time_ms: float          # CUDA events on a GPU, perf_counter elsewhere
-    backend: str            # the runner's backend: "cuda-graph" | "cpu-emulated"
+    backend: str            # the runner's backend (graphlab.engine.device.BACKENDS)
 
 
 class DecodeRunner:

@@ -47,6 +47,7 @@ CRASH_MAP_COLUMNS = (
     "num_crash",
     "num_reachable",
     "graph_fraction",
+    "eager_fraction",
     "mean_padding_waste",
     "error",
     "startup_error",
@@ -66,6 +67,8 @@ class AuditSummary:
     mean_padding_waste: float  # see the module docstring
     first_crash_n: int | None
     first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
+    # Beside the waste, which counts an eager step as no waste: the share that pays eager cost.
+    eager_fraction: float = float("nan")  # num_eager / num_reachable
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class RunnerAudit:
         lines.append(
             f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"mean padding waste {s.mean_padding_waste:.2f}; "
+            f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
             + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
         )
         return lines
@@ -222,6 +225,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: n
         mean_padding_waste=waste / runs if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
+        eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
     )
 
 
@@ -335,6 +339,7 @@ def crash_map(
                     num_crash=s.num_crash,
                     num_reachable=s.num_reachable,
                     graph_fraction=s.graph_fraction,
+                    eager_fraction=s.eager_fraction,
                     mean_padding_waste=s.mean_padding_waste,
                     error=s.first_crash_error,
                     startup_error=policy.startup_error(cfg),

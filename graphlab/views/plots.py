@@ -21,6 +21,8 @@ WIDTH_IN = 8.4
 # One colour per path (and per mode: graph mode blue, eager mode orange) in every figure and widget:
 # matplotlib's tab:blue, tab:orange and tab:red, in hex so PIL reads them too.
 PATH_COLORS = {"graph": "#1f77b4", "eager": "#ff7f0e", "crash": "#d62728"}
+MODE_COLORS = {"eager": PATH_COLORS["eager"], "graph": PATH_COLORS["graph"],
+               "compiled-graph": "#2ca02c"}  # tab:green
 PATH_MARKERS = {"graph": "o", "eager": "s", "crash": "X"}
 
 
@@ -63,7 +65,9 @@ def _one(df: pd.DataFrame, column: str) -> str:
 def provenance_title(df: pd.DataFrame, what: str) -> str:
     """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
     backend, device = _one(df, "backend"), _one(df, "device")
-    emulated = " (not a GPU measurement)" if backend == "cpu-emulated" else ""
+    emulated = {"cpu-emulated": " (not a GPU measurement)",
+                "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU "
+                                "measurement)"}.get(backend, "")
     parts = [f"{backend}{emulated} on {device}"]
     if "model" in df.columns and "dtype" in df.columns:
         parts.append(f"model {_one(df, 'model')}, {_one(df, 'dtype')}")
@@ -103,13 +107,13 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         rows = df[df["engine"] == engine].sort_values("batch_size")
         unit = batch_unit_of(rows)
         top, bottom = axes[0, col], axes[1, col]
-        for mode in ("eager", "graph"):
+        for mode in ("eager", "graph", "compiled-graph"):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
             if part.empty:
                 continue
-            top.plot(part["batch_size"], part["median_ms"], color=PATH_COLORS[mode], lw=1.2,
+            top.plot(part["batch_size"], part["median_ms"], color=MODE_COLORS[mode], lw=1.2,
                      label=f"{mode} mode (median)")
-            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=PATH_COLORS[mode],
+            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=MODE_COLORS[mode],
                              alpha=0.2, lw=0)
         in_graph_mode = rows[rows["mode"] == "graph"]
         for path, color in PATH_COLORS.items():
