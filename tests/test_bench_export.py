@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from graphlab import bench
-from graphlab.bench import sweeps
+from graphlab.bench import measurements, sweeps
 from graphlab.engine import runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
@@ -96,10 +96,10 @@ def test_copy_bandwidth_is_the_latency_floors_denominator(written):
 
 def test_timing_stats_tell_p90_from_the_median():
     # Nine fast steps and one slow one: the median stays fast, p90 moves into the gap.
-    stats = sweeps.timing_stats([1.0] * 9 + [11.0])
+    stats = measurements.timing_stats([1.0] * 9 + [11.0])
     assert (stats["median_ms"], stats["min_ms"]) == (1.0, 1.0)
     assert stats["p90_ms"] == pytest.approx(2.0)
-    stats = sweeps.timing_stats(range(1, 11))
+    stats = measurements.timing_stats(range(1, 11))
     assert (stats["median_ms"], stats["p90_ms"]) == (5.5, pytest.approx(9.1))
 
 

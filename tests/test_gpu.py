@@ -11,7 +11,8 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.bench.suites import get_suite
-from graphlab.bench.sweeps import LATENCY_ENGINE, latency_rows
+from graphlab.bench.measurements import latency_rows
+from graphlab.bench.sweeps import LATENCY_ENGINE
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.engines import SizingConfig

@@ -17,7 +17,7 @@ from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import build_model
 from graphlab.sizing.engines import SizingConfig, get_engine
 from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
-from graphlab.bench.sweeps import graph_memory_rows, latency_rows
+from graphlab.bench.measurements import graph_memory_rows, latency_rows
 from graphlab.engine.v1_runner import V1_ENGINES, V1ModelRunner, uniform_decode_batch
 from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
 from graphlab.specdec.requests import make_requests
