@@ -101,10 +101,11 @@ def adaptive_price(model: LlamaForCausalLM, max_num_seqs: int, ks=range(9),
 
 
 def _capture(model, engine: str, cfg: SizingConfig, backend: str, graph_pool: str):
-    """The GraphRecords of one runner's capture; its graphs are released before the next."""
+    """The GraphRecords of one runner's capture; on CUDA its graphs are released before the
+    next (on a CPU there is nothing to release, and a collection per capture costs seconds)."""
     records = make_runner(model, engine, cfg, backend=backend,
                           graph_pool=graph_pool).capture_model()
-    gc.collect()
     if model.device.type == "cuda":
+        gc.collect()
         torch.cuda.empty_cache()
     return records
