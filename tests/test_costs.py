@@ -13,6 +13,7 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
+from test_plots import test_figures_fit_a_notebook_and_their_text_reads as fits_a_notebook
 
 from graphlab.bench.costs import adaptive_price
 from graphlab.engine.model import build_model
@@ -59,6 +60,7 @@ def test_price_figure_names_the_backend_and_plots_each_value_by_k(price):
     title = fig.get_suptitle()
     assert "cpu-emulated" in title and "not a GPU measurement" in title
     assert "max_num_seqs = 8" in title and "PREDICTED" in title
+    fits_a_notebook("adaptive price", fig)
     coverage, graphs, capture, memory = fig.axes
     assert "predicted" in memory.get_ylabel() and "warm-up" in capture.get_ylabel()
     for ax, column, scale in ((coverage, "graph_fraction", 1), (graphs, "num_graphs", 1),
@@ -81,6 +83,7 @@ def test_step_timeline_counts_each_path_and_names_the_backend():
                           "scorer_ms": [9.0, 1.0, 1.2, 3.0, 5.0, 1.1],
                           "backend": "cpu-compiled", "device": "cpu: Test CPU (2 cores)"})
     fig = plot_step_timeline(steps, limit=8)
+    fits_a_notebook("step timeline", fig)
     assert "cpu-compiled" in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == ["graph: 3 steps, median 1.100 ms", "eager: 2 steps, median 4.000 ms"]

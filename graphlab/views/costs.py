@@ -43,7 +43,8 @@ def plot_step_timeline(steps: pd.DataFrame, limit: int | None = None) -> Figure:
     top.legend(fontsize=8)
     bottom.set_xlabel("decode step")
     bottom.set_ylabel("scorer batch (rows)")
-    fig.suptitle(provenance_title(steps, "Decode steps of the run, by path"), fontsize=10)
+    fig.suptitle(provenance_title(steps, "Decode steps of the run, by path").replace("; ", "\n", 1),
+                 fontsize=10)
     return fig
 
 
@@ -75,5 +76,6 @@ def plot_adaptive_price(price: pd.DataFrame) -> Figure:
         ax.set_xlabel("k (num_speculative_tokens)")
     axes[0].legend(fontsize=8)
     what = f"Adaptive sizing's price over k, max_num_seqs = {_one(price, 'max_num_seqs')}"
-    fig.suptitle(provenance_title(price, what), fontsize=10)
+    # The device's long name and the memory note on lines of their own: the title fits.
+    fig.suptitle(provenance_title(price, what).replace("; ", "\n", 1), fontsize=10)
     return fig
