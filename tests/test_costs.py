@@ -13,7 +13,9 @@ matplotlib.use("Agg")
 
 import pandas as pd
 import pytest
-from test_plots import test_figures_fit_a_notebook_and_their_text_reads as fits_a_notebook
+from test_plots import (
+    test_figures_fit_a_notebook_and_their_text_reads as fits_a_notebook,
+)
 
 from graphlab.bench.costs import adaptive_price
 from graphlab.engine.model import build_model
