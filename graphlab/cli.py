@@ -112,6 +112,17 @@ def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"token budget per step; only the vLLM V1 engines read it (default 8192, at most "
              f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
     )
+    _add_cudagraph_mode(parser)
+
+
+def _add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
+    from graphlab.sizing.engines import CUDAGRAPH_MODES
+
+    parser.add_argument(
+        "--cudagraph-mode", choices=CUDAGRAPH_MODES, default=None,
+        help="vLLM's compilation_config.cudagraph_mode (vLLM V1 engines only; default: the "
+             "version's, FULL_AND_PIECEWISE)",
+    )
 
 
 # --- audit ----------------------------------------------------------------------------------------
@@ -182,6 +193,7 @@ def _audit_config(args) -> SizingConfig:
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
+        "cudagraph_mode": args.cudagraph_mode,
     }
     given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
     if args.vllm_args is not None:
@@ -246,7 +258,7 @@ def run_crash_map(args) -> int:
 
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
-        progress=args.engine == "all",
+        progress=args.engine == "all", cudagraph_mode=args.cudagraph_mode,
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))
@@ -294,6 +306,7 @@ def add_repro_parser(subparsers) -> None:
                              "default, with V1 engines)")
     parser.add_argument("--max-num-batched-tokens", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="V1 engines' token budget for sizing (default: vLLM's 8192)")
+    _add_cudagraph_mode(parser)
     parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16, help="default 16")
     parser.add_argument("--max-tokens", type=_int_in(1, REPRO_MAX_MODEL_LEN), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
@@ -319,7 +332,7 @@ def run_repro(args) -> int:
         max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
         engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
         temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed,
-        max_num_batched_tokens=args.max_num_batched_tokens)
+        max_num_batched_tokens=args.max_num_batched_tokens, cudagraph_mode=args.cudagraph_mode)
     load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
                        seed=args.seed)
     try:
@@ -476,7 +489,8 @@ def _format_plan(result) -> str:
 def run_plan(args) -> int:
     from graphlab.sizing import plan
 
-    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
+    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens,
+                       cudagraph_mode=args.cudagraph_mode)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(model=args.model, dtype=args.dtype, engine=args.bench_engine, num_speculative_tokens=args.bench_k)

@@ -49,6 +49,7 @@ class GraphRecord:
     predicted_bytes: int   # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
+    family: str | None = None  # vLLM V1's "full" | "piecewise"; None for V0's graphs
 
 
 class StaticBuffers:
@@ -129,9 +130,10 @@ def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> s
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                    graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS,
-                   query_len: int = 1):
+                   query_len: int = 1, pool=None):
     """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
-    ({size: CapturedGraph}, [GraphRecord])."""
+    ({size: CapturedGraph}, [GraphRecord]). `pool`: a CUDA graph pool handle to share with
+    other graphs (vLLM V1's two families); None makes one when graph_pool is "shared"."""
     backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)
     if not sizes:
@@ -141,9 +143,13 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                             f"a graph holds whole rows")
     buffers = StaticBuffers(model, sizes[0], query_len)
     capture = _capture_cuda if backend == "cuda-graph" else _capture_emulated
-    pool = stream = None
-    if backend == "cuda-graph":
-        pool = torch.cuda.graph_pool_handle() if graph_pool == "shared" else None
+    stream = None
+    if backend != "cuda-graph":
+        pool = None
+    else:
+        if graph_pool == "shared" and pool is None:
+            pool = torch.cuda.graph_pool_handle()
+        pool = pool if graph_pool == "shared" else None
         # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
         # then allocated before the first capture rather than inside its pool.
         stream = torch.cuda.Stream(model.device)
