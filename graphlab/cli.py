@@ -466,6 +466,35 @@ def add_plan_parser(subparsers) -> None:
     parser.set_defaults(handler=run_plan)
 
 
+def _same_footing_lines(result, d) -> list[str]:
+    """Plan vs default at the default's FULL graph count and largest FULL size, then what the flag
+    does to the PIECEWISE graphs and any planned size above vLLM's default ceiling."""
+    from graphlab.sizing.plan import DEFAULT_GRAPH_CEILING, at_default_footing
+
+    full, raw = d["default_full_sizes"], d["default_capture_sizes"]
+    lines = []
+    if full:
+        same = at_default_footing(result).plan
+        lines += [f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} tokens): "
+                  f"plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
+                  f"{result.default.mean_padding_waste:.3f}; graph fraction {same.graph_fraction:.3f} vs "
+                  f"{result.default.graph_fraction:.3f}",
+                  f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
+                  f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
+                  f"{', '.join(map(str, full))}"]
+    if raw:
+        lines.append(f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the default's {len(raw)} "
+                     f"sizes up to {raw[-1]} tokens with the plan's {d['num_graphs']} up to "
+                     f"{d['capture_sizes'][-1]}; such a batch pads to the next planned size, and above "
+                     "the largest it runs eagerly")
+    if d["above_ceiling"]:
+        lines.append(f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
+                     f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes above it "
+                     "(2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped the default "
+                     "to 512: check graph memory before capturing them")
+    return lines
+
+
 def _format_plan(result) -> str:
     d = result.to_dict()
     mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
@@ -474,7 +503,8 @@ def _format_plan(result) -> str:
              f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; workload "
              f"{d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
              f"{'no' if d['memory_budget_mib'] is None else d['memory_budget_mib']} MiB ({d['graph_pool']} pool)"]
-    for label, p in (("plan   ", ""), ("default", "default_")):
+    lines += _same_footing_lines(result, d)
+    for label, p in (("plan   ", ""), ("default", "default_")):  # at the budget asked for
         lines.append(f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste {d[p + 'mean_padding_waste']:.3f} "
                      f"tokens, graph fraction {d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
                      f"{ms(d[p + 'mean_step_ms'])}")

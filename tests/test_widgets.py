@@ -28,6 +28,11 @@ def test_default_state_shows_the_v0_crash(ex):
     assert "first crash at n = 9: <b>KeyError: 16</b>" in ex.summary.value
     assert "captured sizes (4): 1, 2, 4, 8" in ex.summary.value
     assert "graph fraction 0.235" in ex.summary.value  # 8 of the 34 reachable rows
+    # The first decode step of 8 requests sends 8 * 5 = 40 scorer rows: the scorer fails first.
+    assert ("fails first: the scorer (target model), KeyError: 40 on the first decode step"
+            in ex.summary.value)
+    assert ("fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft rows"
+            in ex.summary.value)
     assert ex.png.startswith(b"\x89PNG") and png_size(ex.png)[0] > 400
     assert bytes(ex.image.value) == ex.png
 
@@ -56,6 +61,8 @@ def test_engine_switch_enables_the_token_budget_only_for_v1(ex):
     expected = audit("vllm-0.33.0", SizingConfig(8, 4, 16))
     assert f"captured sizes ({len(expected.capture_sizes)})" in ex.summary.value
     assert "max_num_batched_tokens = 16" in ex.summary.value
+    # FULL graphs at 5 and 10 tokens; 3 requests (15 tokens) find none and run PIECEWISE at 16.
+    assert "2 full, 1 piecewise, 0 eager" in ex.summary.value
     ex.controls["engine"].value = "nano-vllm"
     assert t.disabled and ex.state.max_num_batched_tokens is None
 

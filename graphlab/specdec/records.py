@@ -86,7 +86,7 @@ class SpecStep:
     num_seqs: int                   # sequences in the step
     num_speculating: int = 0        # B_s: sequences with proposals
     batch_size: int                 # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
-    path: str                       # the target's: "graph" | "eager"
+    path: str                       # the target's: "graph" | "eager" (V1: "full" | "piecewise")
     graph_size: int | None = None
     scorer_ms: float                # the target's forward (the runner's StepRecord.time_ms)
     draft_batch_size: int = 0       # rows of each draft step: B_s + B_bonus

@@ -15,7 +15,11 @@ from matplotlib.figure import Figure
 from graphlab.errors import GraphlabError
 
 MIB = 2**20
-_PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
+# V1 rows replay FULL (whole-step, as V0's graphs) or PIECEWISE graphs (attention eager between).
+_PATH_STYLE = {"graph": ("tab:blue", "o"), "full": ("tab:blue", "o"),
+               "piecewise": ("tab:green", "D"), "eager": ("tab:orange", "s"),
+               "crash": ("tab:red", "X")}
+_GRAPH_PATHS = ("graph", "full", "piecewise")
 
 
 def inline(*formats: str) -> None:
@@ -115,7 +119,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
             top.scatter(hits["batch_size"], y, color=color, marker=marker, s=18, zorder=3,
                         label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
-        graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
+        graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):
