@@ -228,7 +228,7 @@ def test_latency_of_the_v1_engine_crosses_its_largest_graph(written):
     # Each graph filled exactly (1, 2, 4 requests), one request past the last one, and S = 8.
     assert list(graph["num_reqs"]) == [1, 2, 4, 5, 8]
     assert list(graph["batch_size"]) == [4, 8, 16, 20, 32]
-    assert list(graph["path"]) == ["graph"] * 3 + ["eager"] * 2
+    assert list(graph["path"]) == ["full"] * 3 + ["eager"] * 2  # V1 rows name the family
     assert list(graph["graph_size"].astype("float")[:3]) == [4, 8, 16]
     assert set(v1[v1["mode"] == "eager"]["path"]) == {"eager"}
     assert (v1["bandwidth_floor_ms"] == v1["weight_bytes"] / v1["copy_bytes_per_s"] * 1e3).all()

@@ -99,3 +99,18 @@ def test_static_explorer_without_widgets():
 def test_out_of_range_state_is_refused(bad):
     with pytest.raises(GraphlabError):
         ExplorerState(**bad)
+
+
+def test_notebook_02_states_the_audit_headline():
+    """Notebook 02's opening says which runner fails first and next, as audit's headline does."""
+    import json
+    from pathlib import Path
+
+    from graphlab.sizing.audit import headline
+
+    line = headline(audit("vllm-0.5.5", SizingConfig(8, 4)))
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_the_crash.ipynb"
+    opening = " ".join("".join(json.loads(nb.read_text())["cells"][0]["source"]).split())
+    for part in ("fails first: the scorer (target model), `KeyError: 40` on the first decode step",
+                 "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows"):
+        assert part.replace("`", "") in line and part in opening

@@ -589,7 +589,10 @@ class TrtLlm(SizingPolicy):
     powers of 2), then max_batch_size; a batch is padded with dummy requests to the next size.
     Without: 1..31, 32, 64, 128, powers of 2 below max_batch_size, then max_batch_size; only a
     batch of exactly a captured size replays (_torch/pyexecutor/cuda_graph_runner.py
-    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs."""
+    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs. The
+    executor then drops sizes above max_batch_size and above max_num_tokens // (1 + draft length)
+    (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); with the defaults
+    (max_num_tokens 8192) the second filter keeps every size up to 128 for draft lengths up to 63."""
 
     name = "trtllm"
     batch_unit = "requests"
