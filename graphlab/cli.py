@@ -369,7 +369,7 @@ def add_bench_parser(subparsers) -> None:
             "--out, each atomically and as soon as its sweep ends. latency.csv and "
             "graph_memory.csv hold the V0 guard's rows (engine vllm-0.6.0, batch_unit rows) and a "
             "V1 engine's (vllm-0.33.0, batch_unit tokens: 1 + k per request, past its largest "
-            "graph). Every row carries provenance (device, backend cuda-graph|cpu-emulated, "
+            "graph). Every row carries provenance (device, backend, "
             "versions, dtype, model, git commit, timestamp); columns in data/README.md."
         ),
     )
@@ -378,6 +378,13 @@ def add_bench_parser(subparsers) -> None:
                         help="quick: seconds on a CPU; full: V0's whole capture list and the V1 "
                              "cliff at S=256, k=3 (default quick)")
     parser.add_argument("--out", default="build/bench", help="folder for the CSVs (default build/bench)")
+    # Names only (graphlab.engine.device.BACKENDS, torch-free); argparse's error is one line.
+    from graphlab.engine.device import BACKENDS
+
+    parser.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto",
+                        help="auto (default): cuda-graph on a GPU, cpu-compiled on a CPU (torch.compile'd steps, not CUDA graphs); "
+                             "compiled-cuda-graph adds compiled-graph latency rows beside "
+                             "cuda-graph ones; cpu-emulated runs every step eagerly (logic only)")
     parser.set_defaults(handler=run_bench)
 
 
@@ -393,7 +400,7 @@ def run_bench(args) -> int:
     before = _csv_stamps(out, bench.SWEEPS)
     try:
         with _writing_out(args.out):
-            paths = bench.run_bench(args.suite, args.device, out)
+            paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
     except KeyboardInterrupt:
         # Each CSV is replaced atomically when its sweep ends: the ones this run replaced are whole.
         after = _csv_stamps(out, bench.SWEEPS)

@@ -3,6 +3,7 @@
 import itertools
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -38,7 +39,8 @@ V0 = bench.LATENCY_ENGINE
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    return bench.run_bench(TINY, "cpu", out, progress=False)
+    # cpu-emulated keeps this fixture to seconds; the default backend's rows are tested below.
+    return bench.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
 
 
 def test_every_sweep_writes_its_csv(written):
@@ -356,11 +358,23 @@ def test_bad_suite_and_sweep_names():
 
 def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(bench.SUITES, "quick", TINY)
-    assert main(["bench", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert main(["bench", "--device", "cpu", "--backend", "cpu-emulated", "--out",
+                 str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "crash_map.csv: 24 rows, computed on cpu" in out
+    assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
+
+
+def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():
+    """Where a cost is shown, a CPU run's default backend is cpu-compiled, on every row."""
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
+                                v1_sizing=None)
+    frame = bench.latency_sweep(suite, "cpu")
+    assert set(frame["backend"]) == {"cpu-compiled"}
+    graph = frame[frame["mode"] == "graph"].set_index("batch_size")
+    assert (graph.loc[1, "path"], graph.loc[2, "path"]) == ("graph", "eager")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

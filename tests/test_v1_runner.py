@@ -395,7 +395,8 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
-    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0)
+    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0,
+                           backend="cpu-emulated")
     graph_rows = [r for r in latency if r["mode"] == "graph"]
     assert {(r["engine"], r["batch_unit"]) for r in latency} == {("vllm-0.33.0", "tokens")}
     # Each captured size filled exactly, one request past the last graph, and all 12 requests.

@@ -13,6 +13,10 @@ computed from the sizing rules.
     frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
     paths = bench.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
 
+The backend is the run's: "auto" measures costs where a captured size saves something, real
+CUDA graphs on a GPU and `cpu-compiled` steps on a CPU (graphlab.engine.compiled); with
+backend compiled-cuda-graph the latency sweep adds a third mode, "compiled-graph" (CUDA graphs
+of the compiled step).
 The CSV columns are documented in data/README.md.
 """
 
@@ -35,14 +39,16 @@ from graphlab.bench.spec_decode import spec_decode_benchmark
 
 # The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
 from graphlab.bench.suites import Suite, get_suite
-from graphlab.engine.device import resolve_device
+from graphlab.engine.compiled import COMPILED_CUDA_GRAPH
+from graphlab.engine.device import BACKENDS, cost_backend_for, resolve_device
 from graphlab.engine.factory import make_runner
-from graphlab.engine.graphs import GRAPH_POOLS
+from graphlab.engine.graphs import GRAPH_POOLS, device_backend
 from graphlab.engine.memory import predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM, build_model
-from graphlab.engine.runner import StepTimer
+from graphlab.engine.runner import StepTimer, replay_check
+from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_choice
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import crash_map
 from graphlab.sizing.engines import SizingConfig
@@ -68,11 +74,23 @@ class BenchRun:
     device: torch.device
     preset: str
     dtype: str
+    backend: str
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
+    out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
     def stamp(self, rows) -> pd.DataFrame:
         return with_provenance(rows, self.provenance)
+
+    def checkpoint(self, name: str, rows) -> None:
+        """Write the rows so far as out/<name>.csv (each engine's once it is done), so a run
+        stopped in a later engine keeps the finished ones; run_bench rewrites it at the end."""
+        if self.out is not None and rows:
+            export_csvs({name: self.stamp(rows)}, self.out)
+
+    def sdpa_backend(self, max_seq_len: int) -> str:
+        """The SDPA kernel of a one-token decode step of the run's model at max_seq_len."""
+        return probe_sdpa(self.model(1, max_seq_len)).backend
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
         """The run's model with a KV cache of num_slots slots."""
@@ -94,9 +112,11 @@ _ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench
 
 @contextlib.contextmanager
 def bench_run(suite: str | Suite = "quick", device: str = "auto",
-              torch_threads: int | None = None):
-    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
+              torch_threads: int | None = None, backend: str = "auto"):
+    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
+    "auto": cuda-graph on CUDA, cpu-compiled on a CPU (cost_backend_for)."""
     suite = get_suite(suite)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
     dev = resolve_device(device)
     if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
         raise GraphlabError(f"torch_threads={torch_threads!r} must be an integer >= 1 or None")
@@ -106,8 +126,11 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     torch.set_num_threads(threads)
     try:
         preset, dtype = suite.model_for(dev.type)
-        run = BenchRun(suite, dev, preset, dtype,
-                       provenance(dev, dtype=dtype, model=preset, suite=suite.name))
+        # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
+        backend = device_backend(dev, cost_backend_for(dev) if backend == "auto" else backend)
+        run = BenchRun(suite, dev, preset, dtype, backend,
+                       provenance(dev, dtype=dtype, model=preset, suite=suite.name,
+                                  backend=backend))
         token = _ACTIVE.set(run)
         try:
             yield run
@@ -134,8 +157,8 @@ def sweep(name: str):
 
         @functools.wraps(body)
         def run_sweep(suite: str | Suite = "quick", device: str = "auto",
-                      torch_threads: int | None = None) -> pd.DataFrame:
-            with bench_run(suite, device, torch_threads) as run:
+                      torch_threads: int | None = None, backend: str = "auto") -> pd.DataFrame:
+            with bench_run(suite, device, torch_threads, backend) as run:
                 return body(run.suite, run.device)
         return run_sweep
     return register
@@ -201,22 +224,43 @@ def cliff_request_counts(runner) -> tuple[int, ...]:
     return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
 
 
+def latency_modes(backend: str) -> dict[str, str]:
+    """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
+    mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's budget)."""
+    if backend == COMPILED_CUDA_GRAPH:
+        return {"eager": "cuda-graph", "graph": "cuda-graph", "compiled-graph": backend}
+    return {"eager": backend, "graph": backend}
+
+
 def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
-                 repeats: int = 20, warmup: int = 3) -> list[dict]:
-    """Step latency per request count, eager and graph mode, one row per (count, mode).
+                 repeats: int = 20, warmup: int = 3, backend: str = "auto") -> list[dict]:
+    """Step latency per request count, one row per (count, mode): eager and graph mode (and
+    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is cost_backend_for the device.
 
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
+    Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
+    its first replay's logits with the eager step's on the same batch (replay_check).
     """
-    runners = {mode: make_runner(model, engine, cfg, enforce_eager=mode == "eager")
-               for mode in ("eager", "graph")}
+    if backend == "auto":
+        backend = cost_backend_for(model.device)
+    runners = {mode: make_runner(model, engine, cfg, backend=mode_backend,
+                                 enforce_eager=mode == "eager")
+               for mode, mode_backend in latency_modes(backend).items()}
     for runner in runners.values():
         runner.capture_model()
-    fixed, rows = _sizing_columns(runners["graph"]), []
+    # The run's backend on every row (a compiled-graph row says so in its mode).
+    # A V0 runner's rows hold one token whatever k is; a V1 runner's rows 1 + k.
+    q = cfg.decode_query_len if runners["graph"].batch_unit == "tokens" else 1
+    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
-        for mode, runner in runners.items():
+        for mode, runner in runners.items():  # eager first: its logits are the reference
+            logits, first = runner.execute_model(*batch)
+            eager = logits if mode == "eager" else eager
+            check = (replay_check(logits, eager, model.dtype) if first.path == "graph" else {})
             for _ in range(warmup):
                 runner.execute_model(*batch)
             steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
@@ -224,12 +268,12 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
                 fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
                 path=steps[0].path, graph_size=steps[0].graph_size,
                 **timing_stats([step.time_ms for step in steps]), repeats=repeats,
-                warmup=warmup))
+                warmup=warmup, sdpa_backend=sdpa(steps[0].graph_size or reqs * q), **check))
     return rows
 
 
 def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
-                      graph_pools=GRAPH_POOLS) -> list[dict]:
+                      graph_pools=GRAPH_POOLS, backend: str = "auto") -> list[dict]:
     """Memory and time of every capture, per pool mode, in capture order (largest first).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
@@ -237,9 +281,10 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
     (running max for a shared pool, running sum for separate pools); predicted_over_measured
     their ratio where memory was measured. capture_size counts tokens for a V1 engine.
     """
-    rows = []
+    rows, q = [], cfg.decode_query_len
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for graph_pool in graph_pools:
-        runner = make_runner(model, engine, cfg, graph_pool=graph_pool)
+        runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
         fixed = _sizing_columns(runner)
         for order, record in enumerate(records):
@@ -251,8 +296,8 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
             rows.append(dict(
                 fixed, capture_order=order, capture_size=capture_size,
                 # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
-                num_reqs=(None if record.family == "piecewise"
-                          else capture_size // cfg.decode_query_len), **fields,
+                num_reqs=None if record.family == "piecewise" else capture_size // q, **fields,
+                sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
                 cumulative_bytes=measured,
                 cumulative_pool_bytes=(None if record.pool_bytes is None
                                        else sum(r.pool_bytes for r in done)),
@@ -300,8 +345,10 @@ def latency_sweep(suite, device) -> pd.DataFrame:
         weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
         rows += [dict(row, weight_bytes=weights, copy_bytes_per_s=bandwidth,
                       bandwidth_floor_ms=weights / bandwidth * 1e3)
-                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup)]
+                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup,
+                                         run.backend)]
         del model
+        run.checkpoint("latency", rows)
     return run.stamp(rows)
 
 
@@ -312,7 +359,9 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     s = run.suite
     rows = []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
-        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg)
+        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg,
+                                  backend=run.backend)
+        run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
 
@@ -322,13 +371,14 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     run = _current()
     suite = run.suite
     runs = [(SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k, engine=engine,
-                              max_model_len=suite.spec_max_model_len),
+                              max_model_len=suite.spec_max_model_len, backend=run.backend),
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
             for engine in suite.spec_engines]
-    return run.stamp(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
-                                           device=str(run.device)))
+    frame = pd.DataFrame(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
+                                               device=str(run.device)))
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("spec_decode_steps")
@@ -345,7 +395,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
                 config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
-                                          engine=engine, max_model_len=suite.spec_max_model_len)
+                                          engine=engine, max_model_len=suite.spec_max_model_len,
+                                          backend=run.backend)
                 _, output = run_speculative(config, RequestLoad(kind="coverage"),
                                             preset=run.preset, dtype=run.dtype,
                                             device=str(run.device))
@@ -354,7 +405,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
                     max_num_seqs=seqs, num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
-    return run.stamp(frame[lead + [c for c in frame.columns if c not in lead]])
+    frame = frame[lead + [c for c in frame.columns if c not in lead]]
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("crash_map")
@@ -377,7 +429,7 @@ def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
 
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
               sweeps=SWEEPS, progress: bool = True,
-              torch_threads: int | None = None) -> dict[str, Path]:
+              torch_threads: int | None = None, backend: str = "auto") -> dict[str, Path]:
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
@@ -386,8 +438,9 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
     if unknown:
         raise GraphlabError(f"unknown sweeps {unknown}; allowed: {', '.join(SWEEPS)}")
     written = {}
-    with bench_run(suite, device, torch_threads) as run:  # bad input fails before any sweep
+    with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
+        run.out = Path(out)
         for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
                                  disable=not progress):
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)

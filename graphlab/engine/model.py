@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graphlab.engine.sdpa import sdpa_context
 from graphlab.errors import GraphlabError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -364,8 +365,9 @@ class LlamaForCausalLM(nn.Module):
         n, length = input_ids.shape
         cos, sin, cells, mask = self.attention_inputs(positions, seq_slots)
         x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
-        for layer in self.model.layers:
-            x = layer(x, cos, sin, cells, seq_slots, mask)
+        with sdpa_context(x.device):
+            for layer in self.model.layers:
+                x = layer(x, cos, sin, cells, seq_slots, mask)
         return self.model.norm(x).view(n, length, -1)
 
     def rotary(self, tokens: torch.Tensor):
@@ -378,12 +380,15 @@ class LlamaForCausalLM(nn.Module):
         tokens = positions.flatten()
         cos, sin = self.rotary(tokens)
         cells = (seq_slots.repeat_interleave(length), slice(None), tokens)
-        # The mask as an additive bias built once per step, not once per layer inside SDPA.
+        return cos, sin, cells, self.attention_mask(positions)
+
+    def attention_mask(self, positions: torch.Tensor) -> torch.Tensor:
+        """The additive mask SDPA gets, [n, 1, group * L, max_seq_len] in the model dtype: 0 at
+        cache positions <= each token's position, -inf after; built once per step, not per layer."""
         group = self.config.num_attention_heads // self.config.num_key_value_heads
         future = self.key_positions > positions[:, None, :, None]  # [n, 1, L, max_seq_len]
         mask = torch.zeros(future.shape, dtype=self.dtype, device=future.device)
-        mask = mask.masked_fill_(future, float("-inf")).repeat(1, 1, group, 1)
-        return cos, sin, cells, mask
+        return mask.masked_fill_(future, float("-inf")).repeat(1, 1, group, 1)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The LM head over hidden states, in float32 (run outside the graph, as vLLM does)."""

@@ -53,6 +53,7 @@ CRASH_MAP_COLUMNS = (
     "num_crash",
     "num_reachable",
     "graph_fraction",
+    "eager_fraction",
     "mean_padding_waste",
     "error",
     "startup_error",
@@ -73,6 +74,8 @@ class AuditSummary:
     first_crash_n: int | None
     first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
     num_piecewise: int = 0  # vLLM V1: graph steps on PIECEWISE graphs (the rest are FULL)
+    # Beside the waste, which counts an eager step as no waste: the share that pays eager cost.
+    eager_fraction: float = float("nan")  # num_eager / num_reachable
 
 
 @dataclass(frozen=True)
@@ -106,7 +109,7 @@ class RunnerAudit:
         lines.append(
             f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"mean padding waste {s.mean_padding_waste:.2f}; "
+            f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
             + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
         )
         return lines
@@ -277,6 +280,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: n
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
         num_piecewise=0 if families is None else sum(f == "piecewise" for f in families),
+        eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
     )
 
 
@@ -384,6 +388,7 @@ def crash_map(
                     num_crash=s.num_crash,
                     num_reachable=s.num_reachable,
                     graph_fraction=s.graph_fraction,
+                    eager_fraction=s.eager_fraction,
                     mean_padding_waste=s.mean_padding_waste,
                     error=s.first_crash_error,
                     startup_error=policy.startup_error(cfg),
