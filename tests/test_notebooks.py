@@ -130,7 +130,7 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
     explicit, default = issue.split("default sizing:")
     assert "WARNING 'Truncating max_cudagraph_capture_size to 40'" in explicit
     assert "42 tokens, has no graph and runs eagerly" in explicit
-    assert "no warning" in default and "replays the 42-token graph" in default
+    assert "no warning" in default and "replays the 42-token FULL graph" in default
 
 
 @pytest.mark.notebooks

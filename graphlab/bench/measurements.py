@@ -159,8 +159,9 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
             predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
             rows.append(dict(
                 fixed, capture_order=order, capture_size=capture_size,
-                num_reqs=capture_size // q, **fields,
-                sdpa_backend=sdpa(capture_size),
+                # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
+                num_reqs=None if record.family == "piecewise" else capture_size // q, **fields,
+                sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
                 cumulative_bytes=measured,
                 cumulative_pool_bytes=(None if record.pool_bytes is None
                                        else sum(r.pool_bytes for r in done)),

@@ -18,7 +18,11 @@ MIB = 2**20
 # A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
 # inches wide, they are shown at their own size, so 8-point text stays 11 px on screen.
 WIDTH_IN = 8.4
-_PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
+# V1 rows replay FULL (whole-step, as V0's graphs) or PIECEWISE graphs (attention eager between).
+_PATH_STYLE = {"graph": ("tab:blue", "o"), "full": ("tab:blue", "o"),
+               "piecewise": ("tab:green", "D"), "eager": ("tab:orange", "s"),
+               "crash": ("tab:red", "X")}
+_GRAPH_PATHS = ("graph", "full", "piecewise")
 
 
 def inline(*formats: str) -> None:
@@ -120,7 +124,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
             top.scatter(hits["batch_size"], y, color=color, marker=marker, s=18, zorder=3,
                         label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
-        graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
+        graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):

@@ -30,7 +30,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.audit import AuditReport, audit, crash_map
+from graphlab.sizing.audit import AuditReport, audit, crash_map, headline
 from graphlab.sizing.engines import ENGINES, PATHS, SizingConfig, get_engine
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
@@ -85,14 +85,18 @@ def summary_html(report: AuditReport) -> str:
     s = report.summary
     crash = (f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
              if s.first_crash_n else "no crash")
+    first = headline(report)  # which runner the first decode step breaks, and which breaks next
+    crash += f"<br>{html.escape(first)}" if first else ""
     startup = (f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
                if report.startup_error else "")
     t = (f", max_num_batched_tokens = {report.max_num_batched_tokens}"
          if report.max_num_batched_tokens is not None else "")
     sizes = ", ".join(map(str, report.capture_sizes)) or "none"
+    graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+              if report.cudagraph_mode is not None else f"{s.num_graph} graph")
     return (f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
             f"k = {report.config.num_speculative_tokens}{t}<br>"
-            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {s.num_graph} graph, "
+            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
             f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
             f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
             f"captured sizes ({len(report.capture_sizes)}): {sizes}")
