@@ -16,14 +16,12 @@ from pathlib import Path
 
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError, check_int
-from graphlab.sizing.engines import (
-    ENGINES,
+from graphlab.sizing.engines import ENGINES, SizingConfig, get_engine
+from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
-    SizingConfig,
     check_limits,
-    get_engine,
 )
 
 
@@ -113,6 +111,17 @@ def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"token budget per step; only the vLLM V1 engines read it (default 8192, at most "
              f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
     )
+    _add_cudagraph_mode(parser)
+
+
+def _add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
+    from graphlab.sizing.engines import CUDAGRAPH_MODES
+
+    parser.add_argument(
+        "--cudagraph-mode", choices=CUDAGRAPH_MODES, default=None,
+        help="vLLM's compilation_config.cudagraph_mode (vLLM V1 engines only; default: the "
+             "version's, FULL_AND_PIECEWISE)",
+    )
 
 
 # --- audit ----------------------------------------------------------------------------------------
@@ -183,6 +192,7 @@ def _audit_config(args) -> SizingConfig:
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
+        "cudagraph_mode": args.cudagraph_mode,
     }
     given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
     if args.vllm_args is not None:
@@ -243,11 +253,11 @@ def run_crash_map(args) -> int:
 
     from graphlab.bench.export import write_csv_atomic
     from graphlab.bench.provenance import computed_provenance, with_provenance
-    from graphlab.sizing.audit import crash_map
+    from graphlab.sizing.crash_maps import crash_map
 
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
-        progress=args.engine == "all",
+        progress=args.engine == "all", cudagraph_mode=args.cudagraph_mode,
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))
@@ -295,6 +305,7 @@ def add_repro_parser(subparsers) -> None:
                              "default, with V1 engines)")
     parser.add_argument("--max-num-batched-tokens", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="V1 engines' token budget for sizing (default: vLLM's 8192)")
+    _add_cudagraph_mode(parser)
     parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16, help="default 16")
     parser.add_argument("--max-tokens", type=_int_in(1, REPRO_MAX_MODEL_LEN), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
@@ -317,7 +328,7 @@ def run_repro(args) -> int:
     from graphlab.specdec.requests import RequestLoad
 
     sizing = SizingConfig(args.max_num_seqs, args.num_speculative_tokens,
-                          args.max_num_batched_tokens)
+                          args.max_num_batched_tokens, cudagraph_mode=args.cudagraph_mode)
     config = SpecDecodeConfig(
         sizing, engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
         temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed)
@@ -460,6 +471,35 @@ def add_plan_parser(subparsers) -> None:
     parser.set_defaults(handler=run_plan)
 
 
+def _same_footing_lines(result, d) -> list[str]:
+    """Plan vs default at the default's FULL graph count and largest FULL size, then what the flag
+    does to the PIECEWISE graphs and any planned size above vLLM's default ceiling."""
+    from graphlab.sizing.plan import DEFAULT_GRAPH_CEILING, at_default_footing
+
+    full, raw = d["default_full_sizes"], d["default_capture_sizes"]
+    lines = []
+    if full:
+        same = at_default_footing(result).plan
+        lines += [f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} tokens): "
+                  f"plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
+                  f"{result.default.mean_padding_waste:.3f}; graph fraction {same.graph_fraction:.3f} vs "
+                  f"{result.default.graph_fraction:.3f}",
+                  f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
+                  f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
+                  f"{', '.join(map(str, full))}"]
+    if raw:
+        lines.append(f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the default's {len(raw)} "
+                     f"sizes up to {raw[-1]} tokens with the plan's {d['num_graphs']} up to "
+                     f"{d['capture_sizes'][-1]}; such a batch pads to the next planned size, and above "
+                     "the largest it runs eagerly")
+    if d["above_ceiling"]:
+        lines.append(f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
+                     f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes above it "
+                     "(2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped the default "
+                     "to 512: check graph memory before capturing them")
+    return lines
+
+
 def _format_plan(result) -> str:
     d = result.to_dict()
     mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
@@ -468,7 +508,8 @@ def _format_plan(result) -> str:
              f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; workload "
              f"{d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
              f"{'no' if d['memory_budget_mib'] is None else d['memory_budget_mib']} MiB ({d['graph_pool']} pool)"]
-    for label, p in (("plan   ", ""), ("default", "default_")):
+    lines += _same_footing_lines(result, d)
+    for label, p in (("plan   ", ""), ("default", "default_")):  # at the budget asked for
         lines.append(f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste {d[p + 'mean_padding_waste']:.3f} "
                      f"tokens, graph fraction {d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
                      f"{ms(d[p + 'mean_step_ms'])}")
@@ -483,7 +524,8 @@ def _format_plan(result) -> str:
 def run_plan(args) -> int:
     from graphlab.sizing import plan
 
-    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
+    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens,
+                       cudagraph_mode=args.cudagraph_mode)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(model=args.model, dtype=args.dtype, engine=args.bench_engine, num_speculative_tokens=args.bench_k)

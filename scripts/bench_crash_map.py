@@ -9,7 +9,7 @@ only identical cells share a summary and the V0 workloads are computed once per 
 
 import time
 
-from graphlab.sizing.audit import crash_map
+from graphlab.sizing.crash_maps import crash_map
 
 
 def main() -> None:

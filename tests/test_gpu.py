@@ -11,7 +11,7 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.bench.suites import get_suite
-from graphlab.bench.measure import latency_rows
+from graphlab.bench.measurements import latency_rows
 from graphlab.bench.sweeps import LATENCY_ENGINE
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner

@@ -10,7 +10,7 @@ import pytest
 from matplotlib.figure import Figure
 
 from graphlab.views import plots
-from graphlab.sizing.audit import crash_map
+from graphlab.sizing.crash_maps import crash_map
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import SizingConfig, get_engine
 

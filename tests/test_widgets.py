@@ -30,6 +30,11 @@ def test_default_state_shows_the_v0_crash(ex):
     assert "first crash at n = 9: <b>KeyError: 16</b>" in ex.summary.value
     assert "captured sizes (4): 1, 2, 4, 8" in ex.summary.value
     assert "graph fraction 0.235" in ex.summary.value  # 8 of the 34 reachable rows
+    # The first decode step of 8 requests sends 8 * 5 = 40 scorer rows: the scorer fails first.
+    assert ("fails first: the scorer (target model), KeyError: 40 on the first decode step"
+            in ex.summary.value)
+    assert ("fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft rows"
+            in ex.summary.value)
     assert ex.png.startswith(b"\x89PNG") and png_size(ex.png)[0] > 400
     assert bytes(ex.image.value) == ex.png
 
@@ -58,6 +63,8 @@ def test_engine_switch_enables_the_token_budget_only_for_v1(ex):
     expected = audit("vllm-0.33.0", SizingConfig(8, 4, 16))
     assert f"captured sizes ({len(expected.capture_sizes)})" in ex.summary.value
     assert "max_num_batched_tokens = 16" in ex.summary.value
+    # FULL graphs at 5 and 10 tokens; 3 requests (15 tokens) find none and run PIECEWISE at 16.
+    assert "2 full, 1 piecewise, 0 eager" in ex.summary.value
     ex.controls["engine"].value = "nano-vllm"
     assert t.disabled and ex.state.max_num_batched_tokens is None
 
@@ -137,3 +144,18 @@ def test_the_crash_map_title_clears_the_strip_label():
     # Display y grows upwards. The upper half is redrawn opaque on every move: the title must lie
     # wholly below it, not only below the label.
     assert title.y1 <= ex.view.top.bbox.y0 and title.y1 <= label.y0
+
+
+def test_notebook_02_states_the_audit_headline():
+    """Notebook 02's opening says which runner fails first and next, as audit's headline does."""
+    import json
+    from pathlib import Path
+
+    from graphlab.sizing.audit import headline
+
+    line = headline(audit("vllm-0.5.5", SizingConfig(8, 4)))
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_the_crash.ipynb"
+    opening = " ".join("".join(json.loads(nb.read_text())["cells"][0]["source"]).split())
+    for part in ("fails first: the scorer (target model), `KeyError: 40` on the first decode step",
+                 "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows"):
+        assert part.replace("`", "") in line and part in opening

@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphlab.sizing.audit import CRASH_MAP_COLUMNS, audit, audit_table, crash_map
+from graphlab.sizing.audit import audit, audit_table
+from graphlab.sizing.crash_maps import CRASH_MAP_COLUMNS, crash_map
 from graphlab.errors import GraphlabError
 from graphlab.bench.export import write_csv_atomic
 from graphlab.sizing.engines import SizingConfig

@@ -17,7 +17,7 @@ import pandas as pd
 
 # Integer columns that may be empty (no graph, no crash, emulated, not applicable).
 INTEGER_COLUMNS = ("graph_size", "pool_bytes", "cumulative_pool_bytes", "first_crash_n",
-                   "max_num_batched_tokens", "torch_threads")
+                   "max_num_batched_tokens", "torch_threads", "num_reqs")
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
@@ -69,22 +69,3 @@ def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
     return mask
-
-
-def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
-    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
-
-
-def summary(paths: dict[str, Path]) -> str:
-    """One line per written CSV: name, rows, backend and (where present) memory kind."""
-    lines = []
-    for name, path in paths.items():
-        frame = read_csv(path)
-        kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
-                 if "memory_kind" in frame.columns else "")
-        lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
-                     f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
-    return "\n".join(lines)

@@ -17,7 +17,8 @@ The backend is the run's: "auto" measures costs where a captured size saves some
 CUDA graphs on a GPU and `cpu-compiled` steps on a CPU (graphlab.engine.compiled); with
 backend compiled-cuda-graph the latency sweep adds a third mode, "compiled-graph" (CUDA graphs
 of the compiled step).
-The CSV columns are documented in data/README.md.
+The rows of one model come from graphlab.bench.measurements; the CSV columns are documented in
+data/README.md.
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from graphlab.bench.export import export_csvs
-from graphlab.bench.measure import (
+from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.measurements import (
     SEED,
     graph_memory_rows,
     latency_rows,
@@ -50,7 +51,7 @@ from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.progress import progress as progress_bar
-from graphlab.sizing.audit import crash_map
+from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.engines import SizingConfig
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
@@ -270,6 +271,15 @@ def crash_map_sweep(suite, device) -> pd.DataFrame:
     return with_provenance(frame, as_computed(run.provenance))
 
 
+# ---- export ---------------------------------------------------------------------------------
+
+def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
+    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
+
+
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
               sweeps=SWEEPS, progress: bool = True,
               torch_threads: int | None = None, backend: str = "auto") -> dict[str, Path]:
@@ -288,3 +298,14 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
     return written
 
+
+def summary(paths: dict[str, Path]) -> str:
+    """One line per written CSV: name, rows, backend and (where present) memory kind."""
+    lines = []
+    for name, path in paths.items():
+        frame = read_csv(path)
+        kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
+                 if "memory_kind" in frame.columns else "")
+        lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
+                     f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
+    return "\n".join(lines)

@@ -57,6 +57,7 @@ class GraphRecord:
     predicted_bytes: int   # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
+    family: str | None = None  # vLLM V1's "full" | "piecewise"; None for V0's graphs
     # The whole capture loop's free-memory drop, the figure vLLM V1 logs ("Graph capturing
     # finished in ... took ... GiB"); the predicted pool of all sizes when emulated.
     capture_loop_bytes: int | None = None
@@ -156,9 +157,10 @@ def device_backend(device: torch.device, backend: str) -> str:
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                    graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS,
-                   query_len: int = 1):
+                   query_len: int = 1, pool=None):
     """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
-    ({size: CapturedGraph}, [GraphRecord])."""
+    ({size: CapturedGraph}, [GraphRecord]). `pool`: a CUDA graph pool handle to share with
+    other graphs (vLLM V1's two families); None makes one when graph_pool is "shared"."""
     backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)
     if not sizes:
@@ -172,9 +174,13 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     # The compiled backends' step: compiled at capture, called by replay (cpu) or recorded.
     step = compiled_step(model) if backend in (CPU_COMPILED, COMPILED_CUDA_GRAPH) else None
     cache = "none" if step is None else step.cache_state
-    pool = stream = None
-    if on_cuda:
-        pool = torch.cuda.graph_pool_handle() if graph_pool == "shared" else None
+    stream = None
+    if not on_cuda:
+        pool = None
+    else:
+        if graph_pool == "shared" and pool is None:
+            pool = torch.cuda.graph_pool_handle()
+        pool = pool if graph_pool == "shared" else None
         # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
         # then allocated before the first capture rather than inside its pool.
         stream = torch.cuda.Stream(model.device)

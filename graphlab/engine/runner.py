@@ -25,7 +25,7 @@ class StepRecord:
     """How one decode step ran."""
 
     batch_size: int
-    path: str               # "graph" | "eager"
+    path: str               # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
     graph_size: int | None  # the replayed graph's size on the graph path
     time_ms: float          # CUDA events on a GPU, perf_counter elsewhere
     backend: str            # the runner's backend (graphlab.engine.device.BACKENDS)
@@ -54,13 +54,13 @@ class DecodeRunner:
         self.graph_records: list[GraphRecord] = []
         self.captured = False
 
-    def _capture(self, sizes, query_len: int = 1) -> dict:
+    def _capture(self, sizes, query_len: int = 1, pool=None) -> dict:
         """{size: CapturedGraph} for every size, captured largest first (none if eager)."""
         graphs = {}
         if not self.enforce_eager:
             graphs, self.graph_records = capture_graphs(
                 self.model, sizes, self.backend, self.graph_pool, self.num_warmups,
-                query_len=query_len)
+                query_len=query_len, pool=pool)
         self.captured = True
         return graphs
 

@@ -1,8 +1,9 @@
 """Sizing: which batches each engine captures as graphs, and what a batch of n does (torch-free).
 
 The engines' capture rules side by side (`engines`), the batch sizes a config reaches
-(`batches`), vLLM V1's decode dispatch (`dispatch`), the audit and crash map (`audit`) and the
-capture-size planner with its CSV inputs (`plan`, `plan_inputs`). May import numpy, pandas,
+(`batches`), vLLM V1's decode dispatch (`dispatch`), the audit (`audit`), the crash map
+(`crash_maps`), the command line's limits (`limits`) and the capture-size planner with its CSV
+inputs (`plan`, `plan_inputs`). May import numpy, pandas,
 `graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
 """
 
@@ -13,6 +14,6 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "V0_ENGINES": "engines", "V1_ENGINES": "engines", "get_engine": "engines", "pad0": "engines",
     "reachable_batch_sizes": "batches", "batch_expansion_sizes": "batches",
     "decode_graph_sizes": "dispatch", "decode_dispatch": "dispatch", "verify_batches": "dispatch",
-    "AuditReport": "audit", "crash_map": "audit", "audit_table": "audit",
+    "AuditReport": "audit", "crash_map": "crash_maps", "audit_table": "audit",
     "Plan": "plan", "Budget": "plan",
 })

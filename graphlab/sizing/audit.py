@@ -1,4 +1,5 @@
-"""Coverage of a config: the outcome of every reachable batch, and a crash map over (S, k).
+"""Coverage of a config: the outcome of every reachable batch (graphlab.sizing.crash_maps: over
+a grid of (S, k)).
 
 Padding waste of one batch: graph_size - n when it replays a graph (slots computed for
 nothing), 0 when it runs eagerly (no padding), undefined (None) when it crashes.
@@ -12,6 +13,11 @@ one in the previous step and keeps that batch for all k draft steps: B_s + B_bon
 B_s <= S, so 1..2S. The draft runner shares max_num_seqs, so its graphs are sized as with k = 0.
 The scorer fails first: its first decode step already sends B_s*(k+1) rows, while the proposer's
 batch only widens once bonus tokens exist.
+
+vLLM V1 batches follow graphlab.sizing.dispatch: a uniform decode batch replays a FULL graph (at a
+capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
+the family ("full" | "piecewise") as their path. V1 runs the draft model through its own proposer,
+whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).
 """
 
 from __future__ import annotations
@@ -21,9 +27,8 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError
-from graphlab.progress import progress as progress_bar
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import (
     CRASH,
     EAGER,
@@ -38,25 +43,6 @@ from graphlab.sizing.engines import (
     get_engine,
 )
 
-CRASH_MAP_COLUMNS = (
-    "engine",
-    "max_num_seqs",
-    "num_speculative_tokens",
-    "max_num_batched_tokens",
-    "first_crash_n",
-    "num_crash",
-    "num_reachable",
-    "graph_fraction",
-    "eager_fraction",
-    "mean_padding_waste",
-    "error",
-    "startup_error",
-    "proposer_first_crash_n",
-    "proposer_error",
-    "fails_first",
-)
-
-
 @dataclass(frozen=True)
 class AuditSummary:
     num_reachable: int
@@ -67,6 +53,7 @@ class AuditSummary:
     mean_padding_waste: float  # see the module docstring
     first_crash_n: int | None
     first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
+    num_piecewise: int = 0  # vLLM V1: graph steps on PIECEWISE graphs (the rest are FULL)
     # Beside the waste, which counts an eager step as no waste: the share that pays eager cost.
     eager_fraction: float = float("nan")  # num_eager / num_reachable
 
@@ -82,7 +69,7 @@ class RunnerAudit:
     def to_dict(self) -> dict:
         return {
             "capture_sizes": list(self.capture_sizes),
-            "outcomes": [asdict(d) for d in self.outcomes],
+            "outcomes": [_outcome_dict(d) for d in self.outcomes],
             "summary": asdict(self.summary),
         }
 
@@ -96,9 +83,11 @@ class RunnerAudit:
         for first, last, step, d in _runs(self.outcomes):
             span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
             detail = d.graph_size if d.path == "graph" else (d.error or "")
-            lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
+            lines.append(f"  {span:>16}  {d.step_path:<5}  {detail}")
+        graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+                  if any(d.family for d in self.outcomes) else f"{s.num_graph} graph")
         lines.append(
-            f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
+            f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
             f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
             + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
@@ -114,7 +103,7 @@ def _runs(outcomes):
     for d in outcomes:
         if runs:
             first, last, step, o = runs[-1]
-            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
+            same = (o.step_path, o.graph_size, o.error) == (d.step_path, d.graph_size, d.error)
             if same and (step is None or d.batch_size - last == step):
                 runs[-1] = [first, d.batch_size, d.batch_size - last, o]
                 continue
@@ -132,6 +121,8 @@ class AuditReport:
     warnings: tuple[str, ...]  # the WARNING lines the engine logs while sizing (vLLM V1)
     scorer: RunnerAudit  # the target model's runner (the only one without speculative decoding)
     proposer: RunnerAudit | None  # V0 with k > 0: the draft model's runner
+    full_sizes: tuple[int, ...] | None = None  # vLLM V1: the FULL uniform-decode graphs' sizes
+    cudagraph_mode: str | None = None  # vLLM V1: the mode in force (cfg's or the default)
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -148,7 +139,7 @@ class AuditReport:
     @property
     def fails_first(self) -> str | None:
         """"scorer" or "proposer": the runner whose crash a run meets first; None without a crash."""
-        return _fails_first(self.scorer.summary, self.proposer and self.proposer.summary)
+        return fails_first(self.scorer.summary, self.proposer and self.proposer.summary)
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: config, warnings, capture sizes, every outcome and the summary;
@@ -165,6 +156,8 @@ class AuditReport:
             "warnings": list(self.warnings),
             **self.scorer.to_dict(),
         }
+        if self.cudagraph_mode is not None:
+            data |= {"cudagraph_mode": self.cudagraph_mode, "full_sizes": list(self.full_sizes)}
         if self.proposer is not None:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
@@ -181,21 +174,24 @@ class AuditReport:
             settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
         if cfg.max_cudagraph_capture_size is not None:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
+        if cfg.cudagraph_mode is not None:
+            settings.append(f"cudagraph_mode={cfg.cudagraph_mode}")
         lines = [f"engine {self.engine}: {' '.join(settings)}"]
+        if headline(self):
+            lines.append(headline(self))
         if self.startup_error:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
+        if self.cudagraph_mode is not None:
+            lines.append(f"cudagraph_mode {self.cudagraph_mode}: FULL uniform-decode graphs "
+                         f"({len(self.full_sizes)}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
+                         "capture_sizes below serve the other batches")
         if self.proposer is None:
             return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
         lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(self.batch_unit)
         lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
         lines += self.proposer.format_lines("rows")
-        first = self.fails_first
-        lines.append(
-            "fails first: the scorer, on the first decode step (no bonus tokens yet widen the draft batch)"
-            if first == "scorer" else
-            "fails first: the proposer, once bonus tokens widen its batch" if first == "proposer" else "fails first: neither"
-        )
+        lines.append(headline(self) or "fails first: neither")
         return "\n".join(lines)
 
 
@@ -203,14 +199,52 @@ def _listed(sizes):
     return None if sizes is None else list(sizes)
 
 
-def _fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | None:
+def _outcome_dict(d: Dispatch) -> dict:
+    """A JSON outcome: V1 ones name the graph family, V0 and peer ones keep path graph | eager | crash."""
+    data = asdict(d)
+    if data.pop("family") is not None:
+        data["path"] = d.step_path
+    return data
+
+
+def headline(report: AuditReport) -> str | None:
+    """Which runner fails first and which would fail next, in one line (None without a crash).
+
+    The first decode step of a full batch sends S*(1+k) scorer rows and no widened draft batch yet
+    (no bonus tokens), so a scorer crash there comes first (S = 8, k = 4: KeyError: 40); the
+    proposer's crash (KeyError: 16 at n = 9..16) needs bonus tokens from a previous step."""
+    scorer, proposer = report.scorer, report.proposer
+    crashes = proposer is not None and proposer.summary.num_crash
+    if not report.scorer.summary.num_crash and not crashes:
+        return None
+    full = scorer.outcomes[-1] if scorer.outcomes else None
+    if full is not None and full.error:
+        line = (f"fails first: the scorer (target model), {full.error} on the first decode step of a "
+                f"full batch ({full.batch_size} rows)")
+    elif scorer.summary.num_crash:
+        line = (f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
+                f"n = {scorer.summary.first_crash_n} rows")
+    else:
+        line = "fails first: the proposer (draft model), once bonus tokens widen its batch"
+    if crashes:
+        error = proposer.summary.first_crash_error
+        span = [d.batch_size for d in proposer.outcomes if d.error == error]
+        where = f"n = {span[0]}..{span[-1]}" if span else f"n = {proposer.summary.first_crash_n}"
+        line += (f"; {'fails next' if line.startswith('fails first: the scorer') else 'with'}: the "
+                 f"proposer (draft model), {error} at {where} draft rows, once bonus tokens widen "
+                 f"its batch")
+    return line
+
+
+def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | None:
     if scorer.num_crash:
         return "scorer"
     return "proposer" if proposer is not None and proposer.num_crash else None
 
 
-def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray) -> AuditSummary:
-    """Summary of `dispatch_array`'s columns for the batch sizes ns."""
+def summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray,
+               families=None) -> AuditSummary:
+    """Summary of `dispatch_array`'s columns (and V1's families) for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
     crashes = int(counts[CRASH])
@@ -225,6 +259,7 @@ def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: n
         mean_padding_waste=waste / runs if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
+        num_piecewise=0 if families is None else sum(f == "piecewise" for f in families),
         eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
     )
 
@@ -240,15 +275,15 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 
 
 def _runner_audit(policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool) -> RunnerAudit:
-    columns = policy.dispatch_array(ns, cfg)
+    columns = (*policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg))
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
         outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),
-        summary=_summarize(ns, *columns),
+        summary=summarize(ns, *columns),
     )
 
 
-def _proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = True) -> RunnerAudit | None:
+def proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = True) -> RunnerAudit | None:
     if not has_proposer(policy, cfg):
         return None
     draft_cfg = replace(cfg, num_speculative_tokens=0)  # the draft runner's graphs ignore k
@@ -258,6 +293,9 @@ def _proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = Tr
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     """Every batch size cfg can produce on the engine, with its path (graph / eager / crash)."""
     policy = get_engine(policy)
+    families = None
+    if policy.batch_unit == "tokens":  # vLLM V1
+        families = graph_families(policy, cfg)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -266,7 +304,9 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         startup_error=policy.startup_error(cfg),
         warnings=policy.sizing_warnings(cfg),
         scorer=_runner_audit(policy, cfg, reachable_batch_sizes(policy, cfg), outcomes=True),
-        proposer=_proposer_audit(policy, cfg),
+        proposer=proposer_audit(policy, cfg),
+        full_sizes=None if families is None else families.full_sizes,
+        cudagraph_mode=None if families is None else families.cudagraph_mode,
     )
 
 
@@ -274,7 +314,7 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
     """One row per engine for cfg: its captured sizes, the decode batches it receives (in its
     batch_unit) and their paths, graph fraction and mean padding waste; indexed by engine."""
     rows = []
-    for policy in _parse_engines(engines):
+    for policy in parse_engines(engines):
         report = audit(policy, cfg)
         s, sizes, ns = report.summary, report.capture_sizes, report.outcomes
         rows.append({"engine": policy.name, "batch_unit": policy.batch_unit,
@@ -286,75 +326,9 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("engine")
 
 
-def _parse_engines(engine) -> list[SizingPolicy]:
+def parse_engines(engine) -> list[SizingPolicy]:
     if engine == "all":
         return list(ENGINES.values())
     if isinstance(engine, (str, SizingPolicy)):
         return [get_engine(engine)]
     return [get_engine(e) for e in engine]
-
-
-def crash_map(
-    engine="all",
-    max_num_seqs_range=range(1, 513),
-    k_range=range(0, 9),
-    max_num_batched_tokens: int | None = None,
-    progress: bool = False,
-) -> pd.DataFrame:
-    """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
-
-    error: the scorer's first crash; startup_error: why the engine would refuse the config
-    (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed rounding).
-    proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null elsewhere);
-    fails_first: "scorer" or "proposer" (see the module docstring), null without a crash.
-
-    engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
-    progress: a tqdm bar on stderr, one step per engine.
-    """
-    policies = _parse_engines(engine)
-    seqs_values, k_values = list(max_num_seqs_range), list(k_range)
-    if not seqs_values or not k_values:
-        raise GraphlabError("max_num_seqs and k ranges must not be empty")
-    rows, summaries = [], {}
-    for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
-        for seqs in seqs_values:
-            # The draft runner's outcome depends on S only: one audit for every k > 0.
-            proposer = _proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
-            for k in k_values:
-                cfg = SizingConfig(seqs, k, max_num_batched_tokens)
-                # Cells with the same captured sizes and reachable batches share a summary (for
-                # engines counting requests, k changes neither).
-                key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
-                if key not in summaries:
-                    ns = reachable_batch_sizes(policy, cfg)
-                    summaries[key] = _summarize(ns, *policy.dispatch_array(ns, cfg))
-                s = summaries[key]
-                p = proposer.summary if proposer is not None and k > 0 else None
-                rows.append(dict(
-                    engine=policy.name,
-                    max_num_seqs=seqs,
-                    num_speculative_tokens=k,
-                    max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
-                    first_crash_n=s.first_crash_n,
-                    num_crash=s.num_crash,
-                    num_reachable=s.num_reachable,
-                    graph_fraction=s.graph_fraction,
-                    eager_fraction=s.eager_fraction,
-                    mean_padding_waste=s.mean_padding_waste,
-                    error=s.first_crash_error,
-                    startup_error=policy.startup_error(cfg),
-                    proposer_first_crash_n=p and p.first_crash_n,
-                    proposer_error=p and p.first_crash_error,
-                    fails_first=_fails_first(s, p),
-                ))
-    frame = pd.DataFrame.from_records(rows, columns=CRASH_MAP_COLUMNS)
-    for column in ("first_crash_n", "max_num_batched_tokens", "proposer_first_crash_n"):
-        frame[column] = frame[column].astype("Int64")
-    return frame
-
-
-def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
-    # What reachable_batch_sizes depends on: requests ignore k, only tokens read T.
-    k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
-    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
-    return policy.batch_unit, cfg.max_num_seqs, k, tokens

@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import MAX_NUM_BATCHED_TOKENS_LIMIT, SizingConfig
+from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 # Counts and bytes: the largest integers a float64 weight or table value holds exactly.
 MAX_EXACT = 2**53

@@ -64,9 +64,9 @@ class SpecDecodeConfig:
         check_choice("backend", self.backend, ("auto",) + BACKENDS)
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
         if not v1 and self.sizing.sets_capture_sizes:
-            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size with "
-                                f"engine {self.engine}: only the V1 engines read them, allowed: "
-                                f"{', '.join(V1_ENGINES)}")
+            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size / "
+                                f"cudagraph_mode with engine {self.engine}: only the V1 engines "
+                                f"read them, allowed: {', '.join(V1_ENGINES)}")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,7 +78,7 @@ class SpecStep:
     num_seqs: int                   # sequences in the step
     num_speculating: int = 0        # B_s: sequences with proposals
     batch_size: int                 # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
-    path: str                       # the target's: "graph" | "eager"
+    path: str                       # the target's: "graph" | "eager" (V1: "full" | "piecewise")
     graph_size: int | None = None
     scorer_ms: float                # the target's forward (the runner's StepRecord.time_ms)
     draft_batch_size: int = 0       # rows of each draft step: B_s + B_bonus

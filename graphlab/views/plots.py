@@ -18,12 +18,16 @@ from graphlab.sizing.engines import MIB
 # A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
 # inches wide, they are shown at their own size, so 8-point text stays 11 px on screen.
 WIDTH_IN = 8.4
-# One colour per path (and per mode: graph mode blue, eager mode orange) in every figure and widget:
-# matplotlib's tab:blue, tab:orange and tab:red, in hex so PIL reads them too.
-PATH_COLORS = {"graph": "#1f77b4", "eager": "#ff7f0e", "crash": "#d62728"}
+# One colour and marker per path in every figure and widget: matplotlib's tab: colours, in hex so
+# PIL reads them too. V1 rows replay FULL (whole-step, as V0's graphs) or PIECEWISE graphs
+# (attention eager between).
+PATH_COLORS = {"graph": "#1f77b4", "full": "#1f77b4", "piecewise": "#2ca02c", "eager": "#ff7f0e",
+               "crash": "#d62728"}
+PATH_MARKERS = {"graph": "o", "full": "o", "piecewise": "D", "eager": "s", "crash": "X"}
+_GRAPH_PATHS = ("graph", "full", "piecewise")
+# Latency modes: graph mode blue, eager mode orange, compiled graphs green.
 MODE_COLORS = {"eager": PATH_COLORS["eager"], "graph": PATH_COLORS["graph"],
-               "compiled-graph": "#2ca02c"}  # tab:green
-PATH_MARKERS = {"graph": "o", "eager": "s", "crash": "X"}
+               "compiled-graph": PATH_COLORS["piecewise"]}
 
 
 def inline(*formats: str) -> None:
@@ -52,7 +56,7 @@ def _figure_text(fig: Figure) -> str:
     return f"[figure: {title}]"
 
 
-def _one(df: pd.DataFrame, column: str) -> str:
+def single_value(df: pd.DataFrame, column: str) -> str:
     """The single value of a provenance column; mixing machines in one figure would mislead."""
     if column not in df.columns:
         raise GraphlabError(f"frame has no {column!r} column; plots need the provenance columns")
@@ -64,15 +68,15 @@ def _one(df: pd.DataFrame, column: str) -> str:
 
 def provenance_title(df: pd.DataFrame, what: str) -> str:
     """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
-    backend, device = _one(df, "backend"), _one(df, "device")
+    backend, device = single_value(df, "backend"), single_value(df, "device")
     emulated = {"cpu-emulated": " (not a GPU measurement)",
                 "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU "
                                 "measurement)"}.get(backend, "")
     parts = [f"{backend}{emulated} on {device}"]
     if "model" in df.columns and "dtype" in df.columns:
-        parts.append(f"model {_one(df, 'model')}, {_one(df, 'dtype')}")
+        parts.append(f"model {single_value(df, 'model')}, {single_value(df, 'dtype')}")
     if "memory_kind" in df.columns:
-        parts.append("graph memory " + ("PREDICTED" if _one(df, "memory_kind") == "predicted"
+        parts.append("graph memory " + ("PREDICTED" if single_value(df, "memory_kind") == "predicted"
                                         else "measured"))
     return f"{what}\n{'; '.join(parts)}"
 
@@ -124,7 +128,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
             top.scatter(hits["batch_size"], y, color=color, marker=PATH_MARKERS[path], s=18, zorder=3,
                         label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
-        graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
+        graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):
@@ -210,7 +214,7 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     fig.colorbar(image, ax=list(axes), label=label, shrink=0.9)
     where = ""
     if "backend" in df.columns and "device" in df.columns:
-        where = f" (rows: {_one(df, 'backend')} on {_one(df, 'device')})"
+        where = f" (rows: {single_value(df, 'backend')} on {single_value(df, 'device')})"
     blank = "; blank: no crash" if value == "first_crash_n" else ""
     lines = [f"Crash map: {label}", f"computed from the sizing rules, not measured{where}{blank}"]
     if never and len(never) < len(grids):
@@ -233,7 +237,7 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     """
     require_columns(df, ("graph_pool", "capture_size", "memory_bytes", "cumulative_bytes", "capture_ms",
                   "memory_kind"))
-    measured = _one(df, "memory_kind") == "measured"
+    measured = single_value(df, "memory_kind") == "measured"
     # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
     engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
     fig = Figure(figsize=(WIDTH_IN, 3.3 * len(engines) + 0.6), layout="constrained")

@@ -30,7 +30,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 
 from graphlab.errors import check_choice, check_int
-from graphlab.sizing.audit import AuditReport, audit, crash_map
+from graphlab.sizing.audit import AuditReport, audit, headline
+from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.engines import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     ENGINES,
@@ -87,14 +88,18 @@ def summary_html(report: AuditReport) -> str:
     s = report.summary
     crash = (f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
              if s.first_crash_n else "no crash")
+    first = headline(report)  # which runner the first decode step breaks, and which breaks next
+    crash += f"<br>{html.escape(first)}" if first else ""
     startup = (f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
                if report.startup_error else "")
     t = (f", max_num_batched_tokens = {report.max_num_batched_tokens}"
          if report.max_num_batched_tokens is not None else "")
     sizes = ", ".join(map(str, report.capture_sizes)) or "none"
+    graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+              if report.cudagraph_mode is not None else f"{s.num_graph} graph")
     return (f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
             f"k = {report.config.num_speculative_tokens}{t}<br>"
-            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {s.num_graph} graph, "
+            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
             f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
             f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
             f"captured sizes ({len(report.capture_sizes)}): {sizes}")
@@ -114,8 +119,9 @@ class ExplorerFigure:
         # One step line per path (NaN elsewhere): markers for thousands of n render too slowly.
         labels = {"graph": "graph: padded size", "eager": "eager: n",
                   "crash": "crash: key looked up, never captured"}
-        self.lines = {p: self.padded.plot([], [], color=c, lw=2, drawstyle="steps-mid",
-                                          label=labels[p])[0] for p, c in PATH_COLORS.items()}
+        self.lines = {p: self.padded.plot([], [], color=PATH_COLORS[p], lw=2,
+                                          drawstyle="steps-mid", label=labels[p])[0]
+                      for p in PATHS}
         self.diagonal = self.padded.plot([], [], ":", color="black", lw=0.8, label="no padding")[0]
         self.largest = self.padded.axhline(0, color="grey", ls="--", lw=0.8,
                                            label="largest captured")

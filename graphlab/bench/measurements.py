@@ -1,9 +1,10 @@
-"""What one benchmark point measures: decode step latency (eager, graph replay and compiled
-graphs), graph memory and capture time per captured size, the capture cost of an engine's list,
-the copy bandwidth.
+"""One model's measured rows: decode step latency per batch and graph memory per capture.
 
-Each function takes a model (or a device) and returns rows (dicts) or a frame;
-graphlab.bench.sweeps runs them over a suite and stamps the rows with provenance.
+The row builders behind the latency and graph_memory sweeps (graphlab.bench.sweeps), notebook 03's
+guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per request count in
+eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
+and a SizingConfig and need no run; `capture_cost` sums one engine's captures for a table. The
+device's copy bandwidth (the latency rows' floor) and the timing statistics live here too. The CSV columns are documented in data/README.md.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.sizing.engines import GRAPH_POOLS, MIB, SizingConfig
 
-# The seed of every benchmark model and batch.
 SEED = 0
 
 
@@ -174,8 +174,9 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
             predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
             rows.append(dict(
                 fixed, capture_order=order, capture_size=capture_size,
-                num_reqs=capture_size // q, **fields,
-                sdpa_backend=sdpa(capture_size),
+                # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
+                num_reqs=None if record.family == "piecewise" else capture_size // q, **fields,
+                sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
                 cumulative_bytes=measured,
                 cumulative_pool_bytes=(None if record.pool_bytes is None
                                        else sum(r.pool_bytes for r in done)),

@@ -1,0 +1,106 @@
+"""A crash map: the audit's summary for every (engine, max_num_seqs, k) of a grid.
+
+Cells whose captured sizes and reachable batches agree share one summary, and the V0 draft
+runner's outcome is audited once per max_num_seqs, so a 9 x 512 x 9 map takes seconds. The
+columns are CRASH_MAP_COLUMNS (data/README.md, crash_map.csv); graphlab.sizing.audit says what
+each summary counts.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from graphlab.errors import GraphlabError
+from graphlab.progress import progress as progress_bar
+from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, summarize
+from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.engines import SizingConfig, SizingPolicy
+
+CRASH_MAP_COLUMNS = (
+    "engine",
+    "max_num_seqs",
+    "num_speculative_tokens",
+    "max_num_batched_tokens",
+    "first_crash_n",
+    "num_crash",
+    "num_reachable",
+    "graph_fraction",
+    "eager_fraction",
+    "mean_padding_waste",
+    "error",
+    "startup_error",
+    "proposer_first_crash_n",
+    "proposer_error",
+    "fails_first",
+)
+
+
+def crash_map(
+    engine="all",
+    max_num_seqs_range=range(1, 513),
+    k_range=range(0, 9),
+    max_num_batched_tokens: int | None = None,
+    progress: bool = False,
+    cudagraph_mode: str | None = None,
+) -> pd.DataFrame:
+    """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
+
+    error: the scorer's first crash; startup_error: why the engine would refuse the config
+    (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed rounding).
+    proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null elsewhere);
+    fails_first: "scorer" or "proposer" (see the module docstring), null without a crash.
+
+    engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
+    progress: a tqdm bar on stderr, one step per engine.
+    cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
+    the other engines have no such setting and keep their rows.
+    """
+    policies = parse_engines(engine)
+    seqs_values, k_values = list(max_num_seqs_range), list(k_range)
+    if not seqs_values or not k_values:
+        raise GraphlabError("max_num_seqs and k ranges must not be empty")
+    rows, summaries = [], {}
+    for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
+        for seqs in seqs_values:
+            # The draft runner's outcome depends on S only: one audit for every k > 0.
+            proposer = proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
+            for k in k_values:
+                cfg = SizingConfig(seqs, k, max_num_batched_tokens,
+                                   cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None)
+                # Cells with the same captured sizes and reachable batches share a summary (for
+                # engines counting requests, k changes neither).
+                key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
+                if key not in summaries:
+                    ns = reachable_batch_sizes(policy, cfg)
+                    summaries[key] = summarize(ns, *policy.dispatch_array(ns, cfg),
+                                                policy.graph_family_array(ns, cfg))
+                s = summaries[key]
+                p = proposer.summary if proposer is not None and k > 0 else None
+                rows.append(dict(
+                    engine=policy.name,
+                    max_num_seqs=seqs,
+                    num_speculative_tokens=k,
+                    max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
+                    first_crash_n=s.first_crash_n,
+                    num_crash=s.num_crash,
+                    num_reachable=s.num_reachable,
+                    graph_fraction=s.graph_fraction,
+                    eager_fraction=s.eager_fraction,
+                    mean_padding_waste=s.mean_padding_waste,
+                    error=s.first_crash_error,
+                    startup_error=policy.startup_error(cfg),
+                    proposer_first_crash_n=p and p.first_crash_n,
+                    proposer_error=p and p.first_crash_error,
+                    fails_first=fails_first(s, p),
+                ))
+    frame = pd.DataFrame.from_records(rows, columns=CRASH_MAP_COLUMNS)
+    for column in ("first_crash_n", "max_num_batched_tokens", "proposer_first_crash_n"):
+        frame[column] = frame[column].astype("Int64")
+    return frame
+
+
+def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
+    # What reachable_batch_sizes depends on: requests ignore k, only tokens read T.
+    k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
+    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
+    return policy.batch_unit, cfg.max_num_seqs, k, tokens
