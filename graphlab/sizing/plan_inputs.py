@@ -201,10 +201,11 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
     """
     columns = ("batch_unit", *PICK_COLUMNS, "mode", "backend", "batch_size", "path", "graph_size", "median_ms")
     rows, note = _bench_rows(_read_csv(path, columns), path, f"latency {str(path)!r}", pick)
-    graph = rows[rows.path == "graph"]
+    graph = rows[rows.path.isin(("graph", "full"))]  # V0 graphs, V1 FULL decode graphs
     eager = rows[(rows.path == "eager") & (rows["mode"] == "eager")]
     if graph.empty or eager.empty:
-        raise GraphlabError(f"{str(path)!r} needs rows with path graph and rows with mode and path eager")
+        raise GraphlabError(f"{str(path)!r} needs rows with path graph (V1: full) and rows with mode and "
+                            f"path eager")
     ms = lambda part, key: pd.Series(_milliseconds(part, path), index=_positive_ints(part, key, path))
     backend = "/".join(sorted(rows.backend.astype(str).unique()))
     return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}", backend, note),
