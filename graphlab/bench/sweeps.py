@@ -98,7 +98,8 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
     suite = get_suite(suite)
     dev = resolve_device(device)
-    if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
+    if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
+                                      or torch_threads < 1):  # True is an int: not a thread count
         raise GraphlabError(f"torch_threads={torch_threads!r} must be an integer >= 1 or None")
     previous = torch.get_num_threads()
     # One thread: tiny steps gain nothing from more, and timings stop depending on the load.
