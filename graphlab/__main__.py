@@ -1,9 +1,6 @@
-import sys
+import signal
 
-try:
-    from graphlab.cli import main
-except KeyboardInterrupt:  # Ctrl-C while the command line loads: no traceback either
-    print("interrupted", file=sys.stderr)
-    raise SystemExit(130) from None
+from graphlab.cli import main
 
+signal.signal(signal.SIGINT, signal.default_int_handler)  # main() reports KeyboardInterrupt itself
 raise SystemExit(main())

@@ -3,6 +3,7 @@
 import base64
 import io
 
+import numpy as np
 import PIL.Image
 import pytest
 
@@ -92,3 +93,27 @@ def test_static_explorer_without_widgets():
 def test_out_of_range_state_is_refused(bad):
     with pytest.raises(GraphlabError):
         ExplorerState(**bad)
+
+
+def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
+    from graphlab.sizing.audit import crash_map
+
+    ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4, map_value="crashing sizes")
+    shown = lambda: np.asarray(ex.view.map_image.get_array(), dtype=float).T  # [S - 1, k]
+    for t in (8192, 64):
+        ex.set(max_num_batched_tokens=t)
+        frame = crash_map("vllm-0.33.0", range(1, 513), range(0, 9), t)
+        expected = frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values="num_crash")
+        assert np.array_equal(shown(), expected.to_numpy(float), equal_nan=True)
+        assert ex.view.map_image.get_clim() == (0, max(1.0, float(expected.max().max())))
+    ex.set(map_value="graph fraction")
+    assert ex.view.map_image.get_clim() == (0, 1.0)
+
+
+def test_slider_ends_are_accepted_and_values_past_them_refused():
+    ex = explorer("vllm-0.33.0", max_num_seqs=512, num_speculative_tokens=8, max_num_batched_tokens=16384)
+    assert ex.state.max_num_seqs == ex.controls["max_num_seqs"].max == 512
+    assert ex.controls["max_num_batched_tokens"].value == ex.state.max_num_batched_tokens == 16384
+    for bad in (100000, 0):
+        with pytest.raises(GraphlabError, match="max_num_batched_tokens must be in 1..16384"):
+            explorer("vllm-0.33.0", max_num_batched_tokens=bad)
