@@ -281,4 +281,5 @@ def test_ctrl_c_while_starting_prints_no_traceback():
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
-        assert "Traceback" not in err and proc.returncode in (0, 130), (delay, err)
+        # -SIGINT: the command had finished and Python was exiting (its handlers reset).
+        assert "Traceback" not in err and proc.returncode in (0, 130, -signal.SIGINT), (delay, err)
