@@ -38,7 +38,7 @@ SPEC = ("tests/test_spec_decode.py", "-k", "bonus or step_zero or mixed_load or 
 REJECTION = ("tests/test_rejection.py",)
 CLI = ("tests/test_cli.py", "tests/test_cli_audit.py", "-k", "not real_run and not ctrl_c")
 WIDGETS = ("tests/test_widgets.py",)
-PROVENANCE = ("tests/test_bench_export.py", "-k", "provenance or cudnn or torch_threads or full_disk")
+PROVENANCE = ("tests/test_bench_export.py", "-k", "provenance or cudnn or torch_threads or full_disk or could_not")
 AUDIT = ("tests/test_cli.py", "tests/test_workload_audit.py", "tests/test_cli_audit.py")
 
 S, P = "graphlab/sizing/", "graphlab/specdec/"

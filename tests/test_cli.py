@@ -262,8 +262,10 @@ def test_work_bounds_are_stated_and_applied(capsys):
 def test_audit_api_applies_the_limits():
     from graphlab.sizing.audit import audit
 
+    # S = 4127, k = 63 reach 262175 batch sizes: just past the 2**18 an audit lists.
     for cfg, named in ((SizingConfig(2**20, 64), "max_num_seqs must be at most 65536"),
-                       (SizingConfig(65536, 64), "audit lists at most")):
+                       (SizingConfig(65536, 64), "audit lists at most"),
+                       (SizingConfig(4127, 63), "reach 262175 batch sizes")):
         with pytest.raises(GraphlabError, match=named):
             audit("vllm-0.5.5", cfg)
 

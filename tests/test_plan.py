@@ -482,3 +482,10 @@ def test_a_programme_too_large_for_seconds_is_refused_at_once(capsys):
     assert code == 2 and err.count("\n") == 1 and f"plan handles at most {most} graphs" in err
     code, out, err = run(capsys, "--max-num-seqs", "4096", "--max-num-batched-tokens", "1048576")
     assert code == 2 and "4096 candidate graph sizes; plan handles at most 2048" in err
+
+
+def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
+    cfg = SizingConfig(256, 4)
+    result = plan("vllm-0.33.0", cfg)
+    default = get_engine("vllm-0.33.0").capture_sizes(cfg)
+    assert result.budget.max_graphs == len(default) == len(result.capture_sizes) == len(result.default.capture_sizes)

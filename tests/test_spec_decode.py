@@ -528,8 +528,9 @@ def test_repro_help_states_the_temperature_range_and_the_token_bound(capsys):
         main(["repro", "--help"])
     text = " ".join(capsys.readouterr().out.split())
     assert f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}" in text and f"at most {REPRO_MAX_TOKENS}" in text
-    assert main(["repro", "--num-requests", "256", "--max-model-len", "1024"]) == 2
-    assert "at most 16384" in capsys.readouterr().err
+    # 17 x 1024 = 17408 tokens: just past the bound.
+    assert main(["repro", "--num-requests", "17", "--max-model-len", "1024"]) == 2
+    assert f"= 17408 tokens; at most {REPRO_MAX_TOKENS}" in capsys.readouterr().err
 
 
 def test_repro_json_counts_plain_rows_once(capsys):

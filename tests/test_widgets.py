@@ -98,16 +98,23 @@ def test_out_of_range_state_is_refused(bad):
 def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
     from graphlab.sizing.audit import crash_map
 
-    ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4, map_value="crashing sizes")
+    def expected(engine, t, value):
+        frame = crash_map(engine, range(1, 513), range(0, 9), t)
+        return frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value).to_numpy(float)
+
+    ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4)
     shown = lambda: np.asarray(ex.view.map_image.get_array(), dtype=float).T  # [S - 1, k]
-    for t in (8192, 64):
+    maps = []
+    for t in (8192, 64):  # a smaller token budget leaves large batches without a graph
         ex.set(max_num_batched_tokens=t)
-        frame = crash_map("vllm-0.33.0", range(1, 513), range(0, 9), t)
-        expected = frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values="num_crash")
-        assert np.array_equal(shown(), expected.to_numpy(float), equal_nan=True)
-        assert ex.view.map_image.get_clim() == (0, max(1.0, float(expected.max().max())))
-    ex.set(map_value="graph fraction")
-    assert ex.view.map_image.get_clim() == (0, 1.0)
+        maps.append(shown())
+        assert np.array_equal(maps[-1], expected("vllm-0.33.0", t, "graph_fraction"), equal_nan=True)
+        assert ex.view.map_image.get_clim() == (0, 1.0)
+    assert not np.array_equal(*maps, equal_nan=True)
+    ex.set(engine="vllm-0.5.5", max_num_batched_tokens=None, map_value="crashing sizes")
+    crashes = expected("vllm-0.5.5", None, "num_crash")
+    assert np.array_equal(shown(), crashes, equal_nan=True)
+    assert ex.view.map_image.get_clim() == (0, np.nanmax(crashes)) and np.nanmax(crashes) > 1
 
 
 def test_slider_ends_are_accepted_and_values_past_them_refused():
