@@ -1,4 +1,5 @@
-# Two commands on a fresh machine:  `make notebooks` (the main job) and `make test`.
+# On a fresh machine:  `make lab` (JupyterLab on notebooks/), `make notebooks` (the main job)
+# and `make test`.
 # Both build .venv on first use; rebuild it when pyproject.toml changes.
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,6 +10,8 @@ TORCH_SPEC ?= torch==2.13.0
 EXTRAS ?= notebooks,vllm,dev
 STAMP  := $(VENV)/.installed
 BUILD  ?= build
+# `make lab` serves on loopback only, at this port.
+LAB_PORT ?= 8888
 
 export VLLM_CPU_KVCACHE_SPACE ?= 1
 export VLLM_ENABLE_V1_MULTIPROCESSING ?= 0
@@ -18,7 +21,7 @@ export MPLBACKEND ?= Agg
 # One torch thread per process: on a 2-core runner, competing processes otherwise spin-wait (50 s -> 460 s seen).
 export OMP_NUM_THREADS ?= 1
 
-.PHONY: notebooks test env clean nbstrip
+.PHONY: lab notebooks test env clean nbstrip
 
 env: $(STAMP) nbstrip
 
@@ -35,6 +38,11 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip uninstall -q -y torchvision torchaudio torchcodec || true
 	$(PY) -m ipykernel install --sys-prefix --name python3 >/dev/null
 	touch $(STAMP)
+
+# --allow-root: a container's shell is often root, where Jupyter refuses to start without it.
+lab: $(STAMP) nbstrip
+	$(PY) -m jupyterlab --no-browser --allow-root --ServerApp.ip=127.0.0.1 \
+		--ServerApp.port=$(LAB_PORT) --ServerApp.root_dir=notebooks
 
 notebooks: $(STAMP) nbstrip
 	$(PY) scripts/run_notebooks.py --out $(BUILD)

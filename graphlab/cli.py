@@ -139,6 +139,17 @@ def _add_config_arguments(parser: argparse.ArgumentParser) -> None:
         help=f"token budget per step; only the vLLM V1 engines read it (default 8192, at most "
              f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
     )
+    _add_cudagraph_mode(parser)
+
+
+def _add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
+    from graphlab.sizing.engines import CUDAGRAPH_MODES
+
+    parser.add_argument(
+        "--cudagraph-mode", choices=CUDAGRAPH_MODES, default=None,
+        help="vLLM's compilation_config.cudagraph_mode (vLLM V1 engines only; default: the "
+             "version's, FULL_AND_PIECEWISE)",
+    )
 
 
 # --- audit ----------------------------------------------------------------------------------------
@@ -210,6 +221,7 @@ def _audit_config(args) -> SizingConfig:
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
+        "cudagraph_mode": args.cudagraph_mode,
     }
     given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
     if args.vllm_args is not None:
@@ -277,7 +289,7 @@ def run_crash_map(args) -> int:
     _check_out_file(args.out)
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
-        progress=args.engine == "all",
+        progress=args.engine == "all", cudagraph_mode=args.cudagraph_mode,
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))
@@ -325,6 +337,7 @@ def add_repro_parser(subparsers) -> None:
                              "default, with V1 engines)")
     parser.add_argument("--max-num-batched-tokens", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="V1 engines' token budget for sizing (default: vLLM's 8192)")
+    _add_cudagraph_mode(parser)
     parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16,
                         help=f"default 16, at most {REPRO_MAX_NUM_REQUESTS}; num-requests x max-model-len "
                              f"at most {REPRO_MAX_TOKENS}, so that a run takes seconds")
@@ -357,7 +370,7 @@ def run_repro(args) -> int:
         max_num_seqs=args.max_num_seqs, num_speculative_tokens=args.num_speculative_tokens,
         engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
         temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed,
-        max_num_batched_tokens=args.max_num_batched_tokens)
+        max_num_batched_tokens=args.max_num_batched_tokens, cudagraph_mode=args.cudagraph_mode)
     load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
                        seed=args.seed)
     try:
@@ -394,7 +407,7 @@ def add_bench_parser(subparsers) -> None:
             "--out, each atomically and as soon as its sweep ends. latency.csv and "
             "graph_memory.csv hold the V0 guard's rows (engine vllm-0.6.0, batch_unit rows) and a "
             "V1 engine's (vllm-0.33.0, batch_unit tokens: 1 + k per request, past its largest "
-            "graph). Every row carries provenance (device, backend cuda-graph|cpu-emulated, "
+            "graph). Every row carries provenance (device, backend, "
             "versions, dtype, model, git commit, timestamp); columns in data/README.md."
         ),
     )
@@ -403,6 +416,13 @@ def add_bench_parser(subparsers) -> None:
                         help="quick: seconds on a CPU; full: V0's whole capture list and the V1 "
                              "cliff at S=256, k=3 (default quick)")
     parser.add_argument("--out", default="build/bench", help="folder for the CSVs (default build/bench)")
+    # Names only (graphlab.engine.device.BACKENDS, torch-free); argparse's error is one line.
+    from graphlab.engine.device import BACKENDS
+
+    parser.add_argument("--backend", choices=("auto",) + BACKENDS, default="auto",
+                        help="auto (default): cuda-graph on a GPU, cpu-compiled on a CPU (torch.compile'd steps, not CUDA graphs); "
+                             "compiled-cuda-graph adds compiled-graph latency rows beside "
+                             "cuda-graph ones; cpu-emulated runs every step eagerly (logic only)")
     parser.set_defaults(handler=run_bench)
 
 
@@ -424,7 +444,7 @@ def run_bench(args) -> int:
         return ", ".join(done) if done else "none"
 
     try:
-        paths = bench.run_bench(args.suite, args.device, out)
+        paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
     except KeyboardInterrupt:
         print(f"interrupted: complete CSVs under {out}: {complete()}", file=sys.stderr)
         return 130
@@ -498,6 +518,35 @@ def add_plan_parser(subparsers) -> None:
     parser.set_defaults(handler=run_plan)
 
 
+def _same_footing_lines(result, d) -> list[str]:
+    """Plan vs default at the default's FULL graph count and largest FULL size, then what the flag
+    does to the PIECEWISE graphs and any planned size above vLLM's default ceiling."""
+    from graphlab.sizing.plan import DEFAULT_GRAPH_CEILING, at_default_footing
+
+    full, raw = d["default_full_sizes"], d["default_capture_sizes"]
+    lines = []
+    if full:
+        same = at_default_footing(result).plan
+        lines += [f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} tokens): "
+                  f"plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
+                  f"{result.default.mean_padding_waste:.3f}; graph fraction {same.graph_fraction:.3f} vs "
+                  f"{result.default.graph_fraction:.3f}",
+                  f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
+                  f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
+                  f"{', '.join(map(str, full))}"]
+    if raw:
+        lines.append(f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the default's {len(raw)} "
+                     f"sizes up to {raw[-1]} tokens with the plan's {d['num_graphs']} up to "
+                     f"{d['capture_sizes'][-1]}; such a batch pads to the next planned size, and above "
+                     "the largest it runs eagerly")
+    if d["above_ceiling"]:
+        lines.append(f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
+                     f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes above it "
+                     "(2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped the default "
+                     "to 512: check graph memory before capturing them")
+    return lines
+
+
 def _format_plan(result) -> str:
     d = result.to_dict()
     mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
@@ -506,7 +555,8 @@ def _format_plan(result) -> str:
              f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; workload "
              f"{d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
              f"{'no' if d['memory_budget_mib'] is None else d['memory_budget_mib']} MiB ({d['graph_pool']} pool)"]
-    for label, p in (("plan   ", ""), ("default", "default_")):
+    lines += _same_footing_lines(result, d)
+    for label, p in (("plan   ", ""), ("default", "default_")):  # at the budget asked for
         lines.append(f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste {d[p + 'mean_padding_waste']:.3f} "
                      f"tokens, graph fraction {d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
                      f"{ms(d[p + 'mean_step_ms'])}")
@@ -521,7 +571,8 @@ def _format_plan(result) -> str:
 def run_plan(args) -> int:
     from graphlab.sizing import plan
 
-    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens)
+    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens,
+                       cudagraph_mode=args.cudagraph_mode)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(model=args.model, dtype=args.dtype, engine=args.bench_engine, num_speculative_tokens=args.bench_k)

@@ -49,6 +49,29 @@ TARGETS = {
 }
 
 
+REPLAY_MISMATCH = "replay differs from eager"
+
+
+class ReplayMismatch(ValueError):
+    """The graph row's first replay missed the eager logits beyond its tolerance."""
+
+
+def replay_lines(latency: pd.DataFrame) -> list[str]:
+    """Per (model, engine): graph-path rows checked against eager, the worst diff / tolerance,
+    and the batch sizes beyond tolerance, named loudly."""
+    if "max_abs_logit_diff" not in latency.columns:
+        return ["== replay vs eager: no max_abs_logit_diff in latency.csv"]
+    checked = latency[latency["max_abs_logit_diff"].notna()]
+    lines = []
+    for (model, engine), rows in checked.groupby(["model", "engine"], sort=False):
+        ratio = rows["max_abs_logit_diff"] / rows["logit_tolerance"]
+        bad = rows.loc[ratio > 1, "batch_size"].tolist()
+        lines.append(f"== replay vs eager ({model}, {engine}): {len(rows)} graph-path sizes, "
+                     f"worst diff {ratio.max():.3g} x tolerance; "
+                     + (f"BEYOND TOLERANCE at batch sizes {bad}" if bad else "all within"))
+    return lines or ["== replay vs eager: no graph-path rows in latency.csv"]
+
+
 def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
                       large: str) -> pd.DataFrame:
     """One row per target from latency.csv and graph_memory.csv rows of both presets.
@@ -58,13 +81,18 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
     Memory compares pool_bytes where measured, the predictions otherwise (memory_kind says
     which). A target whose rows are missing (its step failed) gets an empty value, not met.
     The targets are the V0 guard's (bench.LATENCY_ENGINE): V1 rows count tokens, not rows.
+    A graph row whose first replay's logits missed the eager step's (replay_matches_eager
+    False) gives no speed-up and no floor ratio: its backend reads REPLAY_MISMATCH.
     """
     latency, memory = (frame[frame["engine"] == bench.LATENCY_ENGINE] if "engine" in frame
                        else frame for frame in (latency, memory))
 
     def at_batch_1(preset, mode):
         rows = latency[(latency["model"] == preset) & (latency["mode"] == mode)]
-        return rows[rows["batch_size"] == 1].iloc[0]
+        row = rows[rows["batch_size"] == 1].iloc[0]
+        if str(row.get("replay_matches_eager")) == "False":  # a wrong replay is no speed-up
+            raise ReplayMismatch(preset)
+        return row
 
     def captures(preset, pool):
         return memory[(memory["model"] == preset) & (memory["graph_pool"] == pool)]
@@ -102,6 +130,8 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
         for preset, compute in results:
             try:
                 value, backend, kind = compute()
+            except ReplayMismatch:
+                value, backend, kind = float("nan"), REPLAY_MISMATCH, None
             except (IndexError, KeyError, ValueError):
                 value, backend, kind = float("nan"), "missing", None
             met = value >= threshold if at_least else value <= threshold
@@ -119,6 +149,15 @@ def predictor_accuracy(memory: pd.DataFrame) -> pd.DataFrame | None:
                               sort=False)["predicted_over_measured"]
     return pd.DataFrame({"all_graphs": groups.last(), "min_over_sizes": groups.min(),
                          "max_over_sizes": groups.max()}).reset_index()
+
+
+def loop_memory(memory: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, engine, pool): the whole capture loop's free-memory drop in GiB beside the
+    sum of the per-graph drops (the sum misses what the loop keeps between captures)."""
+    groups = memory.groupby(["model", "engine", "graph_pool", "memory_kind"], sort=False)
+    frame = pd.DataFrame({"capture_loop_GiB": groups["capture_loop_bytes"].first() / 2**30,
+                          "per_graph_sum_GiB": groups["memory_bytes"].sum() / 2**30})
+    return frame.reset_index()
 
 
 def v1_cliff(latency: pd.DataFrame) -> list[str]:
@@ -141,43 +180,37 @@ def v1_cliff(latency: pd.DataFrame) -> list[str]:
     return lines
 
 
-def sdpa_choice(device) -> str:
-    """SDPA backends enabled, the one torch picks for a decode-shaped call, those that run it."""
+def sdpa_choice(device, preset: str) -> str:
+    """The pinned SDPA backends, the kernel SDPA picks for the model's own decode attention call
+    (its q/k/v and additive mask, graphlab.engine.sdpa.probe_sdpa) and the backends that run it."""
     import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    from graphlab.engine.model import PRESETS
+    from graphlab.bench.suites import DEVICE_DEFAULTS
+    from graphlab.engine.model import build_model
+    from graphlab.engine.sdpa import CUDA_SDPA_BACKENDS, probe_sdpa
 
-    # graphlab's decode attention for the 1b preset: each KV head's query group folded into the
-    # query length, 8 rows over a 256-position cache, a boolean mask (graphlab.engine.model).
-    config, rows, cache = PRESETS["1b"], 8, 256
-    kv, group = config.num_key_value_heads, config.num_attention_heads // config.num_key_value_heads
-    dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    q = torch.randn(rows, kv, group, config.head_dim, device=device, dtype=dtype)
-    k, v = (torch.randn(rows, kv, cache, config.head_dim, device=device, dtype=dtype)
-            for _ in range(2))
-    mask = torch.ones(rows, 1, group, cache, dtype=torch.bool, device=device)
-    flags = {name: getattr(torch.backends.cuda, f"{name}_sdp_enabled")()
-             for name in ("flash", "mem_efficient", "cudnn", "math")
-             if hasattr(torch.backends.cuda, f"{name}_sdp_enabled")}
-    backends = {b.value: name for name, b in SDPBackend.__members__.items()
-                if name not in ("ERROR", "OVERRIDEABLE")}
-    try:  # private, but the only direct answer to "which kernel will this call use"
-        chosen = backends.get(torch._fused_sdp_choice(q, k, v, mask), "none")
-    except (AttributeError, RuntimeError, TypeError, ValueError) as error:
-        chosen = f"unknown ({type(error).__name__})"
+    dtype = DEVICE_DEFAULTS[device.type][1]
+    model = build_model(preset, dtype=dtype, device=device)
+    model.allocate_kv_cache(8, 256)
+    call = probe_sdpa(model, num_rows=8)  # 8 decode rows over a 256-position cache
     runs = []
-    for value, name in backends.items():
-        with warnings.catch_warnings(), sdpa_kernel([SDPBackend.__members__[name]]):
+    for name, backend in SDPBackend.__members__.items():
+        if name in ("ERROR", "OVERRIDEABLE"):
+            continue
+        with warnings.catch_warnings(), sdpa_kernel([backend]):
             warnings.simplefilter("ignore")
             try:
-                F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-                runs.append(name)
+                F.scaled_dot_product_attention(call.query, call.key, call.value,
+                                               attn_mask=call.attn_mask)
+                runs.append(name.lower())
             except RuntimeError:
                 pass
-    return (f"sdpa (decode shape q{tuple(q.shape)} kv{tuple(k.shape)} bool mask, {dtype}): "
-            f"enabled {flags}; chosen {chosen}; runs on {runs}")
+    pinned = [b.name.lower() for b in CUDA_SDPA_BACKENDS] if device.type == "cuda" else "none"
+    return (f"sdpa ({preset} decode q{tuple(call.query.shape)} kv{tuple(call.key.shape)} "
+            f"{call.attn_mask.dtype} additive mask, {dtype}): pinned {pinned}; "
+            f"chosen {call.backend}; runs on {runs}")
 
 
 def environment(args) -> int:
@@ -198,7 +231,7 @@ def environment(args) -> int:
         except md.PackageNotFoundError:
             versions.append(f"{name} not installed")
     print(" | ".join(versions))
-    print(sdpa_choice(device))
+    print(sdpa_choice(device, args.preset))
     print("provenance:", provenance(device, suite="environment"))
     return 0
 
@@ -251,11 +284,17 @@ def report(args) -> int:
               f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
               f" on {row.device}")
     print("\n".join(v1_cliff(frames["latency"])) or "== V1 cliff: no V1 rows in latency.csv")
+    if not frames["latency"].empty:
+        lines = replay_lines(frames["latency"])
+        print("\n".join(lines))
+        status |= any("BEYOND" in line for line in lines)
     if not frames["graph_memory"].empty:
         accuracy = predictor_accuracy(frames["graph_memory"])
         print("== graph memory, predicted / measured")
         print("predicted only (cpu-emulated): nothing measured to compare" if accuracy is None
               else _table(accuracy))
+        print("== graph memory, whole capture loop (vLLM V1's \"took ... GiB\") vs per graph")
+        print(_table(loop_memory(frames["graph_memory"])))
     targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small,
                                 args.large)
     write_csv_atomic(targets, args.out / "targets.csv")
@@ -269,6 +308,7 @@ def main() -> int:
     steps = parser.add_subparsers(dest="step", required=True)
     env = steps.add_parser("environment", help="versions, device and SDPA backend")
     env.add_argument("--device", default="auto", help="auto | cuda | cpu")
+    env.add_argument("--preset", default="1b", help="model whose attention call is probed")
     sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
     sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
     sweep.add_argument("--suite", default="full", help="a graphlab.bench.sweeps suite (default full)")

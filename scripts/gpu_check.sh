@@ -11,8 +11,22 @@
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
 # Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback
 # naming where it was), its limit also cut to what is left of BUDGET_S (default 480 s); every
-# sweep writes its CSV when it ends and the archive is rewritten after every step, so a step
-# that times out, or a check killed from outside, keeps what finished.
+# sweep writes its CSV when it ends, latency and graph memory also after each engine, and the
+# archive is rewritten after every step, so a step that times out, or a check killed from
+# outside, keeps what finished.
+# The plan (H200 estimates; limits about 1.5x, the last step gets what is left; 35 s of the 480
+# kept for the report and a kill). Short steps first, so a slow one loses only itself and later:
+#   step          est.  limit  what
+#   environment    12     30   torch import, CUDA start, the 1b model's SDPA call probed
+#   crash_map      12     25   41,472 cells of sizing rules on the host CPU
+#   memory_100m    30     50   graph memory, V0 35 sizes + V1 51 token counts, 2 pool modes each
+#   memory_1b      25     45   graph memory, V0 only
+#   gpu_tests      45     75   the GPU tests (tiny captures; 100m/1b replay vs eager)
+#   latency_100m   75    110   copy bandwidth; V0 96 sizes x 34 steps x 2 modes, V1 51 x 34 x 2
+#   latency_1b     60     90   copy bandwidth; V0 as above, 11 ms eager steps
+#   spec_decode   100  (rest)  guard vs adaptive at S 8/32, k 2/4, summary and per step
+#   sum of estimates 359 s; of limits 425 s before spec_decode, which then still has 20 s.
+# The SDPA kernel is pinned (graphlab/engine/sdpa.py): no cuDNN plan per new shape in the timing.
 set -uo pipefail
 OUT="${OUT:-build/gpu_check}"
 # python3 first: on the lent GPU machine it is the interpreter that holds torch.
@@ -29,9 +43,16 @@ done
 case "$DEVICE" in auto | cuda | cpu) ;; *)
     echo "gpu_check.sh: --device '$DEVICE' is not one of auto, cuda, cpu" >&2; exit 2 ;;
 esac
-export PYTHONPATH="${PYTHONPATH:-.}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 \
-    MPLBACKEND=Agg
-if [[ "$DEVICE" != cpu ]] && ! "$PYTHON" -c 'import sys, torch; sys.exit(not torch.cuda.is_available())' 2>/dev/null; then
+# `.` first and kept when PYTHONPATH is already set: graphlab is imported from this checkout.
+export PYTHONPATH=".${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
+# A torch that does not import is its own error, not "no CUDA device".
+if ! probe="$("$PYTHON" -c 'import torch; print("cuda", int(torch.cuda.is_available()))' 2>&1)"
+then
+    echo "gpu_check.sh: $PYTHON cannot import torch: $(tail -n 1 <<<"$probe")" >&2
+    exit 2
+fi
+if [[ "$DEVICE" != cpu && "$probe" != *"cuda 1"* ]]; then
     echo "gpu_check.sh: no CUDA device here; for the CPU dry run pass --device cpu --small" >&2
     exit 2
 fi
@@ -76,12 +97,7 @@ step() {  # step NAME MAX_SECONDS COMMAND...: run under timeout, log, record, pa
 
 RUN=("$PYTHON" -u scripts/gpu_bench.py)
 BENCH=("${RUN[@]}" sweep --suite "$SUITE" --device "$DEVICE")
-# Each limit is about twice the step's H200 estimate. Estimates: eager steps are launch-bound,
-# ~8 us per op (12 us measured per op of the tiny model on the 2-core CPU, where it is
-# dispatch-bound) times the ops of one decode step counted with a TorchDispatchMode (100m: 995,
-# 1b: 1380), so ~8 and ~11 ms; a replayed step ~1 ms with its input checks; ~8 s to start.
-# est. 10 s: torch import, CUDA start, a tiny SDPA probe.
-step environment 40 "${RUN[@]}" environment --device "$DEVICE"
+step environment 30 "${RUN[@]}" environment --device "$DEVICE" --preset "$LARGE"
 cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
 {
     echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -90,26 +106,20 @@ cp "$RESULTS/logs/environment.log" "$RESULTS/environment.txt"
     command -v nvidia-smi >/dev/null \
         && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
 } >>"$RESULTS/environment.txt" 2>&1
+# $LARGE runs V0 rows only (--no-v1): the V1 cliff is measured on $SMALL.
+step crash_map 25 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
+step "memory_$SMALL" 50 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" graph_memory
+[[ "$LARGE" != "$SMALL" ]] && step "memory_$LARGE" 45 "${BENCH[@]}" --preset "$LARGE" \
+    --out "$RESULTS/$LARGE" --no-v1 graph_memory
 # Only the files with GPU tests: collecting the others needs packages this machine may lack.
-# est. 35 s: pytest start, tiny-model captures of 11 sizes in two dtypes, a few more checks
-# (25 s), the V1 runner's GPU tests (10 s).
 step gpu_tests 75 "$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider \
     $(grep -l "mark.gpu" tests/test_*.py)
-# est. 70 s: V0, 96 batch sizes x 33 steps eager (8 ms: 25 s) and in graph mode (4 s, the
-# cliff included), 105 captures at ~40 ms, start (45 s); V1 (vllm-0.33.0, S=256, k=3): 51 token
-# counts up to 1024 x 33 steps eager (14 s) and replayed (2 s), 147 captures (6 s): 25 s.
-step "bench_$SMALL" 120 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
-    copy_bandwidth latency graph_memory
-if [[ "$LARGE" != "$SMALL" ]]; then
-    # est. 57 s: V0 as above with 11 ms eager steps (35 s), ~1.5 ms replays, 2.5 GB of weights;
-    # no V1 rows (its cliff is measured on $SMALL).
-    step "bench_$LARGE" 100 "${BENCH[@]}" --preset "$LARGE" --out "$RESULTS/$LARGE" --no-v1 \
-        copy_bandwidth latency graph_memory
-fi
-# est. 12 s: 41,472 cells of sizing rules on the host CPU (3.8 s on the 2-core CPU), start.
-step crash_map 30 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" crash_map
-# est. 100 s: (S, k) in {8, 32} x {2, 4} x 2 engines, each a warm-up and a timed run plus a
-# per-step run over the coverage load, k + 1 forwards a step; gets whatever the budget leaves.
+step "latency_$SMALL" 110 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
+    copy_bandwidth latency
+[[ "$LARGE" != "$SMALL" ]] && step "latency_$LARGE" 90 "${BENCH[@]}" --preset "$LARGE" \
+    --out "$RESULTS/$LARGE" --no-v1 copy_bandwidth latency
+# COMPILED + CUDA GRAPH MODE (issue 24, item 7): not in this check; add its step here only if
+# the plan above still fits 480 s.
 step spec_decode 200 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     spec_decode spec_decode_steps
 

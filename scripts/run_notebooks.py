@@ -42,12 +42,14 @@ class Expected:
 # What each notebook promises; the runner checks it after every run. One line per notebook.
 EXPECTED = {
     "00_setup_check": Expected(0, ("setup.json",)),
-    "01_cuda_graphs_first_principles": Expected(1, ("graph_pool.png",)),
+    "01_cuda_graphs_first_principles": Expected(2, ("padding.png", "graph_pool.png")),
     "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
-    "03_the_guard_fix": Expected(0, ("guard_steps.csv",)),
-    "04_adaptive_sizing": Expected(5, ("crash_map.csv", "crash_map_before_after.png",
+    "03_the_guard_fix": Expected(3, ("guard_steps.csv", "guard_timeline.png", "guard_latency.csv",
+                                     "guard_latency.png")),
+    "04_adaptive_sizing": Expected(6, ("crash_map.csv", "crash_map_before_after.png",
                                        "graph_fraction_before_after.png",
-                                       "adaptive_graph_memory.png", "vllm_v1_graph_fraction.png",
+                                       "adaptive_graph_memory.png", "adaptive_price.csv",
+                                       "adaptive_price.png", "vllm_v1_graph_fraction.png",
                                        "v1_verify_cliff.png")),
     "05_latency_and_memory": Expected(4, ("latency.csv", "graph_memory.csv", "spec_decode.csv",
                                           "spec_decode_steps.csv", "crash_map.csv", "latency.png",

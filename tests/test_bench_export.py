@@ -3,6 +3,7 @@
 import itertools
 import json
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -13,7 +14,7 @@ import pytest
 import torch
 
 from graphlab import bench
-from graphlab.bench import sweeps
+from graphlab.bench import measurements, sweeps
 from graphlab.engine import runner
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
@@ -38,7 +39,8 @@ V0 = bench.LATENCY_ENGINE
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
-    return bench.run_bench(TINY, "cpu", out, progress=False)
+    # cpu-emulated keeps this fixture to seconds; the default backend's rows are tested below.
+    return bench.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
 
 
 def test_every_sweep_writes_its_csv(written):
@@ -94,10 +96,10 @@ def test_copy_bandwidth_is_the_latency_floors_denominator(written):
 
 def test_timing_stats_tell_p90_from_the_median():
     # Nine fast steps and one slow one: the median stays fast, p90 moves into the gap.
-    stats = sweeps.timing_stats([1.0] * 9 + [11.0])
+    stats = measurements.timing_stats([1.0] * 9 + [11.0])
     assert (stats["median_ms"], stats["min_ms"]) == (1.0, 1.0)
     assert stats["p90_ms"] == pytest.approx(2.0)
-    stats = sweeps.timing_stats(range(1, 11))
+    stats = measurements.timing_stats(range(1, 11))
     assert (stats["median_ms"], stats["p90_ms"]) == (5.5, pytest.approx(9.1))
 
 
@@ -171,8 +173,14 @@ def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(writte
     memory = read_csv(written["graph_memory"]).query("engine == 'vllm-0.33.0'")
     for pool in ("shared", "separate"):
         rows = memory[memory["graph_pool"] == pool]
-        assert list(rows["capture_size"]) == [16, 8, 4]  # token counts of whole 4-token requests
-        assert list(rows["num_reqs"]) == [4, 2, 1]
+        full, pieces = (rows[rows["family"] == family] for family in ("full", "piecewise"))
+        assert list(full["capture_size"]) == [16, 8, 4]  # token counts of whole 4-token requests
+        assert list(full["num_reqs"]) == [4, 2, 1]
+        # PIECEWISE graphs at the raw sizes (cudagraph_capture_sizes 1, 2, 4, 8, 16), captured
+        # after the FULL ones; they serve any batch of up to their size, so no request count.
+        assert list(pieces["capture_size"]) == [16, 8, 4, 2, 1]
+        assert pieces["num_reqs"].isna().all()
+        assert list(rows["capture_order"]) == list(range(8))
     assert set(memory["batch_unit"]) == {"tokens"} and set(memory["num_speculative_tokens"]) == {3}
     assert set(memory["max_num_batched_tokens"]) == {16}
 
@@ -222,7 +230,7 @@ def test_latency_of_the_v1_engine_crosses_its_largest_graph(written):
     # Each graph filled exactly (1, 2, 4 requests), one request past the last one, and S = 8.
     assert list(graph["num_reqs"]) == [1, 2, 4, 5, 8]
     assert list(graph["batch_size"]) == [4, 8, 16, 20, 32]
-    assert list(graph["path"]) == ["graph"] * 3 + ["eager"] * 2
+    assert list(graph["path"]) == ["full"] * 3 + ["eager"] * 2  # V1 rows name the family
     assert list(graph["graph_size"].astype("float")[:3]) == [4, 8, 16]
     assert set(v1[v1["mode"] == "eager"]["path"]) == {"eager"}
     assert (v1["bandwidth_floor_ms"] == v1["weight_bytes"] / v1["copy_bytes_per_s"] * 1e3).all()
@@ -350,11 +358,23 @@ def test_bad_suite_and_sweep_names():
 
 def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(bench.SUITES, "quick", TINY)
-    assert main(["bench", "--device", "cpu", "--out", str(tmp_path)]) == 0
+    assert main(["bench", "--device", "cpu", "--backend", "cpu-emulated", "--out",
+                 str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "crash_map.csv: 24 rows, computed on cpu" in out
+    assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
+
+
+def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():
+    """Where a cost is shown, a CPU run's default backend is cpu-compiled, on every row."""
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
+                                v1_sizing=None)
+    frame = bench.latency_sweep(suite, "cpu")
+    assert set(frame["backend"]) == {"cpu-compiled"}
+    graph = frame[frame["mode"] == "graph"].set_index("batch_size")
+    assert (graph.loc[1, "path"], graph.loc[2, "path"]) == ("graph", "eager")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -3,9 +3,10 @@
 A server on a loopback port with a token serves copies of the notebooks with the CI parameters
 filled in (papermill, prepare only); each is opened, run with "Run All", and checked for what a
 reader sees: no error output, the expected number of rendered images, and in notebook 02 the
-explorer widget, whose summary and picture change after a slider move. Chromium is Debian's
-(`apt-get install chromium`; .ci/run installs it), Playwright comes from the dev extra; without
-either the test is skipped with the reason. Every wait is bounded; the server is stopped at the end.
+explorer widget, whose summary and picture change after a slider move; no table or figure wider
+than its cell, and the explorer's strip showing the chosen config's graphs ending at their n.
+Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), Playwright comes from the
+dev extra; without either the test is skipped with the reason. Every wait is bounded; the server is stopped at the end.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import time
 import urllib.request
 from pathlib import Path
 
+import PIL.ImageColor
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,6 +40,8 @@ _spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts"
 run_notebooks = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("run_notebooks", run_notebooks)
 _spec.loader.exec_module(run_notebooks)
+
+from graphlab.views.widgets import PATH_COLORS  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
 SERVER_START_S = 90
@@ -61,6 +65,52 @@ STATE_JS = """() => {
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return {errors, pending, status: kernel ? kernel.status : 'none',
           images: imgs.filter(i => i.complete && i.naturalWidth > 0).length};
+}"""
+# What a reader sees at this width: tables wider than their output cell (a sideways scroll bar)
+# and images shrunk below their own width (their text shrunk with them), with the cell's width.
+FIT_JS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const wide = [];
+  for (const table of panel.node.querySelectorAll('.jp-OutputArea-output table')) {
+    const cell = table.closest('.jp-OutputArea-output');
+    if (table.getBoundingClientRect().width > cell.clientWidth + 1) {
+      const width = Math.round(table.getBoundingClientRect().width);
+      wide.push(`table ${width} px in ${cell.clientWidth} px`);
+    }
+  }
+  for (const img of panel.node.querySelectorAll('.jp-OutputArea-output img')) {
+    const cell = img.closest('.jp-OutputArea-output');
+    const shown = img.getBoundingClientRect().width;
+    if (img.naturalWidth > cell.clientWidth + 1 || shown > cell.clientWidth + 1) {
+      wide.push(`image ${img.naturalWidth} px in ${cell.clientWidth} px`);
+    }
+  }
+  return wide;
+}"""
+# Along the explorer's strip (the row of its upper half with the most path colours): the first
+# and last coloured pixel and the last blue one, read from the picture the browser shows.
+STRIP_JS = """(img, colours) => {
+  const canvas = document.createElement('canvas');
+  canvas.width = img.naturalWidth; canvas.height = img.naturalHeight;
+  const ctx = canvas.getContext('2d');
+  ctx.drawImage(img, 0, 0);
+  const data = ctx.getImageData(0, 0, canvas.width, canvas.height / 2).data;
+  const near = (i, c) =>
+    Math.abs(data[i] - c[0]) + Math.abs(data[i + 1] - c[1]) + Math.abs(data[i + 2] - c[2]) < 12;
+  let best = null;
+  for (let y = 0; y < canvas.height / 2; y++) {
+    const xs = [], blue = [];
+    for (let x = 0; x < canvas.width; x++) {
+      const i = 4 * (y * canvas.width + x);
+      if (colours.some(c => near(i, c))) xs.push(x);
+      if (near(i, colours[0])) blue.push(x);
+    }
+    if (!best || xs.length > best.count) {
+      best = {count: xs.length, left: xs[0], right: xs[xs.length - 1] + 1,
+              lastBlue: blue[blue.length - 1] + 1};
+    }
+  }
+  return best;
 }"""
 
 
@@ -164,6 +214,7 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
         expected = run_notebooks.expected_figures(name)
         state = _wait(page, lambda s: s["images"] >= expected, UI_S, f"{expected} images")
         assert state["images"] == expected
+        assert page.evaluate(FIT_JS) == [], f"{name}: outputs wider than the notebook"
         if name == "02_the_crash":
             _move_the_explorer(page)
     finally:
@@ -178,6 +229,12 @@ def _move_the_explorer(page) -> None:
     summary.wait_for()
     assert "max_num_seqs = 8," in summary.inner_text() and "KeyError: 16" in summary.inner_text()
     picture = page.locator("img.widget-image")
+    # vllm-0.5.5, S = 8, k = 4: batches n = 1..40 on the strip's axis, graphs up to n = 8, so
+    # blue ends 8/40 of the way along (drawn by position in the list, it ended at 8/34).
+    colours = [PIL.ImageColor.getrgb(PATH_COLORS[p]) for p in ("graph", "eager", "crash")]
+    strip = picture.evaluate(STRIP_JS, colours)
+    expected = strip["left"] + (strip["right"] - strip["left"]) * 8 / 40
+    assert abs(strip["lastBlue"] - expected) <= 2, strip
     before = picture.get_attribute("src")
     handle = page.locator(".widget-slider", has_text="max_num_seqs S").locator(".noUi-handle")
     handle.focus()

@@ -87,7 +87,7 @@ def test_help_documents_exit_status(capsys):
 def _table_runs(out):
     # "  first-last[ step s]  path  detail" rows of every runner's table.
     for line in out.splitlines():
-        m = re.match(r"^\s+(\d+)(?:-(\d+))?(?: step (\d+))?\s+(graph|eager|crash)\b", line)
+        m = re.match(r"^\s+(\d+)(?:-(\d+))?(?: step (\d+))?\s+(graph|full|piecewise|eager|crash)\b", line)
         if m:
             first, last, step = int(m[1]), int(m[2] or m[1]), int(m[3] or 1)
             yield list(range(first, last + 1, step))
@@ -116,7 +116,11 @@ def test_v0_header_omits_token_budget_and_reports_both_runners(capsys):
     code, out, _ = run_main(capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4")
     assert code == 0 and "max_num_batched_tokens" not in out
     assert "proposer (draft model" in out and "9-16  crash  KeyError: 16" in out
-    assert "fails first: the scorer, on the first decode step" in out
+    # One headline, first after the config: the scorer's KeyError: 40, then the draft's 16.
+    assert out.splitlines()[1] == (
+        "fails first: the scorer (target model), KeyError: 40 on the first decode step of a full "
+        "batch (40 rows); fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft "
+        "rows, once bonus tokens widen its batch")
     code, data = audit_json(capsys, "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4")
     assert data["proposer"]["summary"]["first_crash_error"] == "KeyError: 16" and data["fails_first"] == "scorer"
 

@@ -10,6 +10,9 @@ import pytest
 import torch
 from kvcache import restore, snapshot
 
+from graphlab.bench.suites import get_suite
+from graphlab.bench.measurements import latency_rows
+from graphlab.bench.sweeps import LATENCY_ENGINE
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.engines import SizingConfig
@@ -117,6 +120,51 @@ def test_replay_returns_logits_that_survive_the_next_step(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("cache_mode", ["normal", "inference"])
+def test_steps_run_in_inference_mode_over_a_cache_made_either_way(backend, cache_mode):
+    # vLLM runs and captures its model under torch.inference_mode(); the static buffers here
+    # are made outside it, the cache either way: capture, replay and eager steps all work.
+    model = build_model("tiny", seed=0, device=device_of(backend))
+    with torch.inference_mode(cache_mode == "inference"):
+        model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    assert model.kv_cache()[0][0].is_inference() == (cache_mode == "inference")
+    graphs, eager = runner(model, backend), runner(model, backend, enforce_eager=True)
+    assert not graphs.graph_runners[8].buffers.hidden_states.is_inference()
+    (replayed, record), (reference, _) = (r.execute_model(*batch(6, model.device, seed=3))
+                                          for r in (graphs, eager))
+    assert record.path == "graph" and replayed.is_inference() and reference.is_inference()
+    torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)
+
+
+# The presets and sizes the GPU check times (the full suite's), each graph-path size's first
+# replay held against the eager step by the latency sweep's own check; tiny on the emulation.
+TIMED = [pytest.param("cpu-emulated", "tiny", "float32"),
+         pytest.param("cuda-graph", "100m", "bfloat16", marks=needs_cuda),
+         pytest.param("cuda-graph", "1b", "bfloat16", marks=needs_cuda)]
+
+
+@pytest.mark.parametrize("backend, preset, dtype", TIMED)
+def test_the_timed_presets_replay_what_eager_computes(backend, preset, dtype):
+    full = get_suite("full")
+    model = build_model(preset, seed=0, dtype=dtype, device=device_of(backend))
+    model.allocate_kv_cache(full.latency_max_num_seqs, full.max_seq_len)
+    sizes = [n for n in (1, 2, 7, 64, 72, 256) if n in full.latency_batch_sizes]
+    configs = [(LATENCY_ENGINE, SizingConfig(full.latency_max_num_seqs), sizes)]
+    if preset != "1b":  # the check times V1's token-count graphs on 100m only
+        configs.append((full.v1_engine, full.v1_sizing, [1, 2, 128]))
+    expected = "efficient_attention" if backend == "cuda-graph" else "cpu_flash_attention"
+    for engine, cfg, num_reqs in configs:
+        rows = [row for row in latency_rows(model, engine, cfg, num_reqs, repeats=1, warmup=0)
+                if row["mode"] == "graph"]
+        assert [row["path"] for row in rows] == ["graph"] * len(num_reqs)
+        for row in rows:
+            assert row["replay_matches_eager"], (engine, row["batch_size"],
+                                                 row["max_abs_logit_diff"],
+                                                 row["logit_tolerance"])
+        assert {row["sdpa_backend"] for row in rows} == {expected}  # pinned, no fallback
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_prefix_keyerror(backend):
     model = make_model(backend, "bfloat16")
     r = runner(model, backend, "vllm-0.5.5", SizingConfig(8, num_speculative_tokens=4))
@@ -165,9 +213,33 @@ def test_shared_pool_costs_less_than_separate_pools_and_captures_are_recorded():
         assert [rec.size for rec in records] == sorted(r.capture_sizes, reverse=True)
         assert all(rec.capture_ms > 0 and rec.warmup_ms > 0 for rec in records)
         assert all(rec.memory_kind == "measured" and rec.predicted_bytes > 0 for rec in records)
+        # One whole-loop drop (vLLM V1's logged figure), the same on every record of the loop.
+        assert len({rec.capture_loop_bytes for rec in records}) == 1
+        assert records[0].capture_loop_bytes > 0
         totals[graph_pool] = (sum(rec.pool_bytes for rec in records),
                               sum(rec.memory_bytes for rec in records))
         del r, records
         torch.cuda.empty_cache()
     assert totals["shared"][0] < totals["separate"][0]
     assert totals["shared"][1] < totals["separate"][1]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_compiled_cuda_graph_replay_equals_eager_for_every_captured_size():
+    """The third GPU mode: CUDA graphs captured over the torch.compile'd step (vLLM V1's route)."""
+    model = make_model("cuda-graph", "float32")
+    cfg = SizingConfig(16)
+    graphs = runner(model, "compiled-cuda-graph", cfg=cfg)
+    eager = runner(model, "cuda-graph", cfg=cfg, enforce_eager=True)
+    assert {r.backend for r in graphs.graph_records} == {"compiled-cuda-graph"}
+    assert all(r.memory_kind == "measured" for r in graphs.graph_records)
+    start = snapshot(model)
+    for size in graphs.capture_sizes:
+        outputs = []
+        for r in (graphs, eager):
+            restore(model, start)
+            outputs.append(r.execute_model(*batch(size, model.device, seed=size)))
+        (replayed, record), (reference, _) = outputs
+        assert (record.path, record.graph_size) == ("graph", size)
+        torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)

@@ -1,7 +1,10 @@
 """The GPU check works the first time: its modules import and its CPU dry run passes on a machine
-shaped like the lent GPU machine (no tqdm, safetensors, vllm, papermill or transformers)."""
+shaped like the lent GPU machine (no tqdm, safetensors, vllm, papermill or transformers), with a
+PYTHONPATH that does not name the checkout (the script keeps `.`); an interrupted sweep keeps the
+CSVs of what finished; the environment probe sees the model's own attention call."""
 
 import os
+import re
 import subprocess
 import sys
 import tarfile
@@ -16,12 +19,12 @@ from graphlab import bench
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKED = ("tqdm", "safetensors", "vllm", "papermill", "transformers")
 # Loaded first by site: every import of a blocked package (or its submodules) fails.
-SITECUSTOMIZE = f"""
+SITECUSTOMIZE = """
 import sys
 
 class _Blocked:
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in {BLOCKED!r}:
+        if name.partition(".")[0] in {blocked!r}:
             raise ImportError(f"{{name}} is not installed here (gpu-check test)")
 
 sys.meta_path.insert(0, _Blocked())
@@ -30,15 +33,20 @@ TARGET_NAMES = ("replay speedup at batch 1", "graph step at batch 1 / copy-bandw
                 "slowest capture (ms)", "shared pool / largest graph's own pool")
 
 
+def blocking_site(folder: Path, blocked) -> Path:
+    (folder / "sitecustomize.py").write_text(SITECUSTOMIZE.format(blocked=tuple(blocked)))
+    return folder
+
+
 @pytest.fixture(scope="module")
 def stripped_env(tmp_path_factory):
-    site = tmp_path_factory.mktemp("site")
-    (site / "sitecustomize.py").write_text(SITECUSTOMIZE)
-    return os.environ | {"PYTHON": sys.executable, "PYTHONPATH": f"{site}{os.pathsep}{ROOT}",
+    site = blocking_site(tmp_path_factory.mktemp("site"), BLOCKED)
+    # The checkout is not on PYTHONPATH: the check must put `.` there itself.
+    return os.environ | {"PYTHON": sys.executable, "PYTHONPATH": str(site),
                          "GRAPHLAB_GIT_COMMIT": "dryrun123", "OMP_NUM_THREADS": "1"}
 
 
-def python(code: str, env: dict) -> subprocess.CompletedProcess:
+def python(code: str, env: dict) -> subprocess.CompletedProcess:  # cwd ROOT: imports graphlab
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
 
@@ -95,6 +103,38 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     assert set(v1["batch_unit"]) == {"tokens"} and v1["batch_size"].max() > 512
     assert set(csvs["graph_memory"]["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
     assert "cudnn" in environment and "sdpa" in environment and "chosen" in environment
+    # The probe ran the model's own step: its additive float mask, not a boolean one.
+    assert "torch.float32 additive mask" in environment and "torch.bool" not in environment
+    for sweep in ("latency", "graph_memory", "spec_decode", "spec_decode_steps"):
+        assert set(csvs[sweep]["sdpa_backend"]) == {"cpu_flash_attention"}, sweep
+    # Every graph-path row was held against the eager step; no other row was.
+    graph_path = (latency["mode"] == "graph") & (latency["path"] == "graph")
+    assert latency.loc[graph_path, "max_abs_logit_diff"].notna().all()
+    assert latency.loc[~graph_path, "max_abs_logit_diff"].isna().all()
+    checked = latency[graph_path]
+    assert (checked["max_abs_logit_diff"] <= checked["logit_tolerance"]).all()
+    assert set(checked["replay_matches_eager"]) == {True}
+    # One whole-loop figure per capture loop; emulated, it is the predicted pool of all sizes.
+    memory = csvs["graph_memory"]
+    for _, loop in memory.groupby(["engine", "graph_pool"]):
+        assert loop["capture_loop_bytes"].nunique() == 1
+        assert loop["capture_loop_bytes"].iloc[0] == loop["cumulative_predicted_bytes"].iloc[-1]
+
+
+def test_short_steps_run_first_and_every_limit_fits_the_budget(dry_run):
+    with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
+        steps = pd.read_csv(archive.extractfile("gpu_check/steps.tsv"), sep="\t")
+    assert steps["step"].tolist() == ["environment", "crash_map", "memory_tiny", "gpu_tests",
+                                      "latency_tiny", "spec_decode", "report"]
+    assert set(steps["status"]) == {"ok"}
+    # The plan in the script's header: what the steps before spec_decode may take, within
+    # 480 s less the 35 s kept for the report and a kill (the GPU run adds memory_1b, latency_1b).
+    script = (ROOT / "scripts" / "gpu_check.sh").read_text()
+    limits = {name: int(limit) for name, limit in re.findall(r'\bstep "?([\w$]+)"? (\d+) ', script)}
+    assert list(limits) == ["environment", "crash_map", "memory_$SMALL", "memory_$LARGE",
+                            "gpu_tests", "latency_$SMALL", "latency_$LARGE", "spec_decode"]
+    before_last = sum(limits.values()) - limits["spec_decode"]
+    assert before_last <= 480 - 35 and f"of limits {before_last} s" in script
 
 
 def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
@@ -111,6 +151,8 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     assert [name for name in TARGET_NAMES for line in table[1:] if name in line] == list(
         TARGET_NAMES) and len(table) == 1 + len(TARGET_NAMES)
     assert done.stdout.rstrip().endswith(summary.rstrip())
+    assert "== replay vs eager (tiny, vllm-0.6.0): 24 graph-path sizes" in summary
+    assert "whole capture loop" in summary and "BEYOND" not in summary
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
@@ -123,14 +165,97 @@ def test_without_cuda_and_without_flags_the_check_refuses_in_one_line(stripped_e
     assert not (tmp_path / "out").exists()
 
 
-def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
-    # V1 rows count tokens: its 512-token captures must not become "the slowest capture" or the
-    # largest graph of the pool ratio.
+def test_a_torch_that_does_not_import_is_reported_as_such(tmp_path):
+    site = blocking_site(tmp_path, ("torch",))
+    env = os.environ | {"PYTHON": sys.executable, "PYTHONPATH": str(site)}
+    for flags in ([], ["--device", "cpu", "--small"]):
+        done = subprocess.run(["bash", "scripts/gpu_check.sh", *flags], cwd=ROOT, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+        assert "cannot import torch" in done.stderr and "torch is not installed here" in (
+            done.stderr) and "no CUDA" not in done.stderr
+
+
+def load_gpu_bench():
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("gpu_bench", ROOT / "scripts" / "gpu_bench.py")
     gpu_bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gpu_bench)
+    return gpu_bench
+
+
+def test_a_replay_that_misses_eager_gives_no_speedup(dry_run):
+    gpu_bench = load_gpu_bench()
+    with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
+        latency, memory = (pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
+                           for name in ("latency", "graph_memory"))
+    batch_1 = (latency["batch_size"] == 1) & (latency["engine"] == bench.LATENCY_ENGINE) & (
+        latency["mode"] == "graph")
+    wrong = latency.copy()
+    wrong.loc[batch_1, "max_abs_logit_diff"] = 10 * wrong.loc[batch_1, "logit_tolerance"]
+    wrong.loc[batch_1, "replay_matches_eager"] = False
+    targets = gpu_bench.summarize_targets(wrong, memory, "tiny", "tiny").set_index("target")
+    for name in ("replay speedup at batch 1 (eager / graph)",
+                 "graph step at batch 1 / copy-bandwidth floor"):
+        assert pd.isna(targets.loc[name, "value"]) and not targets.loc[name, "met"]
+        assert targets.loc[name, "backend"] == gpu_bench.REPLAY_MISMATCH
+    lines = gpu_bench.replay_lines(wrong)
+    assert any("BEYOND TOLERANCE at batch sizes [1]" in line for line in lines)
+
+
+def test_an_interrupted_sweep_keeps_the_finished_csvs(tmp_path, monkeypatch):
+    # A timeout's SIGINT arrives as KeyboardInterrupt; here it strikes in the V1 engine's
+    # latency rows, after graph memory and the guard's latency rows are done.
+    from graphlab.bench import sweeps
+
+    real = sweeps.latency_rows
+
+    def interrupted(model, engine, *args, **kwargs):
+        if engine != bench.LATENCY_ENGINE:
+            raise KeyboardInterrupt
+        return real(model, engine, *args, **kwargs)
+
+    monkeypatch.setattr(sweeps, "latency_rows", interrupted)
+    suite = bench.replace_suite("quick", latency_batch_sizes=(1, 2, 25), repeats=1, warmup=0,
+                                memory_max_num_seqs=4)
+    with pytest.raises(KeyboardInterrupt):
+        bench.run_bench(suite, "cpu", tmp_path, sweeps=("graph_memory", "latency"),
+                        progress=False)
+    memory = pd.read_csv(tmp_path / "graph_memory.csv")
+    assert set(memory["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
+    latency = pd.read_csv(tmp_path / "latency.csv")
+    assert set(latency["engine"]) == {bench.LATENCY_ENGINE}
+    assert sorted(set(latency["batch_size"])) == [1, 2, 25] and len(latency) == 6
+    assert not list(tmp_path.glob(".*.tmp"))  # no half-written file
+
+
+@pytest.mark.parametrize("preset", ["tiny", "100m"])
+def test_the_probe_sees_the_models_own_attention_call(preset):
+    from graphlab.engine.model import build_model
+    from graphlab.engine.sdpa import probe_sdpa, sdpa_backend_name
+
+    model = build_model(preset, dtype="bfloat16")
+    model.allocate_kv_cache(4, 64)
+    for rows, q in ((3, 1), (2, 4)):  # V0 decode rows, V1 requests of 1 + k = 4 tokens
+        call = probe_sdpa(model, rows, q)
+        positions = torch.arange(q).repeat(rows, 1)
+        assert call.attn_mask.dtype == model.dtype == call.query.dtype
+        assert torch.equal(call.attn_mask, model.attention_mask(positions))
+        group = model.config.num_attention_heads // model.config.num_key_value_heads
+        assert call.query.shape == (rows, model.config.num_key_value_heads, group * q,
+                                    model.config.head_dim)
+        assert call.key.shape[2] == 64 and call.backend == sdpa_backend_name(
+            call.query, call.key, call.value, call.attn_mask) == "cpu_flash_attention"
+    # Only the pad slot's cache row was written.
+    for k, v in model.kv_cache():
+        assert not k[:4].any() and not v[:4].any() and k[4].any()
+
+
+def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
+    # V1 rows count tokens: its 512-token captures must not become "the slowest capture" or the
+    # largest graph of the pool ratio.
+    gpu_bench = load_gpu_bench()
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
         latency, memory = (pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
                            for name in ("latency", "graph_memory"))

@@ -39,6 +39,19 @@ def test_notebook_is_committed_clean_and_parameterised(name):
     assert "ci = False" in tagged[0].source and "out_dir = " in tagged[0].source
 
 
+# A notebook that runs the model or records provenance (torch_threads): its setup cell pins
+# torch's threads before anything is timed or recorded.
+RUNS_A_MODEL = ("build_model(", "run_speculative(", "run_bench(", "_sweep(", "provenance(")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_notebooks_that_run_a_model_pin_one_torch_thread_first(name):
+    nb = nbformat.read(ROOT / "notebooks" / f"{name}.ipynb", as_version=4)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    runs = any(call in source for source in code for call in RUNS_A_MODEL)
+    assert ("pin_threads()" in code[1]) == runs, name
+
+
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     out = tmp_path_factory.mktemp("notebooks")
@@ -117,7 +130,24 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
     explicit, default = issue.split("default sizing:")
     assert "WARNING 'Truncating max_cudagraph_capture_size to 40'" in explicit
     assert "42 tokens, has no graph and runs eagerly" in explicit
-    assert "no warning" in default and "replays the 42-token graph" in default
+    assert "no warning" in default and "replays the 42-token FULL graph" in default
+
+
+@pytest.mark.notebooks
+def test_adaptive_price_text_is_computed_from_its_frame(executed):
+    out, _ = executed
+    price = pd.read_csv(out / "04_adaptive_sizing" / "adaptive_price.csv")
+    assert set(price.backend) <= {"cpu-compiled", "cpu-emulated", "cuda-graph"}
+    assert json.loads((out / "00_setup_check" / "setup.json").read_text())["torch_threads"] == 1
+    assert set(price.torch_threads) == {1}
+    by = price.set_index(["num_speculative_tokens", "engine"])
+    g, a = by.loc[(8, "vllm-0.6.0")], by.loc[(8, "adaptive")]
+    nb = nbformat.read(out / "notebooks" / "04_adaptive_sizing.ipynb", as_version=4)
+    text = _printed(nb, "price.set_index(")
+    assert (f"k = 8: guard {g.num_graphs} graphs, {g.graph_fraction:.0%} of reachable batches on "
+            f"a graph ({g.eager_fraction:.0%} eager); adaptive {a.num_graphs} graphs") in text
+    assert f"capture {g.capture_ms:.1f} ms vs {a.capture_ms:.1f} ms" in text
+    assert (a.graph_fraction, a.num_graphs, g.num_graphs) == (1.0, 12, 4)
 
 
 @pytest.mark.notebooks

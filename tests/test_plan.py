@@ -407,6 +407,41 @@ def test_default_figures_equal_the_audit(engine):
         assert default.graph_fraction == pytest.approx(summary.graph_fraction)
 
 
+@pytest.mark.parametrize("engine", V1_ENGINES)
+def test_the_default_baseline_replays_full_graphs_at_sizes_rounded_to_1_plus_k(engine):
+    from graphlab.sizing.dispatch import graph_families
+
+    for cfg in (SizingConfig(8, 4), SizingConfig(6, 6), SizingConfig(256, 4), SizingConfig(100, 3, 300)):
+        if not get_engine(engine).capture_sizes(cfg):
+            continue
+        result, families = plan(engine, cfg), graph_families(engine, cfg)
+        expected = [families.dispatch(int(n))[1] or 0 for n in result.workload.sizes]
+        assert list(result.default.padded) == expected
+        assert result.default_full_sizes == families.full_sizes
+        assert all(s % cfg.decode_query_len == 0 for s in result.default_full_sizes)
+    # Hand-checked: S 8, k 4 (verify batches 5..40) on FULL sizes 5, 10, 20, 25, 35, 40 pads 15
+    # and 30 by 5 tokens each (1.25 per step; the raw list gave 1.875); S 6, k 6 fits exactly.
+    if engine == "vllm-0.33.0":
+        assert plan(engine, SizingConfig(8, 4)).default.mean_padding_waste == 1.25
+        assert plan(engine, SizingConfig(6, 6)).default.mean_padding_waste == 0.0
+
+
+def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(capsys):
+    code, out, _ = run(capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4",
+                       "--max-graphs", "40")
+    lines = out.splitlines()
+    assert code == 0 and lines[1].startswith("same graph count and coverage (")
+    assert "up to 512 tokens" in lines[1] and "graph fraction 0.398 vs 0.398" in lines[1]
+    piecewise = next(line for line in lines if line.startswith("PIECEWISE graphs"))
+    assert "default's 57 sizes up to 512 tokens with the plan's 40 up to 1280" in piecewise
+    ceiling = next(line for line in lines if line.startswith("above vLLM's default ceiling"))
+    assert ceiling.startswith("above vLLM's default ceiling of 512 tokens: 540, 570,")
+    assert "PR 50488" in ceiling and "PR 54418" in ceiling
+    # Within the ceiling, nothing is flagged.
+    code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "4")
+    assert code == 0 and "default ceiling" not in out
+
+
 # --- what a user relies on: ties, repeated rows, zero counts, blank cells, limits ------------------
 
 

@@ -20,12 +20,14 @@ GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
 
 def _texts(fig: Figure) -> str:
     """Every title, axis label, tick-free text and legend entry in the figure, joined."""
-    parts = [fig.get_suptitle()]
+    parts = [fig.get_suptitle(), fig.get_supxlabel()]
     for ax in fig.axes:
         parts += [ax.get_title(), ax.get_xlabel(), ax.get_ylabel()]
         legend = ax.get_legend()
         if legend is not None:
             parts += [t.get_text() for t in legend.get_texts()]
+    for legend in fig.legends:  # legends placed off the axes
+        parts += [t.get_text() for t in legend.get_texts()]
     return "\n".join(parts)
 
 
@@ -92,8 +94,12 @@ def test_memory_figure_measured_on_gpu():
 def test_crash_map_heatmap_per_engine(value):
     df = crash_map(["vllm-0.5.5", "vllm-0.6.0"], range(1, 9), range(0, 5))
     fig = plots.plot_crash_map(df, value)
-    titles = [ax.get_title() for ax in fig.axes]
-    assert "vllm-0.5.5" in titles and "vllm-0.6.0" in titles
+    titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
+    # vllm-0.6.0 only turns 0.5.5's crashes eager: no crash of its own (no panel, named in the
+    # title), the same graph fraction (one panel for both).
+    assert titles == {"num_crash": ["vllm-0.5.5"], "first_crash_n": ["vllm-0.5.5"],
+                      "graph_fraction": ["vllm-0.5.5 = vllm-0.6.0"]}[value]
+    assert "vllm-0.6.0" in fig.get_suptitle() or value == "graph_fraction"
     assert "not measured" in fig.get_suptitle()
     assert "max_num_seqs" in _texts(fig) and "num_speculative_tokens" in _texts(fig)
     # The 0.5.5 panel's image is the crash count grid itself (max_num_seqs rows by k columns).
@@ -140,15 +146,15 @@ def test_spec_decode_figure_compares_engines_per_config():
     assert heights == [0.3, 0.3, 1.0, 1.0]
     labels = [t.get_text() for t in throughput.get_xticklabels()]
     # Acceptance in V1's vocabulary where the frame has it, named so.
-    assert labels[0] == "S=8, k=2\n1.75" and labels[1] == "S=8, k=4\n2.00"
-    assert "mean acceptance length (vLLM V1)" in throughput.get_xlabel()
+    assert labels[0] == "S=8, k=2\naccept. len 1.75" and labels[1] == "S=8, k=4\naccept. len 2.00"
+    assert "accept. len: mean acceptance length (vLLM V1)" in fig.get_supxlabel()
 
 
 def test_spec_decode_figure_falls_back_to_v0_rate():
     frame = spec_frame().drop(columns="mean_acceptance_length")
     fig = plots.plot_spec_decode(frame)
-    assert "draft_acceptance_rate (vLLM V0)" in fig.axes[0].get_xlabel()
-    assert fig.axes[0].get_xticklabels()[0].get_text() == "S=8, k=2\n0.250"
+    assert "accept. rate: draft_acceptance_rate (vLLM V0)" in fig.get_supxlabel()
+    assert fig.axes[0].get_xticklabels()[0].get_text() == "S=8, k=2\naccept. rate 0.250"
     with pytest.raises(GraphlabError, match="acceptance column"):
         plots.plot_spec_decode(frame.drop(columns="draft_acceptance_rate"))
 
@@ -223,3 +229,59 @@ def test_plan_figure_marks_both_lists_and_the_eager_steps():
     (ax,) = fig.axes
     eager = [line for line in ax.lines if line.get_label() == "default: eager steps"]
     assert min(eager[0].get_xdata()) > 512
+
+
+def _every_figure():
+    from graphlab.sizing.plan import Budget, plan
+    from graphlab.views.padding import plot_padding
+
+    outcomes = [get_engine("vllm-0.6.0").dispatch(n, SizingConfig(32)) for n in range(1, 41)]
+    yield "padding", plot_padding(pd.DataFrame([vars(d) for d in outcomes]), "vllm-0.6.0")
+    yield "eager ratio", plots.plot_eager_ratio(latency_frame().assign(model="tiny"), 9, 40)
+    yield "latency", plots.plot_latency(latency_frame())
+    yield "memory", plots.plot_graph_memory(memory_frame())
+    yield "spec", plots.plot_spec_decode(spec_frame())
+    yield "crash map", plots.plot_crash_map(crash_map("all", range(1, 33), range(0, 9)), "num_crash")
+    yield "plan", plots.plot_plan(plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8)))
+
+
+@pytest.mark.parametrize("name, fig", list(_every_figure()), ids=lambda v: v if isinstance(v, str) else "")
+def test_figures_fit_a_notebook_and_their_text_reads(name, fig):
+    # JupyterLab's output area is ~850 px wide: a wider figure is shrunk, and its text with it.
+    width, _ = fig.get_size_inches() * fig.dpi
+    assert width <= 850, name
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for text in fig.findobj(lambda a: hasattr(a, "get_fontsize") and hasattr(a, "get_text")):
+        if text.get_visible() and text.get_text().strip():
+            assert text.get_fontsize() * fig.dpi / 72 >= 10, (name, text.get_text())  # >= 10 px
+    # Everything drawn (titles, labels, legends) lies inside the figure: no line cut at its edge.
+    drawn = fig.get_tightbbox(renderer).transformed(fig.dpi_scale_trans)
+    assert drawn.x0 >= -2 and drawn.x1 <= fig.bbox.x1 + 2, name  # pixels
+
+
+def test_padding_staircase_steps_to_the_captured_sizes():
+    from graphlab.views.padding import plot_padding
+
+    outcomes = [get_engine("vllm-0.6.0").dispatch(n, SizingConfig(32)) for n in range(1, 41)]
+    fig = plot_padding(pd.DataFrame([vars(d) for d in outcomes]), "vllm-0.6.0")
+    # vLLM 0.6.0 captures 1, 2, 4, 8, 16, 24, 32 for max_num_seqs 32 (pad0 steps of 8).
+    assert "captured sizes 1, 2, 4, 8, 16, 24, 32" in fig.get_suptitle()
+    step = fig.axes[0].lines[0]
+    assert dict(zip(step.get_xdata(), step.get_ydata()))[17] == 24
+    eager = fig.axes[0].collections[1].get_offsets()
+    assert sorted(eager[:, 0]) == list(range(33, 41))  # above 32: eager, drawn at n
+    assert "not measured" in fig.get_suptitle()
+
+
+def test_eager_ratio_figure_divides_the_medians():
+    frame = latency_frame().assign(model="tiny")
+    fig = plots.plot_eager_ratio(frame, 9, 32)
+    line = fig.axes[0].lines[0]
+    rows = frame[frame.batch_size == 16].set_index("mode").median_ms
+    assert dict(zip(line.get_xdata(), line.get_ydata()))[16] == pytest.approx(rows["eager"] / rows["graph"])
+    assert "cpu-emulated (not a GPU measurement)" in fig.get_suptitle()
+    with pytest.raises(GraphlabError, match="no latency rows"):
+        plots.plot_eager_ratio(frame, 100, 200)

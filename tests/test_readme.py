@@ -1,12 +1,23 @@
-"""The README's "Using graphlab in your own code" examples run as printed, and say what they return."""
+"""The README's "Using graphlab in your own code" examples run as printed, and say what they return;
+`make lab`, its way into the notebooks, starts a JupyterLab that answers on loopback."""
 
 import ast
+import json
+import os
 import re
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
 
 
 def _examples() -> list[str]:
@@ -42,3 +53,50 @@ def test_readme_example_runs_and_returns_what_it_says(index, tmp_path, monkeypat
     exec(compile(block, f"README example {index + 1}", "exec"), namespace)
     for expression, value in _claims(block):
         assert eval(expression, namespace) == value, expression
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv/bin/python").exists(),
+                    reason="needs make and a built .venv")
+def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
+    port, token = _free_port(), secrets.token_hex(16)
+    env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+           "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
+    # -o: the venv's stamp counts as up to date; building the venv is `make test`'s step, not this.
+    command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
+    log = open(tmp_path / "lab.log", "w")
+    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL, start_new_session=True)  # one group to stop
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}",
+                                            timeout=5) as answer:
+                    listing = json.load(answer)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    tail = (tmp_path / "lab.log").read_text()[-2000:]
+                    pytest.fail(f"`make lab` did not answer: {tail}")
+                time.sleep(0.5)
+        names = {item["name"] for item in listing["content"]}
+        assert "00_setup_check.ipynb" in names and "02_the_crash.ipynb" in names
+        text = (tmp_path / "lab.log").read_text()
+        assert "pip install" not in text, "make lab rebuilt the venv"
+        assert f"http://127.0.0.1:{port}/" in text  # the address it prints is the loopback one
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(timeout=10)
+        log.close()
+    with pytest.raises(OSError):  # stopped: nothing answers on the port any more
+        urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)

@@ -17,9 +17,9 @@ from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import build_model
 from graphlab.sizing.engines import SizingConfig, get_engine
 from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
-from graphlab.bench.sweeps import graph_memory_rows, latency_rows
+from graphlab.bench.measurements import graph_memory_rows, latency_rows
 from graphlab.engine.v1_runner import V1_ENGINES, V1ModelRunner, uniform_decode_batch
-from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
+from graphlab.sizing.dispatch import V1_PATHS, decode_graph_sizes, verify_batches
 from graphlab.specdec.requests import make_requests
 
 NUM_SLOTS, MAX_SEQ_LEN = 40, 16
@@ -79,13 +79,13 @@ def test_graphs_hold_whole_requests(engine, cfg):
 @pytest.mark.parametrize("engine", ["vllm-0.33.0", "vllm-0.13.0"])
 @pytest.mark.parametrize("cfg", CONFIGS[:3])
 def test_runner_outcome_follows_the_engines_dispatch_for_every_n(model, engine, cfg):
-    # Up to 40 requests: past max_num_seqs and past the ceiling. Where the engine's dispatch
-    # says eager the runner runs eagerly; where it replays a graph, the runner replays the
-    # graph of whole requests that serves it (0.13: the same one; 0.33: rounded to q, never
-    # larger than the engine's padded size rounded up).
+    # Up to 40 requests: past max_num_seqs and past the ceiling. Each step takes the path and
+    # graph graphlab.sizing.dispatch names: FULL, PIECEWISE (a uniform batch no FULL graph
+    # fits) or eager above the largest capture size.
     q, policy = cfg.decode_query_len, get_engine(engine)
     runner = runner_for(model, engine, cfg, backend="cpu-emulated")
     assert sorted(runner.graphs) == list(runner.capture_sizes)
+    assert sorted(runner.piecewise_graphs) == list(policy.capture_sizes(cfg))
     seen = set()
     for num_reqs in range(1, NUM_SLOTS + 1):
         n = num_reqs * q
@@ -93,15 +93,8 @@ def test_runner_outcome_follows_the_engines_dispatch_for_every_n(model, engine, 
         expected = policy.dispatch(n, cfg)
         seen.add(record.path)
         assert record.batch_size == n
-        if expected.path == "eager":
-            assert (record.path, record.graph_size) == ("eager", None), n
-        elif record.path == "graph":
-            assert n <= record.graph_size <= -(-expected.graph_size // q) * q, n
-            if engine == "vllm-0.13.0":
-                assert record.graph_size == expected.graph_size, n
-        else:  # vLLM runs these on PIECEWISE graphs: the padded size holds no whole requests
-            assert expected.graph_size > runner.graph_limit, n
-    assert seen == {"graph", "eager"}
+        assert (record.path, record.graph_size) == (expected.step_path, expected.graph_size), n
+    assert {"full", "eager"} <= seen <= set(V1_PATHS)
 
 
 def _vllm_full_dispatch(engine, cfg):
@@ -160,12 +153,14 @@ def test_runner_outcome_equals_installed_vllm_full_dispatch(model, engine):
         q, vllm_dispatch = cfg.decode_query_len, _vllm_full_dispatch(engine, cfg)
         ours = V1ModelRunner(model, engine, cfg, backend="cpu-emulated")
         for num_reqs in range(1, cfg.max_num_seqs + 1):
-            assert ours.dispatch(num_reqs * q) == vllm_dispatch(num_reqs * q), (cfg, num_reqs)
+            path, size = ours.dispatch(num_reqs * q)
+            assert (size if path == "full" else None) == vllm_dispatch(num_reqs * q), (cfg, num_reqs)
     # And through execute_model, on the small config: the step replays what vLLM would.
     runner, vllm_dispatch = runner_for(model, engine, SMALL), _vllm_full_dispatch(engine, SMALL)
     for num_reqs in range(1, SMALL.max_num_seqs + 1):
         record = runner.execute_model(*batch(num_reqs, 4, seed=num_reqs))[1]
-        assert record.graph_size == vllm_dispatch(num_reqs * 4)
+        full = record.graph_size if record.path == "full" else None
+        assert full == vllm_dispatch(num_reqs * 4)
 
 
 def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
@@ -173,7 +168,7 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
     # six requests replays it with no padding.
     rows = verify_batches("vllm-0.33.0", SizingConfig(6, 6))
     assert [r["num_tokens"] for r in rows] == [7, 14, 21, 28, 35, 42]
-    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="graph", graph_size=42,
+    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="full", graph_size=42,
                             padding_tokens=0)
 
 
@@ -201,7 +196,7 @@ def test_issue_54933_explicit_maximum_through_speculative_decoding():
     assert len(full) > 0 and set(full.batch_size) == {42}
     assert set(full.path) == {"eager"} and full.graph_size.isna().all()
     smaller = decode[(decode.num_speculating == decode.num_seqs) & (decode.batch_size <= 35)]
-    assert set(smaller.path) <= {"graph"}
+    assert set(smaller.path) <= {"full"}
     explicit = SpecDecodeConfig(6, 6, engine="vllm-0.33.0", cudagraph_capture_sizes=[7, 14])
     assert explicit.cudagraph_capture_sizes == (7, 14)
     assert SpecDecodeEngine(target, build_draft(target, "truncated", seed=1),
@@ -232,7 +227,7 @@ def test_replay_equals_eager_for_every_captured_size(backend, dtype, tol):
                 restore(model, start)
                 outputs.append(runner.execute_model(*batch(num_reqs, 4, num_reqs, device)))
             (replayed, record), (reference, eager_record) = outputs
-            assert (record.path, eager_record.path) == ("graph", "eager")
+            assert (record.path, eager_record.path) == ("full", "eager")
             assert record.backend == backend
             assert replayed.shape == (num_reqs, 4, model.config.vocab_size)
             if record.graph_size == num_reqs * 4 and backend == "cpu-emulated":
@@ -314,7 +309,8 @@ def test_bad_inputs_are_clear_errors(model):
 def test_a_request_without_drafts_makes_the_batch_non_uniform(model):
     runner = runner_for(model, "vllm-0.33.0", SMALL)
     _, record = runner.execute_model(*batch(2, 4), [4, 1])
-    assert (record.batch_size, record.path, record.graph_size) == (5, "eager", None)
+    # 5 tokens scheduled; the rows compute 8, which replay the PIECEWISE graph of 8.
+    assert (record.batch_size, record.path, record.graph_size) == (5, "piecewise", 8)
 
 
 # ---- speculative decoding through the V1 runner ----------------------------------------------
@@ -342,13 +338,35 @@ def test_greedy_speculative_decoding_through_v1_equals_target_greedy(spec_setup,
     tokens = decode.num_speculating * 4 + decode.num_seqs - decode.num_speculating
     assert (decode.batch_size == tokens).all()
     uniform = decode.num_speculating == decode.num_seqs
-    assert (decode.path[~uniform] == "eager").all()
-    graphs = decode.path == "graph"
+    # Non-uniform steps replay PIECEWISE graphs (dispatched at the B * (1 + k) tokens computed).
+    assert (decode.path[~uniform] != "full").all()
+    graphs = decode.path != "eager"
     assert (decode.graph_size[graphs] >= decode.batch_size[graphs]).all()
     if engine != "vllm-0.12.0":  # 0.12 stops at 2 * S = 8 tokens: the 16-token steps are eager
         assert graphs[uniform].all()
     if kind == "target":
         assert out.metrics.num_accepted_tokens == out.metrics.num_draft_tokens
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_piecewise_replay_equals_eager_for_every_captured_size(backend):
+    # Each PIECEWISE graph (pieces replayed, attention eager between them) against the model's
+    # own eager forward, on a batch that fills it or leaves padding tokens.
+    model = make_model(backend, "float32", seed=3)
+    runner = runner_for(model, "vllm-0.33.0", SMALL, backend=backend)
+    start = snapshot(model)
+    assert sorted(runner.piecewise_graphs) == list(runner.piecewise_sizes) and runner.piecewise_sizes
+    for size, graph in runner.piecewise_graphs.items():
+        length = min(size, 4)
+        ids, positions, slots = batch(max(1, size // length), length, size, model.device)
+        restore(model, start)
+        replayed = graph.replay(ids, positions, slots).clone()
+        restore(model, start)
+        with torch.no_grad():
+            reference = model.hidden_states(ids, positions, slots).flatten(0, 1)
+        torch.testing.assert_close(replayed, reference, atol=1e-5, rtol=1e-5)
+    kinds = {r.family for r in runner.graph_records}
+    assert kinds == {"full", "piecewise"}
 
 
 # ---- the repro command and the sweeps ----------------------------------------------------------
@@ -366,8 +384,10 @@ def test_repro_json_shape(capsys, budget, eager_above):
     assert result["steps"] and any(s["num_tokens"] == 40 for s in result["steps"])
     for step in result["steps"]:
         assert set(step) == {"num_tokens", "path", "graph_size"}
-        if step["path"] == "graph":
+        if step["path"] == "full":
             assert step["graph_size"] in sizes and step["graph_size"] >= step["num_tokens"]
+        elif step["path"] == "piecewise":
+            assert step["graph_size"] >= step["num_tokens"]
         else:
             assert step["path"] == "eager" and step["graph_size"] is None
         if eager_above is not None and step["num_tokens"] > eager_above:
@@ -375,18 +395,22 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
-    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0)
+    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0,
+                           backend="cpu-emulated")
     graph_rows = [r for r in latency if r["mode"] == "graph"]
     assert {(r["engine"], r["batch_unit"]) for r in latency} == {("vllm-0.33.0", "tokens")}
     # Each captured size filled exactly, one request past the last graph, and all 12 requests.
     assert [r["num_reqs"] for r in graph_rows] == [1, 2, 4, 6, 7, 12]
     for r in graph_rows:
         assert r["batch_size"] == 4 * r["num_reqs"] and r["graph_limit"] == 24
-        assert (r["path"], r["graph_size"]) == (("graph", r["batch_size"])
+        assert (r["path"], r["graph_size"]) == (("full", r["batch_size"])
                                                 if r["batch_size"] <= 24 else ("eager", None))
     assert all(r["path"] == "eager" for r in latency if r["mode"] == "eager")
-    memory = graph_memory_rows(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
+    rows = graph_memory_rows(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
+    memory = [r for r in rows if r["family"] == "full"]
     assert [r["capture_size"] for r in memory] == [24, 16, 8, 4]
+    pieces = [r["capture_size"] for r in rows if r["family"] == "piecewise"]
+    assert pieces == sorted(get_engine("vllm-0.33.0").capture_sizes(SMALL), reverse=True)
     for r in memory:
         assert r["memory_kind"] == "predicted" and r["num_reqs"] * 4 == r["capture_size"]
         assert r["predicted_bytes"] == predict_graph_memory(model.config, r["capture_size"],

@@ -5,6 +5,7 @@ import io
 
 import numpy as np
 import PIL.Image
+import PIL.ImageColor
 import pytest
 
 pytest.importorskip("ipywidgets")
@@ -12,7 +13,8 @@ pytest.importorskip("ipywidgets")
 from graphlab.sizing.audit import audit# noqa: E402
 from graphlab.errors import GraphlabError  # noqa: E402
 from graphlab.sizing.engines import ENGINES, SizingConfig# noqa: E402
-from graphlab.views.widgets import ExplorerState, StaticExplorer, explorer, reads_max_num_batched_tokens# noqa: E402
+from graphlab.views.widgets import (PATH_COLORS, ExplorerState, StaticExplorer, explorer,  # noqa: E402
+                                    reads_max_num_batched_tokens)
 
 
 @pytest.fixture(scope="module")
@@ -29,6 +31,11 @@ def test_default_state_shows_the_v0_crash(ex):
     assert "first crash at n = 9: <b>KeyError: 16</b>" in ex.summary.value
     assert "captured sizes (4): 1, 2, 4, 8" in ex.summary.value
     assert "graph fraction 0.235" in ex.summary.value  # 8 of the 34 reachable rows
+    # The first decode step of 8 requests sends 8 * 5 = 40 scorer rows: the scorer fails first.
+    assert ("fails first: the scorer (target model), KeyError: 40 on the first decode step"
+            in ex.summary.value)
+    assert ("fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft rows"
+            in ex.summary.value)
     assert ex.png.startswith(b"\x89PNG") and png_size(ex.png)[0] > 400
     assert bytes(ex.image.value) == ex.png
 
@@ -57,6 +64,8 @@ def test_engine_switch_enables_the_token_budget_only_for_v1(ex):
     expected = audit("vllm-0.33.0", SizingConfig(8, 4, 16))
     assert f"captured sizes ({len(expected.capture_sizes)})" in ex.summary.value
     assert "max_num_batched_tokens = 16" in ex.summary.value
+    # FULL graphs at 5 and 10 tokens; 3 requests (15 tokens) find none and run PIECEWISE at 16.
+    assert "2 full, 1 piecewise, 0 eager" in ex.summary.value
     ex.controls["engine"].value = "nano-vllm"
     assert t.disabled and ex.state.max_num_batched_tokens is None
 
@@ -93,6 +102,64 @@ def test_static_explorer_without_widgets():
 def test_out_of_range_state_is_refused(bad):
     with pytest.raises(GraphlabError):
         ExplorerState(**bad)
+
+
+def _strip_row(image: PIL.Image.Image) -> tuple[int, list[tuple[int, int, int]]]:
+    """The row of the figure's upper half with the most strip-coloured pixels, and its pixels."""
+    colours = {PIL.ImageColor.getrgb(c) for c in PATH_COLORS.values()}
+    rgb = image.convert("RGB")
+    rows = [[rgb.getpixel((x, y)) for x in range(rgb.width)] for y in range(rgb.height // 2)]
+    y = max(range(len(rows)), key=lambda i: sum(p in colours for p in rows[i]))
+    return y, rows[y]
+
+
+def test_the_strip_draws_each_batch_at_its_size_and_crashes_at_their_key():
+    ex = StaticExplorer(ExplorerState("vllm-0.5.5", 8, 4))
+    pixels = _strip_row(PIL.Image.open(io.BytesIO(ex.view.png())))[1]
+    blue, red = (PIL.ImageColor.getrgb(PATH_COLORS[p]) for p in ("graph", "crash"))
+    coloured = [x for x, p in enumerate(pixels) if p in (blue, red)]
+    left, right = coloured[0], coloured[-1] + 1          # the strip spans n = 0.5 .. 40.5
+    last_blue = max(x for x, p in enumerate(pixels) if p == blue) + 1
+    # Graphs end at n = 8 of the 40 on the axis (34 reachable sizes: 29, 33, 34 never occur).
+    assert abs(last_blue - (left + (right - left) * 8 / 40)) <= 2
+    assert pixels[round(left + (right - left) * 28.5 / 40)] == (255, 255, 255)  # n = 29: none
+    crash = ex.view.lines["crash"].get_ydata()
+    # Each crash is vLLM 0.5.5's lookup of pad0(n): 16, 24, 32, 40, never captured (largest 8).
+    assert sorted({int(v) for v in crash if v == v}) == [16, 24, 32, 40]
+    assert ex.view.largest.get_ydata()[0] == 8
+
+
+def test_the_selected_cell_is_marked_larger_than_a_cell():
+    ex = StaticExplorer(ExplorerState("vllm-0.5.5", 100, 2))
+    vline, hline, ring = ex.view.cell
+    assert vline.get_xdata()[0] == 100 and hline.get_ydata()[0] == 2
+    assert ring.get_markersize() * ex.view.figure.dpi / 72 >= 10  # pixels across, not 1.5
+
+
+def test_the_crash_map_title_clears_the_strip_label():
+    ex = StaticExplorer(ExplorerState())
+    ex.view.png()
+    renderer = ex.view.canvas.get_renderer()
+    label = ex.view.strip.xaxis.label.get_window_extent(renderer)
+    title = ex.view.map.title.get_window_extent(renderer)
+    # Display y grows upwards. The upper half is redrawn opaque on every move: the title must lie
+    # wholly below it, not only below the label.
+    assert title.y1 <= ex.view.top.bbox.y0 and title.y1 <= label.y0
+
+
+def test_notebook_02_states_the_audit_headline():
+    """Notebook 02's opening says which runner fails first and next, as audit's headline does."""
+    import json
+    from pathlib import Path
+
+    from graphlab.sizing.audit import headline
+
+    line = headline(audit("vllm-0.5.5", SizingConfig(8, 4)))
+    nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_the_crash.ipynb"
+    opening = " ".join("".join(json.loads(nb.read_text())["cells"][0]["source"]).split())
+    for part in ("fails first: the scorer (target model), `KeyError: 40` on the first decode step",
+                 "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows"):
+        assert part.replace("`", "") in line and part in opening
 
 
 def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():

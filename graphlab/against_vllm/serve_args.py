@@ -19,7 +19,7 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
     resolved or loaded): max_num_seqs (unset: DEFAULT_MAX_NUM_SEQS), max_num_batched_tokens,
     speculative_config's num_speculative_tokens, and cudagraph_capture_sizes /
     max_cudagraph_capture_size given as flags or inside compilation_config (both at once is
-    vLLM's "mutually exclusive" error). GraphlabError for anything vLLM rejects, or without vllm.
+    vLLM's "mutually exclusive" error), and compilation_config's cudagraph_mode. GraphlabError for anything vLLM rejects, or without vllm.
     """
     import shlex
 
@@ -55,6 +55,8 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
         if flag is not None and nested is not None:
             raise GraphlabError(f"--vllm-args: {name} and compilation_config.{name} are mutually exclusive")
         settings[name] = flag if flag is not None else nested
+    mode = getattr(compilation, "cudagraph_mode", None)
+    settings["cudagraph_mode"] = None if mode is None else getattr(mode, "name", str(mode).upper())
     if args.enforce_eager:
         raise GraphlabError("--vllm-args sets --enforce-eager: vLLM captures no CUDA graphs at all")
     k = 0

@@ -17,7 +17,7 @@ import pandas as pd
 
 # Integer columns that may be empty (no graph, no crash, emulated, not applicable).
 INTEGER_COLUMNS = ("graph_size", "pool_bytes", "cumulative_pool_bytes", "first_crash_n",
-                   "max_num_batched_tokens", "torch_threads")
+                   "max_num_batched_tokens", "torch_threads", "num_reqs")
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:

@@ -81,8 +81,9 @@ def _now() -> str:
 
 
 def provenance(device="auto", *, dtype="float32", model: str = "custom", suite: str = "custom",
-               run_id: str | None = None) -> dict:
-    """The provenance block for rows measured on `device` with a `model` preset in `dtype`.
+               run_id: str | None = None, backend: str | None = None) -> dict:
+    """The provenance block for rows measured on `device` with a `model` preset in `dtype`, on
+    `backend` (None: the device's default, backend_for).
 
     Reads the torch thread count as it is now: set it before building the block.
     """
@@ -94,7 +95,7 @@ def provenance(device="auto", *, dtype="float32", model: str = "custom", suite: 
         "run_id": run_id or new_run_id(),
         "suite": suite,
         "device": device_name(dev),
-        "backend": backend_for(dev),
+        "backend": backend or backend_for(dev),
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda or "none",
         "cudnn_version": str(cudnn or "none"),

@@ -50,7 +50,7 @@ def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated
             num_speculative_tokens=k, draft=draft, temperature=config.temperature,
             load=load.kind, num_requests=len(requests), decode_tokens=tokens, decode_s=seconds,
             tokens_per_s=tokens / seconds,
-            scorer_graph_fraction=float((decode.path == "graph").mean()),
+            scorer_graph_fraction=float((decode.path != "eager").mean()),  # V1: full, piecewise
             max_scorer_batch_size=int(decode.batch_size.max()),
             max_draft_batch_size=int(decode.draft_batch_size.max()),
             num_target_graphs=len(records["target"]), target_graph_memory_bytes=memory,

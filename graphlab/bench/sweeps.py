@@ -13,7 +13,12 @@ computed from the sizing rules.
     frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
     paths = bench.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
 
-The CSV columns are documented in data/README.md.
+The backend is the run's: "auto" measures costs where a captured size saves something, real
+CUDA graphs on a GPU and `cpu-compiled` steps on a CPU (graphlab.engine.compiled); with
+backend compiled-cuda-graph the latency sweep adds a third mode, "compiled-graph" (CUDA graphs
+of the compiled step).
+The rows of one model come from graphlab.bench.measurements; the CSV columns are documented in
+data/README.md.
 """
 
 from __future__ import annotations
@@ -21,28 +26,30 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import functools
-import gc
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 
 from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.measurements import (
+    SEED,
+    graph_memory_rows,
+    latency_rows,
+    measure_copy_bandwidth,
+    weight_bytes,
+)
 from graphlab.bench.provenance import as_computed, provenance, with_provenance
 from graphlab.bench.spec_decode import spec_decode_benchmark
 
 # The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
 from graphlab.bench.suites import Suite, get_suite
-from graphlab.engine.device import resolve_device
-from graphlab.engine.factory import make_runner
-from graphlab.engine.graphs import GRAPH_POOLS
-from graphlab.engine.memory import predict_pool_bytes
+from graphlab.engine.device import BACKENDS, cost_backend_for, resolve_device
+from graphlab.engine.graphs import device_backend
 from graphlab.engine.model import LlamaForCausalLM, build_model
-from graphlab.engine.runner import StepTimer
-from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.errors import GraphlabError
+from graphlab.engine.sdpa import probe_sdpa
+from graphlab.errors import GraphlabError, check_choice
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import crash_map
 from graphlab.sizing.engines import SizingConfig
@@ -55,7 +62,6 @@ SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_deco
 LATENCY_ENGINE = "vllm-0.6.0"
 # Bytes of one copy: far past the H200's 60 MB L2 on CUDA; on CPU past the last-level cache.
 COPY_BYTES = {"cuda": 2**30, "cpu": 2**26}
-SEED = 0
 
 
 # ---- the run: device, threads and provenance, once ------------------------------------------
@@ -68,11 +74,23 @@ class BenchRun:
     device: torch.device
     preset: str
     dtype: str
+    backend: str
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
+    out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
     def stamp(self, rows) -> pd.DataFrame:
         return with_provenance(rows, self.provenance)
+
+    def checkpoint(self, name: str, rows) -> None:
+        """Write the rows so far as out/<name>.csv (each engine's once it is done), so a run
+        stopped in a later engine keeps the finished ones; run_bench rewrites it at the end."""
+        if self.out is not None and rows:
+            export_csvs({name: self.stamp(rows)}, self.out)
+
+    def sdpa_backend(self, max_seq_len: int) -> str:
+        """The SDPA kernel of a one-token decode step of the run's model at max_seq_len."""
+        return probe_sdpa(self.model(1, max_seq_len)).backend
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
         """The run's model with a KV cache of num_slots slots."""
@@ -94,9 +112,11 @@ _ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench
 
 @contextlib.contextmanager
 def bench_run(suite: str | Suite = "quick", device: str = "auto",
-              torch_threads: int | None = None):
-    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes."""
+              torch_threads: int | None = None, backend: str = "auto"):
+    """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
+    "auto": cuda-graph on CUDA, cpu-compiled on a CPU (cost_backend_for)."""
     suite = get_suite(suite)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
     dev = resolve_device(device)
     if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
                                       or torch_threads < 1):  # True is an int: not a thread count
@@ -107,8 +127,11 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     torch.set_num_threads(threads)
     try:
         preset, dtype = suite.model_for(dev.type)
-        run = BenchRun(suite, dev, preset, dtype,
-                       provenance(dev, dtype=dtype, model=preset, suite=suite.name))
+        # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
+        backend = device_backend(dev, cost_backend_for(dev) if backend == "auto" else backend)
+        run = BenchRun(suite, dev, preset, dtype, backend,
+                       provenance(dev, dtype=dtype, model=preset, suite=suite.name,
+                                  backend=backend))
         token = _ACTIVE.set(run)
         try:
             yield run
@@ -135,134 +158,11 @@ def sweep(name: str):
 
         @functools.wraps(body)
         def run_sweep(suite: str | Suite = "quick", device: str = "auto",
-                      torch_threads: int | None = None) -> pd.DataFrame:
-            with bench_run(suite, device, torch_threads) as run:
+                      torch_threads: int | None = None, backend: str = "auto") -> pd.DataFrame:
+            with bench_run(suite, device, torch_threads, backend) as run:
                 return body(run.suite, run.device)
         return run_sweep
     return register
-
-
-# ---- measurements ---------------------------------------------------------------------------
-
-def _batch(runner, num_reqs: int, seed: int = SEED):
-    """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
-    rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
-    model = runner.model
-    ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
-                                                 model.max_seq_len // 2, seed)
-    return (ids, positions, slots) if runner.batch_unit == "tokens" else (ids[:, 0], positions[:, 0], slots)
-
-
-def weight_bytes(model: LlamaForCausalLM) -> int:
-    """Bytes of the unique parameters: what one decode step must read at least once."""
-    return sum(p.numel() * p.element_size() for p in model.parameters())
-
-
-def timing_stats(times_ms) -> dict:
-    """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
-    times = np.asarray(times_ms, dtype=float)
-    return dict(median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
-                min_ms=float(times.min()))
-
-
-def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
-    """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
-    src = torch.ones(nbytes, dtype=torch.uint8, device=device)
-    dst = torch.empty_like(src)
-    for _ in range(warmup):
-        dst.copy_(src)
-    times = []
-    for _ in range(repeats):
-        timer = StepTimer(device)
-        dst.copy_(src)
-        times.append(timer.stop())
-    del src, dst
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-    stats = timing_stats(times)
-    return dict(copy_bytes=nbytes, bytes_moved=2 * nbytes, repeats=repeats, warmup=warmup,
-                **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
-
-
-def _sizing_columns(runner) -> dict:
-    """What a runner's rows were measured under; V1 rows count tokens (q = 1 + k per request)."""
-    cfg = runner.cfg
-    return dict(engine=runner.engine.name, max_num_seqs=cfg.max_num_seqs,
-                num_speculative_tokens=cfg.num_speculative_tokens,
-                max_num_batched_tokens=cfg.max_num_batched_tokens,
-                batch_unit=runner.batch_unit,
-                graph_limit=runner.graph_limit, max_seq_len=runner.model.max_seq_len)
-
-
-def cliff_request_counts(runner) -> tuple[int, ...]:
-    """Request counts filling each captured size exactly, one past the last graph, and S."""
-    q, seqs = runner.cfg.decode_query_len, runner.cfg.max_num_seqs
-    exact = {size // q for size in runner.capture_sizes}
-    beyond = {runner.graph_limit // q + 1, seqs}
-    return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
-
-
-def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
-                 repeats: int = 20, warmup: int = 3) -> list[dict]:
-    """Step latency per request count, eager and graph mode, one row per (count, mode).
-
-    A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
-    request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
-    the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
-    """
-    runners = {mode: make_runner(model, engine, cfg, enforce_eager=mode == "eager")
-               for mode in ("eager", "graph")}
-    for runner in runners.values():
-        runner.capture_model()
-    fixed, rows = _sizing_columns(runners["graph"]), []
-    for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch = _batch(runners["graph"], reqs)
-        for mode, runner in runners.items():
-            for _ in range(warmup):
-                runner.execute_model(*batch)
-            steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
-            rows.append(dict(
-                fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
-                path=steps[0].path, graph_size=steps[0].graph_size,
-                **timing_stats([step.time_ms for step in steps]), repeats=repeats,
-                warmup=warmup))
-    return rows
-
-
-def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
-                      graph_pools=GRAPH_POOLS) -> list[dict]:
-    """Memory and time of every capture, per pool mode, in capture order (largest first).
-
-    cumulative_bytes is the running total of memory_bytes (measured, or predicted when
-    emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
-    (running max for a shared pool, running sum for separate pools); predicted_over_measured
-    their ratio where memory was measured. capture_size counts tokens for a V1 engine.
-    """
-    rows = []
-    for graph_pool in graph_pools:
-        runner = make_runner(model, engine, cfg, graph_pool=graph_pool)
-        records = runner.capture_model()
-        fixed = _sizing_columns(runner)
-        for order, record in enumerate(records):
-            done = records[:order + 1]
-            fields = asdict(record)
-            capture_size = fields.pop("size")  # rows (V0) or tokens (V1)
-            measured = sum(r.memory_bytes for r in done)
-            predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
-            rows.append(dict(
-                fixed, capture_order=order, capture_size=capture_size,
-                num_reqs=capture_size // cfg.decode_query_len, **fields,
-                cumulative_bytes=measured,
-                cumulative_pool_bytes=(None if record.pool_bytes is None
-                                       else sum(r.pool_bytes for r in done)),
-                cumulative_predicted_bytes=predicted,
-                predicted_over_measured=(predicted / measured if record.memory_kind ==
-                                         "measured" and measured > 0 else None)))
-        del runner, records
-        gc.collect()
-        if model.device.type == "cuda":
-            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
-    return rows
 
 
 # ---- sweeps ---------------------------------------------------------------------------------
@@ -299,8 +199,10 @@ def latency_sweep(suite, device) -> pd.DataFrame:
         weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
         rows += [dict(row, weight_bytes=weights, copy_bytes_per_s=bandwidth,
                       bandwidth_floor_ms=weights / bandwidth * 1e3)
-                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup)]
+                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup,
+                                         run.backend)]
         del model
+        run.checkpoint("latency", rows)
     return run.stamp(rows)
 
 
@@ -311,7 +213,9 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     s = run.suite
     rows = []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
-        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg)
+        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg,
+                                  backend=run.backend)
+        run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
 
@@ -321,13 +225,14 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     run = _current()
     suite = run.suite
     runs = [(SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k, engine=engine,
-                              max_model_len=suite.spec_max_model_len),
+                              max_model_len=suite.spec_max_model_len, backend=run.backend),
              RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
                          max_tokens=suite.spec_max_tokens))
             for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
             for engine in suite.spec_engines]
-    return run.stamp(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
-                                           device=str(run.device)))
+    frame = pd.DataFrame(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
+                                               device=str(run.device)))
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("spec_decode_steps")
@@ -344,7 +249,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
                 config = SpecDecodeConfig(max_num_seqs=seqs, num_speculative_tokens=k,
-                                          engine=engine, max_model_len=suite.spec_max_model_len)
+                                          engine=engine, max_model_len=suite.spec_max_model_len,
+                                          backend=run.backend)
                 _, output = run_speculative(config, RequestLoad(kind="coverage"),
                                             preset=run.preset, dtype=run.dtype,
                                             device=str(run.device))
@@ -353,7 +259,8 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
                     max_num_seqs=seqs, num_speculative_tokens=k))
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
-    return run.stamp(frame[lead + [c for c in frame.columns if c not in lead]])
+    frame = frame[lead + [c for c in frame.columns if c not in lead]]
+    return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
 @sweep("crash_map")
@@ -376,7 +283,7 @@ def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
 
 def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
               sweeps=SWEEPS, progress: bool = True,
-              torch_threads: int | None = None) -> dict[str, Path]:
+              torch_threads: int | None = None, backend: str = "auto") -> dict[str, Path]:
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
@@ -385,8 +292,9 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
     if unknown:
         raise GraphlabError(f"unknown sweeps {unknown}; allowed: {', '.join(SWEEPS)}")
     written = {}
-    with bench_run(suite, device, torch_threads) as run:  # bad input fails before any sweep
+    with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
+        run.out = Path(out)
         for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
                                  disable=not progress):
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)

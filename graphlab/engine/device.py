@@ -1,4 +1,4 @@
-"""The device a run uses and the graph backend it implies: real CUDA graphs, or their emulation.
+"""The device a run uses and its graph backend: real CUDA graphs, compiled steps, or emulation.
 
 torch is imported only inside the functions, so naming a backend or a device list costs no import.
 """
@@ -11,7 +11,7 @@ from pathlib import Path
 
 from graphlab.errors import GraphlabError
 
-BACKENDS = ("cuda-graph", "cpu-emulated")
+BACKENDS = ("cuda-graph", "compiled-cuda-graph", "cpu-compiled", "cpu-emulated")
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -34,6 +34,23 @@ def resolve_device(device="auto"):
 def backend_for(device) -> str:
     """Real graphs only exist on CUDA; everywhere else the runner emulates them eagerly."""
     return "cuda-graph" if device.type == "cuda" else "cpu-emulated"
+
+
+def cost_backend_for(device) -> str:
+    """Where a cost is measured: real graphs on CUDA, compiled steps on a CPU (which save
+    dispatch overhead there as graphs save launches); cpu-emulated saves nothing by design."""
+    return "cuda-graph" if device.type == "cuda" else "cpu-compiled"
+
+
+def pin_threads(threads: int = 1) -> int:
+    """Set torch's CPU thread count (one by default, as `make notebooks` runs): small steps
+    gain nothing from more, and on a shared machine extra threads stall. Returns it."""
+    import torch
+
+    if not isinstance(threads, int) or threads < 1:
+        raise GraphlabError(f"threads={threads!r} must be an integer >= 1")
+    torch.set_num_threads(threads)
+    return torch.get_num_threads()
 
 
 def cpu_name() -> str:

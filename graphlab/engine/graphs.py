@@ -4,6 +4,8 @@ On CUDA each size is a ``torch.cuda.CUDAGraph``, captured largest first into one
 (``graph_pool="shared"``; ``"separate"`` gives each graph its own pool, for the memory study),
 after warm-up runs. Without CUDA the "cpu-emulated" backend keeps the same static buffers,
 padding, lookup table and errors and runs the step eagerly; its memory figures are predictions.
+The "cpu-compiled" backend keeps them too and runs a torch.compile'd step instead, and
+"compiled-cuda-graph" captures CUDA graphs of that compiled step (graphlab.engine.compiled).
 
 Replay copies a batch of n rows into the static buffers, fills the rows up to the graph's size
 with padding (token 0 at positions 0..q-1 of the model's pad slot, so padding writes only the pad
@@ -18,10 +20,16 @@ from __future__ import annotations
 
 import gc
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
+from graphlab.engine.compiled import (
+    COMPILED_CUDA_GRAPH,
+    CPU_COMPILED,
+    compiled_step,
+    resolve_compiled,
+)
 from graphlab.engine.device import BACKENDS, backend_for
 from graphlab.engine.memory import (
     MemorySnapshot,
@@ -49,6 +57,11 @@ class GraphRecord:
     predicted_bytes: int   # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
+    family: str | None = None  # vLLM V1's "full" | "piecewise"; None for V0's graphs
+    # The whole capture loop's free-memory drop, the figure vLLM V1 logs ("Graph capturing
+    # finished in ... took ... GiB"); the predicted pool of all sizes when emulated.
+    capture_loop_bytes: int | None = None
+    compile_cache: str = "none"  # compiled backends: inductor's disk cache before the compile
 
 
 class StaticBuffers:
@@ -82,20 +95,26 @@ class StaticBuffers:
         self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
         self.seq_slots[n:rows].fill_(self.pad_slot)
 
-    def run(self, model: LlamaForCausalLM, size: int) -> None:
-        """One step over the first `size` tokens, its hidden states into the static output."""
+    def run(self, model: LlamaForCausalLM, size: int, step=None) -> None:
+        """One step over the first `size` tokens, its hidden states into the static output;
+        `step` (a compiled step) takes the whole buffers and the row count, and slices them."""
         rows = size // self.query_len
-        out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
-                                  self.seq_slots[:rows])
+        if step is None:
+            out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
+                                      self.seq_slots[:rows])
+        else:
+            out = step(self.input_ids, self.positions, self.seq_slots, rows)
         self.hidden_states[:size].copy_(out.view(size, -1))
 
 
 class CapturedGraph:
-    """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated."""
+    """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated or compiled
+    for a CPU (`step` is then the compiled step replay calls)."""
 
     def __init__(self, model: LlamaForCausalLM, buffers: StaticBuffers, size: int,
-                 graph: torch.cuda.CUDAGraph | None):
+                 graph: torch.cuda.CUDAGraph | None, step=None):
         self.model, self.buffers, self.size, self.graph = model, buffers, size, graph
+        self.step = step
 
     def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
                seq_slots: torch.Tensor) -> torch.Tensor:
@@ -109,7 +128,7 @@ class CapturedGraph:
                                 f"{self.size} {unit}")
         self.buffers.fill(input_ids, positions, seq_slots, self.size)
         if self.graph is None:
-            self.buffers.run(self.model, self.size)
+            self.buffers.run(self.model, self.size, self.step)
         else:
             self.graph.replay()
         return self.buffers.hidden_states[:n]
@@ -117,21 +136,31 @@ class CapturedGraph:
 
 def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> str:
     """The backend for `model` ("auto": from its device), with backend and graph_pool checked."""
-    if backend == "auto":
-        backend = backend_for(model.device)
-    check_choice("backend", backend, ("auto",) + BACKENDS)
     check_choice("graph_pool", graph_pool, GRAPH_POOLS)
-    if backend == "cuda-graph" and model.device.type != "cuda":
-        raise GraphlabError(f"backend 'cuda-graph' needs the model on a CUDA device, "
-                            f"not {model.device}; use 'cpu-emulated'")
-    return backend
+    return device_backend(model.device, backend)
+
+
+def device_backend(device: torch.device, backend: str) -> str:
+    """The backend a model on `device` runs ("auto": backend_for), checked against it."""
+    if backend == "auto":
+        backend = backend_for(device)
+    check_choice("backend", backend, ("auto",) + BACKENDS)
+    on_cuda = device.type == "cuda"
+    if backend in ("cuda-graph", COMPILED_CUDA_GRAPH) and not on_cuda:
+        raise GraphlabError(f"backend {backend!r} needs the model on a CUDA device, "
+                            f"not {device}; use 'cpu-compiled' or 'cpu-emulated'")
+    if backend == CPU_COMPILED and on_cuda:
+        raise GraphlabError(f"backend {backend!r} runs on a CPU model; on {device} use "
+                            f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'")
+    return resolve_compiled(backend, device)
 
 
 def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                    graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS,
-                   query_len: int = 1):
+                   query_len: int = 1, pool=None):
     """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
-    ({size: CapturedGraph}, [GraphRecord])."""
+    ({size: CapturedGraph}, [GraphRecord]). `pool`: a CUDA graph pool handle to share with
+    other graphs (vLLM V1's two families); None makes one when graph_pool is "shared"."""
     backend = resolve_backend(model, backend, graph_pool)
     sizes = sorted(set(sizes), reverse=True)
     if not sizes:
@@ -140,10 +169,18 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
         raise GraphlabError(f"capture sizes {sizes} must be multiples of query_len={query_len}: "
                             f"a graph holds whole rows")
     buffers = StaticBuffers(model, sizes[0], query_len)
-    capture = _capture_cuda if backend == "cuda-graph" else _capture_emulated
-    pool = stream = None
-    if backend == "cuda-graph":
-        pool = torch.cuda.graph_pool_handle() if graph_pool == "shared" else None
+    on_cuda = backend in ("cuda-graph", COMPILED_CUDA_GRAPH)
+    capture = _capture_cuda if on_cuda else _capture_emulated
+    # The compiled backends' step: compiled at capture, called by replay (cpu) or recorded.
+    step = compiled_step(model) if backend in (CPU_COMPILED, COMPILED_CUDA_GRAPH) else None
+    cache = "none" if step is None else step.cache_state
+    stream = None
+    if not on_cuda:
+        pool = None
+    else:
+        if graph_pool == "shared" and pool is None:
+            pool = torch.cuda.graph_pool_handle()
+        pool = pool if graph_pool == "shared" else None
         # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
         # then allocated before the first capture rather than inside its pool.
         stream = torch.cuda.Stream(model.device)
@@ -152,11 +189,18 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     # (vLLM does the same around its capture loop).
     gc.collect()
     gc.freeze()
+    loop_start = None
+    if on_cuda:  # as vLLM: empty the cache, then read free memory
+        torch.cuda.empty_cache()
+        loop_start = MemorySnapshot.take(model.device)
     try:
-        with torch.no_grad():
+        # inference_mode, as vLLM captures (gpu_model_runner.py's capture_model) and as the
+        # runner's eager steps run: the static buffers and the cache are normal tensors either way.
+        with torch.inference_mode():
             for size in sizes:
-                graph, capture_ms, warmup_ms, measured = capture(model, buffers, size, pool,
-                                                                 stream, num_warmups)
+                graph, capture_ms, warmup_ms, measured = capture(
+                    model, buffers, size, pool, stream, num_warmups,
+                    None if step is None else step.compile)
                 predicted = predict_graph_memory(model.config, size, model.max_seq_len,
                                                  model.dtype, query_len)
                 # Emulated, a graph costs what it adds to the predicted pool (nothing more
@@ -164,32 +208,37 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                 added = (predict_pool_bytes(predictions + [predicted], graph_pool)
                          - predict_pool_bytes(predictions, graph_pool))
                 predictions.append(predicted)
-                graphs[size] = CapturedGraph(model, buffers, size, graph)
+                graphs[size] = CapturedGraph(model, buffers, size, graph,
+                                             None if graph is not None else step)
                 records.append(GraphRecord(
                     size=size, capture_ms=capture_ms, warmup_ms=warmup_ms,
                     memory_bytes=added if measured is None else measured[0],
                     memory_kind="predicted" if measured is None else "measured",
                     pool_bytes=None if measured is None else measured[1],
-                    predicted_bytes=predicted, backend=backend, graph_pool=graph_pool))
+                    predicted_bytes=predicted, backend=backend, graph_pool=graph_pool,
+                    compile_cache=cache))
     finally:
         gc.unfreeze()
-    return graphs, records
+    loop_bytes = (predict_pool_bytes(predictions, graph_pool) if loop_start is None
+                  else loop_start.free_bytes - MemorySnapshot.take(model.device).free_bytes)
+    return graphs, [replace(r, capture_loop_bytes=loop_bytes) for r in records]
 
 
-def _capture_emulated(model, buffers, size, pool, stream, num_warmups):
-    # Nothing to warm up or record: the "capture" is one eager run on the static buffers.
+def _capture_emulated(model, buffers, size, pool, stream, num_warmups, step):
+    # Nothing to warm up or record: the "capture" is one run on the static buffers (eager, or
+    # the compiled step, which compiles at the model's first size and at batch 1).
     start = time.perf_counter()
-    buffers.run(model, size)
+    buffers.run(model, size, step)
     return None, (time.perf_counter() - start) * 1e3, 0.0, None
 
 
-def _capture_cuda(model, buffers, size, pool, stream, num_warmups):
+def _capture_cuda(model, buffers, size, pool, stream, num_warmups, step):
     device = model.device
     start = time.perf_counter()
     stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):
         for _ in range(num_warmups):
-            buffers.run(model, size)
+            buffers.run(model, size, step)
     torch.cuda.synchronize(device)
     warmup_ms = (time.perf_counter() - start) * 1e3
     # Release cached blocks now, as torch.cuda.graph would on entry, so the free-memory drop
@@ -199,7 +248,7 @@ def _capture_cuda(model, buffers, size, pool, stream, num_warmups):
     graph = torch.cuda.CUDAGraph()
     start = time.perf_counter()
     with torch.cuda.graph(graph, pool=pool, stream=stream):
-        buffers.run(model, size)
+        buffers.run(model, size, step)
     torch.cuda.synchronize(device)
     capture_ms = (time.perf_counter() - start) * 1e3
     after = MemorySnapshot.take(device)

@@ -19,6 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from graphlab.engine.sdpa import sdpa_context
 from graphlab.errors import GraphlabError
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -172,13 +173,24 @@ class LlamaAttention(nn.Module):
         self.v_cache: torch.Tensor | None = None
 
     def forward(self, x, cos, sin, cells, seq_slots, mask):
+        return self.o_proj(self.attend(*self.project(x, cos, sin), cells, seq_slots, mask))
+
+    def project(self, x, cos, sin):
+        """q [tokens, heads, d], k and v [tokens, kv, d]: the projection and rotary embedding
+        before the attention op (inside vLLM's compiled pieces)."""
         heads, kv, d = self.num_heads, self.num_kv_heads, self.head_dim
-        n = seq_slots.shape[0]
-        length, group = x.shape[0] // n, heads // kv
         qk, v = self.qkv_proj(x).view(-1, heads + 2 * kv, d).split([heads + kv, kv], dim=1)
         # Hugging Face's rotate_half(x) is roll(x) with the first half negated: sin carries it.
         qk = torch.addcmul(qk * cos, qk.roll(d // 2, dims=-1), sin)
         q, k = qk.split([heads, kv], dim=1)
+        return q, k, v
+
+    def attend(self, q, k, v, cells, seq_slots, mask):
+        """The attention op, [tokens, heads * d] before o_proj: K/V written into the cache, then
+        attention over each row's slot (where vLLM splits its compiled model)."""
+        heads, kv, d = self.num_heads, self.num_kv_heads, self.head_dim
+        n = seq_slots.shape[0]
+        length, group = q.shape[0] // n, heads // kv
         # Write every token's K/V first, in place, so rows sharing a slot see each other's.
         self.k_cache[cells] = k
         self.v_cache[cells] = v
@@ -188,13 +200,13 @@ class LlamaAttention(nn.Module):
         # Grouped-query attention without repeating K/V: fold each KV head's query group into
         # the query-length axis, [n, kv, group * length, d] (a plain view when decoding).
         if length == 1:
-            q = q.view(n, kv, group, d)
+            q = q.reshape(n, kv, group, d)
         else:
-            q = q.view(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
+            q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         if length > 1:
             out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
-        return self.o_proj(out.reshape(-1, heads * d))
+        return out.reshape(-1, heads * d)
 
 
 class LlamaMLP(nn.Module):
@@ -351,18 +363,32 @@ class LlamaForCausalLM(nn.Module):
         if not self.num_slots:
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         n, length = input_ids.shape
+        cos, sin, cells, mask = self.attention_inputs(positions, seq_slots)
+        x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
+        with sdpa_context(x.device):
+            for layer in self.model.layers:
+                x = layer(x, cos, sin, cells, seq_slots, mask)
+        return self.model.norm(x).view(n, length, -1)
+
+    def rotary(self, tokens: torch.Tensor):
+        """cos, sin [tokens, 1, head_dim] of the flattened positions."""
+        return self.rope_cache[tokens, None].unbind(2)
+
+    def attention_inputs(self, positions: torch.Tensor, seq_slots: torch.Tensor):
+        """(cos, sin, cache cells, additive causal mask) of one step's [n, L] positions."""
+        length = positions.shape[1]
         tokens = positions.flatten()
-        cos, sin = self.rope_cache[tokens, None].unbind(2)      # [n * L, 1, head_dim] each
+        cos, sin = self.rotary(tokens)
         cells = (seq_slots.repeat_interleave(length), slice(None), tokens)
-        # The mask as an additive bias built once per step, not once per layer inside SDPA.
+        return cos, sin, cells, self.attention_mask(positions)
+
+    def attention_mask(self, positions: torch.Tensor) -> torch.Tensor:
+        """The additive mask SDPA gets, [n, 1, group * L, max_seq_len] in the model dtype: 0 at
+        cache positions <= each token's position, -inf after; built once per step, not per layer."""
         group = self.config.num_attention_heads // self.config.num_key_value_heads
         future = self.key_positions > positions[:, None, :, None]  # [n, 1, L, max_seq_len]
         mask = torch.zeros(future.shape, dtype=self.dtype, device=future.device)
-        mask = mask.masked_fill_(future, float("-inf")).repeat(1, 1, group, 1)
-        x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
-        for layer in self.model.layers:
-            x = layer(x, cos, sin, cells, seq_slots, mask)
-        return self.model.norm(x).view(n, length, -1)
+        return mask.masked_fill_(future, float("-inf")).repeat(1, 1, group, 1)
 
     def compute_logits(self, hidden: torch.Tensor) -> torch.Tensor:
         """The LM head over hidden states, in float32 (run outside the graph, as vLLM does)."""

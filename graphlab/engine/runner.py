@@ -25,10 +25,10 @@ class StepRecord:
     """How one decode step ran."""
 
     batch_size: int
-    path: str               # "graph" | "eager"
+    path: str               # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
     graph_size: int | None  # the replayed graph's size on the graph path
     time_ms: float          # CUDA events on a GPU, perf_counter elsewhere
-    backend: str            # the runner's backend: "cuda-graph" | "cpu-emulated"
+    backend: str            # the runner's backend (graphlab.engine.device.BACKENDS)
 
 
 class DecodeRunner:
@@ -54,13 +54,13 @@ class DecodeRunner:
         self.graph_records: list[GraphRecord] = []
         self.captured = False
 
-    def _capture(self, sizes, query_len: int = 1) -> dict:
+    def _capture(self, sizes, query_len: int = 1, pool=None) -> dict:
         """{size: CapturedGraph} for every size, captured largest first (none if eager)."""
         graphs = {}
         if not self.enforce_eager:
             graphs, self.graph_records = capture_graphs(
                 self.model, sizes, self.backend, self.graph_pool, self.num_warmups,
-                query_len=query_len)
+                query_len=query_len, pool=pool)
         self.captured = True
         return graphs
 
@@ -72,13 +72,32 @@ class DecodeRunner:
         input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
                                            for t in (input_ids, positions, seq_slots))
         timer = StepTimer(device)
-        with torch.no_grad():
+        # As vLLM runs its model (gpu_model_runner.py's execute_model): no autograd bookkeeping.
+        with torch.inference_mode():
             if graph is None:
                 logits = self.model(input_ids, positions, seq_slots)
             else:
                 hidden = graph.replay(input_ids, positions, seq_slots).view(*input_ids.shape, -1)
                 logits = self.model.compute_logits(hidden)
         return logits, timer.stop()
+
+
+# How far a replay's logits may lie from the eager step's, relative to the largest eager logit:
+# the padded shape may take other GEMM kernels, which sum in another order. 8 eps for the half
+# types; float32's rounding grows ~100-fold over reordered sums of ~10^3 terms and a dozen layers.
+REPLAY_RTOL = {torch.bfloat16: 2.0**-4, torch.float16: 2.0**-7, torch.float32: 2.0**-12}
+
+
+def replay_check(replayed: torch.Tensor, eager: torch.Tensor, dtype: torch.dtype) -> dict:
+    """max_abs_logit_diff of a replay against the eager step on the same batch, the tolerance
+    (REPLAY_RTOL[dtype] x the largest eager logit) and replay_matches_eager."""
+    if replayed.shape != eager.shape:
+        raise GraphlabError(f"replayed logits {tuple(replayed.shape)} and eager logits "
+                            f"{tuple(eager.shape)} differ in shape")
+    diff = (replayed.float() - eager.float()).abs().max().item()
+    tolerance = REPLAY_RTOL[dtype] * eager.float().abs().max().item()
+    return dict(max_abs_logit_diff=diff, logit_tolerance=tolerance,
+                replay_matches_eager=bool(diff <= tolerance))
 
 
 class StepTimer:

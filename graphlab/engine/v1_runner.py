@@ -1,11 +1,18 @@
-"""A decode model runner shaped like vLLM V1's: CUDA graphs keyed by token count.
+"""A decode model runner shaped like vLLM V1's: two graph families keyed by token count.
 
-The runner captures the FULL uniform-decode graphs of `graphlab.sizing.dispatch` and replays the
-one `decode_dispatch` names for each step. Where vLLM would fall back to PIECEWISE graphs (a
-non-uniform batch, or a uniform one above the FULL graphs but within the capture sizes) this
-runner has no piecewise graphs: the step runs eagerly, and its StepRecord says "eager". The graphs
-hold the decoder only; the LM head runs after replay on the real tokens. Padding requests write
-only the model's pad slot.
+The runner captures the graphs `graphlab.sizing.dispatch.graph_families` names for its engine and
+cudagraph_mode, into one pool: FULL uniform-decode graphs (whole requests of q = 1 + k tokens) and
+PIECEWISE graphs (graphlab.engine.piecewise: the pieces between attention calls, attention eager)
+at the raw capture sizes, and replays the one `GraphFamilies.dispatch` names for each step; its
+StepRecord's path says "full", "piecewise" or "eager". A non-uniform step (some requests scheduled
+with fewer tokens) still computes q tokens per row here, so it is dispatched at those B * q tokens.
+cudagraph_mode FULL (FULL graphs for every batch at the raw sizes) is not modelled. The graphs hold
+the decoder only; the LM head runs after replay on the real tokens. Padding requests write only the
+model's pad slot.
+
+Of vLLM V1's draft side the kit models none: its speculative engine drafts on the V0-shaped runner
+(graphlab.specdec). vLLM V1 ran draft models eagerly every step until PR 47460 gave them graphs,
+and issue 32591 reports a draft model's batch leaving the graph range.
 """
 
 from __future__ import annotations
@@ -13,19 +20,23 @@ from __future__ import annotations
 import torch
 
 from graphlab.engine.graphs import NUM_WARMUPS, GraphRecord
+from dataclasses import replace
+
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
-from graphlab.sizing.dispatch import decode_dispatch, decode_graph_sizes
+from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy
 
 
 class V1ModelRunner(DecodeRunner):
     """Uniform decode steps of one model (whose KV cache is allocated) under one V1 engine.
 
-    `capture_sizes` are the token counts it captures graphs for (`decode_graph_sizes`),
-    `engine_capture_sizes` the engine's configured list they come from, `graph_limit` the largest
-    token count that replays a graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
+    `capture_sizes` are the token counts of its FULL uniform-decode graphs, `piecewise_sizes`
+    those of its PIECEWISE graphs, `engine_capture_sizes` the engine's configured list, and
+    `graph_limit` the largest token count that replays a FULL graph. StepRecord.batch_size counts
+    tokens, V1's dispatch unit.
     """
 
     runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
@@ -38,23 +49,41 @@ class V1ModelRunner(DecodeRunner):
         error = self.engine.startup_error(self.cfg)
         if error:
             raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
+        self.families = graph_families(self.engine, self.cfg)
+        if self.families.mixed_family == "full":
+            raise GraphlabError("cudagraph_mode FULL (FULL graphs for every batch) is not modelled "
+                                "by the V1-shaped runner; allowed: NONE, PIECEWISE, "
+                                "FULL_DECODE_ONLY, FULL_AND_PIECEWISE")
         self.query_len = self.cfg.decode_query_len
         self.engine_capture_sizes = self.engine.capture_sizes(self.cfg)
-        self.capture_sizes = decode_graph_sizes(self.engine, self.cfg)
+        self.capture_sizes = self.families.full_sizes
+        self.piecewise_sizes = self.families.by_family["piecewise"]
         self.graph_limit = self.capture_sizes[-1] if self.capture_sizes else 0
         self.graphs: dict = {}
+        self.piecewise_graphs: dict = {}
 
     def capture_model(self) -> list[GraphRecord]:
-        """Capture a graph per token count of capture_sizes, largest first (none if eager)."""
-        self.graphs = self._capture(self.capture_sizes, self.query_len)
+        """Capture the FULL graphs, then the PIECEWISE ones, largest first, into one pool (none
+        if eager); graph_records hold both, each with its family."""
+        pool = None
+        if self.backend == "cuda-graph" and self.graph_pool == "shared" and not self.enforce_eager:
+            pool = torch.cuda.graph_pool_handle()
+        self.graphs = self._capture(self.capture_sizes, self.query_len, pool)
+        full = [replace(record, family="full") for record in self.graph_records]
+        pieces = []
+        if not self.enforce_eager:
+            self.piecewise_graphs, pieces = capture_piecewise(
+                self.model, self.piecewise_sizes, self.backend, self.graph_pool, self.num_warmups,
+                pool)
+        self.graph_records = full + pieces
         return self.graph_records
 
-    def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> int | None:
-        """The graph size a batch of num_tokens replays, or None (eager): the smallest captured
-        size >= num_tokens for a uniform decode batch within the graph limit."""
-        if self.enforce_eager or not uniform_decode:
-            return None
-        return decode_dispatch(self.capture_sizes, num_tokens)
+    def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
+        """(path, graph size) of a batch of num_tokens: ("full" | "piecewise", size) or
+        ("eager", None), by graphlab.sizing.dispatch's rule."""
+        if self.enforce_eager:
+            return "eager", None
+        return self.families.dispatch(num_tokens, uniform_decode)
 
     def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
                       seq_slots: torch.Tensor, num_scheduled_tokens=None):
@@ -63,8 +92,8 @@ class V1ModelRunner(DecodeRunner):
 
         `num_scheduled_tokens` (per request, default q each) marks requests that vLLM would
         schedule with fewer tokens (a request without drafts sends 1): the batch is then not
-        uniform, runs eagerly, and counts those tokens; the rows still carry q tokens, whose
-        extra outputs the caller drops.
+        uniform and counts those tokens; the rows still carry q tokens, whose extra outputs the
+        caller drops, so it is dispatched at B * q tokens (PIECEWISE where captured).
         """
         if not self.captured:
             raise GraphlabError("call capture_model() before execute_model()")
@@ -83,10 +112,10 @@ class V1ModelRunner(DecodeRunner):
                 raise GraphlabError(f"num_scheduled_tokens must hold {num_reqs} values in "
                                     f"[1, {q}], got {counts}")
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
-        graph_size = self.dispatch(num_tokens, uniform)
-        graph = None if graph_size is None else self.graphs[graph_size]
+        path, graph_size = self.dispatch(num_tokens if uniform else num_reqs * q, uniform)
+        graphs = {"full": self.graphs, "piecewise": self.piecewise_graphs}.get(path, {})
+        graph = graphs.get(graph_size)
         logits, ms = self.timed_step(graph, input_ids, positions, seq_slots)
-        path = "eager" if graph is None else "graph"
         return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
 
 

@@ -12,6 +12,11 @@ one in the previous step and keeps that batch for all k draft steps: B_s + B_bon
 B_s <= S, so 1..2S. The draft runner shares max_num_seqs, so its graphs are sized as with k = 0.
 The scorer fails first: its first decode step already sends B_s*(k+1) rows, while the proposer's
 batch only widens once bonus tokens exist.
+
+vLLM V1 batches follow graphlab.sizing.dispatch: a uniform decode batch replays a FULL graph (at a
+capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
+the family ("full" | "piecewise") as their path. V1 runs the draft model through its own proposer,
+whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import (
     CRASH,
     EAGER,
@@ -54,6 +60,7 @@ CRASH_MAP_COLUMNS = (
     "num_crash",
     "num_reachable",
     "graph_fraction",
+    "eager_fraction",
     "mean_padding_waste",
     "error",
     "startup_error",
@@ -73,6 +80,9 @@ class AuditSummary:
     mean_padding_waste: float  # see the module docstring
     first_crash_n: int | None
     first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
+    num_piecewise: int = 0  # vLLM V1: graph steps on PIECEWISE graphs (the rest are FULL)
+    # Beside the waste, which counts an eager step as no waste: the share that pays eager cost.
+    eager_fraction: float = float("nan")  # num_eager / num_reachable
 
 
 @dataclass(frozen=True)
@@ -86,7 +96,7 @@ class RunnerAudit:
     def to_dict(self) -> dict:
         return {
             "capture_sizes": list(self.capture_sizes),
-            "outcomes": [asdict(d) for d in self.outcomes],
+            "outcomes": [_outcome_dict(d) for d in self.outcomes],
             "summary": asdict(self.summary),
         }
 
@@ -100,11 +110,13 @@ class RunnerAudit:
         for first, last, step, d in _runs(self.outcomes):
             span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
             detail = d.graph_size if d.path == "graph" else (d.error or "")
-            lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
+            lines.append(f"  {span:>16}  {d.step_path:<5}  {detail}")
+        graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+                  if any(d.family for d in self.outcomes) else f"{s.num_graph} graph")
         lines.append(
-            f"summary: {s.num_reachable} reachable, {s.num_graph} graph, {s.num_eager} eager, "
+            f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"mean padding waste {s.mean_padding_waste:.2f}; "
+            f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
             + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
         )
         return lines
@@ -118,7 +130,7 @@ def _runs(outcomes):
     for d in outcomes:
         if runs:
             first, last, step, o = runs[-1]
-            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
+            same = (o.step_path, o.graph_size, o.error) == (d.step_path, d.graph_size, d.error)
             if same and (step is None or d.batch_size - last == step):
                 runs[-1] = [first, d.batch_size, d.batch_size - last, o]
                 continue
@@ -136,6 +148,8 @@ class AuditReport:
     warnings: tuple[str, ...]  # the WARNING lines the engine logs while sizing (vLLM V1)
     scorer: RunnerAudit  # the target model's runner (the only one without speculative decoding)
     proposer: RunnerAudit | None  # V0 with k > 0: the draft model's runner
+    full_sizes: tuple[int, ...] | None = None  # vLLM V1: the FULL uniform-decode graphs' sizes
+    cudagraph_mode: str | None = None  # vLLM V1: the mode in force (cfg's or the default)
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -169,6 +183,8 @@ class AuditReport:
             "warnings": list(self.warnings),
             **self.scorer.to_dict(),
         }
+        if self.cudagraph_mode is not None:
+            data |= {"cudagraph_mode": self.cudagraph_mode, "full_sizes": list(self.full_sizes)}
         if self.proposer is not None:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
@@ -185,26 +201,66 @@ class AuditReport:
             settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
         if cfg.max_cudagraph_capture_size is not None:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
+        if cfg.cudagraph_mode is not None:
+            settings.append(f"cudagraph_mode={cfg.cudagraph_mode}")
         lines = [f"engine {self.engine}: {' '.join(settings)}"]
+        if headline(self):
+            lines.append(headline(self))
         if self.startup_error:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
+        if self.cudagraph_mode is not None:
+            lines.append(f"cudagraph_mode {self.cudagraph_mode}: FULL uniform-decode graphs "
+                         f"({len(self.full_sizes)}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
+                         "capture_sizes below serve the other batches")
         if self.proposer is None:
             return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
         lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(self.batch_unit)
         lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
         lines += self.proposer.format_lines("rows")
-        first = self.fails_first
-        lines.append(
-            "fails first: the scorer, on the first decode step (no bonus tokens yet widen the draft batch)"
-            if first == "scorer" else
-            "fails first: the proposer, once bonus tokens widen its batch" if first == "proposer" else "fails first: neither"
-        )
+        lines.append(headline(self) or "fails first: neither")
         return "\n".join(lines)
 
 
 def _listed(sizes):
     return None if sizes is None else list(sizes)
+
+
+def _outcome_dict(d: Dispatch) -> dict:
+    """A JSON outcome: V1 ones name the graph family, V0 and peer ones keep path graph | eager | crash."""
+    data = asdict(d)
+    if data.pop("family") is not None:
+        data["path"] = d.step_path
+    return data
+
+
+def headline(report: AuditReport) -> str | None:
+    """Which runner fails first and which would fail next, in one line (None without a crash).
+
+    The first decode step of a full batch sends S*(1+k) scorer rows and no widened draft batch yet
+    (no bonus tokens), so a scorer crash there comes first (S = 8, k = 4: KeyError: 40); the
+    proposer's crash (KeyError: 16 at n = 9..16) needs bonus tokens from a previous step."""
+    scorer, proposer = report.scorer, report.proposer
+    crashes = proposer is not None and proposer.summary.num_crash
+    if not report.scorer.summary.num_crash and not crashes:
+        return None
+    full = scorer.outcomes[-1] if scorer.outcomes else None
+    if full is not None and full.error:
+        line = (f"fails first: the scorer (target model), {full.error} on the first decode step of a "
+                f"full batch ({full.batch_size} rows)")
+    elif scorer.summary.num_crash:
+        line = (f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
+                f"n = {scorer.summary.first_crash_n} rows")
+    else:
+        line = "fails first: the proposer (draft model), once bonus tokens widen its batch"
+    if crashes:
+        error = proposer.summary.first_crash_error
+        span = [d.batch_size for d in proposer.outcomes if d.error == error]
+        where = f"n = {span[0]}..{span[-1]}" if span else f"n = {proposer.summary.first_crash_n}"
+        line += (f"; {'fails next' if line.startswith('fails first: the scorer') else 'with'}: the "
+                 f"proposer (draft model), {error} at {where} draft rows, once bonus tokens widen "
+                 f"its batch")
+    return line
 
 
 def _fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | None:
@@ -213,8 +269,9 @@ def _fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | N
     return "proposer" if proposer is not None and proposer.num_crash else None
 
 
-def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray) -> AuditSummary:
-    """Summary of `dispatch_array`'s columns for the batch sizes ns."""
+def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray,
+               families=None) -> AuditSummary:
+    """Summary of `dispatch_array`'s columns (and V1's families) for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
     crashes = int(counts[CRASH])
@@ -229,6 +286,8 @@ def _summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: n
         mean_padding_waste=waste / runs if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else crash_error(int(keys[first])),
+        num_piecewise=0 if families is None else sum(f == "piecewise" for f in families),
+        eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
     )
 
 
@@ -243,7 +302,7 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 
 
 def _runner_audit(policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool) -> RunnerAudit:
-    columns = policy.dispatch_array(ns, cfg)
+    columns = (*policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg))
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
         outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),
@@ -269,6 +328,9 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         raise GraphlabError(f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
                             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
                             "(lower max_num_seqs or num_speculative_tokens)")
+    families = None
+    if policy.batch_unit == "tokens":  # vLLM V1
+        families = graph_families(policy, cfg)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -278,6 +340,8 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         warnings=policy.sizing_warnings(cfg),
         scorer=_runner_audit(policy, cfg, ns, outcomes=True),
         proposer=_proposer_audit(policy, cfg),
+        full_sizes=None if families is None else families.full_sizes,
+        cudagraph_mode=None if families is None else families.cudagraph_mode,
     )
 
 
@@ -295,6 +359,7 @@ def crash_map(
     k_range=range(0, 9),
     max_num_batched_tokens: int | None = None,
     progress: bool = False,
+    cudagraph_mode: str | None = None,
 ) -> pd.DataFrame:
     """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
 
@@ -306,6 +371,8 @@ def crash_map(
     engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.
     GraphlabError when the sweep would cover more than CRASH_MAP_MAX_BATCH_SIZES batch sizes.
+    cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
+    the other engines have no such setting and keep their rows.
     """
     policies = _parse_engines(engine)
     seqs_values, k_values = list(max_num_seqs_range), list(k_range)
@@ -322,13 +389,15 @@ def crash_map(
             # The draft runner's outcome depends on S only: one audit for every k > 0.
             proposer = _proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
             for k in k_values:
-                cfg = SizingConfig(seqs, k, max_num_batched_tokens)
+                cfg = SizingConfig(seqs, k, max_num_batched_tokens,
+                                   cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None)
                 # Cells with the same captured sizes and reachable batches share a summary (for
                 # engines counting requests, k changes neither).
                 key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
                 if key not in summaries:
                     ns = reachable_batch_sizes(policy, cfg)
-                    summaries[key] = _summarize(ns, *policy.dispatch_array(ns, cfg))
+                    summaries[key] = _summarize(ns, *policy.dispatch_array(ns, cfg),
+                                                policy.graph_family_array(ns, cfg))
                 s = summaries[key]
                 p = proposer.summary if proposer is not None and k > 0 else None
                 rows.append(dict(
@@ -340,6 +409,7 @@ def crash_map(
                     num_crash=s.num_crash,
                     num_reachable=s.num_reachable,
                     graph_fraction=s.graph_fraction,
+                    eager_fraction=s.eager_fraction,
                     mean_padding_waste=s.mean_padding_waste,
                     error=s.first_crash_error,
                     startup_error=policy.startup_error(cfg),

@@ -25,6 +25,10 @@ from graphlab.errors import GraphlabError
 GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")
 
+# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE, FULL,
+# and the two (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE), FULL_AND_PIECEWISE = (FULL, PIECEWISE).
+CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
@@ -69,6 +73,8 @@ class SizingConfig:
     # vLLM logs them so); only the V1 engines read them, the others raise GraphlabError.
     cudagraph_capture_sizes: tuple[int, ...] | None = None
     max_cudagraph_capture_size: int | None = None
+    # compilation_config.cudagraph_mode, one of CUDAGRAPH_MODES; None: the engine's default.
+    cudagraph_mode: str | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -85,11 +91,15 @@ class SizingConfig:
             for size in sizes:
                 check_int("every cudagraph_capture_sizes entry", size, 1)
             object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
+        if self.cudagraph_mode is not None and self.cudagraph_mode not in CUDAGRAPH_MODES:
+            raise GraphlabError(f"cudagraph_mode must be one of {', '.join(CUDAGRAPH_MODES)}, "
+                                f"got {self.cudagraph_mode!r}")
 
     @property
     def sets_capture_sizes(self) -> bool:
-        """Whether the user set cudagraph_capture_sizes or max_cudagraph_capture_size."""
-        return self.cudagraph_capture_sizes is not None or self.max_cudagraph_capture_size is not None
+        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or cudagraph_mode."""
+        return (self.cudagraph_capture_sizes is not None or self.max_cudagraph_capture_size is not None
+                or self.cudagraph_mode is not None)
 
     @property
     def decode_query_len(self) -> int:
@@ -126,6 +136,13 @@ class Dispatch:
     path: str  # one of PATHS
     graph_size: int | None  # the captured size replayed when path == "graph", else None
     error: str | None  # the exception the real engine raises when path == "crash", else None
+    # vLLM V1's graph family on the graph path: "full" | "piecewise" (None for V0 and peers)
+    family: str | None = None
+
+    @property
+    def step_path(self) -> str:
+        """What a row shows: V1's "full" | "piecewise" | "eager", else graph | eager | crash."""
+        return self.family or self.path
 
     @property
     def padding_waste(self) -> int | None:
@@ -135,11 +152,13 @@ class Dispatch:
         return 0 if self.path == "eager" else None
 
     @staticmethod
-    def from_arrays(ns, path, graph_size, keys) -> tuple[Dispatch, ...]:
-        """One Dispatch per n from `dispatch_array`'s columns."""
+    def from_arrays(ns, path, graph_size, keys, families=None) -> tuple[Dispatch, ...]:
+        """One Dispatch per n from `dispatch_array`'s columns (and V1's `graph_family_array`)."""
+        families = [None] * len(path) if families is None else list(families)
         return tuple(
-            Dispatch(n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None)
-            for n, p, g, k in zip(np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(), keys.tolist())
+            Dispatch(n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None, f)
+            for n, p, g, k, f in zip(np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(),
+                                     keys.tolist(), families)
         )
 
 
@@ -194,8 +213,8 @@ class SizingPolicy(ABC):
         if cfg.sets_capture_sizes and not self.reads_capture_settings:
             readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
             raise GraphlabError(
-                f"engine {self.name!r} has no cudagraph_capture_sizes / max_cudagraph_capture_size "
-                f"setting; only {readers} read them"
+                f"engine {self.name!r} has no cudagraph_capture_sizes / max_cudagraph_capture_size / "
+                f"cudagraph_mode setting; only {readers} read them"
             )
 
     # --- derived --------------------------------------------------------------------------------
@@ -240,9 +259,14 @@ class SizingPolicy(ABC):
         found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
         return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
 
+    def graph_family_array(self, ns, cfg: SizingConfig, capture_sizes=None):
+        """Per n, the graph family it replays ("full" | "piecewise" for vLLM V1), else None."""
+        return None
+
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
         """`dispatch_array` for one batch of n."""
-        return Dispatch.from_arrays([n], *self.dispatch_array([n], cfg, capture_sizes))[0]
+        return Dispatch.from_arrays([n], *self.dispatch_array([n], cfg, capture_sizes),
+                                    self.graph_family_array([n], cfg, capture_sizes))[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -367,9 +391,12 @@ class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
 
-    0.12 and 0.13 run model runner V1, whose default FULL decode graphs round the configured sizes
-    to multiples of q = 1 + k at start-up (`GPUModelRunner._check_and_update_cudagraph_mode`), and
-    refuse to start when no multiple fits: then nothing is captured and `startup_error` says why.
+    0.12 and 0.13 run model runner V1: where its decode graphs are FULL (cudagraph_mode FULL,
+    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11) and q = 1 + k > 1, it rounds the
+    whole configured list to multiples of q at start-up, PIECEWISE sizes included (a fix for vllm
+    issue 28207, first in 0.11.1; `adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py),
+    and refuses to start when no multiple fits: then nothing is captured and `startup_error` says why.
+    `capture_sizes` is that list; graphlab.sizing.dispatch splits it into FULL and PIECEWISE graphs.
     Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported),
     and a user-set max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
     """
@@ -377,11 +404,23 @@ class _V1Policy(SizingPolicy):
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
-    rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) does not
+    rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
+    # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
+    default_cudagraph_mode = "FULL_AND_PIECEWISE"
 
     def sizing_key(self, cfg):
         return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg),
-                cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size)
+                cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size, self.cudagraph_mode(cfg))
+
+    def cudagraph_mode(self, cfg: SizingConfig) -> str:
+        """cfg's cudagraph_mode, or the version's default."""
+        return cfg.cudagraph_mode or self.default_cudagraph_mode
+
+    def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
+        """Whether the configured list is rounded to multiples of q at start-up (model runner V1
+        with FULL decode graphs, vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`)."""
+        return (self.rounds_for_spec_decode and cfg.decode_query_len > 1
+                and self.cudagraph_mode(cfg) in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"))
 
     @abstractmethod
     def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
@@ -399,7 +438,20 @@ class _V1Policy(SizingPolicy):
         sizes, _, error = self._configured(cfg)
         if error:
             return []
-        return _round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_for_spec_decode else sizes
+        return _round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_capture_sizes(cfg) else sizes
+
+    def dispatch_array(self, ns, cfg, capture_sizes=None):
+        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.dispatch): FULL at the
+        smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
+        from graphlab.sizing.dispatch import dispatch_tokens  # dispatch builds on this module
+
+        path, size, _ = dispatch_tokens(self, cfg, ns, capture_sizes)
+        return path, size, size
+
+    def graph_family_array(self, ns, cfg, capture_sizes=None):
+        from graphlab.sizing.dispatch import dispatch_tokens
+
+        return dispatch_tokens(self, cfg, ns, capture_sizes)[2]
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -448,8 +500,9 @@ class Vllm033(_V1Policy):
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
     request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 54418).
     A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and drops the uniform-decode sizes.
-    Model runner V2 (v1/worker/gpu/cudagraph_utils.py) captures these sizes unrounded; the kit pads
-    n to the smallest size >= n and models neither its per-mode choice nor dynamic speculation."""
+    Model runner V2 (the default; v1/worker/gpu/cudagraph_utils.py `_init_candidates`) keeps these
+    sizes unrounded for its PIECEWISE graphs only: its FULL uniform-decode graphs round each up to a
+    multiple of q (graphlab.sizing.dispatch). The kit does not model dynamic speculation."""
 
     name = "vllm-0.33.0"
     rounds_for_spec_decode = False
@@ -536,7 +589,10 @@ class TrtLlm(SizingPolicy):
     powers of 2), then max_batch_size; a batch is padded with dummy requests to the next size.
     Without: 1..31, 32, 64, 128, powers of 2 below max_batch_size, then max_batch_size; only a
     batch of exactly a captured size replays (_torch/pyexecutor/cuda_graph_runner.py
-    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs."""
+    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs. The
+    executor then drops sizes above max_batch_size and above max_num_tokens // (1 + draft length)
+    (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); with the defaults
+    (max_num_tokens 8192) the second filter keeps every size up to 128 for draft lengths up to 63."""
 
     name = "trtllm"
     batch_unit = "requests"

@@ -32,6 +32,7 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import GRAPH, V1_ENGINES, SizingConfig, check_int, get_engine
 
 # The inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, the CLI).
@@ -45,12 +46,16 @@ from graphlab.sizing.plan_inputs import (
 )
 
 MIB = 2**20
+# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
+# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
+# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
+DEFAULT_GRAPH_CEILING = 512
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048
 # The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
 MAX_PROGRAMME_CELLS = 2**28
 GRAPH_POOLS = ("shared", "separate")
-__all__ = ["GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "evaluate", "plan",
+__all__ = ["DEFAULT_GRAPH_CEILING", "GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "at_default_footing", "evaluate", "plan",
            "read_batch_sizes", "read_graph_memory", "read_latency", "read_spec_decode_steps", "uniform_workload"]
 
 
@@ -227,6 +232,17 @@ class Plan:
         return self.plan.capture_sizes
 
     @property
+    def default_full_sizes(self) -> tuple[int, ...]:
+        """The FULL uniform-decode graphs of the engine's default (its capture sizes rounded up to
+        multiples of 1 + k, graphlab.sizing.dispatch): the graphs `default` replays."""
+        return graph_families(self.engine, self.config).full_sizes
+
+    @property
+    def above_ceiling(self) -> tuple[int, ...]:
+        """Planned sizes above the engine's default ceiling (DEFAULT_GRAPH_CEILING tokens)."""
+        return tuple(s for s in self.capture_sizes if s > DEFAULT_GRAPH_CEILING)
+
+    @property
     def vllm_flag(self) -> str:
         return "--compilation-config " + "'" + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)}) + "'"
 
@@ -245,8 +261,22 @@ class Plan:
                     f"{prefix}graph_fraction": outcome.graph_fraction,
                     f"{prefix}mean_step_ms": outcome.mean_step_ms,
                     f"{prefix}memory_mib": None if outcome.memory_bytes is None else outcome.memory_bytes / MIB}
-        return out | {"eager_batch_sizes": list(self.eager_sizes), "eager_reason": self.eager_reason,
+        return out | {"default_full_sizes": list(self.default_full_sizes),
+                      "above_ceiling": list(self.above_ceiling),
+                      "eager_batch_sizes": list(self.eager_sizes), "eager_reason": self.eager_reason,
                       "vllm_flag": self.vllm_flag, "notes": list(self.notes)}
+
+
+def at_default_footing(result: Plan) -> Plan:
+    """The plan on the default's terms: as many graphs as the default has FULL uniform-decode graphs
+    (its raw sizes when it has none), none above its largest capture size (the same coverage: a
+    uniform step no FULL graph holds still replays a PIECEWISE one up to there)."""
+    sizes = result.default_full_sizes or result.default.capture_sizes
+    if not sizes:
+        return result
+    return plan(result.engine, result.config, result.workload,
+                Budget(len(sizes), graph_pool=result.budget.graph_pool),
+                max_capture_size=result.default.capture_sizes[-1])
 
 
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:

@@ -42,6 +42,7 @@ class SpecDecodeConfig:
     # V1 engines only: vLLM's compilation_config settings (graphlab.sizing.engines.SizingConfig).
     cudagraph_capture_sizes: tuple[int, ...] | None = None
     max_cudagraph_capture_size: int | None = None
+    cudagraph_mode: str | None = None  # one of CUDAGRAPH_MODES; None: the engine's default
 
     def __post_init__(self):
         v1 = self.engine in V1_ENGINES
@@ -70,7 +71,7 @@ class SpecDecodeConfig:
             raise GraphlabError(f"max_model_len={self.max_model_len}: must be >= 2")
         sizing = self.sizing  # raises on bad values
         if not v1 and sizing.sets_capture_sizes:
-            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size with "
+            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size / cudagraph_mode with "
                                 f"engine {self.engine}: only the V1 engines read them, allowed: "
                                 f"{', '.join(V1_ENGINES)}")
         # A tuple now, so equal configs compare and hash equal whatever sequence was given.
@@ -80,7 +81,7 @@ class SpecDecodeConfig:
     def sizing(self) -> SizingConfig:
         return SizingConfig(self.max_num_seqs, self.num_speculative_tokens,
                             self.max_num_batched_tokens, self.cudagraph_capture_sizes,
-                            self.max_cudagraph_capture_size)
+                            self.max_cudagraph_capture_size, self.cudagraph_mode)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -92,7 +93,7 @@ class SpecStep:
     num_seqs: int                   # sequences in the step
     num_speculating: int = 0        # B_s: sequences with proposals
     batch_size: int                 # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
-    path: str                       # the target's: "graph" | "eager"
+    path: str                       # the target's: "graph" | "eager" (V1: "full" | "piecewise")
     graph_size: int | None = None
     scorer_ms: float                # the target's forward (the runner's StepRecord.time_ms)
     draft_batch_size: int = 0       # rows of each draft step: B_s + B_bonus

@@ -15,7 +15,14 @@ from matplotlib.figure import Figure
 from graphlab.errors import GraphlabError
 
 MIB = 2**20
-_PATH_STYLE = {"graph": ("tab:blue", "o"), "eager": ("tab:orange", "s"), "crash": ("tab:red", "X")}
+# A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
+# inches wide, they are shown at their own size, so 8-point text stays 11 px on screen.
+WIDTH_IN = 8.4
+# V1 rows replay FULL (whole-step, as V0's graphs) or PIECEWISE graphs (attention eager between).
+_PATH_STYLE = {"graph": ("tab:blue", "o"), "full": ("tab:blue", "o"),
+               "piecewise": ("tab:green", "D"), "eager": ("tab:orange", "s"),
+               "crash": ("tab:red", "X")}
+_GRAPH_PATHS = ("graph", "full", "piecewise")
 
 
 def inline(*formats: str) -> None:
@@ -55,17 +62,18 @@ def _one(df: pd.DataFrame, column: str) -> str:
 
 
 def provenance_title(df: pd.DataFrame, what: str) -> str:
-    """'<what>' over lines naming backend, device, model and how memory was obtained."""
+    """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
     backend, device = _one(df, "backend"), _one(df, "device")
-    lines = [what, f"backend: {backend}, device: {device}"]
+    emulated = {"cpu-emulated": " (not a GPU measurement)",
+                "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU "
+                                "measurement)"}.get(backend, "")
+    parts = [f"{backend}{emulated} on {device}"]
     if "model" in df.columns and "dtype" in df.columns:
-        lines[-1] += f", model: {_one(df, 'model')} ({_one(df, 'dtype')})"
-    if backend == "cpu-emulated":
-        lines.append("cpu-emulated: graphs emulated eagerly on CPU, not a GPU measurement")
+        parts.append(f"model {_one(df, 'model')}, {_one(df, 'dtype')}")
     if "memory_kind" in df.columns:
-        kind = _one(df, "memory_kind")
-        lines.append("graph memory " + ("PREDICTED, not measured" if kind == "predicted" else "measured"))
-    return "\n".join(lines)
+        parts.append("graph memory " + ("PREDICTED" if _one(df, "memory_kind") == "predicted"
+                                        else "measured"))
+    return f"{what}\n{'; '.join(parts)}"
 
 
 def _require(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
@@ -92,13 +100,14 @@ def plot_latency(df: pd.DataFrame) -> Figure:
     """
     _require(df, ("engine", "batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms"))
     engines = list(dict.fromkeys(df["engine"]))
-    fig = Figure(figsize=(max(8.0, 5.5 * len(engines)), 7), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 6.5), layout="constrained")
     axes = fig.subplots(2, len(engines), squeeze=False, sharex="col", height_ratios=(2, 1))
     for col, engine in enumerate(engines):
         rows = df[df["engine"] == engine].sort_values("batch_size")
         unit = _batch_unit(rows)
         top, bottom = axes[0, col], axes[1, col]
-        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue")):
+        for mode, color in (("eager", "tab:orange"), ("graph", "tab:blue"),
+                            ("compiled-graph", "tab:green")):
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
             if part.empty:
                 continue
@@ -115,7 +124,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
             top.scatter(hits["batch_size"], y, color=color, marker=marker, s=18, zorder=3,
                         label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
-        graphed = in_graph_mode[in_graph_mode["path"] == "graph"]
+        graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):
@@ -133,11 +142,11 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         bottom.set_xlabel("verify batch (tokens per decode step)" if unit == "tokens"
                           else "batch size (rows per decode step)")
         bottom.set_ylabel(f"padded size ({unit})")
-        top.legend(fontsize=7)
-        bottom.legend(fontsize=7)
+        top.legend(fontsize=8)
+        bottom.legend(fontsize=8)
     fig.suptitle(provenance_title(df, "Verify-step latency against tokens"
                                   if _batch_unit(df) == "tokens" else
-                                  "Decode latency against batch size"), fontsize=10)
+                                  "Decode latency against batch size"), fontsize=9)
     return fig
 
 
@@ -148,27 +157,45 @@ _CRASH_MAP_VALUES = {
 }
 
 
-def plot_crash_map(df: pd.DataFrame, value: str = "num_crash") -> Figure:
-    """Heatmap over (max_num_seqs, num_speculative_tokens), one panel per engine.
+def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -> Figure:
+    """Heatmap over (max_num_seqs, num_speculative_tokens), one panel per distinct map.
 
     value: "num_crash", "first_crash_n" (blank where nothing crashes) or "graph_fraction".
-    The map is computed from the engines' sizing rules, not measured; the title says so.
+    Engines with the same map share a panel ("a = b"); for the crash values, engines that never
+    crash on the grid get no panel, and the title names them. `note`: one more line of title, e.g.
+    why two maps agree. The map is computed from the engines' sizing rules, not measured; the
+    title says so.
     """
     if value not in _CRASH_MAP_VALUES:
         raise GraphlabError(f"value {value!r} is not one of {', '.join(_CRASH_MAP_VALUES)}")
     _require(df, ("engine", "max_num_seqs", "num_speculative_tokens", value))
     label, cmap = _CRASH_MAP_VALUES[value]
     engines = list(dict.fromkeys(df["engine"]))
-    fig = Figure(figsize=(4.2 * len(engines) + 1, 4.5), layout="constrained")
-    axes = fig.subplots(1, len(engines), squeeze=False)[0]
     grids = {e: df[df["engine"] == e].pivot(index="max_num_seqs", columns="num_speculative_tokens",
                                              values=value).astype(float) for e in engines}
     finite = np.concatenate([g.to_numpy().ravel() for g in grids.values()])
+    never = [] if value == "graph_fraction" else [
+        e for e, g in grids.items() if not (np.nan_to_num(g.to_numpy()) > 0).any()]
+    panels: dict[str, pd.DataFrame] = {}  # title -> grid; identical maps share one panel
+    for engine, grid in grids.items():
+        if engine in never and len(never) < len(grids):
+            continue
+        same = next((t for t, g in panels.items() if g.equals(grid)), None)
+        if same is None:
+            panels[engine] = grid
+        else:
+            panels[f"{same} = {engine}"] = panels.pop(same)
+    ncols = min(len(panels), 3)
+    nrows = -(-len(panels) // ncols)
+    fig = Figure(figsize=(WIDTH_IN, 2.9 * nrows + 0.9), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    axes = axes[:len(panels)]
     finite = finite[np.isfinite(finite)]
     vmin, vmax = (0.0, 1.0) if value == "graph_fraction" else (0.0, max(1.0, finite.max(initial=0)))
     image = None
-    for ax, engine in zip(axes, engines):
-        grid = grids[engine]
+    for ax, (title, grid) in zip(axes, panels.items()):
         image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap=cmap,
                           vmin=vmin, vmax=vmax, interpolation="nearest")
         ax.set_xticks(range(grid.shape[1]), [str(k) for k in grid.columns])
@@ -177,17 +204,23 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash") -> Figure:
         if grid.size <= 120:  # small maps: print each cell's value
             for (i, j), v in np.ndenumerate(grid.to_numpy()):
                 text = "" if not np.isfinite(v) else (f"{v:.2f}" if value == "graph_fraction" else f"{v:.0f}")
-                ax.text(j, i, text, ha="center", va="center", fontsize=7)
-        ax.set_title(engine)
+                ax.text(j, i, text, ha="center", va="center", fontsize=8)
+        ax.set_title(title, fontsize=10)
         ax.set_xlabel("num_speculative_tokens k")
-        ax.set_ylabel("max_num_seqs")
+        ax.set_ylabel("max_num_seqs S")
     fig.colorbar(image, ax=list(axes), label=label, shrink=0.9)
     where = ""
     if "backend" in df.columns and "device" in df.columns:
-        where = f" (rows labelled {_one(df, 'backend')} on {_one(df, 'device')})"
+        where = f" (rows: {_one(df, 'backend')} on {_one(df, 'device')})"
     blank = "; blank: no crash" if value == "first_crash_n" else ""
-    fig.suptitle(f"Crash map: {label}\ncomputed from each engine's sizing rules, not measured "
-                 f"on any device{where}{blank}", fontsize=10)
+    lines = [f"Crash map: {label}", f"computed from the sizing rules, not measured{where}{blank}"]
+    if never and len(never) < len(grids):
+        lines.append(f"no crash anywhere on this grid, so no panel: {', '.join(never)}")
+    if any(" = " in t for t in panels):
+        lines.append("a = b: identical maps" + (f" ({note})" if note else ""))
+    elif note:
+        lines.append(note)
+    fig.suptitle("\n".join(lines), fontsize=9)
     return fig
 
 
@@ -204,7 +237,7 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     measured = _one(df, "memory_kind") == "measured"
     # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
     engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
-    fig = Figure(figsize=(14, 4.4 * len(engines)), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 3.3 * len(engines) + 0.6), layout="constrained")
     for axes, engine in zip(fig.subplots(len(engines), 3, squeeze=False), engines):
         part = df if engine is None else df[df["engine"] == engine]
         per_graph, cumulative, capture = axes
@@ -215,25 +248,26 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
             cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
             capture.plot(rows["capture_size"], rows["capture_ms"], **style)
         prefix = "" if engine is None else f"{engine}: "
-        per_graph.set_title(f"{prefix}memory each capture adds", fontsize=9)
+        per_graph.set_title(f"{prefix}memory each\ncapture adds", fontsize=9)
         per_graph.set_ylabel("graph memory (MiB)")
-        cumulative.set_title("this size and all larger ones (captured largest first)", fontsize=9)
+        cumulative.set_title("this size and all larger\n(captured largest first)", fontsize=9)
         cumulative.set_ylabel("cumulative graph memory (MiB)")
         capture.set_title("capture time of each graph" if measured
-                          else "emulated capture: one eager step, no graph recorded", fontsize=9)
+                          else "emulated capture: one eager\nstep, no graph recorded", fontsize=9)
         capture.set_ylabel("capture time (ms)")
         for ax in axes:
-            ax.set_xlabel(f"captured batch size ({_batch_unit(part)})")
+            ax.set_xlabel(f"captured batch size ({_batch_unit(part)})", fontsize=9)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=8)
-    fig.suptitle(provenance_title(df, "CUDA graph memory against batch size"), fontsize=10)
+    fig.suptitle(provenance_title(df, "CUDA graph memory against batch size"), fontsize=9)
     return fig
 
 
 # Acceptance in the vocabulary of the engine whose metric it is (vllm/v1/spec_decode/metrics.py,
 # vllm/spec_decode/metrics.py); the first column present is shown.
-_ACCEPTANCE = (("mean_acceptance_length", "mean acceptance length (vLLM V1)", ".2f"),
-               ("draft_acceptance_rate", "draft_acceptance_rate (vLLM V0)", ".3f"))
+# The last field names the number on each tick label.
+_ACCEPTANCE = (("mean_acceptance_length", "mean acceptance length (vLLM V1)", ".2f", "accept. len"),
+               ("draft_acceptance_rate", "draft_acceptance_rate (vLLM V0)", ".3f", "accept. rate"))
 
 
 def plot_spec_decode(df: pd.DataFrame) -> Figure:
@@ -250,12 +284,12 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     if not present:
         raise GraphlabError(f"frame lacks an acceptance column (one of "
                             f"{[a[0] for a in _ACCEPTANCE]}); see data/README.md for the schema")
-    acceptance, acceptance_label, fmt = present[0]
+    acceptance, acceptance_label, fmt, tick_name = present[0]
     configs = df[["max_num_seqs", "num_speculative_tokens"]].drop_duplicates().sort_values(
         ["max_num_seqs", "num_speculative_tokens"]).to_records(index=False)
     engines = list(dict.fromkeys(df["engine"]))
     width = 0.8 / len(engines)
-    fig = Figure(figsize=(14, 4.6), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 4.0), layout="constrained")
     axes = fig.subplots(1, 3)
     panels = (("tokens_per_s", 1.0, "decode throughput (tokens/s)"),
               ("scorer_graph_fraction", 1.0, "scorer steps on a graph (fraction)"),
@@ -263,7 +297,7 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     labels = []
     for seqs, k in configs:
         cell = df[(df["max_num_seqs"] == seqs) & (df["num_speculative_tokens"] == k)]
-        labels.append(f"S={seqs}, k={k}\n{format(cell[acceptance].mean(), fmt)}")
+        labels.append(f"S={seqs}, k={k}\n{tick_name} {format(cell[acceptance].mean(), fmt)}")
     x = np.arange(len(configs))
     for i, engine in enumerate(engines):
         rows = df[df["engine"] == engine].set_index(["max_num_seqs", "num_speculative_tokens"])
@@ -272,14 +306,15 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
             ax.bar(x + (i - (len(engines) - 1) / 2) * width, values, width, label=engine)
     for ax, (_, _, label) in zip(axes, panels):
         ax.set_xticks(x, labels, fontsize=8)
-        ax.set_xlabel(f"max_num_seqs S, num_speculative_tokens k\nand {acceptance_label}")
-        ax.set_ylabel(label)
-        ax.set_ylim(0, ax.get_ylim()[1] * 1.2)  # room for the legend above the bars
-        ax.legend(fontsize=8, loc="upper left")
-    axes[1].set_ylim(0, 1.25)
+        ax.set_ylabel(label, fontsize=9)
+        ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the bars
+    axes[0].legend(fontsize=8, loc="upper left")  # one legend: the same engines in every panel
+    fig.supxlabel(f"S = max_num_seqs, k = num_speculative_tokens; {tick_name}: {acceptance_label}",
+                  fontsize=9)
+    axes[1].set_ylim(0, 1.3)
     scorers = sorted(df["scorer"].dropna().unique()) if "scorer" in df.columns else []
     fig.suptitle(provenance_title(df, "Speculative decoding per engine, scorer: "
-                                  + (", ".join(scorers) or "batch-expansion")), fontsize=10)
+                                  + (", ".join(scorers) or "batch-expansion")), fontsize=9)
     return fig
 
 
@@ -302,7 +337,7 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
 def plot_plan(result) -> Figure:
     """A graphlab.sizing.plan.Plan: padding waste per decode step size, the engine's default against the plan; ticks mark the
     captured sizes (default below, plan above) and crosses the steps that run eagerly."""
-    fig = Figure(figsize=(10, 4.2), layout="constrained")
+    fig = Figure(figsize=(WIDTH_IN, 4.4), layout="constrained")
     ax = fig.add_subplot()
     ns = result.workload.sizes
     for label, outcome, color in (("default", result.default, "tab:orange"), ("plan", result.plan, "tab:blue")):
@@ -320,8 +355,36 @@ def plot_plan(result) -> Figure:
     ax.set_ylabel("padding waste: padded size - n (tokens)")
     cfg = result.config
     fig.suptitle(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
-                 f"max_num_batched_tokens={result.max_num_batched_tokens}: capture sizes, default vs plan "
-                 f"({result.cost} cost)", fontsize=10)
-    ax.set_ylim(top=ax.get_ylim()[1] * 1.4)  # room for the legend above the points
-    ax.legend(fontsize=8, loc="upper left", ncols=2)
+                 f"max_num_batched_tokens={result.max_num_batched_tokens}:\ncapture sizes, default vs "
+                 f"plan ({result.cost} cost)", fontsize=10)
+    # Below the axes, off the data: the summaries are long.
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncols=2)
+    return fig
+
+
+
+def plot_eager_ratio(df: pd.DataFrame, smallest: int, largest: int) -> Figure:
+    """Eager over graph median step latency at batch sizes smallest..largest, one line per model.
+
+    df: a latency CSV of one backend and device. Above 1, replaying a graph was faster; on a
+    cpu-emulated run both paths are eager forwards, and the title says so.
+    """
+    _require(df, ("model", "batch_size", "mode", "median_ms"))
+    near = df[(df["batch_size"] >= smallest) & (df["batch_size"] <= largest)]
+    if near.empty:
+        raise GraphlabError(f"no latency rows at batch sizes {smallest}..{largest}")
+    table = near.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
+    fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
+    ax = fig.add_subplot()
+    for model, part in (table["eager"] / table["graph"]).groupby(level="model"):
+        ax.plot(part.index.get_level_values("batch_size"), part.to_numpy(), "o-", ms=3,
+                label=f"model {model}")
+    ax.axhline(1, color="black", ls=":", lw=0.8, label="1: no difference")
+    unit = _batch_unit(near)
+    ax.set(xlabel=f"batch size n ({unit} per decode step)", ylabel="eager / graph (median)",
+           ylim=(0, None))
+    ax.legend(fontsize=8, loc="lower right")
+    what = f"Eager over graph step latency at n = {smallest}..{largest} {unit}"
+    fig.suptitle(provenance_title(near.drop(columns=["model", "dtype"], errors="ignore"), what),
+                 fontsize=9)
     return fig

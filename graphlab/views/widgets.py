@@ -5,8 +5,9 @@
 
 Controls: engine (the nine), max_num_seqs S, num_speculative_tokens k, max_num_batched_tokens T
 (enabled only for the engines that read it: vLLM V1) and the crash-map value. The figure shows a
-strip of every reachable batch size coloured graph / eager / crash with the size it is padded to,
-and the crash map of the engine over (S, k) with the selected cell outlined; beside it the summary
+strip of every reachable batch size n, drawn at n and coloured graph / eager / crash, above it the
+size each n is padded to (a crash at the key it looked up and never captured), and the crash map
+of the engine over (S, k) with the selected cell marked; beside it the summary
 (graph fraction, first crash and its exception, mean padding waste) and the captured sizes. All of
 it comes from `graphlab.sizing.audit` (the sizing rules), no device involved.
 
@@ -27,10 +28,9 @@ import PIL.Image
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
-from matplotlib.patches import Rectangle
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.audit import AuditReport, audit, crash_map
+from graphlab.sizing.audit import AuditReport, audit, crash_map, headline
 from graphlab.sizing.engines import ENGINES, PATHS, SizingConfig, get_engine
 
 MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
@@ -39,7 +39,8 @@ MAX_NUM_BATCHED_TOKENS = 16384
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192  # vLLM V1's default (what the engines use when it is None)
 PATH_COLORS = {"graph": "#1f77b4", "eager": "#ff7f0e", "crash": "#d62728"}
 MAP_VALUES = {"graph fraction": "graph_fraction", "crashing sizes": "num_crash"}
-_STRIP = ListedColormap([PATH_COLORS[p] for p in PATHS])
+# White: sizes between the smallest and largest n that no batch reaches.
+_STRIP = ListedColormap([PATH_COLORS[p] for p in PATHS]).with_extremes(bad="white")
 
 
 @dataclass(frozen=True)
@@ -87,14 +88,18 @@ def summary_html(report: AuditReport) -> str:
     s = report.summary
     crash = (f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
              if s.first_crash_n else "no crash")
+    first = headline(report)  # which runner the first decode step breaks, and which breaks next
+    crash += f"<br>{html.escape(first)}" if first else ""
     startup = (f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
                if report.startup_error else "")
     t = (f", max_num_batched_tokens = {report.max_num_batched_tokens}"
          if report.max_num_batched_tokens is not None else "")
     sizes = ", ".join(map(str, report.capture_sizes)) or "none"
+    graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+              if report.cudagraph_mode is not None else f"{s.num_graph} graph")
     return (f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
             f"k = {report.config.num_speculative_tokens}{t}<br>"
-            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {s.num_graph} graph, "
+            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
             f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
             f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
             f"captured sizes ({len(report.capture_sizes)}): {sizes}")
@@ -112,10 +117,14 @@ class ExplorerFigure:
         self.padded, self.strip = top.subplots(2, 1, sharex=True, height_ratios=(4, 1))
         self.map = bottom.subplots(1, 1)
         # One step line per path (NaN elsewhere): markers for thousands of n render too slowly.
-        self.lines = {p: self.padded.plot([], [], color=c, lw=1.5, drawstyle="steps-mid", label=p)[0]
-                      for p, c in PATH_COLORS.items()}
+        labels = {"graph": "graph: padded size", "eager": "eager: n",
+                  "crash": "crash: key looked up, never captured"}
+        self.lines = {p: self.padded.plot([], [], color=c, lw=2, drawstyle="steps-mid",
+                                          label=labels[p])[0] for p, c in PATH_COLORS.items()}
         self.diagonal = self.padded.plot([], [], ":", color="black", lw=0.8, label="no padding")[0]
-        self.padded.legend(fontsize=7, loc="upper left", ncols=4)
+        self.largest = self.padded.axhline(0, color="grey", ls="--", lw=0.8,
+                                           label="largest captured")
+        self.padded.legend(fontsize=9, loc="upper left", ncols=3)
         self.padded.set_ylabel("padded size")
         self.strip_image = self.strip.imshow(np.zeros((1, 1)), cmap=_STRIP, vmin=0, vmax=2,
                                              aspect="auto", interpolation="nearest")
@@ -124,7 +133,10 @@ class ExplorerFigure:
                                          aspect="auto", interpolation="nearest", cmap="viridis",
                                          extent=(0.5, MAX_NUM_SEQS + 0.5, -0.5, MAX_K + 0.5))
         self.colorbar = self.figure.colorbar(self.map_image, ax=self.map, pad=0.01)
-        self.cell = self.map.add_patch(Rectangle((0, 0), 1, 1, fill=False, ec="red", lw=2))
+        # A cell is 1 of 512 columns, under 2 pixels: a cross-hair and a ring make it findable.
+        self.cell = [self.map.axvline(0, color="red", lw=0.8),
+                     self.map.axhline(0, color="red", lw=0.8),
+                     self.map.plot([0], [0], "o", ms=14, mfc="none", mec="red", mew=2)[0]]
         self.map.set_xlabel("max_num_seqs S")
         self.map.set_ylabel("k")
         self.map.set_yticks(range(MAX_K + 1))
@@ -135,21 +147,26 @@ class ExplorerFigure:
         self.padded.set_ylim(0, 10 * MAX_NUM_SEQS * (MAX_K + 1))
         self.padded.set_title("title")
         self.strip.set_xlabel("label")
+        self.map.set_title("crash map title", fontsize=9)  # its room: clear of the strip's label
         self.canvas.draw()
         self.figure.set_layout_engine("none")
 
     def update(self, state: ExplorerState) -> AuditReport:
         report = audit(state.engine, state.config)
         ns = np.array([d.batch_size for d in report.outcomes])
-        path = np.array([PATHS.index(d.path) for d in report.outcomes])
-        padded = np.array([d.graph_size if d.path == "graph" else d.batch_size for d in report.outcomes])
+        # The key each n looks up: a crash is the lookup of a padded size that was never captured.
+        path, _, keys = get_engine(state.engine).dispatch_array(ns, state.config)
+        padded = np.where(path == PATHS.index("eager"), ns, np.where(keys > 0, keys, ns))
         for i, p in enumerate(PATHS):
-            # A crash has no padded size: its line runs along the x axis.
-            self.lines[p].set_data(ns, np.where(path == i, 0 if i == 2 else padded, np.nan))
+            self.lines[p].set_data(ns, np.where(path == i, padded, np.nan))
         self.diagonal.set_data([ns[0], ns[-1]], [ns[0], ns[-1]])
+        self.largest.set_ydata([max(report.capture_sizes, default=0)] * 2)
         self.padded.set_xlim(ns[0] - 0.5, ns[-1] + 0.5)
-        self.padded.set_ylim(0, max(int(padded.max()), 1) * 1.08)
-        self.strip_image.set_data(path[None, :])
+        self.padded.set_ylim(0, max(int(padded.max()), 1) * 1.25)  # room for the legend
+        # One strip cell per n from the smallest to the largest reachable, blank where none lands.
+        strip = np.full(ns[-1] - ns[0] + 1, np.nan)
+        strip[ns - ns[0]] = path
+        self.strip_image.set_data(np.ma.masked_invalid(strip)[None, :])
         self.strip_image.set_extent((ns[0] - 0.5, ns[-1] + 0.5, 0, 1))
         self.strip.set_xlabel(f"batch size n ({report.batch_unit} per decode step); strip: graph "
                               "(blue) / eager (orange) / crash (red)")
@@ -159,7 +176,10 @@ class ExplorerFigure:
                               + (f"first crash n = {s.first_crash_n} ({s.first_crash_error})"
                                  if s.first_crash_n else "no crash"), fontsize=10)
         self._update_map(state)
-        self.cell.set_xy((state.max_num_seqs - 0.5, state.num_speculative_tokens - 0.5))
+        vline, hline, ring = self.cell
+        vline.set_xdata([state.max_num_seqs] * 2)
+        hline.set_ydata([state.num_speculative_tokens] * 2)
+        ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
         return report
 
     def _update_map(self, state: ExplorerState) -> None:
@@ -175,22 +195,27 @@ class ExplorerFigure:
         fraction = key[2] == "graph_fraction"
         self.map_image.set_cmap("viridis" if fraction else "Reds")
         self.map_image.set_clim(0, vmax)
-        self.cell.set_edgecolor("red" if fraction else "blue")  # visible on either colormap
+        for artist in self.cell:  # visible on either colormap
+            artist.set_color("red" if fraction else "blue")
+        self.cell[2].set_markerfacecolor("none")
         self.colorbar.set_label(state.map_value)
         self.map.set_title(f"crash map of {state.engine} (computed from its sizing rule): "
-                           f"{state.map_value}; box: the selected (S, k)", fontsize=9)
+                           f"{state.map_value}; ring: the selected (S, k)", fontsize=9)
 
     def png(self) -> bytes:
         """The figure as PNG. Only the strip half is redrawn while the crash map stays the same."""
         if self._background is None:
-            self.cell.set_visible(False)
+            for artist in self.cell:
+                artist.set_visible(False)
             self.canvas.draw()
             self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-            self.cell.set_visible(True)
+            for artist in self.cell:
+                artist.set_visible(True)
         else:
             self.canvas.restore_region(self._background)
             self.top.draw(self.canvas.get_renderer())
-        self.map.draw_artist(self.cell)
+        for artist in self.cell:
+            self.map.draw_artist(artist)
         image = PIL.Image.frombuffer("RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba())
         buffer = io.BytesIO()
         image.save(buffer, format="png", compress_level=1)  # zlib's default level 6 costs ~3x

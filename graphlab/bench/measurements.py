@@ -1,0 +1,175 @@
+"""One model's measured rows: decode step latency per batch and graph memory per capture.
+
+The row builders behind the latency and graph_memory sweeps (graphlab.bench.sweeps), notebook 03's
+guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per request count in
+eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
+and a SizingConfig and need no run. The device's copy bandwidth (the latency rows' floor) and the
+timing statistics live here too. The CSV columns are documented in data/README.md.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from dataclasses import asdict
+
+import numpy as np
+import torch
+
+from graphlab.engine.compiled import COMPILED_CUDA_GRAPH
+from graphlab.engine.device import cost_backend_for
+from graphlab.engine.factory import make_runner
+from graphlab.engine.graphs import GRAPH_POOLS
+from graphlab.engine.memory import predict_pool_bytes
+from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.runner import StepTimer, replay_check
+from graphlab.engine.sdpa import probe_sdpa
+from graphlab.engine.v1_runner import uniform_decode_batch
+from graphlab.sizing.engines import SizingConfig
+
+SEED = 0
+
+
+def _batch(runner, num_reqs: int, seed: int = SEED):
+    """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
+    rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
+    model = runner.model
+    ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
+                                                 model.max_seq_len // 2, seed)
+    return (ids, positions, slots) if runner.batch_unit == "tokens" else (ids[:, 0], positions[:, 0], slots)
+
+
+def weight_bytes(model: LlamaForCausalLM) -> int:
+    """Bytes of the unique parameters: what one decode step must read at least once."""
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def timing_stats(times_ms) -> dict:
+    """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
+    times = np.asarray(times_ms, dtype=float)
+    return dict(median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
+                min_ms=float(times.min()))
+
+
+def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
+    """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
+    src = torch.ones(nbytes, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    for _ in range(warmup):
+        dst.copy_(src)
+    times = []
+    for _ in range(repeats):
+        timer = StepTimer(device)
+        dst.copy_(src)
+        times.append(timer.stop())
+    del src, dst
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    stats = timing_stats(times)
+    return dict(copy_bytes=nbytes, bytes_moved=2 * nbytes, repeats=repeats, warmup=warmup,
+                **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
+
+
+def _sizing_columns(runner) -> dict:
+    """What a runner's rows were measured under; V1 rows count tokens (q = 1 + k per request)."""
+    cfg = runner.cfg
+    return dict(engine=runner.engine.name, max_num_seqs=cfg.max_num_seqs,
+                num_speculative_tokens=cfg.num_speculative_tokens,
+                max_num_batched_tokens=cfg.max_num_batched_tokens,
+                batch_unit=runner.batch_unit,
+                graph_limit=runner.graph_limit, max_seq_len=runner.model.max_seq_len)
+
+
+def cliff_request_counts(runner) -> tuple[int, ...]:
+    """Request counts filling each captured size exactly, one past the last graph, and S."""
+    q, seqs = runner.cfg.decode_query_len, runner.cfg.max_num_seqs
+    exact = {size // q for size in runner.capture_sizes}
+    beyond = {runner.graph_limit // q + 1, seqs}
+    return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
+
+
+def latency_modes(backend: str) -> dict[str, str]:
+    """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
+    mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's budget)."""
+    if backend == COMPILED_CUDA_GRAPH:
+        return {"eager": "cuda-graph", "graph": "cuda-graph", "compiled-graph": backend}
+    return {"eager": backend, "graph": backend}
+
+
+def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
+                 repeats: int = 20, warmup: int = 3, backend: str = "auto") -> list[dict]:
+    """Step latency per request count, one row per (count, mode): eager and graph mode (and
+    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is cost_backend_for the device.
+
+    A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
+    request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
+    the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
+    Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
+    its first replay's logits with the eager step's on the same batch (replay_check).
+    """
+    if backend == "auto":
+        backend = cost_backend_for(model.device)
+    runners = {mode: make_runner(model, engine, cfg, backend=mode_backend,
+                                 enforce_eager=mode == "eager")
+               for mode, mode_backend in latency_modes(backend).items()}
+    for runner in runners.values():
+        runner.capture_model()
+    # The run's backend on every row (a compiled-graph row says so in its mode).
+    # A V0 runner's rows hold one token whatever k is; a V1 runner's rows 1 + k.
+    q = cfg.decode_query_len if runners["graph"].batch_unit == "tokens" else 1
+    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
+    for reqs in num_reqs or cliff_request_counts(runners["graph"]):
+        batch = _batch(runners["graph"], reqs)
+        for mode, runner in runners.items():  # eager first: its logits are the reference
+            logits, first = runner.execute_model(*batch)
+            eager = logits if mode == "eager" else eager
+            check = (replay_check(logits, eager, model.dtype) if first.path == "graph" else {})
+            for _ in range(warmup):
+                runner.execute_model(*batch)
+            steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
+            rows.append(dict(
+                fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
+                path=steps[0].path, graph_size=steps[0].graph_size,
+                **timing_stats([step.time_ms for step in steps]), repeats=repeats,
+                warmup=warmup, sdpa_backend=sdpa(steps[0].graph_size or reqs * q), **check))
+    return rows
+
+
+def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
+                      graph_pools=GRAPH_POOLS, backend: str = "auto") -> list[dict]:
+    """Memory and time of every capture, per pool mode, in capture order (largest first).
+
+    cumulative_bytes is the running total of memory_bytes (measured, or predicted when
+    emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
+    (running max for a shared pool, running sum for separate pools); predicted_over_measured
+    their ratio where memory was measured. capture_size counts tokens for a V1 engine.
+    """
+    rows, q = [], cfg.decode_query_len
+    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
+    for graph_pool in graph_pools:
+        runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
+        records = runner.capture_model()
+        fixed = _sizing_columns(runner)
+        for order, record in enumerate(records):
+            done = records[:order + 1]
+            fields = asdict(record)
+            capture_size = fields.pop("size")  # rows (V0) or tokens (V1)
+            measured = sum(r.memory_bytes for r in done)
+            predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
+            rows.append(dict(
+                fixed, capture_order=order, capture_size=capture_size,
+                # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
+                num_reqs=None if record.family == "piecewise" else capture_size // q, **fields,
+                sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
+                cumulative_bytes=measured,
+                cumulative_pool_bytes=(None if record.pool_bytes is None
+                                       else sum(r.pool_bytes for r in done)),
+                cumulative_predicted_bytes=predicted,
+                predicted_over_measured=(predicted / measured if record.memory_kind ==
+                                         "measured" and measured > 0 else None)))
+        del runner, records
+        gc.collect()
+        if model.device.type == "cuda":
+            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
+    return rows

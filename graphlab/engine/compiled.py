@@ -1,0 +1,110 @@
+"""The compiled backends: a captured size runs a torch.compile'd decoder step.
+
+``cpu-compiled``: each captured size runs a torch.compile'd step: on a CPU this removes per-op
+dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is not a CUDA graph.
+Capturing a size runs the compiled step once on the static buffers (the first size of a model
+pays the compile); replay fills the buffers as for a graph and calls it. ``compiled-cuda-graph``
+(CUDA only) compiles the same step and then captures a real CUDA graph of it, the route of
+vLLM V1 (torch.compile, then CUDA graphs of the compiled code; vllm/compilation/) and of
+gpt-fast's ``mode="reduce-overhead"``.
+
+One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a
+dimension of size 1, so batch 1 gets its own compile), not one compile per size. Measured with
+scripts/bench_compiled.py on the tiny preset, one torch thread, a 2-core VM shared with other
+jobs (torch 2.13): per-size compiles took 31 s for the first size of a process (inductor's
+start-up included) and 4-6 s for each further size with a cold inductor cache, 3 s then 0.2 s
+each with a warm one; the dynamic compile took 16 s for the shared graph plus 4.5 s for batch 1,
+cold. The V1 runner of the quick suite captures 64 sizes, about 5 minutes of per-size compiles
+cold, past the 90 s a notebook may take on the 2-core CI machine; the dynamic compile fits.
+Warm steps are as fast either way (eager / compiled about 2.3x at batch 1, 1.7-2x at batch 8).
+
+Replay runs under ``torch.compiler.set_stance("fail_on_recompile")``: a step that would compile
+again raises instead of silently running something other than what was captured. Where inductor
+cannot build (no C++ compiler on PATH), ``resolve_compiled`` says so in one line and the run
+falls back to ``cpu-emulated``, labelled as such.
+"""
+
+from __future__ import annotations
+
+import functools
+import shutil
+import sys
+from pathlib import Path
+
+import torch
+
+CPU_COMPILED, COMPILED_CUDA_GRAPH, CPU_EMULATED = "cpu-compiled", "compiled-cuda-graph", "cpu-emulated"
+DESCRIPTION = ("each captured size runs a torch.compile'd step: on a CPU this removes per-op "
+               "dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is "
+               "not a CUDA graph")
+# Models (target, draft) x query lengths x the batch-1 specialisation a process may compile;
+# dynamo's default of 8 recompiles per code object would silently fall back to eager past it.
+RECOMPILE_LIMIT = 64
+
+
+@functools.cache
+def compile_unavailable() -> str | None:
+    """Why inductor cannot build C++ kernels here, or None when it can."""
+    try:
+        from torch._inductor.cpp_builder import get_cpp_compiler
+
+        compiler = get_cpp_compiler()
+    except Exception as error:  # noqa: BLE001 - any failure to find a compiler means no compile
+        return f"torch.compile unavailable ({type(error).__name__}: {error})"
+    if shutil.which(compiler) is None:
+        return f"torch.compile needs a C++ compiler; {compiler!r} is not on PATH"
+    return None
+
+
+def resolve_compiled(backend: str, device: torch.device) -> str:
+    """cpu-compiled where inductor can build, else cpu-emulated with one line on stderr."""
+    reason = compile_unavailable() if device.type == "cpu" else None
+    if backend == CPU_COMPILED and reason:
+        _say_once(f"{reason}: running cpu-emulated instead of cpu-compiled")
+        return CPU_EMULATED
+    return backend
+
+
+@functools.cache
+def _say_once(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def inductor_cache_state() -> str:
+    """'warm' when inductor's on-disk FX graph cache holds entries, else 'cold'."""
+    from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+    fxgraph = Path(cache_dir()) / "fxgraph"
+    return "warm" if fxgraph.is_dir() and any(fxgraph.iterdir()) else "cold"
+
+
+class CompiledStep:
+    """model.hidden_states compiled once per model (shared by its runners), dynamic in rows."""
+
+    def __init__(self, model):
+        self.model = model
+        self.cache_state = inductor_cache_state()  # before this model's first compile
+        self._compiled = torch.compile(self._step, dynamic=True, fullgraph=True)
+
+    def _step(self, input_ids, positions, seq_slots, rows):
+        # Sliced inside the compiled code: slices passed in would be views whose base's size
+        # dynamo guards on, recompiling for every row count.
+        return self.model.hidden_states(input_ids[:rows], positions[:rows], seq_slots[:rows])
+
+    def compile(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
+        """Hidden states of the first `rows` rows of the static buffers; may compile (capture)."""
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+            return self._compiled(input_ids, positions, seq_slots, rows)
+
+    def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
+        """The same, for a row count already compiled (replay): raises rather than recompiling."""
+        with torch.compiler.set_stance("fail_on_recompile"):
+            return self._compiled(input_ids, positions, seq_slots, rows)
+
+
+def compiled_step(model) -> CompiledStep:
+    """The model's compiled step, made on first use (per model: its runners share the compile)."""
+    step = model.__dict__.get("_graphlab_compiled_step")
+    if step is None:
+        step = model.__dict__["_graphlab_compiled_step"] = CompiledStep(model)
+    return step

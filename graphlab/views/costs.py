@@ -1,0 +1,81 @@
+"""Figures of what the fixes cost: a run's decode steps coloured by path (the guard's price), and
+adaptive sizing's coverage, graphs, capture time and graph memory over k (adaptive's price).
+
+Takes the frames of graphlab.bench (a run's steps with provenance columns); titles name the
+backend and device as graphlab.views.plots does.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from graphlab.views.plots import (
+    _PATH_STYLE,
+    MIB,
+    WIDTH_IN,
+    _one,
+    _require,
+    provenance_title,
+)
+
+
+def plot_step_timeline(steps: pd.DataFrame, limit: int | None = None) -> Figure:
+    """Each decode step's scorer time (top) and scorer batch size (bottom) in step order,
+    coloured by the path it took; `limit` draws the graph limit on the batch-size panel."""
+    _require(steps, ("step", "kind", "path", "batch_size", "scorer_ms"))
+    decode = steps[steps["kind"] == "decode"]
+    fig = Figure(figsize=(WIDTH_IN, 5.5), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    for path, (color, marker) in _PATH_STYLE.items():
+        part = decode[decode["path"] == path]
+        if part.empty:
+            continue
+        median = part["scorer_ms"].median()
+        top.scatter(part["step"], part["scorer_ms"], color=color, marker=marker, s=14,
+                    label=f"{path}: {len(part)} steps, median {median:.3f} ms")
+        bottom.scatter(part["step"], part["batch_size"], color=color, marker=marker, s=10)
+    if limit is not None:
+        bottom.axhline(limit, color="grey", ls="--", lw=1, label=f"graph limit {limit}")
+        bottom.legend(fontsize=8)
+    top.set_ylabel("scorer step time (ms)")
+    top.set_ylim(bottom=0)
+    top.legend(fontsize=8)
+    bottom.set_xlabel("decode step")
+    bottom.set_ylabel("scorer batch (rows)")
+    fig.suptitle(provenance_title(steps, "Decode steps of the run, by path").replace("; ", "\n", 1),
+                 fontsize=10)
+    return fig
+
+
+# (column, y label, scale) of each panel of plot_adaptive_price, in reading order.
+_PRICE_PANELS = (("graph_fraction", "reachable batches on a graph", 1),
+                 ("num_graphs", "graphs captured", 1),
+                 ("capture_ms", "capture time (ms),\nafter a warm-up capture", 1),
+                 ("memory_bytes", "graph memory (MiB)", MIB))
+_ENGINE_MARKERS = ("o", "s", "^", "D")
+
+
+def plot_adaptive_price(price: pd.DataFrame) -> Figure:
+    """Per engine, against k: coverage (graph fraction), graphs captured, their capture time
+    and graph memory (adaptive_price's frame): what covering the expanded batch costs."""
+    _require(price, ("engine", "num_speculative_tokens", "max_num_seqs", "memory_kind")
+             + tuple(column for column, _, _ in _PRICE_PANELS))
+    fig = Figure(figsize=(WIDTH_IN, 5.6), layout="constrained")
+    axes = fig.subplots(2, 2, sharex=True).ravel()
+    engines = list(dict.fromkeys(price["engine"]))
+    for ax, (column, label, scale) in zip(axes, _PRICE_PANELS):
+        for engine, marker in zip(engines, _ENGINE_MARKERS):
+            rows = price[price["engine"] == engine].sort_values("num_speculative_tokens")
+            ax.plot(rows["num_speculative_tokens"], rows[column] / scale, marker=marker,
+                    label=engine)
+        ax.set_ylabel(label if column != "memory_bytes"
+                      else f"{label},\n{_one(price, 'memory_kind')}")
+        ax.set_ylim(bottom=0)
+    for ax in axes[2:]:
+        ax.set_xlabel("k (num_speculative_tokens)")
+    axes[0].legend(fontsize=8)
+    what = f"Adaptive sizing's price over k, max_num_seqs = {_one(price, 'max_num_seqs')}"
+    # The device's long name and the memory note on lines of their own: the title fits.
+    fig.suptitle(provenance_title(price, what).replace("; ", "\n", 1), fontsize=10)
+    return fig

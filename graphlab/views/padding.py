@@ -1,0 +1,44 @@
+"""The padding staircase: the size each batch of one engine runs at, from its sizing rule.
+
+A view of `graphlab.sizing.audit`'s outcomes, no device involved; plots.py holds the figures of
+measured frames, this one the figure of a rule.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from graphlab.views.plots import _PATH_STYLE, WIDTH_IN, _batch_unit, _require
+
+
+def plot_padding(df: pd.DataFrame, engine: str) -> Figure:
+    """The padding staircase of one engine: each batch size n against the size it runs at.
+
+    df: `batch_size`, `path`, `graph_size` per n (`pd.DataFrame([vars(d) for d in report.outcomes])`
+    of `graphlab.sizing.audit`). Graph rows step up to their captured size (shaded: the padding
+    waste), eager rows run at n, crashes sit on the x axis. Computed from the sizing rule.
+    """
+    _require(df, ("batch_size", "path", "graph_size"))
+    rows, unit = df.sort_values("batch_size"), _batch_unit(df)
+    n, graphed = rows["batch_size"].to_numpy(), rows[rows["path"] == "graph"]
+    padded = graphed["graph_size"].astype(float)
+    fig = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.fill_between(graphed["batch_size"], graphed["batch_size"], padded, step="mid",
+                    color="tab:blue", alpha=0.2, lw=0, label="padding waste")
+    ax.step(graphed["batch_size"], padded, where="mid", color="tab:blue", label="graph: padded size")
+    for path, label in (("eager", "eager: runs at n, no graph"), ("crash", "crash")):
+        hits = rows[rows["path"] == path]
+        if not hits.empty:
+            color, marker = _PATH_STYLE[path]
+            ax.scatter(hits["batch_size"], hits["batch_size"] * (path == "eager"), color=color,
+                       marker=marker, s=16, zorder=3, label=label)
+    ax.plot(n, n, ":", color="black", lw=0.8, label="no padding (n)")
+    ax.set(xlabel=f"batch size n ({unit} per decode step)", ylabel=f"size it runs at ({unit})",
+           xlim=(n[0] - 0.5, n[-1] + 0.5), ylim=(0, None))
+    ax.legend(fontsize=8, loc="upper left")
+    sizes = ", ".join(str(int(s)) for s in sorted(padded.unique())) or "none"
+    fig.suptitle(f"Padding under {engine}: captured sizes {sizes}\ncomputed from the engine's "
+                 "sizing rule, not measured on any device", fontsize=10)
+    return fig

@@ -1,0 +1,111 @@
+"""The cpu-compiled backend: captured sizes replay a torch.compile'd step over the static buffers.
+
+Compiled replay must equal the eager step on the same padded batch. Tolerance 1e-4 (float32,
+logits of std ~1.5): inductor fuses and reorders the float reductions, measured differences are
+about 1e-5. One model is compiled once for the module (dynamo compiles batch 1 apart from the
+shared dynamic-shape graph, so two compiles).
+"""
+
+import pytest
+import torch
+from kvcache import restore, snapshot
+
+from graphlab import cli
+from graphlab.engine import compiled, graphs
+from graphlab.engine.factory import make_runner
+from graphlab.engine.model import build_model
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import SizingConfig
+
+NUM_SLOTS, MAX_SEQ_LEN, TOL = 8, 32, 1e-4
+CFG = SizingConfig(4)  # the guard captures 1, 2, 4; batches 5..8 run eagerly
+
+pytestmark = [pytest.mark.usefixtures("one_thread"),
+              pytest.mark.skipif(compiled.compile_unavailable() is not None,
+                                 reason="torch.compile cannot build here")]
+
+
+@pytest.fixture(scope="module")
+def model(one_thread):
+    m = build_model("tiny", seed=0)
+    m.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    return m
+
+
+@pytest.fixture(scope="module")
+def runners(model):
+    made = {}
+    for name, options in (("compiled", dict(backend="cpu-compiled")),
+                          ("emulated", dict(backend="cpu-emulated")),
+                          ("eager", dict(backend="cpu-compiled", enforce_eager=True))):
+        made[name] = make_runner(model, "vllm-0.6.0", CFG, **options)
+        made[name].capture_model()
+    return made
+
+
+def batch(n, seed):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randint(0, 512, (n,), generator=g), torch.randint(0, MAX_SEQ_LEN, (n,), generator=g),
+            torch.randperm(NUM_SLOTS, generator=g)[:n])
+
+
+def run_each(model, runners, names, n):
+    start, out = snapshot(model), []
+    for name in names:
+        restore(model, start)
+        out.append(runners[name].execute_model(*batch(n, seed=n)))
+    return out
+
+
+def test_records_name_the_backend_and_the_compile_cache(runners):
+    records = runners["compiled"].graph_records
+    assert [r.size for r in records] == [4, 2, 1]
+    assert {r.backend for r in records} == {"cpu-compiled"}
+    assert {r.memory_kind for r in records} == {"predicted"}  # memory stays predicted on CPU
+    assert {r.compile_cache for r in records} <= {"cold", "warm"}
+    assert {r.compile_cache for r in runners["emulated"].graph_records} == {"none"}
+
+
+def test_compiled_replay_equals_eager_for_every_compiled_size(model, runners):
+    seen = set()
+    for n in (1, 2, 3, 4):  # every compiled size exactly, and 3 padded to 4
+        (logits, record), (reference, eager) = run_each(model, runners, ("compiled", "eager"), n)
+        assert (record.path, record.backend, eager.path) == ("graph", "cpu-compiled", "eager")
+        assert record.graph_size == runners["compiled"].engine.padded_size(n, (1, 2, 4))
+        torch.testing.assert_close(logits, reference, atol=TOL, rtol=TOL)
+        seen.add(record.graph_size)
+    assert seen == set(runners["compiled"].capture_sizes)
+
+
+def test_a_size_without_a_compiled_step_runs_eagerly_as_before(model, runners):
+    (logits, record), (emulated, before) = run_each(model, runners, ("compiled", "emulated"), 6)
+    assert (record.path, record.graph_size) == (before.path, before.graph_size) == ("eager", None)
+    assert record.backend == "cpu-compiled"
+    torch.testing.assert_close(logits, emulated, atol=0, rtol=0)  # the same eager forward
+
+
+def test_replay_never_recompiles(runners):
+    graph = runners["compiled"].graph_runners[4]
+    with pytest.raises(Exception, match="fail_on_recompile|[Rr]ecompil"):
+        graph.step(graph.buffers.input_ids.float(), graph.buffers.positions,
+                   graph.buffers.seq_slots, 4)
+
+
+def test_without_a_compiler_the_run_falls_back_to_cpu_emulated(monkeypatch, capsys, model):
+    monkeypatch.setattr(compiled, "compile_unavailable", lambda: "no C++ compiler (test)")
+    compiled._say_once.cache_clear()
+    assert graphs.resolve_backend(model, "cpu-compiled", "shared") == "cpu-emulated"
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines == ["no C++ compiler (test): running cpu-emulated instead of cpu-compiled"]
+
+
+def test_cpu_compiled_needs_a_cpu_and_cuda_backends_need_cuda(model):
+    with pytest.raises(GraphlabError, match="compiled-cuda-graph.*needs the model on a CUDA"):
+        graphs.resolve_backend(model, "compiled-cuda-graph", "shared")
+
+
+def test_bench_rejects_an_unknown_backend_in_one_line(capsys, tmp_path):
+    assert cli.main(["bench", "--backend", "nope", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "'nope'" in err[0] and "cpu-compiled" in err[0]
+    assert not list(tmp_path.iterdir())  # nothing written

