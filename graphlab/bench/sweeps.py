@@ -118,7 +118,8 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
     suite = get_suite(suite)
     check_choice("backend", backend, ("auto",) + BACKENDS)
     dev = resolve_device(device)
-    if torch_threads is not None and (not isinstance(torch_threads, int) or torch_threads < 1):
+    if torch_threads is not None and (isinstance(torch_threads, bool) or not isinstance(torch_threads, int)
+                                      or torch_threads < 1):  # True is an int: not a thread count
         raise GraphlabError(f"torch_threads={torch_threads!r} must be an integer >= 1 or None")
     previous = torch.get_num_threads()
     # One thread: tiny steps gain nothing from more, and timings stop depending on the load.

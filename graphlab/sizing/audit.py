@@ -40,9 +40,16 @@ from graphlab.sizing.engines import (
     Dispatch,
     SizingConfig,
     SizingPolicy,
+    check_limits,
     crash_error,
     get_engine,
 )
+
+# Work bounds that keep an audit or a crash map to seconds on 2 CPU cores: an audit lists every
+# reachable batch size (V0's batch expansion: 1..S*(1+k)); a crash map sweeps, per engine and S,
+# up to S*(1+k) sizes for each k.
+MAX_AUDIT_BATCH_SIZES = 2**18
+CRASH_MAP_MAX_BATCH_SIZES = 2**26
 
 CRASH_MAP_COLUMNS = (
     "engine",
@@ -311,8 +318,16 @@ def _proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = Tr
 
 
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
-    """Every batch size cfg can produce on the engine, with its path (graph / eager / crash)."""
+    """Every batch size cfg can produce on the engine, with its path (graph / eager / crash).
+
+    GraphlabError above the command line's limits (`check_limits`) or MAX_AUDIT_BATCH_SIZES sizes.
+    """
     policy = get_engine(policy)
+    ns = reachable_batch_sizes(policy, check_limits(cfg))
+    if len(ns) > MAX_AUDIT_BATCH_SIZES:
+        raise GraphlabError(f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
+                            f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
+                            "(lower max_num_seqs or num_speculative_tokens)")
     families = None
     if policy.batch_unit == "tokens":  # vLLM V1
         families = graph_families(policy, cfg)
@@ -323,7 +338,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
         warnings=policy.sizing_warnings(cfg),
-        scorer=_runner_audit(policy, cfg, reachable_batch_sizes(policy, cfg), outcomes=True),
+        scorer=_runner_audit(policy, cfg, ns, outcomes=True),
         proposer=_proposer_audit(policy, cfg),
         full_sizes=None if families is None else families.full_sizes,
         cudagraph_mode=None if families is None else families.cudagraph_mode,
@@ -355,6 +370,7 @@ def crash_map(
 
     engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.
+    GraphlabError when the sweep would cover more than CRASH_MAP_MAX_BATCH_SIZES batch sizes.
     cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
     the other engines have no such setting and keep their rows.
     """
@@ -362,6 +378,11 @@ def crash_map(
     seqs_values, k_values = list(max_num_seqs_range), list(k_range)
     if not seqs_values or not k_values:
         raise GraphlabError("max_num_seqs and k ranges must not be empty")
+    sweep = len(policies) * sum(seqs_values) * sum(1 + k for k in k_values)
+    if sweep > CRASH_MAP_MAX_BATCH_SIZES:
+        raise GraphlabError(f"a crash map over max_num_seqs {seqs_values[0]}..{seqs_values[-1]}, k "
+                            f"{k_values[0]}..{k_values[-1]} and {len(policies)} engine(s) sweeps {sweep} batch "
+                            f"sizes; at most {CRASH_MAP_MAX_BATCH_SIZES} (narrow the ranges or pick one engine)")
     rows, summaries = [], {}
     for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
         for seqs in seqs_values:

@@ -55,7 +55,7 @@ def crash_error(key: int) -> str:
     return f"KeyError: {key}" if key else "StopIteration"
 
 
-def _check_int(name: str, value, minimum: int) -> None:
+def check_int(name: str, value, minimum: int) -> None:
     # bool is an int subclass; a flag passed by mistake must not read as 1.
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise GraphlabError(f"{name} must be an integer >= {minimum}, got {value!r}")
@@ -77,19 +77,19 @@ class SizingConfig:
     cudagraph_mode: str | None = None
 
     def __post_init__(self) -> None:
-        _check_int("max_num_seqs", self.max_num_seqs, 1)
-        _check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
         if self.max_num_batched_tokens is not None:
-            _check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+            check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_cudagraph_capture_size is not None:
-            _check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+            check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
         sizes = self.cudagraph_capture_sizes
         if sizes is not None:
             if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
                 # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
                 raise GraphlabError(f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}")
             for size in sizes:
-                _check_int("every cudagraph_capture_sizes entry", size, 1)
+                check_int("every cudagraph_capture_sizes entry", size, 1)
             object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
         if self.cudagraph_mode is not None and self.cudagraph_mode not in CUDAGRAPH_MODES:
             raise GraphlabError(f"cudagraph_mode must be one of {', '.join(CUDAGRAPH_MODES)}, "
@@ -599,7 +599,7 @@ class TrtLlm(SizingPolicy):
 
     def __init__(self, max_batch_size: int = 128, enable_padding: bool = False) -> None:
         super().__init__()
-        _check_int("max_batch_size", max_batch_size, 1)
+        check_int("max_batch_size", max_batch_size, 1)
         self.max_batch_size, self.enable_padding = max_batch_size, enable_padding
 
     def sizing_key(self, cfg):

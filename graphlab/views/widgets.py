@@ -59,6 +59,9 @@ class ExplorerState:
             raise GraphlabError(f"max_num_seqs must be in 1..{MAX_NUM_SEQS}, got {self.max_num_seqs!r}")
         if not 0 <= self.num_speculative_tokens <= MAX_K:
             raise GraphlabError(f"num_speculative_tokens must be in 0..{MAX_K}, got {self.num_speculative_tokens!r}")
+        t = self.max_num_batched_tokens
+        if t is not None and not 1 <= t <= MAX_NUM_BATCHED_TOKENS:  # the slider's range
+            raise GraphlabError(f"max_num_batched_tokens must be in 1..{MAX_NUM_BATCHED_TOKENS} or None, got {t!r}")
         if self.map_value not in MAP_VALUES:
             raise GraphlabError(f"map_value {self.map_value!r} is not one of {', '.join(MAP_VALUES)}")
 
