@@ -11,11 +11,14 @@ import argparse
 import contextlib
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError, check_int
+from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES
+from graphlab.sizing.crash_maps import CRASH_MAP_MAX_BATCH_SIZES
 from graphlab.sizing.engines import ENGINES, SizingConfig, get_engine
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -27,6 +30,11 @@ from graphlab.sizing.limits import (
 
 class _Parser(argparse.ArgumentParser):
     """argparse whose usage errors become GraphlabError, so every bad input reads the same way."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # A negative range such as -1:4 is a value (refused by its type, by name), not an option.
+        self._negative_number_matcher = re.compile(r"^-\d+(:-?\d+)?$|^-\d*\.\d+$")
 
     def error(self, message):
         raise GraphlabError(message)
@@ -43,8 +51,10 @@ def _engine(value: str) -> str:
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.engines's), so a huge value fails at once.
 REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
-REPRO_MAX_NUM_REQUESTS = 65536
-REPRO_MAX_MODEL_LEN = 8192           # KV cache positions per sequence
+# A repro decodes about num_requests x max_model_len tokens on the CPU (~1 ms each): keep it to seconds.
+REPRO_MAX_NUM_REQUESTS = 256
+REPRO_MAX_MODEL_LEN = 1024           # KV cache positions per sequence
+REPRO_MAX_TOKENS = 2**14             # num_requests x max_model_len
 CRASH_MAP_MAX_NUM_SEQS = 4096        # a crash map sweeps every S in its range: keep it to seconds
 
 
@@ -90,16 +100,34 @@ def _writing_out(path):
         raise GraphlabError(f"cannot write --out {path!r}: {error.strerror or error}") from None
 
 
-def _check_out_folder(path) -> Path:
-    """--out as a folder: an existing writable folder, or one that can be created. Checked before work."""
-    out = Path(path)
-    if out.exists() and not out.is_dir():
-        raise GraphlabError(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")
-    existing = next(p for p in (out, *out.absolute().parents) if p.exists())
+def _check_writable(folder: Path, path) -> None:
+    """GraphlabError unless folder is a writable folder or can be created (path: the --out given)."""
+    existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     if not existing.is_dir():
         raise GraphlabError(f"cannot create --out {str(path)!r}: {str(existing)!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise GraphlabError(f"cannot write --out {str(path)!r}: {str(existing)!r} is not writable")
+
+
+def _check_out_folder(path) -> Path:
+    """--out as a folder: an existing writable folder, or one that can be created. Checked before work."""
+    if not str(path):
+        raise GraphlabError("--out is empty; give a folder for the CSVs")
+    out = Path(path)
+    if out.exists() and not out.is_dir():
+        raise GraphlabError(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")
+    _check_writable(out, path)
+    return out
+
+
+def _check_out_file(path) -> Path:
+    """--out as a CSV file in a writable folder (created when missing). Checked before work."""
+    if not str(path):
+        raise GraphlabError("--out is empty; give a CSV file path")
+    out = Path(path)
+    if out.is_dir():
+        raise GraphlabError(f"--out {str(path)!r} is a folder; give a CSV file path")
+    _check_writable(out.parent, path)
     return out
 
 
@@ -161,7 +189,8 @@ def add_audit_parser(subparsers) -> None:
     parser.add_argument("--engine", required=True, type=_engine, help=f"one of: {', '.join(ENGINES)}")
     parser.add_argument(
         "--max-num-seqs", type=_int_in(1, MAX_NUM_SEQS_LIMIT), default=None,
-        help="S, the most sequences scheduled per step (>= 1); required unless --vllm-args",
+        help=f"S, the most sequences scheduled per step (1..{MAX_NUM_SEQS_LIMIT}); required unless "
+             f"--vllm-args. An audit lists at most {MAX_AUDIT_BATCH_SIZES} batch sizes (V0: S*(1+k))",
     )
     parser.add_argument(
         "--num-speculative-tokens", type=_int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=None,
@@ -236,7 +265,9 @@ def add_crash_map_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-num-seqs-range", type=_int_range(1, CRASH_MAP_MAX_NUM_SEQS), default=range(1, 513),
-        help="START:END, inclusive (default 1:512)",
+        help=f"START:END, inclusive (default 1:512, at most {CRASH_MAP_MAX_NUM_SEQS}); the sweep covers at "
+             f"most {CRASH_MAP_MAX_BATCH_SIZES} batch sizes, engines x sum of S x sum of (1+k), so that it "
+             "ends in seconds",
     )
     parser.add_argument(
         "--k-range", type=_int_range(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=range(0, 9),
@@ -255,6 +286,7 @@ def run_crash_map(args) -> int:
     from graphlab.bench.provenance import computed_provenance, with_provenance
     from graphlab.sizing.crash_maps import crash_map
 
+    _check_out_file(args.out)
     frame = crash_map(
         args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
         progress=args.engine == "all", cudagraph_mode=args.cudagraph_mode,
@@ -306,14 +338,18 @@ def add_repro_parser(subparsers) -> None:
     parser.add_argument("--max-num-batched-tokens", type=_int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
                         help="V1 engines' token budget for sizing (default: vLLM's 8192)")
     _add_cudagraph_mode(parser)
-    parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16, help="default 16")
+    parser.add_argument("--num-requests", type=_int_in(1, REPRO_MAX_NUM_REQUESTS), default=16,
+                        help=f"default 16, at most {REPRO_MAX_NUM_REQUESTS}; num-requests x max-model-len "
+                             f"at most {REPRO_MAX_TOKENS}, so that a run takes seconds")
     parser.add_argument("--max-tokens", type=_int_in(1, REPRO_MAX_MODEL_LEN), default=32,
                         help="longest output of the even-numbered requests (default 32); the "
                              "odd-numbered ones run to --max-model-len")
     parser.add_argument("--max-model-len", type=_int_in(2, REPRO_MAX_MODEL_LEN), default=64,
                         help="KV cache positions per sequence (default 64); no proposals once "
                              "seq_len + k >= max_model_len")
-    parser.add_argument("--temperature", type=float, default=0.0, help="0 (default) is greedy")
+    parser.add_argument("--temperature", type=float, default=0.0,
+                        help="0 (default) is greedy; else 0.01..2, the range vLLM's SamplingParams "
+                             "samples at (checked by graphlab.specdec.SpecDecodeConfig)")
     parser.add_argument("--seed", type=_int_in(0, 2**32 - 1), default=0, help="default 0")
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")
     parser.add_argument("--json", action="store_true",
@@ -327,6 +363,9 @@ def run_repro(args) -> int:
     from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
     from graphlab.specdec.requests import RequestLoad
 
+    if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:
+        raise GraphlabError(f"--num-requests {args.num_requests} x --max-model-len {args.max_model_len} = "
+                            f"{args.num_requests * args.max_model_len} tokens; at most {REPRO_MAX_TOKENS}")
     sizing = SizingConfig(args.max_num_seqs, args.num_speculative_tokens,
                           args.max_num_batched_tokens, cudagraph_mode=args.cudagraph_mode)
     config = SpecDecodeConfig(
@@ -397,16 +436,22 @@ def run_bench(args) -> int:
 
     out = _check_out_folder(args.out)
     before = _csv_stamps(out, bench.SWEEPS)
-    try:
-        with _writing_out(args.out):
-            paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
-    except KeyboardInterrupt:
+
+    def complete() -> str:
         # Each CSV is replaced atomically when its sweep ends: the ones this run replaced are whole.
         after = _csv_stamps(out, bench.SWEEPS)
         done = [f"{name}.csv" for name in bench.SWEEPS if after[name] not in (None, before[name])]
-        print(f"interrupted: complete CSVs under {out}: {', '.join(done) if done else 'none'}",
-              file=sys.stderr)
+        return ", ".join(done) if done else "none"
+
+    try:
+        paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
+    except KeyboardInterrupt:
+        print(f"interrupted: complete CSVs under {out}: {complete()}", file=sys.stderr)
         return 130
+    except OSError as error:  # a full disk, a folder removed meanwhile: bad ground, not a crash
+        failed = Path(error.filename).name if error.filename else "a CSV"
+        raise GraphlabError(f"cannot write {failed} under --out {str(args.out)!r}: {error.strerror or error}; "
+                            f"complete CSVs: {complete()}") from None
     print(bench.summary(paths))
     return 0
 
@@ -426,6 +471,7 @@ def _positive_float(value: str) -> float:
 
 def add_plan_parser(subparsers) -> None:
     from graphlab.sizing.engines import GRAPH_POOLS, V1_ENGINES
+    from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
 
     parser = subparsers.add_parser(
         "plan",
@@ -435,7 +481,8 @@ def add_plan_parser(subparsers) -> None:
             "at most max_num_batched_tokens) under a budget of graphs and/or graph memory, minimising the "
             "mean padding waste (or, with --latency, the mean step latency) exactly, and compares it with "
             "the engine's default sizing at the same config. Without a budget the plan may capture as many "
-            "graphs as the default."
+            f"graphs as the default. Limits, so that a plan takes seconds: at most {MAX_CANDIDATES} candidate "
+            f"sizes (multiples of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}."
         ),
     )
     parser.add_argument("--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0")

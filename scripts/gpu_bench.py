@@ -183,7 +183,6 @@ def v1_cliff(latency: pd.DataFrame) -> list[str]:
 def sdpa_choice(device, preset: str) -> str:
     """The pinned SDPA backends, the kernel SDPA picks for the model's own decode attention call
     (its q/k/v and additive mask, graphlab.engine.sdpa.probe_sdpa) and the backends that run it."""
-    import torch
     import torch.nn.functional as F
     from torch.nn.attention import SDPBackend, sdpa_kernel
 

@@ -469,3 +469,42 @@ def test_capture_cost_counts_each_engines_graphs_and_says_what_the_memory_is():
     assert set(table["backend"]) == {"cpu-emulated"} and set(table["memory_kind"]) == {"predicted"}
     shared = table["graph memory (MiB), shared pool"]
     assert shared["adaptive"] > shared["vllm-0.6.0"] > 0  # 40 rows' graph against 8's
+
+
+def test_provenance_names_cuda_and_cudnn_versions(monkeypatch):
+    from graphlab.bench.provenance import provenance
+
+    monkeypatch.setattr(torch.version, "cuda", "12.4")
+    monkeypatch.setattr(torch.backends.cudnn, "is_available", lambda: True)
+    monkeypatch.setattr(torch.backends.cudnn, "version", lambda: 90100)
+    prov = provenance("cpu")
+    assert (prov["cuda_version"], prov["cudnn_version"]) == ("12.4", "90100")
+
+
+@pytest.mark.parametrize("threads", [True, 0, 1.5, "2"])
+def test_bad_torch_threads_is_one_clear_error(tmp_path, threads):
+    with pytest.raises(GraphlabError, match=rf"torch_threads \(or None\) must be an integer >= 1, got {re.escape(repr(threads))}"):
+        bench.run_bench("quick", "cpu", tmp_path, torch_threads=threads)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_full_disk_names_the_csv_and_those_already_complete(tmp_path, capsys, monkeypatch):
+    def full(suite, device, out, **kwargs):
+        write_csv_atomic(pd.DataFrame({"a": [1]}), out / "copy_bandwidth.csv")
+        raise OSError(28, "No space left on device", str(out / "latency.csv"))
+
+    monkeypatch.setattr(bench, "run_bench", full)
+    assert main(["bench", "--out", str(tmp_path)]) == 2
+    out, err = capsys.readouterr()
+    assert err == (f"error: cannot write latency.csv under --out {str(tmp_path)!r}: No space left on device; "
+                   "complete CSVs: copy_bandwidth.csv\n")
+
+
+def test_write_csv_atomic_names_the_csv_it_could_not_write(tmp_path, monkeypatch):
+    def no_space(self, *args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(pd.DataFrame, "to_csv", no_space)
+    with pytest.raises(OSError) as raised:
+        write_csv_atomic(pd.DataFrame({"a": [1]}), tmp_path / "latency.csv")
+    assert raised.value.filename == str(tmp_path / "latency.csv") and list(tmp_path.iterdir()) == []

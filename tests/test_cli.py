@@ -9,6 +9,8 @@ import pandas as pd
 import pytest
 
 from graphlab.cli import main
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import SizingConfig
 
 
 def run_main(capsys, *argv):
@@ -87,7 +89,7 @@ def test_crash_map_unwritable_out_leaves_nothing(tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
     out = tmp_path / "a-file" / "map.csv"  # a folder that cannot be created
     code, _, err = run_main(capsys, "crash-map", "--engine", "nano-vllm", "--max-num-seqs-range", "1:4", "--out", str(out))
-    assert code == 2 and err.count("\n") == 1 and "cannot write" in err
+    assert code == 2 and err.count("\n") == 1 and "cannot create --out" in err and "is a file" in err
     assert os.listdir(tmp_path) == ["a-file"]
 
 
@@ -126,9 +128,9 @@ def test_huge_token_budget_fails_at_once_naming_the_limit(capsys, value):
     (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "10000000"), "1..65536"),
     (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "65"), "0..64"),
     (("repro", "--max-num-seqs", "100000"), "1..1024"),
-    (("repro", "--max-model-len", "100000"), "2..8192"),
+    (("repro", "--max-model-len", "100000"), "2..1024"),
     (("crash-map", "--max-num-seqs-range", "1:100000", "--out", "x.csv"), "<= 4096"),
-    (("plan", "--max-num-seqs", "65536", "--max-num-batched-tokens", "1048576"), "at most 4096"),
+    (("plan", "--max-num-seqs", "65536", "--max-num-batched-tokens", "1048576"), "at most 2048"),
 ])
 def test_huge_values_fail_at_once_naming_the_limit(capsys, argv, limit):
     err = one_line_error(capsys, *argv)
@@ -196,3 +198,85 @@ def test_bench_ctrl_c_in_a_real_run_exits_130_without_traceback(tmp_path):
     assert "bench quick" in seen
     assert proc.returncode == 130 and "Traceback" not in err
     assert err.strip().splitlines()[-1].startswith(f"interrupted: complete CSVs under {tmp_path / 'out'}: ")
+
+
+# --- ranges, --out checks and work bounds ---------------------------------------------------------
+
+def test_a_single_value_range_is_a_range(capsys, tmp_path):
+    code, out, _ = run_main(capsys, "crash-map", "--engine", "vllm-0.5.5", "--max-num-seqs-range", "3:3",
+                            "--k-range", "2:2", "--out", str(tmp_path / "map.csv"))
+    assert code == 0 and len(pd.read_csv(tmp_path / "map.csv")) == 1
+
+
+def test_a_negative_range_is_named(capsys):
+    err = one_line_error(capsys, "crash-map", "--max-num-seqs-range", "-1:4", "--out", "x.csv")
+    assert "got '-1:4'" in err and "1 <= START <= END <= 4096" in err
+
+
+@pytest.mark.parametrize("command", ["bench", "crash-map"])
+def test_out_not_writable_fails_before_any_work(tmp_path, capsys, monkeypatch, command):
+    # The check itself is mocked: as root (how CI runs) every folder is writable.
+    from graphlab.sizing import crash_maps
+
+    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    monkeypatch.setattr(crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed"))
+    monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(tmp_path))
+    err = one_line_error(capsys, command, "--out", str(tmp_path / "x.csv"))
+    assert f"cannot write --out {str(tmp_path / 'x.csv')!r}: {str(tmp_path)!r} is not writable" in err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("command", ["bench", "crash-map"])
+def test_empty_out_is_one_clear_line(capsys, command):
+    assert "--out is empty" in one_line_error(capsys, command, "--out", "")
+
+
+def test_crash_map_out_folder_fails_before_computing(tmp_path, capsys, monkeypatch):
+    from graphlab.sizing import crash_maps
+
+    monkeypatch.setattr(crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed"))
+    assert "is a folder" in one_line_error(capsys, "crash-map", "--out", str(tmp_path))
+
+
+def test_work_bounds_are_stated_and_applied(capsys):
+    from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES
+    from graphlab.sizing.crash_maps import CRASH_MAP_MAX_BATCH_SIZES
+
+    err = one_line_error(capsys, "crash-map", "--max-num-seqs-range", "1:4096", "--k-range", "0:64",
+                         "--out", "x.csv")
+    assert f"at most {CRASH_MAP_MAX_BATCH_SIZES}" in err and not os.path.exists("x.csv")
+    err = one_line_error(capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "65536",
+                         "--num-speculative-tokens", "64", "--json")
+    assert "reach 4257824 batch sizes" in err and f"at most {MAX_AUDIT_BATCH_SIZES}" in err
+    for command, bound in (("crash-map", CRASH_MAP_MAX_BATCH_SIZES), ("audit", MAX_AUDIT_BATCH_SIZES)):
+        with pytest.raises(SystemExit):
+            main([command, "--help"])
+        assert f"at most {bound} batch sizes" in " ".join(capsys.readouterr().out.split())
+
+
+def test_audit_api_applies_the_limits():
+    from graphlab.sizing.audit import audit
+
+    # S = 4127, k = 63 reach 262175 batch sizes: just past the 2**18 an audit lists.
+    for cfg, named in ((SizingConfig(2**20, 64), "max_num_seqs must be at most 65536"),
+                       (SizingConfig(65536, 64), "audit lists at most"),
+                       (SizingConfig(4127, 63), "reach 262175 batch sizes")):
+        with pytest.raises(GraphlabError, match=named):
+            audit("vllm-0.5.5", cfg)
+
+
+def test_ctrl_c_while_starting_prints_no_traceback():
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    # From the moment Python imports graphlab (its own start-up, site included, is Python's):
+    # loading the command line, numpy and pandas, then the command.
+    for delay in (0.25, 0.5, 1.0):
+        proc = subprocess.Popen([sys.executable, "-m", "graphlab", "plan", "--max-num-seqs", "8"],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+        # -SIGINT: the command had finished and Python was exiting (its handlers reset).
+        assert "Traceback" not in err and proc.returncode in (0, 130, -signal.SIGINT), (delay, err)

@@ -98,7 +98,8 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     assert set(latency["git_commit"]) == {"dryrun123"}
     for engine in (bench.LATENCY_ENGINE, "vllm-0.33.0"):  # each engine's cliff is in the sweep
         rows = latency[(latency["engine"] == engine) & (latency["mode"] == "graph")]
-        assert set(rows["path"]) == {"graph", "eager"}, engine
+        replayed = "full" if engine == "vllm-0.33.0" else "graph"  # V1 decode: FULL graphs
+        assert set(rows["path"]) == {replayed, "eager"}, engine
     v1 = latency[latency["engine"] == "vllm-0.33.0"]
     assert set(v1["batch_unit"]) == {"tokens"} and v1["batch_size"].max() > 512
     assert set(csvs["graph_memory"]["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
@@ -108,7 +109,7 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     for sweep in ("latency", "graph_memory", "spec_decode", "spec_decode_steps"):
         assert set(csvs[sweep]["sdpa_backend"]) == {"cpu_flash_attention"}, sweep
     # Every graph-path row was held against the eager step; no other row was.
-    graph_path = (latency["mode"] == "graph") & (latency["path"] == "graph")
+    graph_path = (latency["mode"] == "graph") & (latency["path"] != "eager")
     assert latency.loc[graph_path, "max_abs_logit_diff"].notna().all()
     assert latency.loc[~graph_path, "max_abs_logit_diff"].isna().all()
     checked = latency[graph_path]
@@ -145,7 +146,7 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     cliff = [line for line in summary.splitlines() if line.startswith("== V1 cliff")]
     assert len(cliff) == 1 and "(vllm-0.33.0, tiny, k=3, cpu-emulated)" in cliff[0]
     assert "largest captured 512 tokens" in cliff[0]
-    assert "512 tokens (graph)" in cliff[0] and "516 tokens (eager)" in cliff[0]
+    assert "512 tokens (full)" in cliff[0] and "516 tokens (eager)" in cliff[0]
     table = summary.rstrip().split("\n== targets\n")[-1].splitlines()
     assert table[0].split()[:2] == ["target", "model"]
     assert [name for name in TARGET_NAMES for line in table[1:] if name in line] == list(

@@ -440,3 +440,87 @@ def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(
     # Within the ceiling, nothing is flagged.
     code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "4")
     assert code == 0 and "default ceiling" not in out
+
+
+# --- what a user relies on: ties, repeated rows, zero counts, blank cells, limits ------------------
+
+
+def test_equal_cost_plans_use_the_fewest_graphs():
+    # Every graph step costs the same 1 ms whatever its size: one graph covering all is as fast as eight.
+    flat = SizeTable(np.array([1, 64]), np.array([1.0, 1.0]), "flat graph latency", "cpu-emulated")
+    eager = SizeTable(np.array([1, 64]), np.array([5.0, 5.0]), "eager latency", "cpu-emulated")
+    result = plan("vllm-0.33.0", SizingConfig(8), budget=Budget(max_graphs=8), latency=(flat, eager))
+    assert result.capture_sizes == (8,) and result.plan.mean_step_ms == pytest.approx(1.0)
+
+
+def test_repeated_latency_rows_are_merged_by_their_median(tmp_path):
+    # Three runs of the same sizes, the third one slow (a noisy neighbour): the median ignores it.
+    runs = [bench_latency(V1), bench_latency(V1), bench_latency(V1, scale=10.0)]
+    pd.concat(runs).to_csv(tmp_path / "latency.csv", index=False)
+    graph_ms, eager_ms = read_latency(tmp_path / "latency.csv")
+    assert graph_ms(np.array([4, 24])).tolist() == pytest.approx([1.04, 1.24])
+    assert eager_ms(np.array([8])).tolist() == pytest.approx([1.2 + 8 / 50])
+
+
+def test_zero_count_sizes_get_no_graph(capsys, tmp_path):
+    observed = tmp_path / "observed.csv"
+    observed.write_text("batch_size,count\n4,10\n8,0\n12,3\n")
+    code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes",
+                       str(observed), "--max-graphs", "4", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["capture_sizes"] == [4, 12] and d["mean_padding_waste"] == 0.0
+    observed.write_text("batch_size,count\n4,0\n8,0\n")
+    code, out, err = run(capsys, "--max-num-seqs", "8", "--batch-sizes", str(observed))
+    assert code == 2 and out == "" and err.count("\n") == 1 and "no batch with a positive count" in err
+
+
+@pytest.mark.parametrize("name, option", [
+    ("latency.csv", "--latency"), ("graph_memory.csv", "--graph-memory"), ("spec_decode_steps.csv", "--steps")])
+def test_blank_cells_and_cut_lines_name_the_file_line_and_column(capsys, bench, name, option):
+    frame = pd.read_csv(bench / name)
+    path = bench / f"broken_{name}"
+    argv = ["--max-num-seqs", "8", "--num-speculative-tokens", "4" if option == "--steps" else "3", option, str(path)]
+    blank = frame.copy()
+    blank.loc[3, "model"] = None  # pandas 3 keeps NaN under astype(str): this once ended in a TypeError
+    blank.to_csv(path, index=False)
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and err.count("\n") == 1 and f"{str(path)!r}: line 5 has no value in column 'model'" in err
+    lines = frame.to_csv(index=False).splitlines()
+    path.write_text("\n".join(lines[:-1] + [",".join(lines[-1].split(",")[:2])]))  # a write cut short
+    code, out, err = run(capsys, *argv)
+    third = frame.columns[2]
+    assert code == 2 and err.count("\n") == 1 and f"line {len(lines)} has no value in column {third!r}" in err, err
+
+
+@pytest.mark.parametrize("make, named", [
+    (lambda: Workload.from_counts([4, 8], [1, np.inf], "api"), "counts must be finite"),
+    (lambda: Workload.from_counts([4, 8], [1, -1], "api"), "counts must be finite numbers >= 0"),
+    (lambda: Workload(np.array([0, 4]), np.array([0.5, 0.5]), "api"), "integers >= 1"),
+    (lambda: Workload(np.array([8, 4]), np.array([0.5, 0.5]), "api"), "ascending"),
+    (lambda: Workload(np.array([4, 8]), np.array([0.5, np.nan]), "api"), "weights must be finite"),
+    (lambda: Budget(memory_mib="5"), "memory budget must be a finite number"),
+    (lambda: Budget(memory_mib=True), "memory budget must be a finite number"),
+    (lambda: Budget(max_graphs=2.0), "max_graphs must be an integer"),
+])
+def test_bad_planner_inputs_raise_one_clear_error(make, named):
+    with pytest.raises(GraphlabError, match=named) as raised:
+        make()
+    assert "\n" not in str(raised.value)
+
+
+def test_a_programme_too_large_for_seconds_is_refused_at_once(capsys):
+    from graphlab.sizing.plan import MAX_PROGRAMME_CELLS
+
+    code, out, err = run(capsys, "--max-num-seqs", "2048", "--max-num-batched-tokens", "1048576",
+                         "--max-graphs", "2048")
+    most = MAX_PROGRAMME_CELLS // 2048**2
+    assert code == 2 and err.count("\n") == 1 and f"plan handles at most {most} graphs" in err
+    code, out, err = run(capsys, "--max-num-seqs", "4096", "--max-num-batched-tokens", "1048576")
+    assert code == 2 and "4096 candidate graph sizes; plan handles at most 2048" in err
+
+
+def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
+    cfg = SizingConfig(256, 4)
+    result = plan("vllm-0.33.0", cfg)
+    default = get_engine("vllm-0.33.0").capture_sizes(cfg)
+    assert result.budget.max_graphs == len(default) == len(result.capture_sizes) == len(result.default.capture_sizes)

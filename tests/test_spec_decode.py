@@ -1,5 +1,7 @@
 """Speculative decoding on the V0-shaped runner: exactness, the scorer's batches, the repro command."""
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -477,3 +479,84 @@ def test_prefill_pads_prompts_of_similar_length_into_one_forward(target, monkeyp
             torch.testing.assert_close(key[slot, :, :len(prompt)], key_1[slot, :, :len(prompt)])
             torch.testing.assert_close(value[slot, :, :len(prompt)],
                                        value_1[slot, :, :len(prompt)])
+
+
+# ---- what the draft batches, admission and defaults promise ---------------------------------
+
+def test_draft_batches_hold_one_row_per_speculating_sequence_without_bonus_tokens(target, drafts):
+    # A random draft is rarely accepted whole: after a round where no sequence accepted all k, no
+    # sequence carries a bonus token into the draft step, so the draft batch is exactly the
+    # speculating sequences; each sequence that did accept all k adds one row (V0's bonus copy).
+    requests = [Request((5 + i, 9, 2), 20) for i in range(3)]
+    out = generate(target, drafts["random"], requests, k=2, max_model_len=40)
+    decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
+    all_accepted = decode.num_accepted_tokens_per_pos.str[-1].shift(fill_value=0)
+    same = decode.num_seqs == decode.num_seqs.shift(fill_value=decode.num_seqs.iloc[0])
+    assert ((all_accepted == 0) & same).sum() >= 10
+    assert (decode.draft_batch_size == decode.num_speculating + all_accepted)[same].all()
+    # A copy of the target proposes what the target picks: every proposal of every round is accepted.
+    out = generate(target, drafts["target"], requests, k=2, max_model_len=40)
+    decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
+    assert (decode.num_accepted_tokens == decode.num_draft_tokens).all()
+    assert (decode.num_accepted_tokens == 2 * decode.num_speculating).all()
+
+
+def test_first_requests_are_prefilled_at_step_zero(target, drafts):
+    requests = [Request((5 + i, 9, 2), 4, arrival_step=0) for i in range(2)] + [Request((7, 7), 4, 3)]
+    frame = generate(target, drafts["target"], requests, k=2, max_model_len=40).steps_frame()
+    prefills = frame[frame.kind == "prefill"]
+    assert prefills.step.tolist()[:2] == [0, 3] and prefills.num_seqs.tolist()[:2] == [2, 1]
+
+
+def test_mixed_load_admits_max_num_seqs_requests_at_step_zero():
+    for max_num_seqs in (1, 3, 8):
+        requests = make_requests(20, max_num_seqs, 8, 64, 100, seed=1)
+        assert [r.arrival_step for r in requests].count(0) == max_num_seqs
+
+
+def test_v1_engines_draft_on_the_guarded_v0_runner_by_default():
+    # vLLM V1 has no V0 draft runner: its draft stays on 0.6.0's guarded sizing (never a crash).
+    assert SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0").proposer_engine == "vllm-0.6.0"
+    assert SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.5.5").proposer_engine == "vllm-0.5.5"
+
+
+@pytest.mark.parametrize("temperature", ["0", 1e-300, 1e-45, 0.005, float("inf"), float("nan"), 2.5, -1.0, True])
+def test_temperature_outside_vllms_range_is_refused(temperature):
+    from graphlab.specdec.records import MAX_TEMPERATURE, MIN_TEMPERATURE
+
+    with pytest.raises(GraphlabError, match=f"0 \\(greedy\\) or a number in {MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}"):
+        SpecDecodeConfig(SizingConfig(8, 4), temperature=temperature)
+
+
+@pytest.mark.parametrize("temperature", ["1e-300", "1e-45", "inf"])
+def test_repro_refuses_a_temperature_outside_vllms_range(capsys, temperature):
+    assert main(["repro", "--temperature", temperature, "--device", "cpu"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and f"temperature={float(temperature)!r}" in err
+
+
+def test_repro_help_states_the_temperature_range_and_the_token_bound(capsys):
+    from graphlab.cli import REPRO_MAX_TOKENS
+    from graphlab.specdec.records import MAX_TEMPERATURE, MIN_TEMPERATURE
+
+    with pytest.raises(SystemExit):
+        main(["repro", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}" in text and f"at most {REPRO_MAX_TOKENS}" in text
+    # 17 x 1024 = 17408 tokens: just past the bound.
+    assert main(["repro", "--num-requests", "17", "--max-model-len", "1024"]) == 2
+    assert f"= 17408 tokens; at most {REPRO_MAX_TOKENS}" in capsys.readouterr().err
+
+
+def test_repro_json_counts_plain_rows_once(capsys):
+    # The default mixed load: odd requests run into max_model_len, so late steps hold plain rows.
+    argv = ["--engine", "vllm-0.33.0", "--device", "cpu", "--num-requests", "8", "--max-tokens", "12",
+            "--max-model-len", "32"]
+    assert main(["repro", *argv, "--json"]) == 0
+    steps = json.loads(capsys.readouterr().out)["steps"]
+    config = SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0", max_model_len=32)
+    _, output = run_speculative(config, RequestLoad(num_requests=8, max_tokens=12), device="cpu", log=None)
+    frame = output.steps_frame().query("kind == 'decode'")
+    assert (frame.num_speculating < frame.num_seqs).any()
+    assert [s["num_tokens"] for s in steps] == (frame.num_seqs + 4 * frame.num_speculating).tolist()
+    assert [s["num_tokens"] for s in steps] == frame.batch_size.tolist()  # V1 rows count tokens

@@ -3,6 +3,7 @@
 import base64
 import io
 
+import numpy as np
 import PIL.Image
 import PIL.ImageColor
 import pytest
@@ -159,3 +160,34 @@ def test_notebook_02_states_the_audit_headline():
     for part in ("fails first: the scorer (target model), `KeyError: 40` on the first decode step",
                  "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows"):
         assert part.replace("`", "") in line and part in opening
+
+
+def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
+    from graphlab.sizing.crash_maps import crash_map
+
+    def expected(engine, t, value):
+        frame = crash_map(engine, range(1, 513), range(0, 9), t)
+        return frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value).to_numpy(float)
+
+    ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4)
+    shown = lambda: np.asarray(ex.view.map_image.get_array(), dtype=float).T  # [S - 1, k]
+    maps = []
+    for t in (8192, 64):  # a smaller token budget leaves large batches without a graph
+        ex.set(max_num_batched_tokens=t)
+        maps.append(shown())
+        assert np.array_equal(maps[-1], expected("vllm-0.33.0", t, "graph_fraction"), equal_nan=True)
+        assert ex.view.map_image.get_clim() == (0, 1.0)
+    assert not np.array_equal(*maps, equal_nan=True)
+    ex.set(engine="vllm-0.5.5", max_num_batched_tokens=None, map_value="crashing sizes")
+    crashes = expected("vllm-0.5.5", None, "num_crash")
+    assert np.array_equal(shown(), crashes, equal_nan=True)
+    assert ex.view.map_image.get_clim() == (0, np.nanmax(crashes)) and np.nanmax(crashes) > 1
+
+
+def test_slider_ends_are_accepted_and_values_past_them_refused():
+    ex = explorer("vllm-0.33.0", max_num_seqs=512, num_speculative_tokens=8, max_num_batched_tokens=16384)
+    assert ex.state.max_num_seqs == ex.controls["max_num_seqs"].max == 512
+    assert ex.controls["max_num_batched_tokens"].value == ex.state.max_num_batched_tokens == 16384
+    for bad in (100000, 0):
+        with pytest.raises(GraphlabError, match=r"max_num_batched_tokens \(or None\) must be an integer in 1..16384"):
+            explorer("vllm-0.33.0", max_num_batched_tokens=bad)

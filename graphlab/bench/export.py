@@ -34,8 +34,10 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
             df.to_csv(handle, index=False)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as error:
         os.unlink(tmp)
+        if isinstance(error, OSError):  # name the CSV, not the temporary file (a full disk says neither)
+            error.filename = str(path)
         raise
     return path
 

@@ -121,10 +121,12 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
+        reference = None
         for mode, runner in runners.items():  # eager first: its logits are the reference
             logits, first = runner.execute_model(*batch)
-            eager = logits if mode == "eager" else eager
-            check = (replay_check(logits, eager, model.dtype) if first.path == "graph" else {})
+            reference = logits if mode == "eager" else reference
+            # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
+            check = replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
             for _ in range(warmup):
                 runner.execute_model(*batch)
             steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]

@@ -32,6 +32,7 @@ from graphlab.engine.compiled import (
 )
 from graphlab.engine.device import BACKENDS, backend_for
 from graphlab.engine.memory import (
+    CaptureLoop,
     MemorySnapshot,
     predict_graph_memory,
     predict_pool_bytes,
@@ -189,10 +190,7 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     # (vLLM does the same around its capture loop).
     gc.collect()
     gc.freeze()
-    loop_start = None
-    if on_cuda:  # as vLLM: empty the cache, then read free memory
-        torch.cuda.empty_cache()
-        loop_start = MemorySnapshot.take(model.device)
+    loop = CaptureLoop(model.device if on_cuda else torch.device("cpu"), graph_pool)
     try:
         # inference_mode, as vLLM captures (gpu_model_runner.py's capture_model) and as the
         # runner's eager steps run: the static buffers and the cache are normal tensors either way.
@@ -219,8 +217,7 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
                     compile_cache=cache))
     finally:
         gc.unfreeze()
-    loop_bytes = (predict_pool_bytes(predictions, graph_pool) if loop_start is None
-                  else loop_start.free_bytes - MemorySnapshot.take(model.device).free_bytes)
+    loop_bytes = loop.bytes(predictions)
     return graphs, [replace(r, capture_loop_bytes=loop_bytes) for r in records]
 
 

@@ -39,6 +39,23 @@ class MemorySnapshot:
         return cls(torch.cuda.mem_get_info(device)[0], torch.cuda.memory_reserved(device))
 
 
+class CaptureLoop:
+    """The graph memory of a whole capture loop, as vLLM V1 logs it once after capture_model
+    ("Graph capturing finished in ... took ... GiB"): the free-memory drop across the loop on
+    CUDA (cache emptied first, as vLLM does), the predicted pool of all its graphs elsewhere."""
+
+    def __init__(self, device: torch.device, graph_pool: str):
+        self.graph_pool, self.device, self.start = graph_pool, device, None
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
+            self.start = MemorySnapshot.take(device)
+
+    def bytes(self, predicted_bytes: list[int]) -> int:
+        if self.start is None:
+            return predict_pool_bytes(predicted_bytes, self.graph_pool)
+        return self.start.free_bytes - MemorySnapshot.take(self.device).free_bytes
+
+
 def gathered_kv_bytes(config: ModelConfig, size: int, max_seq_len: int,
                       dtype: str | torch.dtype = torch.bfloat16) -> int:
     """The dense copy of every row's whole K and V slot that one layer's attention makes,

@@ -23,7 +23,11 @@ import time
 import torch
 
 from graphlab.engine.graphs import GraphRecord, resolve_backend
-from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
+from graphlab.engine.memory import (
+    MemorySnapshot,
+    predict_graph_memory,
+    predict_pool_bytes,
+)
 from graphlab.engine.model import LlamaForCausalLM
 
 

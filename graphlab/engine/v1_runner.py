@@ -17,11 +17,12 @@ and issue 32591 reports a draft model's batch leaving the graph range.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from graphlab.engine.graphs import NUM_WARMUPS, GraphRecord
-from dataclasses import replace
-
+from graphlab.engine.memory import CaptureLoop
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
@@ -66,8 +67,10 @@ class V1ModelRunner(DecodeRunner):
         """Capture the FULL graphs, then the PIECEWISE ones, largest first, into one pool (none
         if eager); graph_records hold both, each with its family."""
         pool = None
-        if self.backend == "cuda-graph" and self.graph_pool == "shared" and not self.enforce_eager:
+        on_cuda = self.backend == "cuda-graph" and not self.enforce_eager
+        if on_cuda and self.graph_pool == "shared":
             pool = torch.cuda.graph_pool_handle()
+        loop = CaptureLoop(self.model.device if on_cuda else torch.device("cpu"), self.graph_pool)
         self.graphs = self._capture(self.capture_sizes, self.query_len, pool)
         full = [replace(record, family="full") for record in self.graph_records]
         pieces = []
@@ -75,7 +78,10 @@ class V1ModelRunner(DecodeRunner):
             self.piecewise_graphs, pieces = capture_piecewise(
                 self.model, self.piecewise_sizes, self.backend, self.graph_pool, self.num_warmups,
                 pool)
-        self.graph_records = full + pieces
+        # vLLM logs one figure for both families' loop: each record carries that figure
+        loop_bytes = loop.bytes([record.predicted_bytes for record in full + pieces])
+        self.graph_records = [replace(record, capture_loop_bytes=loop_bytes)
+                              for record in full + pieces]
         return self.graph_records
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:

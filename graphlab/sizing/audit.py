@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import pandas as pd
 
+from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import (
@@ -42,6 +43,12 @@ from graphlab.sizing.engines import (
     crash_error,
     get_engine,
 )
+from graphlab.sizing.limits import check_limits
+
+# Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
+# size (V0's batch expansion: 1..S*(1+k)).
+MAX_AUDIT_BATCH_SIZES = 2**18
+
 
 @dataclass(frozen=True)
 class AuditSummary:
@@ -291,8 +298,16 @@ def proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = Tru
 
 
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
-    """Every batch size cfg can produce on the engine, with its path (graph / eager / crash)."""
+    """Every batch size cfg can produce on the engine, with its path (graph / eager / crash).
+
+    GraphlabError above the command line's limits (`check_limits`) or MAX_AUDIT_BATCH_SIZES sizes.
+    """
     policy = get_engine(policy)
+    ns = reachable_batch_sizes(policy, check_limits(cfg))
+    if len(ns) > MAX_AUDIT_BATCH_SIZES:
+        raise GraphlabError(f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
+                            f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
+                            "(lower max_num_seqs or num_speculative_tokens)")
     families = None
     if policy.batch_unit == "tokens":  # vLLM V1
         families = graph_families(policy, cfg)
@@ -303,7 +318,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
         warnings=policy.sizing_warnings(cfg),
-        scorer=_runner_audit(policy, cfg, reachable_batch_sizes(policy, cfg), outcomes=True),
+        scorer=_runner_audit(policy, cfg, ns, outcomes=True),
         proposer=proposer_audit(policy, cfg),
         full_sizes=None if families is None else families.full_sizes,
         cudagraph_mode=None if families is None else families.cudagraph_mode,

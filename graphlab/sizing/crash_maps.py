@@ -16,6 +16,10 @@ from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, su
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.engines import SizingConfig, SizingPolicy
 
+# A crash map sweeps, per engine and S, up to S*(1+k) sizes for each k: keep it to seconds on
+# 2 CPU cores.
+CRASH_MAP_MAX_BATCH_SIZES = 2**26
+
 CRASH_MAP_COLUMNS = (
     "engine",
     "max_num_seqs",
@@ -52,6 +56,7 @@ def crash_map(
 
     engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.
+    GraphlabError when the sweep would cover more than CRASH_MAP_MAX_BATCH_SIZES batch sizes.
     cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
     the other engines have no such setting and keep their rows.
     """
@@ -59,6 +64,12 @@ def crash_map(
     seqs_values, k_values = list(max_num_seqs_range), list(k_range)
     if not seqs_values or not k_values:
         raise GraphlabError("max_num_seqs and k ranges must not be empty")
+    sweep = len(policies) * sum(seqs_values) * sum(1 + k for k in k_values)
+    if sweep > CRASH_MAP_MAX_BATCH_SIZES:
+        raise GraphlabError(f"a crash map over max_num_seqs {seqs_values[0]}..{seqs_values[-1]}, k "
+                            f"{k_values[0]}..{k_values[-1]} and {len(policies)} engine(s) sweeps "
+                            f"{sweep} batch sizes; at most {CRASH_MAP_MAX_BATCH_SIZES} (narrow the "
+                            "ranges or pick one engine)")
     rows, summaries = [], {}
     for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
         for seqs in seqs_values:

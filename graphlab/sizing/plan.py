@@ -30,12 +30,21 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, SizingConfig, get_engine, round_up
+from graphlab.sizing.engines import (
+    GRAPH,
+    GRAPH_POOLS,
+    MIB,
+    V1_ENGINES,
+    SizingConfig,
+    get_engine,
+    round_up,
+)
 
-# The inputs and their readers live in plan_io; re-exported as the planner's API (notebook 06, the CLI).
+# The inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, the CLI).
+from graphlab.sizing.optimum import Budget, interval_costs, optimum
 from graphlab.sizing.plan_inputs import (
     SizeTable,
     Workload,
@@ -49,30 +58,12 @@ from graphlab.sizing.plan_inputs import (
 # PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
 # memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
 DEFAULT_GRAPH_CEILING = 512
-# 4096 candidates: cost tables of 128 MiB each.
-MAX_CANDIDATES = 4096
+# 2048 candidates: cost tables of 32 MiB each.
+MAX_CANDIDATES = 2048
+# The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
+MAX_PROGRAMME_CELLS = 2**28
 __all__ = ["DEFAULT_GRAPH_CEILING", "GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "at_default_footing", "evaluate", "plan",
            "read_batch_sizes", "read_graph_memory", "read_latency", "read_spec_decode_steps", "uniform_workload"]
-
-
-# --- inputs -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Budget:
-    """At most max_graphs graphs and/or memory_mib MiB of graph memory (shared pool: the largest graph
-    dominates; separate pools: the sum)."""
-
-    max_graphs: int | None = None
-    memory_mib: float | None = None
-    graph_pool: str = "shared"
-
-    def __post_init__(self) -> None:
-        if self.max_graphs is not None:
-            check_int("max_graphs", self.max_graphs, 1)
-        if self.memory_mib is not None and not 0 < self.memory_mib < np.inf:
-            raise GraphlabError(f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}")
-        check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
 
 
 # --- evaluation (the same for the plan and the engine's default) -------------------------------------
@@ -96,7 +87,7 @@ def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeT
     policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
     path, graph_size, _ = policy.dispatch_array(workload.sizes, cfg, capture)
-    on_graph = path == 0
+    on_graph = path == GRAPH
     waste = np.where(on_graph, graph_size - workload.sizes, 0)
     step_ms = None
     if latency is not None:
@@ -110,95 +101,6 @@ def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeT
         memory_bytes = float(own.max(initial=0.0) if graph_pool == "shared" else own.sum())
     return Outcome(tuple(capture.tolist()), graph_size, float(workload.weights @ waste),
                    float(workload.weights[on_graph].sum()), step_ms, memory_bytes)
-
-
-# --- the optimum ---------------------------------------------------------------------------------------
-
-
-def _interval_costs(candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None) -> np.ndarray:
-    """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j (i = 0: from 0)."""
-    covered = np.searchsorted(workload.sizes, candidates, side="right")
-    weight = np.concatenate(([0.0], np.cumsum(workload.weights)))[covered]
-    tokens = np.concatenate(([0.0], np.cumsum(workload.weights * workload.sizes)))[covered]
-    weight, tokens = np.concatenate(([0.0], weight)), np.concatenate(([0.0], tokens))
-    span_w = weight[1:][None, :] - weight[:-1][:, None]
-    if graph_ms is None:
-        cost = candidates[None, :] * span_w - (tokens[1:][None, :] - tokens[:-1][:, None])
-    else:
-        cost = graph_ms(candidates)[None, :] * span_w
-    return np.where(np.triu(np.ones_like(cost, dtype=bool)), cost, np.inf)  # i must lie below j
-
-
-def _best_by_count(cost: np.ndarray, max_graphs: int) -> tuple[np.ndarray, np.ndarray]:
-    """best[g-1, j]: least cost covering up to candidate j with exactly g graphs, j the largest; parents."""
-    m = cost.shape[1]
-    best = np.full((max_graphs, m), np.inf)
-    parent = np.zeros((max_graphs, m), dtype=np.int64)
-    best[0] = cost[0]
-    for g in range(1, max_graphs):
-        total = best[g - 1][:-1, None] + cost[1:]  # row i: previous largest graph i; column: next graph
-        parent[g] = np.argmin(total, axis=0)
-        best[g] = total[parent[g], np.arange(m)]
-    return best, parent
-
-
-def _walk_back(parent: np.ndarray, g: int, j: int) -> list[int]:
-    chosen = [j]
-    for level in range(g, 0, -1):
-        chosen.append(int(parent[level, chosen[-1]]))
-    return chosen[::-1]
-
-
-def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float) -> list[int]:
-    """Exact optimum with the sum of graph memory <= budget (separate pools).
-
-    Per number of graphs, every state (largest graph j, memory, cost) on the Pareto front of memory
-    against cost; a state at j keeps only the memory that still lets a plan end at a final j
-    (finite tail) within the budget. Returns the chosen candidate indices.
-    """
-    m = cost.shape[1]
-    final = np.isfinite(tail)
-    least_final_above = np.minimum.accumulate(np.where(final, own, np.inf)[::-1])[::-1]
-    room = np.where(final, budget, budget - np.concatenate((least_final_above[1:], [np.inf])))
-    js = np.flatnonzero(own <= room)
-    levels = [(js, own[js], cost[0, js], np.full(len(js), -1))]  # (j, memory, cost, parent index) by j
-    for _ in range(1, max_graphs):
-        prev_j, prev_mem, prev_cost, _ = levels[-1]
-        below = np.searchsorted(prev_j, np.arange(m))  # states with a largest graph below j
-        parts = []
-        for j in np.flatnonzero(below):
-            n = below[j]
-            mem, total = prev_mem[:n] + own[j], prev_cost[:n] + cost[prev_j[:n] + 1, j]
-            fits = np.flatnonzero(mem <= room[j])
-            order = fits[np.lexsort((total[fits], mem[fits]))]
-            ordered = total[order]
-            # Pareto: keep a state only when it costs less than every state needing no more memory.
-            keep = order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))] if len(order) else order
-            parts.append((np.full(len(keep), j), mem[keep], total[keep], keep))
-        if not parts:
-            break
-        levels.append(tuple(np.concatenate(column) for column in zip(*parts)))
-    values = [(float(c + tail[j]), g, i) for g, (j_, _, c_, _) in enumerate(levels)
-              for i, (j, c) in enumerate(zip(j_, c_)) if np.isfinite(tail[j])]
-    _, g, i = min(values)
-    chosen = []
-    for level in range(g, -1, -1):
-        chosen.append(int(levels[level][0][i]))
-        i = int(levels[level][3][i])
-    return chosen[::-1]
-
-
-def _optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
-    """Candidate indices of an optimal plan: least cost + tail, fewest graphs among equals."""
-    m = len(candidates)
-    max_graphs = min(budget.max_graphs or m, m)
-    if budget.graph_pool == "separate" and budget.memory_mib is not None:
-        return _best_by_memory(cost, own, tail, max_graphs, budget.memory_mib * MIB)
-    best, parent = _best_by_count(cost, max_graphs)
-    total = best + tail[None, :]
-    least = total.min()
-    g, j = map(int, np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[0])
-    return _walk_back(parent, g, j)
 
 
 # --- the plan ------------------------------------------------------------------------------------------
@@ -282,6 +184,94 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
 
 
+def _checked_workload(policy, cfg: SizingConfig, workload: Workload | None, budget: Budget,
+                      memory: SizeTable | None) -> Workload:
+    """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget refuses."""
+    if policy.name not in V1_ENGINES:
+        raise GraphlabError(f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}")
+    error = policy.startup_error(cfg)
+    if error and "max_num_batched_tokens" in error:
+        raise GraphlabError(f"vLLM refuses this config: {error}")
+    if budget.memory_mib is not None and memory is None:
+        raise GraphlabError("a memory budget needs per-size graph memory (a graph_memory.csv)")
+    workload = uniform_workload(policy, cfg) if workload is None else workload
+    tokens = policy.effective_max_num_batched_tokens(cfg)
+    if workload.sizes[-1] > tokens:
+        raise GraphlabError(f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}")
+    return workload
+
+
+def _candidates(workload: Workload, q: int, ceiling: int, max_capture_size: int | None) -> np.ndarray:
+    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module docstring."""
+    candidates = np.unique(round_up(workload.sizes, q))
+    if candidates[0] > ceiling:
+        raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "
+                            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})")
+    candidates = candidates[candidates <= ceiling]  # a multiple of q above T: only the steps above it are lost
+    if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
+        raise GraphlabError(f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
+                            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)")
+    return candidates
+
+
+def _check_work(num_candidates: int, budget: Budget) -> None:
+    """GraphlabError when the programme (graphs x candidates^2 cells) would run for minutes."""
+    graphs = min(budget.max_graphs or num_candidates, num_candidates)
+    if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
+        most = max(1, MAX_PROGRAMME_CELLS // num_candidates**2)
+        raise GraphlabError(f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
+                            f"with {num_candidates} candidates plan handles at most {most} graphs "
+                            "(lower max_graphs, max_num_seqs or max_num_batched_tokens)")
+
+
+def _affordable(candidates: np.ndarray, own: np.ndarray, budget: Budget) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """The candidates a memory budget leaves (all in a separate pool), their memory, and why some are eager."""
+    if budget.memory_mib is None:
+        return candidates, own, None
+    affordable = own <= budget.memory_mib * MIB
+    if not affordable.any():
+        raise GraphlabError(f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
+                            f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)")
+    reason = None
+    if not affordable.all():
+        reason = (f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
+                  f"tokens needs {own[~affordable][0] / MIB:.3f} MiB")
+    if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
+        return candidates[affordable], own[affordable], reason
+    return candidates, own, reason
+
+
+def _chosen_sizes(candidates: np.ndarray, own: np.ndarray, workload: Workload, budget: Budget,
+                  latency: tuple[SizeTable, SizeTable] | None) -> np.ndarray:
+    """The optimal capture sizes among the candidates, by padding waste or by step latency."""
+    graph_ms, eager_ms = latency if latency is not None else (None, None)
+    cost = interval_costs(candidates, workload, graph_ms)
+    if latency is None:
+        # Coverage first: the largest affordable candidate is the top graph; eager steps cost 0 waste.
+        top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
+        candidates, cost, own = candidates[:top + 1], cost[:top + 1, :top + 1], own[:top + 1]
+        tail = np.full(len(candidates), np.inf)
+        tail[-1] = 0.0
+    else:
+        covered = np.searchsorted(workload.sizes, candidates, side="right")
+        eager_step = eager_ms(workload.sizes) * workload.weights
+        tail = np.concatenate((np.cumsum(eager_step[::-1])[::-1], [0.0]))[covered]
+    return candidates[optimum(candidates, cost, tail, own, budget)]
+
+
+def _default_outcome(policy, cfg: SizingConfig, workload: Workload, memory: SizeTable | None,
+                     budget: Budget, latency, notes: list[str]) -> Outcome:
+    """The engine's default sizing on the same workload (notes say what could not be computed)."""
+    try:
+        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency)
+    except GraphlabError as missing:  # the default's sizes may lie outside a table the plan stays within
+        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
+        notes.append(f"default's memory/latency not computed: {missing}")
+    if not default.capture_sizes:
+        notes.append(f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}")
+    return default
+
+
 def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Budget = Budget(),
          memory: SizeTable | None = None, latency: tuple[SizeTable, SizeTable] | None = None,
          max_capture_size: int | None = None) -> Plan:
@@ -293,63 +283,20 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
     max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal coverage).
     """
     policy = get_engine(engine)
-    if policy.name not in V1_ENGINES:
-        raise GraphlabError(f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}")
-    error = policy.startup_error(cfg)
-    if error and "max_num_batched_tokens" in error:
-        raise GraphlabError(f"vLLM refuses this config: {error}")
-    if budget.memory_mib is not None and memory is None:
-        raise GraphlabError("a memory budget needs per-size graph memory (a graph_memory.csv)")
-    workload = uniform_workload(policy, cfg) if workload is None else workload
-    tokens, q = policy.effective_max_num_batched_tokens(cfg), cfg.decode_query_len
-    if workload.sizes[-1] > tokens:
-        raise GraphlabError(f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}")
+    workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
-    candidates = np.unique(round_up(workload.sizes, q))
+    tokens = policy.effective_max_num_batched_tokens(cfg)
     ceiling = min(tokens, max_capture_size or tokens)
-    if candidates[0] > ceiling:
-        raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "
-                            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})")
-    candidates = candidates[candidates <= ceiling]  # a multiple of q above T: only the steps above it are lost
-    if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
-        raise GraphlabError(f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
-                            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)")
-    reason = None
+    candidates = _candidates(workload, cfg.decode_query_len, ceiling, max_capture_size)
+    _check_work(len(candidates), budget)
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
-    if budget.memory_mib is not None:
-        affordable = own <= budget.memory_mib * MIB
-        if not affordable.any():
-            raise GraphlabError(f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
-                                f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)")
-        if not affordable.all():
-            reason = (f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
-                      f"tokens needs {own[~affordable][0] / MIB:.3f} MiB")
-        if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
-            candidates, own = candidates[affordable], own[affordable]
-    graph_ms, eager_ms = latency if latency is not None else (None, None)
-    cost = _interval_costs(candidates, workload, graph_ms)
-    covered = np.searchsorted(workload.sizes, candidates, side="right")
-    if latency is None:
-        # Coverage first: the largest affordable candidate is the top graph; eager steps cost 0 waste.
-        top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
-        candidates, cost, own = candidates[:top + 1], cost[:top + 1, :top + 1], own[:top + 1]
-        tail = np.full(len(candidates), np.inf)
-        tail[-1] = 0.0
-    else:
-        eager_step = eager_ms(workload.sizes) * workload.weights
-        tail = np.concatenate((np.cumsum(eager_step[::-1])[::-1], [0.0]))[covered]
-    chosen = candidates[_optimum(candidates, cost, tail, own, budget)]
+    candidates, own, reason = _affordable(candidates, own, budget)
+    chosen = _chosen_sizes(candidates, own, workload, budget, latency)
     plan_outcome = evaluate(policy, cfg, chosen, workload, memory, budget.graph_pool, latency)
-    try:
-        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency)
-    except GraphlabError as missing:  # the default's sizes may lie outside a table the plan stays within
-        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
-        notes.append(f"default's memory/latency not computed: {missing}")
-    if not default.capture_sizes:
-        notes.append(f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}")
+    default = _default_outcome(policy, cfg, workload, memory, budget, latency, notes)
     eager = tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]])
     if eager and reason is None:
         reason = ("eager steps are faster than a graph padded over them" if latency is not None else
@@ -361,4 +308,3 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
     return Plan(policy.name, cfg, tokens, workload, budget, "latency" if latency else "padding", plan_outcome,
                 default, eager, reason if eager else None, memory.kind if memory is not None else None,
                 latency[0].kind if latency is not None else None, tuple(notes))
-

@@ -33,9 +33,27 @@ class Workload:
     weights: np.ndarray
     source: str  # "uniform" or the CSV it came from
 
+    def __post_init__(self) -> None:
+        sizes, weights = np.asarray(self.sizes), np.asarray(self.weights)
+        if sizes.ndim != 1 or not len(sizes) or sizes.dtype.kind not in "iu" or sizes.shape != weights.shape:
+            raise GraphlabError(f"workload {self.source!r}: sizes must be a non-empty list of integers, "
+                                f"one weight each, got {self.sizes!r}")
+        if sizes[0] < 1 or (np.diff(sizes) <= 0).any():
+            raise GraphlabError(f"workload {self.source!r}: sizes must be ascending and unique integers >= 1 "
+                                f"(tokens per step), got {sizes.tolist()[:8]}")
+        if not (np.isfinite(weights) & (weights >= 0)).all() or not np.isclose(weights.sum(), 1.0):
+            raise GraphlabError(f"workload {self.source!r}: weights must be finite, >= 0 and sum to 1 "
+                                "(Workload.from_counts takes counts)")
+
     @classmethod
     def from_counts(cls, sizes, counts, source: str) -> Workload:
-        frame = pd.DataFrame({"n": np.asarray(sizes, dtype=np.int64), "w": np.asarray(counts, dtype=float)})
+        """Counts per batch size (repeated sizes add up; zero-count sizes are left out)."""
+        sizes, counts = np.asarray(sizes), np.asarray(counts)
+        if sizes.dtype.kind not in "iu" or sizes.shape != counts.shape or sizes.ndim != 1:
+            raise GraphlabError(f"workload {source!r}: sizes must be integers, one count each")
+        if counts.dtype.kind not in "iuf" or not (np.isfinite(counts) & (counts >= 0)).all():
+            raise GraphlabError(f"workload {source!r}: counts must be finite numbers >= 0, got {counts.tolist()[:8]}")
+        frame = pd.DataFrame({"n": sizes.astype(np.int64), "w": counts.astype(float)})
         grouped = frame.groupby("n", sort=True)["w"].sum()
         grouped = grouped[grouped > 0]
         if grouped.empty:
@@ -67,8 +85,10 @@ class SizeTable:
         return cls(series.index.to_numpy(np.int64), series.to_numpy(float), what, kind, note)
 
 
-def _read_csv(path, required: tuple[str, ...], allowed: tuple[str, ...] | None = None) -> pd.DataFrame:
-    """A CSV with the required columns (and, when allowed is given, no others); GraphlabError otherwise."""
+def _read_csv(path, required: tuple[str, ...], allowed: tuple[str, ...] | None = None,
+              may_be_blank: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A CSV with the required columns (and, when allowed is given, no others), none blank but those
+    in may_be_blank; GraphlabError otherwise."""
     try:
         frame = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as error:
@@ -81,6 +101,12 @@ def _read_csv(path, required: tuple[str, ...], allowed: tuple[str, ...] | None =
         raise GraphlabError(f"{str(path)!r}: missing column {missing[0]!r}; needs {', '.join(required)}")
     if frame.empty:
         raise GraphlabError(f"{str(path)!r} has no rows")
+    checked = [c for c in frame.columns if c in (*required, *(allowed or ())) and c not in may_be_blank]
+    blank = frame[checked].isna().to_numpy()
+    if blank.any():  # a blank cell or a line cut short (pandas reads both as NaN)
+        row, column = map(int, np.argwhere(blank)[0])
+        raise GraphlabError(f"{str(path)!r}: line {row + 2} has no value in column {checked[column]!r}; "
+                            f"every row needs {', '.join(checked)}")
     return frame
 
 
@@ -201,11 +227,14 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
     (mode eager, path eager) by batch_size.
     """
     columns = ("batch_unit", *PICK_COLUMNS, "mode", "backend", "batch_size", "path", "graph_size", "median_ms")
-    rows, note = _bench_rows(_read_csv(path, columns), path, f"latency {str(path)!r}", pick)
-    graph = rows[rows.path == "graph"]
+    # graph_size is blank on eager rows.
+    rows, note = _bench_rows(_read_csv(path, columns, may_be_blank=("graph_size",)), path,
+                             f"latency {str(path)!r}", pick)
+    graph = rows[rows.path.isin(("graph", "full"))]  # V0 graphs, V1 FULL decode graphs
     eager = rows[(rows.path == "eager") & (rows["mode"] == "eager")]
     if graph.empty or eager.empty:
-        raise GraphlabError(f"{str(path)!r} needs rows with path graph and rows with mode and path eager")
+        raise GraphlabError(f"{str(path)!r} needs rows with path graph (V1: full) and rows with mode and "
+                            f"path eager")
     ms = lambda part, key: pd.Series(_milliseconds(part, path), index=_positive_ints(part, key, path))
     backend = "/".join(sorted(rows.backend.astype(str).unique()))
     return (SizeTable.from_series(ms(graph, "graph_size"), f"graph latency {str(path)!r}", backend, note),

@@ -20,6 +20,10 @@ SCORERS = {
            "engine: vLLM V1's one forward of 1 + k tokens per request, on token-count graphs",
 }
 
+# vLLM's SamplingParams refuses temperatures outside 0..2 and raises those in (0, 0.01) to 0.01,
+# against nan/inf in the probabilities (vllm/sampling_params.py, _MAX_TEMP, vllm 0.32).
+MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-2, 2.0
+
 
 @dataclass(frozen=True)
 class SpecDecodeConfig:
@@ -36,7 +40,7 @@ class SpecDecodeConfig:
     engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing; V0 or V1
     proposer_engine: str | None = None  # the draft's V0 runner; None: engine, or 0.6.0 under V1
     scorer: str | None = None           # None: batch-expansion under V0, mqa under V1
-    temperature: float = 0.0            # 0: greedy
+    temperature: float = 0.0            # 0: greedy, else MIN_TEMPERATURE..MAX_TEMPERATURE
     max_model_len: int = 128            # KV cache length per sequence
     seed: int = 0
     backend: str = "auto"
@@ -57,8 +61,11 @@ class SpecDecodeConfig:
                      self.proposer_engine, V0_ENGINES)
         scorer = f"scorer (engine {self.engine} scores 1 + k tokens per request in one forward)"
         check_choice(scorer if v1 else "scorer", self.scorer, ("mqa",) if v1 else SCORERS)
-        if not self.temperature >= 0:
-            raise GraphlabError(f"temperature={self.temperature}: must be >= 0 (0 is greedy)")
+        t = self.temperature
+        real = isinstance(t, (int, float)) and not isinstance(t, bool)
+        if not (real and (t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE)):
+            raise GraphlabError(f"temperature={t!r}: must be 0 (greedy) or a number in "
+                                f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}")
         check_int("max_model_len", self.max_model_len, 2)
         check_int("seed", self.seed, 0)
         check_choice("backend", self.backend, ("auto",) + BACKENDS)

@@ -63,6 +63,9 @@ class ExplorerState:
         get_engine(self.engine)
         check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)
         check_int("num_speculative_tokens", self.num_speculative_tokens, 0, MAX_K)
+        if self.max_num_batched_tokens is not None:  # the slider's range
+            check_int("max_num_batched_tokens (or None)", self.max_num_batched_tokens, 1,
+                      MAX_NUM_BATCHED_TOKENS)
         check_choice("map_value", self.map_value, MAP_VALUES)
 
     @property

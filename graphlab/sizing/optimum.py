@@ -1,0 +1,122 @@
+"""The capture-size planner's budget and its exact optimum, by dynamic programming over the
+candidate sizes.
+
+`Budget` bounds the graphs and/or their memory; `interval_costs` gives the cost of serving the workload sizes between two chosen sizes with the
+upper one; `optimum` picks at most G sizes (or, under a memory budget, sizes within it) that
+minimise the total (graphlab.sizing.plan's docstring says why the candidates suffice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.sizing.engines import GRAPH_POOLS, MIB
+from graphlab.sizing.plan_inputs import SizeTable, Workload
+
+
+@dataclass(frozen=True)
+class Budget:
+    """At most max_graphs graphs and/or memory_mib MiB of graph memory (shared pool: the largest graph
+    dominates; separate pools: the sum)."""
+
+    max_graphs: int | None = None
+    memory_mib: float | None = None
+    graph_pool: str = "shared"
+
+    def __post_init__(self) -> None:
+        if self.max_graphs is not None:
+            check_int("max_graphs", self.max_graphs, 1)
+        memory = self.memory_mib
+        real = isinstance(memory, (int, float, np.integer, np.floating)) and not isinstance(memory, bool)
+        if memory is not None and not (real and 0 < memory < np.inf):
+            raise GraphlabError(f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}")
+        check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
+
+
+def interval_costs(candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None) -> np.ndarray:
+    """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j (i = 0: from 0)."""
+    covered = np.searchsorted(workload.sizes, candidates, side="right")
+    weight = np.concatenate(([0.0], np.cumsum(workload.weights)))[covered]
+    tokens = np.concatenate(([0.0], np.cumsum(workload.weights * workload.sizes)))[covered]
+    weight, tokens = np.concatenate(([0.0], weight)), np.concatenate(([0.0], tokens))
+    span_w = weight[1:][None, :] - weight[:-1][:, None]
+    if graph_ms is None:
+        cost = candidates[None, :] * span_w - (tokens[1:][None, :] - tokens[:-1][:, None])
+    else:
+        cost = graph_ms(candidates)[None, :] * span_w
+    return np.where(np.triu(np.ones_like(cost, dtype=bool)), cost, np.inf)  # i must lie below j
+
+
+def _best_by_count(cost: np.ndarray, max_graphs: int) -> tuple[np.ndarray, np.ndarray]:
+    """best[g-1, j]: least cost covering up to candidate j with exactly g graphs, j the largest; parents."""
+    m = cost.shape[1]
+    best = np.full((max_graphs, m), np.inf)
+    parent = np.zeros((max_graphs, m), dtype=np.int64)
+    best[0] = cost[0]
+    for g in range(1, max_graphs):
+        total = best[g - 1][:-1, None] + cost[1:]  # row i: previous largest graph i; column: next graph
+        parent[g] = np.argmin(total, axis=0)
+        best[g] = total[parent[g], np.arange(m)]
+    return best, parent
+
+
+def _walk_back(parent: np.ndarray, g: int, j: int) -> list[int]:
+    chosen = [j]
+    for level in range(g, 0, -1):
+        chosen.append(int(parent[level, chosen[-1]]))
+    return chosen[::-1]
+
+
+def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float) -> list[int]:
+    """Exact optimum with the sum of graph memory <= budget (separate pools).
+
+    Per number of graphs, every state (largest graph j, memory, cost) on the Pareto front of memory
+    against cost; a state at j keeps only the memory that still lets a plan end at a final j
+    (finite tail) within the budget. Returns the chosen candidate indices.
+    """
+    m = cost.shape[1]
+    final = np.isfinite(tail)
+    least_final_above = np.minimum.accumulate(np.where(final, own, np.inf)[::-1])[::-1]
+    room = np.where(final, budget, budget - np.concatenate((least_final_above[1:], [np.inf])))
+    js = np.flatnonzero(own <= room)
+    levels = [(js, own[js], cost[0, js], np.full(len(js), -1))]  # (j, memory, cost, parent index) by j
+    for _ in range(1, max_graphs):
+        prev_j, prev_mem, prev_cost, _ = levels[-1]
+        below = np.searchsorted(prev_j, np.arange(m))  # states with a largest graph below j
+        parts = []
+        for j in np.flatnonzero(below):
+            n = below[j]
+            mem, total = prev_mem[:n] + own[j], prev_cost[:n] + cost[prev_j[:n] + 1, j]
+            fits = np.flatnonzero(mem <= room[j])
+            order = fits[np.lexsort((total[fits], mem[fits]))]
+            ordered = total[order]
+            # Pareto: keep a state only when it costs less than every state needing no more memory.
+            keep = order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))] if len(order) else order
+            parts.append((np.full(len(keep), j), mem[keep], total[keep], keep))
+        if not parts:
+            break
+        levels.append(tuple(np.concatenate(column) for column in zip(*parts)))
+    values = [(float(c + tail[j]), g, i) for g, (j_, _, c_, _) in enumerate(levels)
+              for i, (j, c) in enumerate(zip(j_, c_)) if np.isfinite(tail[j])]
+    _, g, i = min(values)
+    chosen = []
+    for level in range(g, -1, -1):
+        chosen.append(int(levels[level][0][i]))
+        i = int(levels[level][3][i])
+    return chosen[::-1]
+
+
+def optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
+    """Candidate indices of an optimal plan: least cost + tail, fewest graphs among equals."""
+    m = len(candidates)
+    max_graphs = min(budget.max_graphs or m, m)
+    if budget.graph_pool == "separate" and budget.memory_mib is not None:
+        return _best_by_memory(cost, own, tail, max_graphs, budget.memory_mib * MIB)
+    best, parent = _best_by_count(cost, max_graphs)
+    total = best + tail[None, :]
+    least = total.min()
+    g, j = map(int, np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[0])
+    return _walk_back(parent, g, j)
