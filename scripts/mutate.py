@@ -41,7 +41,7 @@ WIDGETS = ("tests/test_widgets.py",)
 PROVENANCE = ("tests/test_bench_export.py", "-k", "provenance or cudnn or torch_threads or full_disk or could_not")
 AUDIT = ("tests/test_cli.py", "tests/test_workload_audit.py", "tests/test_cli_audit.py")
 
-S, P = "graphlab/sizing/", "graphlab/specdec/"
+S, P, C = "graphlab/sizing/", "graphlab/specdec/", "graphlab/cli/"
 MUTANTS = [
     # sizing/engines.py: V0 padding, lookups, limits
     Mutant("pad0 small sizes", S + "engines.py", "return n if n <= 2 else 4", "return n if n <= 3 else 4", SIZING),
@@ -154,25 +154,25 @@ MUTANTS = [
            "(not", PROVENANCE),
     Mutant("disk full names csv", "graphlab/bench/export.py", "            error.filename = str(path)\n",
            "            pass\n", PROVENANCE),
-    # cli.py argument types and checks
-    Mutant("range 3:3", "graphlab/cli.py", "if bounds is None or bounds[0] > bounds[1]:",
+    # cli/ argument types and checks
+    Mutant("range 3:3", C + "arguments.py", "if bounds is None or bounds[0] > bounds[1]:",
            "if bounds is None or bounds[0] >= bounds[1]:", CLI),
-    Mutant("range end", "graphlab/cli.py", "return range(bounds[0], bounds[1] + 1)", "return range(bounds[0], bounds[1])",
-           CLI),
-    Mutant("int upper bound", "graphlab/cli.py", "(maximum is not None and number > maximum)",
-           "(maximum is not None and number > maximum + 1)", CLI),
-    Mutant("out writable", "graphlab/cli.py", "    if not os.access(existing, os.W_OK | os.X_OK):\n",
+    Mutant("range end", C + "arguments.py", "return range(bounds[0], bounds[1] + 1)",
+           "return range(bounds[0], bounds[1])", CLI),
+    Mutant("int upper bound", "graphlab/errors.py", "(maximum is not None and value > maximum)",
+           "(maximum is not None and value > maximum + 1)", CLI),
+    Mutant("out writable", C + "arguments.py", "    if not os.access(existing, os.W_OK | os.X_OK):\n",
            "    if False:\n", CLI),
-    Mutant("crash-map out first", "graphlab/cli.py", "    _check_out_file(args.out)\n    frame = crash_map(",
+    Mutant("crash-map out first", C + "crash_map.py", "    check_out_file(args.out)\n    frame = crash_map(",
            "    frame = crash_map(", CLI),
-    Mutant("repro json tokens", "graphlab/cli.py",
+    Mutant("repro json tokens", C + "repro.py",
            '"num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating',
            '"num_tokens": s.num_seqs * q', SPEC),
-    Mutant("repro token bound", "graphlab/cli.py", "if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:",
+    Mutant("repro token bound", C + "repro.py", "if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:",
            "if args.num_requests * args.max_model_len > 2 * REPRO_MAX_TOKENS:", SPEC),
-    Mutant("negative range matcher", "graphlab/cli.py", r'r"^-\d+(:-?\d+)?$|^-\d*\.\d+$"', r'r"^-\d+$|^-\d*\.\d+$"',
-           CLI),
-    Mutant("audit exit refused", "graphlab/cli.py", "return EXIT_REFUSED if report.startup_error else 0", "return 0",
+    Mutant("negative range matcher", C + "arguments.py", r'r"^-\d+(:-?\d+)?$|^-\d*\.\d+$"',
+           r'r"^-\d+$|^-\d*\.\d+$"', CLI),
+    Mutant("audit exit refused", C + "audit.py", "return EXIT_REFUSED if report.startup_error else 0", "return 0",
            CLI),
     # views/widgets.py
     Mutant("stale crash map", "graphlab/views/widgets.py",

@@ -106,7 +106,7 @@ def test_module_entry_point_and_help():
 # --- parsing helpers and bench ----------------------------------------------------------------------
 
 from graphlab import bench as bench_module
-from graphlab.cli import MAX_NUM_BATCHED_TOKENS_LIMIT  # noqa: E402
+from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT  # noqa: E402
 
 
 def one_line_error(capsys, *argv):

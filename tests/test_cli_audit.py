@@ -9,10 +9,12 @@ import sys
 import pandas as pd
 import pytest
 
-from graphlab.cli import EXIT_REFUSED, MAX_NUM_BATCHED_TOKENS_LIMIT, main
+from graphlab.cli import main
+from graphlab.cli.arguments import EXIT_REFUSED
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import SizingConfig
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 
 def run_main(capsys, *argv):

@@ -536,7 +536,7 @@ def test_repro_refuses_a_temperature_outside_vllms_range(capsys, temperature):
 
 
 def test_repro_help_states_the_temperature_range_and_the_token_bound(capsys):
-    from graphlab.cli import REPRO_MAX_TOKENS
+    from graphlab.cli.arguments import REPRO_MAX_TOKENS
     from graphlab.specdec.records import MAX_TEMPERATURE, MIN_TEMPERATURE
 
     with pytest.raises(SystemExit):

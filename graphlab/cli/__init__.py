@@ -1,0 +1,44 @@
+"""The command line, `python -m graphlab <command>`: the top layer, which may import every layer.
+
+`arguments` holds what the commands share (the parser, argument types, --out checks, limits);
+each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
+registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
+the exit status. Bad input raises GraphlabError, which `main` prints on one line (exit status 2,
+no traceback). Commands import torch only inside `run`, so audit, plan and crash-map stay
+torch-free.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from graphlab.cli import audit, bench, crash_map, plan, repro
+from graphlab.cli.arguments import Parser
+from graphlab.errors import GraphlabError
+
+COMMANDS = (audit, crash_map, repro, bench, plan)  # in the order `--help` lists them
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(
+        prog="python -m graphlab",
+        description="CUDA graphs and speculative decoding: capture sizes, crashes and coverage per "
+                    "engine.",
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(subparsers)
+    return parser
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.handler(args)
+    except GraphlabError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:  # bench names its finished CSVs itself
+        print("interrupted", file=sys.stderr)
+        return 130
