@@ -20,6 +20,13 @@ from functools import lru_cache
 import numpy as np
 
 from graphlab.errors import GraphlabError, check_choice, check_int, lookup
+from graphlab.sizing.families import (
+    CUDAGRAPH_MODES,
+    families_for,
+    family_arrays,
+    round_for_spec_decode,
+    round_up,
+)
 
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
@@ -27,7 +34,6 @@ PATHS = ("graph", "eager", "crash")
 
 # vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE, FULL,
 # and the two (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE), FULL_AND_PIECEWISE = (FULL, PIECEWISE).
-CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -42,11 +48,6 @@ MIB = 2**20
 _V0_ALIGNMENT = 8
 _V0_SIZES_055 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 33)])
 _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)])
-
-
-def round_up(n, multiple: int):
-    """n rounded up to a multiple of `multiple` (an int, or elementwise over a numpy array)."""
-    return -(-n // multiple) * multiple
 
 
 def pad0(n: int) -> int:
@@ -326,16 +327,6 @@ def _token_grid(max_size: int) -> tuple[int, ...]:
     return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
 
 
-def round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
-    """V1 `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`: each size rounded up to a
-    multiple of q, kept when still <= the largest size; [] where vLLM raises instead."""
-    if query_len <= 1 or not sizes:
-        return sizes
-    largest = max(sizes)
-    rounded = [r for r in {round_up(s, query_len) for s in sizes} if r <= largest]
-    return rounded or ([query_len] if query_len <= largest else [])
-
-
 def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
     """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and 0.33.0)
     once the default ceiling is known: returns (sizes, warnings, error).
@@ -424,15 +415,12 @@ class _V1Policy(SizingPolicy):
     def dispatch_array(self, ns, cfg, capture_sizes=None):
         """V1's rule for uniform decode batches of n tokens (graphlab.sizing.dispatch): FULL at the
         smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
-        from graphlab.sizing.dispatch import dispatch_tokens  # dispatch builds on this module
-
-        path, size, _ = dispatch_tokens(self, cfg, ns, capture_sizes)
+        size, _ = family_arrays(families_for(self, cfg, capture_sizes), ns)
+        path = np.where(size > 0, GRAPH, EAGER)
         return path, size, size
 
     def graph_family_array(self, ns, cfg, capture_sizes=None):
-        from graphlab.sizing.dispatch import dispatch_tokens
-
-        return dispatch_tokens(self, cfg, ns, capture_sizes)[2]
+        return family_arrays(families_for(self, cfg, capture_sizes), ns)[1]
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
