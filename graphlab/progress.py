@@ -10,8 +10,13 @@ import sys
 from collections.abc import Iterable, Iterator
 
 
-def progress(iterable: Iterable, desc: str = "", unit: str = "it", disable: bool = False,
-             total: int | None = None) -> Iterable:
+def progress(
+    iterable: Iterable,
+    desc: str = "",
+    unit: str = "it",
+    disable: bool = False,
+    total: int | None = None,
+) -> Iterable:
     """`iterable`, reporting each finished item: tqdm's bar, or a line 'desc: i/N unit'."""
     if disable:
         return iterable

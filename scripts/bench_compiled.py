@@ -50,9 +50,11 @@ def bench_preset(preset: str, repeats: int) -> None:
             compile_s = time.perf_counter() - start
             eager = median_ms(lambda: buffers.run(model, n), repeats)
             compiled = median_ms(lambda: buffers.run(model, n, step), repeats)
-            print(f"  batch {n:>3}: first call {compile_s:6.2f} s; eager {eager:8.3f} ms, "
-                  f"compiled {compiled:8.3f} ms, eager / compiled {eager / compiled:.2f}x",
-                  flush=True)
+            print(
+                f"  batch {n:>3}: first call {compile_s:6.2f} s; eager {eager:8.3f} ms, "
+                f"compiled {compiled:8.3f} ms, eager / compiled {eager / compiled:.2f}x",
+                flush=True,
+            )
 
 
 def main() -> None:
@@ -62,8 +64,10 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=50)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"{device_name(torch.device('cpu'))}, torch {torch.__version__}, inductor cache "
-          f"{inductor_cache_state()}")
+    print(
+        f"{device_name(torch.device('cpu'))}, torch {torch.__version__}, inductor cache "
+        f"{inductor_cache_state()}"
+    )
     for preset in args.presets:
         bench_preset(preset, args.repeats)
 

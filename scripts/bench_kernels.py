@@ -21,9 +21,9 @@ from pathlib import Path
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from graphlab.engine.model import build_model
 from graphlab.bench.provenance import provenance
 from graphlab.engine.device import resolve_device
+from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.engines import SizingConfig
 
@@ -34,8 +34,9 @@ HOST_SYNCS = {"_local_scalar_dense"}
 def makes_view(func) -> bool:
     """True for ops whose result aliases an input without writing it (no kernel runs)."""
     returns = func._schema.returns
-    return bool(returns) and all(r.alias_info is not None and not r.alias_info.is_write
-                                 for r in returns)
+    return bool(returns) and all(
+        r.alias_info is not None and not r.alias_info.is_write for r in returns
+    )
 
 
 class OpCounter(TorchDispatchMode):
@@ -44,8 +45,8 @@ class OpCounter(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self.where = OUTSIDE
-        self.ops = collections.Counter()       # (where, op name) -> count
-        self.kernels = collections.Counter()   # where -> count of kernel-launching ops
+        self.ops = collections.Counter()  # (where, op name) -> count
+        self.kernels = collections.Counter()  # where -> count of kernel-launching ops
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         name = func.overloadpacket.__name__
@@ -58,8 +59,9 @@ class OpCounter(TorchDispatchMode):
         return sum(c for (w, _), c in self.ops.items() if where is None or w == where)
 
 
-def count_step(preset: str, device: torch.device, dtype: str, batch_size: int,
-               max_seq_len: int) -> tuple[dict, OpCounter, int | None]:
+def count_step(
+    preset: str, device: torch.device, dtype: str, batch_size: int, max_seq_len: int
+) -> tuple[dict, OpCounter, int | None]:
     model = build_model(preset, seed=0, dtype=dtype, device=device)
     model.allocate_kv_cache(batch_size, max_seq_len)
     runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(batch_size), enforce_eager=True)
@@ -71,15 +73,16 @@ def count_step(preset: str, device: torch.device, dtype: str, batch_size: int,
     counter = OpCounter()
     hooks = []
     for i, layer in enumerate(model.model.layers):
-        hooks.append(layer.register_forward_pre_hook(
-            lambda *_, i=i: setattr(counter, "where", f"layer{i}")))
-        hooks.append(layer.register_forward_hook(
-            lambda *_: setattr(counter, "where", OUTSIDE)))
+        hooks.append(
+            layer.register_forward_pre_hook(lambda *_, i=i: setattr(counter, "where", f"layer{i}"))
+        )
+        hooks.append(layer.register_forward_hook(lambda *_: setattr(counter, "where", OUTSIDE)))
     with counter:
         runner.execute_model(ids, positions, slots)
     device_kernels = None
     if device.type == "cuda":
         from torch.profiler import ProfilerActivity, profile
+
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             runner.execute_model(ids, positions, slots)
             torch.cuda.synchronize(device)
@@ -89,13 +92,19 @@ def count_step(preset: str, device: torch.device, dtype: str, batch_size: int,
     layers = model.config.num_hidden_layers
     in_layers = counter.total() - counter.total(OUTSIDE)
     kernels_in_layers = sum(c for w, c in counter.kernels.items() if w != OUTSIDE)
-    row = dict(preset=preset, num_hidden_layers=layers, batch_size=batch_size,
-               max_seq_len=max_seq_len, path="eager",
-               ops_per_step=counter.total(), ops_per_layer=in_layers / layers,
-               ops_outside_layers=counter.total(OUTSIDE),
-               kernel_ops_per_step=sum(counter.kernels.values()),
-               kernel_ops_per_layer=kernels_in_layers / layers,
-               device_kernels_per_step=device_kernels)
+    row = dict(
+        preset=preset,
+        num_hidden_layers=layers,
+        batch_size=batch_size,
+        max_seq_len=max_seq_len,
+        path="eager",
+        ops_per_step=counter.total(),
+        ops_per_layer=in_layers / layers,
+        ops_outside_layers=counter.total(OUTSIDE),
+        kernel_ops_per_step=sum(counter.kernels.values()),
+        kernel_ops_per_layer=kernels_in_layers / layers,
+        device_kernels_per_step=device_kernels,
+    )
     del model, runner
     return row, counter, device_kernels
 
@@ -108,19 +117,26 @@ def main(argv=None) -> int:
     parser.add_argument("--batch-size", type=int, default=1)
     parser.add_argument("--max-seq-len", type=int, default=256)
     parser.add_argument("--out", type=Path, default=Path("build/bench_kernels.csv"))
-    parser.add_argument("--show-layer", action="store_true",
-                        help="print layer 0's ops by name (what a fusion would remove)")
+    parser.add_argument(
+        "--show-layer",
+        action="store_true",
+        help="print layer 0's ops by name (what a fusion would remove)",
+    )
     args = parser.parse_args(argv)
     device = resolve_device(args.device)
     rows = []
     with torch.no_grad():
         for preset in args.presets:
-            row, counter, _ = count_step(preset, device, args.dtype, args.batch_size,
-                                         args.max_seq_len)
+            row, counter, _ = count_step(
+                preset, device, args.dtype, args.batch_size, args.max_seq_len
+            )
             rows.append(dict(provenance(device, dtype=args.dtype, model=preset), **row))
-            print(f"{preset}: {row['ops_per_step']} ops per step, {row['ops_per_layer']:.1f} "
-                  f"per layer ({row['kernel_ops_per_layer']:.1f} kernel ops), "
-                  f"{row['ops_outside_layers']} outside the layers", file=sys.stderr)
+            print(
+                f"{preset}: {row['ops_per_step']} ops per step, {row['ops_per_layer']:.1f} "
+                f"per layer ({row['kernel_ops_per_layer']:.1f} kernel ops), "
+                f"{row['ops_outside_layers']} outside the layers",
+                file=sys.stderr,
+            )
             if args.show_layer:
                 for (where, name), c in sorted(counter.ops.items()):
                     if where in ("layer0", OUTSIDE):

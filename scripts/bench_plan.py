@@ -13,8 +13,8 @@ import time
 
 import numpy as np
 
-from graphlab.sizing.plan import MIB, Budget, SizeTable, plan
 from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.plan import MIB, Budget, SizeTable, plan
 
 
 def _time(repeats: int, **kwargs) -> tuple[float, float]:
@@ -30,21 +30,33 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")),
-               platform.processor())
-    print(f"machine: {cpu}, {os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in open("/proc/cpuinfo")
+            if line.startswith("model name")
+        ),
+        platform.processor(),
+    )
+    print(
+        f"machine: {cpu}, {os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     # An illustrative per-graph memory growing linearly with size (bytes); any table covering 1..2304 does.
     sizes = np.arange(1, 2305)
     memory = SizeTable(sizes, 1e6 + 2e4 * sizes, "linear memory", "predicted")
     cases = {
         "G=40": dict(budget=Budget(40)),
         "G=40, shared pool <= 30 MiB": dict(budget=Budget(40, 30.0), memory=memory),
-        "G=10, separate pools <= 100 MiB": dict(budget=Budget(10, 100.0, "separate"), memory=memory),
+        "G=10, separate pools <= 100 MiB": dict(
+            budget=Budget(10, 100.0, "separate"), memory=memory
+        ),
     }
     for name, kwargs in cases.items():
         repeats = args.repeats if "separate" not in name else max(1, args.repeats // 10)
         median, best = _time(repeats, **kwargs)
-        print(f"S=256 k=8 T=8192 {name}: median {median * 1e3:.1f} ms, best {best * 1e3:.1f} ms over {repeats} runs")
+        print(
+            f"S=256 k=8 T=8192 {name}: median {median * 1e3:.1f} ms, best {best * 1e3:.1f} ms over {repeats} runs"
+        )
     print(f"(1 MiB = {MIB} bytes)")
 
 

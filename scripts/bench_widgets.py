@@ -25,36 +25,48 @@ from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer
 def cpu_name() -> str:
     try:
         with open("/proc/cpuinfo") as info:
-            return next(line.split(":", 1)[1].strip() for line in info if line.startswith("model name"))
+            return next(
+                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
+            )
     except (OSError, StopIteration):
         return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--moves", type=int, default=200, help="slider moves per engine (default 200)")
+    parser.add_argument(
+        "--moves", type=int, default=200, help="slider moves per engine (default 200)"
+    )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     rng = random.Random(args.seed)
     ex = explorer()
-    print(f"machine: {cpu_name()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}; {args.moves} moves per engine, S in 1..{MAX_NUM_SEQS}, "
-          f"k in 0..{MAX_K}")
+    print(
+        f"machine: {cpu_name()}, {os.cpu_count()} cores, "
+        f"python {platform.python_version()}; {args.moves} moves per engine, S in 1..{MAX_NUM_SEQS}, "
+        f"k in 0..{MAX_K}"
+    )
     print(f"{'engine':<12} {'median ms':>9} {'p90 ms':>7} {'max ms':>7}")
     worst = 0.0
     for engine in ENGINES:
         ex.controls["engine"].value = engine  # computes this engine's crash map once
         times = []
         for _ in range(args.moves):
-            control, value = rng.choice([("max_num_seqs", rng.randint(1, MAX_NUM_SEQS)),
-                                         ("num_speculative_tokens", rng.randint(0, MAX_K))])
+            control, value = rng.choice(
+                [
+                    ("max_num_seqs", rng.randint(1, MAX_NUM_SEQS)),
+                    ("num_speculative_tokens", rng.randint(0, MAX_K)),
+                ]
+            )
             start = time.perf_counter()
             ex.controls[control].value = value
             times.append((time.perf_counter() - start) * 1000)
         times.sort()
         worst = max(worst, statistics.median(times))
-        print(f"{engine:<12} {statistics.median(times):9.1f} {times[int(0.9 * len(times))]:7.1f} "
-              f"{times[-1]:7.1f}")
+        print(
+            f"{engine:<12} {statistics.median(times):9.1f} {times[int(0.9 * len(times))]:7.1f} "
+            f"{times[-1]:7.1f}"
+        )
     print(f"slowest engine's median move: {worst:.1f} ms")
     return 0
 

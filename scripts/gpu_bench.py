@@ -30,11 +30,27 @@ import pandas as pd
 from graphlab import bench
 from graphlab.bench.export import read_csv, write_csv_atomic
 
-HEADLINE = ["engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
-            "scorer_graph_fraction", "num_target_graphs", "target_graph_MiB", "memory_kind",
-            "mean_acceptance_length"]
-PACKAGES = ("numpy", "pandas", "matplotlib", "tqdm", "pytest", "hypothesis", "transformers",
-            "safetensors")
+HEADLINE = [
+    "engine",
+    "max_num_seqs",
+    "num_speculative_tokens",
+    "tokens_per_s",
+    "scorer_graph_fraction",
+    "num_target_graphs",
+    "target_graph_MiB",
+    "memory_kind",
+    "mean_acceptance_length",
+]
+PACKAGES = (
+    "numpy",
+    "pandas",
+    "matplotlib",
+    "tqdm",
+    "pytest",
+    "hypothesis",
+    "transformers",
+    "safetensors",
+)
 
 # name -> (threshold, whether the value must reach it from above). The project's goals:
 TARGETS = {
@@ -66,14 +82,17 @@ def replay_lines(latency: pd.DataFrame) -> list[str]:
     for (model, engine), rows in checked.groupby(["model", "engine"], sort=False):
         ratio = rows["max_abs_logit_diff"] / rows["logit_tolerance"]
         bad = rows.loc[ratio > 1, "batch_size"].tolist()
-        lines.append(f"== replay vs eager ({model}, {engine}): {len(rows)} graph-path sizes, "
-                     f"worst diff {ratio.max():.3g} x tolerance; "
-                     + (f"BEYOND TOLERANCE at batch sizes {bad}" if bad else "all within"))
+        lines.append(
+            f"== replay vs eager ({model}, {engine}): {len(rows)} graph-path sizes, "
+            f"worst diff {ratio.max():.3g} x tolerance; "
+            + (f"BEYOND TOLERANCE at batch sizes {bad}" if bad else "all within")
+        )
     return lines or ["== replay vs eager: no graph-path rows in latency.csv"]
 
 
-def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
-                      large: str) -> pd.DataFrame:
+def summarize_targets(
+    latency: pd.DataFrame, memory: pd.DataFrame, small: str, large: str
+) -> pd.DataFrame:
     """One row per target from latency.csv and graph_memory.csv rows of both presets.
 
     `small` names the preset of the launch-bound targets (100m on the GPU check), `large` the
@@ -84,8 +103,10 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
     A graph row whose first replay's logits missed the eager step's (replay_matches_eager
     False) gives no speed-up and no floor ratio: its backend reads REPLAY_MISMATCH.
     """
-    latency, memory = (frame[frame["engine"] == bench.LATENCY_ENGINE] if "engine" in frame
-                       else frame for frame in (latency, memory))
+    latency, memory = (
+        frame[frame["engine"] == bench.LATENCY_ENGINE] if "engine" in frame else frame
+        for frame in (latency, memory)
+    )
 
     def at_batch_1(preset, mode):
         rows = latency[(latency["model"] == preset) & (latency["mode"] == mode)]
@@ -122,7 +143,8 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
         "slowest capture (ms)": [(small, slowest_capture)],
         "shared pool / largest graph's own pool": [
             (preset, functools.partial(pool_ratio, preset))
-            for preset in dict.fromkeys((small, large))],
+            for preset in dict.fromkeys((small, large))
+        ],
     }
     rows = []
     for name, results in values.items():
@@ -135,8 +157,17 @@ def summarize_targets(latency: pd.DataFrame, memory: pd.DataFrame, small: str,
             except (IndexError, KeyError, ValueError):
                 value, backend, kind = float("nan"), "missing", None
             met = value >= threshold if at_least else value <= threshold
-            rows.append(dict(target=name, model=preset, value=float(value), threshold=threshold,
-                             met=bool(met), backend=backend, memory_kind=kind))
+            rows.append(
+                dict(
+                    target=name,
+                    model=preset,
+                    value=float(value),
+                    threshold=threshold,
+                    met=bool(met),
+                    backend=backend,
+                    memory_kind=kind,
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -145,18 +176,28 @@ def predictor_accuracy(memory: pd.DataFrame) -> pd.DataFrame | None:
     measured = memory[memory["predicted_over_measured"].notna()]
     if measured.empty:
         return None
-    groups = measured.groupby(["model", "engine", "graph_pool"],
-                              sort=False)["predicted_over_measured"]
-    return pd.DataFrame({"all_graphs": groups.last(), "min_over_sizes": groups.min(),
-                         "max_over_sizes": groups.max()}).reset_index()
+    groups = measured.groupby(["model", "engine", "graph_pool"], sort=False)[
+        "predicted_over_measured"
+    ]
+    return pd.DataFrame(
+        {
+            "all_graphs": groups.last(),
+            "min_over_sizes": groups.min(),
+            "max_over_sizes": groups.max(),
+        }
+    ).reset_index()
 
 
 def loop_memory(memory: pd.DataFrame) -> pd.DataFrame:
     """Per (model, engine, pool): the whole capture loop's free-memory drop in GiB beside the
     sum of the per-graph drops (the sum misses what the loop keeps between captures)."""
     groups = memory.groupby(["model", "engine", "graph_pool", "memory_kind"], sort=False)
-    frame = pd.DataFrame({"capture_loop_GiB": groups["capture_loop_bytes"].first() / 2**30,
-                          "per_graph_sum_GiB": groups["memory_bytes"].sum() / 2**30})
+    frame = pd.DataFrame(
+        {
+            "capture_loop_GiB": groups["capture_loop_bytes"].first() / 2**30,
+            "per_graph_sum_GiB": groups["memory_bytes"].sum() / 2**30,
+        }
+    )
     return frame.reset_index()
 
 
@@ -170,13 +211,19 @@ def v1_cliff(latency: pd.DataFrame) -> list[str]:
     for (model, engine), group in rows.groupby(["model", "engine"], sort=False):
         limit = int(group["graph_limit"].iloc[0])
         below, above = group[group["batch_size"] <= limit], group[group["batch_size"] > limit]
-        sides = [f"{int(r['batch_size'])} tokens ({r['path']}) {r['median_ms']:.3g} ms"
-                 for r in (below.loc[below["batch_size"].idxmax()] if len(below) else None,
-                           above.loc[above["batch_size"].idxmin()] if len(above) else None)
-                 if r is not None]
+        sides = [
+            f"{int(r['batch_size'])} tokens ({r['path']}) {r['median_ms']:.3g} ms"
+            for r in (
+                below.loc[below["batch_size"].idxmax()] if len(below) else None,
+                above.loc[above["batch_size"].idxmin()] if len(above) else None,
+            )
+            if r is not None
+        ]
         k, backend = int(group["num_speculative_tokens"].iloc[0]), group["backend"].iloc[0]
-        lines.append(f"== V1 cliff ({engine}, {model}, k={k}, {backend}): largest captured "
-                     f"{limit} tokens; median step {' -> '.join(sides)}")
+        lines.append(
+            f"== V1 cliff ({engine}, {model}, k={k}, {backend}): largest captured "
+            f"{limit} tokens; median step {' -> '.join(sides)}"
+        )
     return lines
 
 
@@ -201,15 +248,18 @@ def sdpa_choice(device, preset: str) -> str:
         with warnings.catch_warnings(), sdpa_kernel([backend]):
             warnings.simplefilter("ignore")
             try:
-                F.scaled_dot_product_attention(call.query, call.key, call.value,
-                                               attn_mask=call.attn_mask)
+                F.scaled_dot_product_attention(
+                    call.query, call.key, call.value, attn_mask=call.attn_mask
+                )
                 runs.append(name.lower())
             except RuntimeError:
                 pass
     pinned = [b.name.lower() for b in CUDA_SDPA_BACKENDS] if device.type == "cuda" else "none"
-    return (f"sdpa ({preset} decode q{tuple(call.query.shape)} kv{tuple(call.key.shape)} "
-            f"{call.attn_mask.dtype} additive mask, {dtype}): pinned {pinned}; "
-            f"chosen {call.backend}; runs on {runs}")
+    return (
+        f"sdpa ({preset} decode q{tuple(call.query.shape)} kv{tuple(call.key.shape)} "
+        f"{call.attn_mask.dtype} additive mask, {dtype}): pinned {pinned}; "
+        f"chosen {call.backend}; runs on {runs}"
+    )
 
 
 def environment(args) -> int:
@@ -220,9 +270,18 @@ def environment(args) -> int:
 
     device = resolve_device(args.device)
     cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
-    print("python", platform.python_version(), "| torch", torch.__version__, "| cuda",
-          torch.version.cuda, "| cudnn", cudnn, "| device",
-          torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu")
+    print(
+        "python",
+        platform.python_version(),
+        "| torch",
+        torch.__version__,
+        "| cuda",
+        torch.version.cuda,
+        "| cudnn",
+        cudnn,
+        "| device",
+        torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+    )
     versions = []
     for name in PACKAGES:
         try:
@@ -267,21 +326,27 @@ def report(args) -> int:
         status = 1
     else:
         spec["target_graph_MiB"] = spec["target_graph_memory_bytes"] / 2**20
-        print(f"== speculative decoding, guard (vllm-0.6.0) vs adaptive: {args.small} "
-              f"{spec['dtype'].iloc[0]}, {spec['backend'].iloc[0]} on {spec['device'].iloc[0]}")
+        print(
+            f"== speculative decoding, guard (vllm-0.6.0) vs adaptive: {args.small} "
+            f"{spec['dtype'].iloc[0]}, {spec['backend'].iloc[0]} on {spec['device'].iloc[0]}"
+        )
         print(_table(spec[HEADLINE]))
     frames, complete = {}, True
     for name in ("copy_bandwidth", "latency", "graph_memory"):
-        parts = [_read(args.out, f"{preset}/{name}.csv")
-                 for preset in dict.fromkeys((args.small, args.large))]
+        parts = [
+            _read(args.out, f"{preset}/{name}.csv")
+            for preset in dict.fromkeys((args.small, args.large))
+        ]
         found = [part for part in parts if part is not None]
         complete &= len(found) == len(parts)
         frames[name] = pd.concat(found, ignore_index=True) if found else pd.DataFrame()
     copy = frames["copy_bandwidth"]
     for row in copy.itertuples():
-        print(f"== copy bandwidth ({row.model} run): {row.bytes_per_s / 1e9:.1f} GB/s read+written,"
-              f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
-              f" on {row.device}")
+        print(
+            f"== copy bandwidth ({row.model} run): {row.bytes_per_s / 1e9:.1f} GB/s read+written,"
+            f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
+            f" on {row.device}"
+        )
     print("\n".join(v1_cliff(frames["latency"])) or "== V1 cliff: no V1 rows in latency.csv")
     if not frames["latency"].empty:
         lines = replay_lines(frames["latency"])
@@ -290,12 +355,14 @@ def report(args) -> int:
     if not frames["graph_memory"].empty:
         accuracy = predictor_accuracy(frames["graph_memory"])
         print("== graph memory, predicted / measured")
-        print("predicted only (cpu-emulated): nothing measured to compare" if accuracy is None
-              else _table(accuracy))
-        print("== graph memory, whole capture loop (vLLM V1's \"took ... GiB\") vs per graph")
+        print(
+            "predicted only (cpu-emulated): nothing measured to compare"
+            if accuracy is None
+            else _table(accuracy)
+        )
+        print('== graph memory, whole capture loop (vLLM V1\'s "took ... GiB") vs per graph')
         print(_table(loop_memory(frames["graph_memory"])))
-    targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small,
-                                args.large)
+    targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small, args.large)
     write_csv_atomic(targets, args.out / "targets.csv")
     print("== targets")
     print(_table(targets))
@@ -310,7 +377,9 @@ def main() -> int:
     env.add_argument("--preset", default="1b", help="model whose attention call is probed")
     sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
     sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
-    sweep.add_argument("--suite", default="full", help="a graphlab.bench.sweeps suite (default full)")
+    sweep.add_argument(
+        "--suite", default="full", help="a graphlab.bench.sweeps suite (default full)"
+    )
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
     sweep.add_argument("--no-v1", action="store_true", help="leave out the V1 engine's rows")

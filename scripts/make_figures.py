@@ -20,8 +20,8 @@ matplotlib.use("Agg")
 
 import pandas as pd  # noqa: E402
 
-from graphlab.views import plots# noqa: E402
-from graphlab.sizing.engines import V0_ENGINES# noqa: E402
+from graphlab.sizing.engines import V0_ENGINES  # noqa: E402
+from graphlab.views import plots  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -31,7 +31,9 @@ def source(data: Path, csv_name: str) -> Path:
     for folder in ("h200", "cpu"):
         if (data / folder / csv_name).is_file():
             return data / folder / csv_name
-    raise SystemExit(f"no {csv_name} under {data}/h200 or {data}/cpu: run `python -m graphlab bench`")
+    raise SystemExit(
+        f"no {csv_name} under {data}/h200 or {data}/cpu: run `python -m graphlab bench`"
+    )
 
 
 def first_model(frame: pd.DataFrame) -> pd.DataFrame:
@@ -45,20 +47,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "figures")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    plot_from = {"latency": lambda f: plots.plot_latency(first_model(f)),
-                 "graph_memory": lambda f: plots.plot_graph_memory(first_model(f)),
-                 "spec_decode": plots.plot_spec_decode}
+    plot_from = {
+        "latency": lambda f: plots.plot_latency(first_model(f)),
+        "graph_memory": lambda f: plots.plot_graph_memory(first_model(f)),
+        "spec_decode": plots.plot_spec_decode,
+    }
     figures = {}
     for name, plot in plot_from.items():
         path = source(args.data, f"{name}.csv")
         figures[name] = (plot(pd.read_csv(path)), path)
-    path = args.data / "cpu" / "crash_map.csv"  # computed from the sizing rules: any machine's will do
+    path = (
+        args.data / "cpu" / "crash_map.csv"
+    )  # computed from the sizing rules: any machine's will do
     grid = pd.read_csv(path)
     grid = grid[grid["engine"].isin(list(V0_ENGINES))]
     figures["crash_map"] = (plots.plot_crash_map(grid, "num_crash"), path)
-    figures["graph_fraction"] = (plots.plot_crash_map(
-        grid, "graph_fraction", note="the guard runs 0.5.5's crashing batches eagerly and captures "
-        "no more graphs"), path)
+    figures["graph_fraction"] = (
+        plots.plot_crash_map(
+            grid,
+            "graph_fraction",
+            note="the guard runs 0.5.5's crashing batches eagerly and captures no more graphs",
+        ),
+        path,
+    )
     for name, (fig, csv) in figures.items():
         target = args.out / f"{name}.png"
         fig.savefig(target, dpi=100)

@@ -12,6 +12,7 @@ What is verbatim and what is mirrored by hand is listed in the output's provenan
 ("functions" and "notes"). Only the standard library is used. Output is deterministic apart
 from provenance.generated_at.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,10 +39,39 @@ V0_VERSIONS = ("0.5.5", "0.6.0")
 V1_VERSIONS = ("0.12.0", "0.13.0")
 # Edge values around the padding steps (1, 2, 4, multiples of 8), 128/256/512 and the V0 cap,
 # plus five seeded random values so that no policy can be tuned to the edge list alone.
-EDGE_MAX_NUM_SEQS = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 127, 128, 129,
-                     255, 256, 257, 300, 512, 1000, 1024)
-MAX_NUM_SEQS = tuple(sorted(set(EDGE_MAX_NUM_SEQS) | set(
-    random.Random("graphlab-sizing-vectors").sample(range(1, 1025), 5))))
+EDGE_MAX_NUM_SEQS = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    8,
+    9,
+    15,
+    16,
+    17,
+    31,
+    32,
+    33,
+    100,
+    127,
+    128,
+    129,
+    255,
+    256,
+    257,
+    300,
+    512,
+    1000,
+    1024,
+)
+MAX_NUM_SEQS = tuple(
+    sorted(
+        set(EDGE_MAX_NUM_SEQS)
+        | set(random.Random("graphlab-sizing-vectors").sample(range(1, 1025), 5))
+    )
+)
 NUM_SPECULATIVE_TOKENS = tuple(range(9))
 MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
@@ -58,13 +88,26 @@ STAND_IN_MAX_MODEL_LEN = 8192
 
 # --------------------------------------------------------------------------- wheels and ast
 
+
 def fetch_wheel(version: str, cache_dir: Path) -> Path:
     """Return the cached wheel for vllm==version, downloading it with pip if absent."""
     found = sorted(cache_dir.glob(f"vllm-{version}-*.whl"))
     if not found:
         cache_dir.mkdir(parents=True, exist_ok=True)
-        subprocess.run([sys.executable, "-m", "pip", "download", f"vllm=={version}",
-                        "--no-deps", "--only-binary=:all:", "-d", str(cache_dir)], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                f"vllm=={version}",
+                "--no-deps",
+                "--only-binary=:all:",
+                "-d",
+                str(cache_dir),
+            ],
+            check=True,
+        )
         found = sorted(cache_dir.glob(f"vllm-{version}-*.whl"))
     if len(found) != 1:
         raise SystemExit(f"expected one wheel for vllm=={version} in {cache_dir}, found {found}")
@@ -102,8 +145,9 @@ class WheelSource:
         self.taken.append(f"{member}:{cls + '.' if cls else ''}{name}")
         return found
 
-    def exec_defs(self, member: str, names: list[str], namespace: dict,
-                  cls: str | None = None) -> dict:
+    def exec_defs(
+        self, member: str, names: list[str], namespace: dict, cls: str | None = None
+    ) -> dict:
         """Exec the named top-level (or class-member) definitions verbatim into namespace."""
         body = [_plain_function(self.node(member, name, cls)) for name in names]
         module = ast.fix_missing_locations(ast.Module(body=body, type_ignores=[]))
@@ -155,20 +199,26 @@ def _plain_function(node: ast.AST) -> ast.AST:
 
 
 def evaluate(expr: ast.expr, namespace: dict):
-    return eval(compile(ast.fix_missing_locations(ast.Expression(expr)), "<expr>", "eval"),
-                dict(namespace))
+    return eval(
+        compile(ast.fix_missing_locations(ast.Expression(expr)), "<expr>", "eval"), dict(namespace)
+    )
 
 
 def _assign_to(target: str):
     """A picker for `target = <value>` (target is a name or self.attribute); returns <value>."""
+
     def pick(node):
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             t = node.targets[0]
-            name = t.id if isinstance(t, ast.Name) else (
-                f"self.{t.attr}" if isinstance(t, ast.Attribute) else None)
+            name = (
+                t.id
+                if isinstance(t, ast.Name)
+                else (f"self.{t.attr}" if isinstance(t, ast.Attribute) else None)
+            )
             if name == target:
                 return node.value
         return None
+
     return pick
 
 
@@ -190,8 +240,9 @@ ns = types.SimpleNamespace
 # --------------------------------------------------------------------------- sampling of n
 
 
-def sample_batch_sizes(reach: int, capture_sizes: list[int], graph_limit: int,
-                       max_num_seqs: int, q: int, key: str) -> list[int]:
+def sample_batch_sizes(
+    reach: int, capture_sizes: list[int], graph_limit: int, max_num_seqs: int, q: int, key: str
+) -> list[int]:
     """Deterministic sample of n in [1, reach]: padding edges, the graph limit, workload
     points n = B*q, the largest reachable n, and seeded picks of capture-size steps and n."""
     cap = min(reach, SAMPLE_CAP)
@@ -207,8 +258,12 @@ def sample_batch_sizes(reach: int, capture_sizes: list[int], graph_limit: int,
     points |= {rng.randint(1, cap) for _ in range(RANDOM_POINTS)}
     near = {p for p in points if 1 <= p <= cap}
     # Points above the cap are kept only where the outcome may change (limit edges, reach).
-    far = {p for p in points if cap < p <= reach and (
-        p in (graph_limit, graph_limit + 1, reach) or p - 1 in capture_sizes[-1:])}
+    far = {
+        p
+        for p in points
+        if cap < p <= reach
+        and (p in (graph_limit, graph_limit + 1, reach) or p - 1 in capture_sizes[-1:])
+    }
     return sorted(near | far)
 
 
@@ -226,17 +281,25 @@ def v0_engine(src: WheelSource):
     src.exec_defs(V0_MEMBER, ["_use_captured_graph"], module_ns, cls="ModelInputForGPUBuilder")
     capture_exprs = [
         src.expr(V0_MEMBER, "capture_model", "GPUModelRunnerBase", _assign_to(t), t)
-        for t in ("graph_batch_size", "batch_size_capture_list")]
+        for t in ("graph_batch_size", "batch_size_capture_list")
+    ]
     init_max = None
     if "_get_max_graph_batch_size" in module_ns:
-        init_max = src.expr(V0_MEMBER, "__init__", "GPUModelRunnerBase",
-                            _assign_to("self.max_batchsize_to_capture"),
-                            "self.max_batchsize_to_capture")
+        init_max = src.expr(
+            V0_MEMBER,
+            "__init__",
+            "GPUModelRunnerBase",
+            _assign_to("self.max_batchsize_to_capture"),
+            "self.max_batchsize_to_capture",
+        )
 
     def runner(max_num_seqs: int):
         # The attributes GPUModelRunnerBase.__init__ sets that the sizing code reads.
-        self = ns(scheduler_config=ns(max_num_seqs=max_num_seqs),
-                  model_config=ns(enforce_eager=False), max_seq_len_to_capture=8192)
+        self = ns(
+            scheduler_config=ns(max_num_seqs=max_num_seqs),
+            model_config=ns(enforce_eager=False),
+            max_seq_len_to_capture=8192,
+        )
         if init_max is not None:
             self.max_batchsize_to_capture = evaluate(init_max, {**module_ns, "self": self})
         return self
@@ -282,16 +345,21 @@ def v0_vectors(version: str, src: WheelSource) -> list[dict]:
             reach = max_num_seqs * q
             key = f"vllm-{version}/{max_num_seqs}/{k}"
             batch_sizes = sample_batch_sizes(reach, sizes, limit, max_num_seqs, q, key)
-            vectors.append({
-                "engine": f"vllm-{version}", "max_num_seqs": max_num_seqs,
-                "num_speculative_tokens": k, "max_num_batched_tokens": None,
-                "capture_sizes": sizes,
-                "outcomes": [dispatch(n, max_num_seqs, graph_runners) for n in batch_sizes],
-            })
+            vectors.append(
+                {
+                    "engine": f"vllm-{version}",
+                    "max_num_seqs": max_num_seqs,
+                    "num_speculative_tokens": k,
+                    "max_num_batched_tokens": None,
+                    "capture_sizes": sizes,
+                    "outcomes": [dispatch(n, max_num_seqs, graph_runners) for n in batch_sizes],
+                }
+            )
     return vectors
 
 
 # --------------------------------------------------------------------------- V1 (0.12.0, 0.13.0)
+
 
 def v1_engine(src: WheelSource):
     comp, vcfg = "vllm/config/compilation.py", "vllm/config/vllm.py"
@@ -301,90 +369,158 @@ def v1_engine(src: WheelSource):
     module_ns: dict = {"enum": enum, "logger": log}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
-    cc_methods = src.exec_defs(comp, ["post_init_cudagraph_sizes",
-                                      "compute_bs_to_padded_graph_size",
-                                      "adjust_cudagraph_sizes_for_spec_decode"],
-                               dict(module_ns), cls="CompilationConfig")
-    vc_methods = src.exec_defs(vcfg, ["_set_cudagraph_sizes", "pad_for_cudagraph"],
-                               dict(module_ns), cls="VllmConfig")
+    cc_methods = src.exec_defs(
+        comp,
+        [
+            "post_init_cudagraph_sizes",
+            "compute_bs_to_padded_graph_size",
+            "adjust_cudagraph_sizes_for_spec_decode",
+        ],
+        dict(module_ns),
+        cls="CompilationConfig",
+    )
+    vc_methods = src.exec_defs(
+        vcfg, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(module_ns), cls="VllmConfig"
+    )
     mode = module_ns["CUDAGraphMode"]
 
     usage = enum.Enum("UsageContext", ["LLM_CLASS", "OPENAI_API_SERVER"])
-    platform = ns(get_device_total_memory=lambda: H200_MEMORY_BYTES,
-                  get_device_name=lambda: H200_NAME, is_tpu=lambda: False, is_cpu=lambda: False)
+    platform = ns(
+        get_device_total_memory=lambda: H200_MEMORY_BYTES,
+        get_device_name=lambda: H200_NAME,
+        is_tpu=lambda: False,
+        is_cpu=lambda: False,
+    )
     sched_consts = {}
     for name in ("DEFAULT_MAX_NUM_BATCHED_TOKENS", "DEFAULT_MAX_NUM_SEQS"):
         sched_consts[name] = evaluate(src.node(sched, name, "SchedulerConfig").value, {})
-    args_ns = src.exec_defs(args, ["get_batch_defaults",
-                                   "_set_default_max_num_seqs_and_batched_tokens_args"],
-                            {"current_platform": platform, "GiB_bytes": 1 << 30,
-                             "UsageContext": usage, "logger": _Logger(),
-                             "SchedulerConfig": ns(**sched_consts)}, cls="EngineArgs")
-    verify_ns = src.exec_defs(sched, ["verify_max_model_len"], {"logger": _Logger()},
-                              cls="SchedulerConfig")
+    args_ns = src.exec_defs(
+        args,
+        ["get_batch_defaults", "_set_default_max_num_seqs_and_batched_tokens_args"],
+        {
+            "current_platform": platform,
+            "GiB_bytes": 1 << 30,
+            "UsageContext": usage,
+            "logger": _Logger(),
+            "SchedulerConfig": ns(**sched_consts),
+        },
+        cls="EngineArgs",
+    )
+    verify_ns = src.exec_defs(
+        sched, ["verify_max_model_len"], {"logger": _Logger()}, cls="SchedulerConfig"
+    )
 
     def adjust_pick(node):
         # gpu_model_runner: `if <test>: self.compilation_config.adjust_cudagraph_sizes_...`
         if isinstance(node, ast.If) and any(
-                isinstance(c, ast.Attribute) and c.attr == "adjust_cudagraph_sizes_for_spec_decode"
-                for c in ast.walk(node.body[0])):
+            isinstance(c, ast.Attribute) and c.attr == "adjust_cudagraph_sizes_for_spec_decode"
+            for c in ast.walk(node.body[0])
+        ):
             return node.test
         return None
-    adjust_test = src.expr(runner, "_check_and_update_cudagraph_mode", "GPUModelRunner",
-                           adjust_pick, "if-test guarding adjust_cudagraph_sizes_for_spec_decode")
+
+    adjust_test = src.expr(
+        runner,
+        "_check_and_update_cudagraph_mode",
+        "GPUModelRunner",
+        adjust_pick,
+        "if-test guarding adjust_cudagraph_sizes_for_spec_decode",
+    )
 
     def eager_pick(node):
         # CudagraphDispatcher.dispatch: the first `if`, whose body returns NONE (eager).
         return node.test if isinstance(node, ast.If) else None
-    eager_test = src.expr(disp, "dispatch", "CudagraphDispatcher", eager_pick,
-                          "first if-test (returns CUDAGraphMode.NONE)")
 
-    compilation_cls = type("CompilationConfig", (), {
-        k: cc_methods[k] for k in ("post_init_cudagraph_sizes", "compute_bs_to_padded_graph_size",
-                                   "adjust_cudagraph_sizes_for_spec_decode")})
-    vllm_cls = type("VllmConfig", (), {
-        k: vc_methods[k] for k in ("_set_cudagraph_sizes", "pad_for_cudagraph")})
+    eager_test = src.expr(
+        disp,
+        "dispatch",
+        "CudagraphDispatcher",
+        eager_pick,
+        "first if-test (returns CUDAGraphMode.NONE)",
+    )
+
+    compilation_cls = type(
+        "CompilationConfig",
+        (),
+        {
+            k: cc_methods[k]
+            for k in (
+                "post_init_cudagraph_sizes",
+                "compute_bs_to_padded_graph_size",
+                "adjust_cudagraph_sizes_for_spec_decode",
+            )
+        },
+    )
+    vllm_cls = type(
+        "VllmConfig", (), {k: vc_methods[k] for k in ("_set_cudagraph_sizes", "pad_for_cudagraph")}
+    )
 
     def resolve_max_num_batched_tokens(max_num_seqs: int, tokens: int | None) -> int:
-        engine_args = ns(pipeline_parallel_size=1, tensor_parallel_size=1,
-                         max_num_batched_tokens=tokens, max_num_seqs=max_num_seqs,
-                         enable_chunked_prefill=True)
+        engine_args = ns(
+            pipeline_parallel_size=1,
+            tensor_parallel_size=1,
+            max_num_batched_tokens=tokens,
+            max_num_seqs=max_num_seqs,
+            enable_chunked_prefill=True,
+        )
         # A classmethod in vLLM, called as self.get_batch_defaults(world_size).
-        engine_args.get_batch_defaults = types.MethodType(args_ns["get_batch_defaults"],
-                                                          engine_args)
+        engine_args.get_batch_defaults = types.MethodType(
+            args_ns["get_batch_defaults"], engine_args
+        )
         args_ns["_set_default_max_num_seqs_and_batched_tokens_args"](
-            engine_args, usage.OPENAI_API_SERVER, ns(max_model_len=STAND_IN_MAX_MODEL_LEN))
-        scheduler = ns(max_num_batched_tokens=engine_args.max_num_batched_tokens,
-                       max_num_seqs=max_num_seqs, enable_chunked_prefill=True,
-                       max_num_partial_prefills=1, max_long_partial_prefills=1,
-                       long_prefill_token_threshold=0)
+            engine_args, usage.OPENAI_API_SERVER, ns(max_model_len=STAND_IN_MAX_MODEL_LEN)
+        )
+        scheduler = ns(
+            max_num_batched_tokens=engine_args.max_num_batched_tokens,
+            max_num_seqs=max_num_seqs,
+            enable_chunked_prefill=True,
+            max_num_partial_prefills=1,
+            max_long_partial_prefills=1,
+            long_prefill_token_threshold=0,
+        )
         verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
         return engine_args.max_num_batched_tokens
 
     def build(max_num_seqs: int, k: int, tokens: int, user_sizes=None, user_max=None):
         log.lines.clear()
         cc = compilation_cls()
-        cc.__dict__.update(cudagraph_mode=mode.FULL_AND_PIECEWISE, cudagraph_capture_sizes=user_sizes,
-                           max_cudagraph_capture_size=user_max, compile_sizes=None,
-                           pass_config=ns(enable_sp=False), bs_to_padded_graph_size=None)
+        cc.__dict__.update(
+            cudagraph_mode=mode.FULL_AND_PIECEWISE,
+            cudagraph_capture_sizes=user_sizes,
+            max_cudagraph_capture_size=user_max,
+            compile_sizes=None,
+            pass_config=ns(enable_sp=False),
+            bs_to_padded_graph_size=None,
+        )
         vc = vllm_cls()
         vc.__dict__.update(
-            model_config=ns(enforce_eager=False), compilation_config=cc,
+            model_config=ns(enforce_eager=False),
+            compilation_config=cc,
             scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
             speculative_config=ns(num_speculative_tokens=k) if k else None,
-            parallel_config=ns(tensor_parallel_size=1))
+            parallel_config=ns(tensor_parallel_size=1),
+        )
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
         # gpu_model_runner: uniform_decode_query_len = 1 + num_speculative_tokens.
         q = 1 + k
-        if evaluate(adjust_test, {"cudagraph_mode": cc.cudagraph_mode, "CUDAGraphMode": mode,
-                                  "self": ns(uniform_decode_query_len=q)}):
+        if evaluate(
+            adjust_test,
+            {
+                "cudagraph_mode": cc.cudagraph_mode,
+                "CUDAGraphMode": mode,
+                "self": ns(uniform_decode_query_len=q),
+            },
+        ):
             cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
         return vc, config_sizes
 
     def dispatch(n: int, vc) -> list:
-        dispatcher = ns(keys_initialized=True, cudagraph_mode=vc.compilation_config.cudagraph_mode,
-                        compilation_config=vc.compilation_config)
+        dispatcher = ns(
+            keys_initialized=True,
+            cudagraph_mode=vc.compilation_config.cudagraph_mode,
+            compilation_config=vc.compilation_config,
+        )
         if evaluate(eager_test, {"self": dispatcher, "num_tokens": n, "CUDAGraphMode": mode}):
             return [n, "eager", None, None]
         return [n, "graph", vc.pad_for_cudagraph(n), None]
@@ -415,12 +551,19 @@ def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
     resolve, build, _, log = v1_engine(src)
     vectors = []
     for s, k, t, sizes, user_max in explicit_settings():
-        entry = {"engine": f"vllm-{version}", "max_num_seqs": s, "num_speculative_tokens": k,
-                 "max_num_batched_tokens": t, "cudagraph_capture_sizes": sizes,
-                 "max_cudagraph_capture_size": user_max}
+        entry = {
+            "engine": f"vllm-{version}",
+            "max_num_seqs": s,
+            "num_speculative_tokens": k,
+            "max_num_batched_tokens": t,
+            "cudagraph_capture_sizes": sizes,
+            "max_cudagraph_capture_size": user_max,
+        }
         try:
             vc, _ = build(s, k, resolve(s, t), None if sizes is None else list(sizes), user_max)
-            entry.update(capture_sizes=list(vc.compilation_config.cudagraph_capture_sizes), error=None)
+            entry.update(
+                capture_sizes=list(vc.compilation_config.cudagraph_capture_sizes), error=None
+            )
         except ValueError as exc:
             entry.update(capture_sizes=[], error=f"ValueError: {exc}")
         vectors.append({**entry, "warnings": list(log.lines)})
@@ -434,8 +577,12 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
     for max_num_seqs in MAX_NUM_SEQS:
         for k in NUM_SPECULATIVE_TOKENS:
             for tokens in MAX_NUM_BATCHED_TOKENS:
-                head = {"engine": f"vllm-{version}", "max_num_seqs": max_num_seqs,
-                        "num_speculative_tokens": k, "max_num_batched_tokens": tokens}
+                head = {
+                    "engine": f"vllm-{version}",
+                    "max_num_seqs": max_num_seqs,
+                    "num_speculative_tokens": k,
+                    "max_num_batched_tokens": tokens,
+                }
                 try:
                     resolved = resolve(max_num_seqs, tokens)
                     if tokens is None:
@@ -534,10 +681,18 @@ def write_json_atomic(payload: dict, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT,
-                        help=f"output JSON (default: {DEFAULT_OUT.relative_to(REPO_ROOT)})")
-    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
-                        help="where wheels are downloaded/cached (default: build/wheels)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=DEFAULT_OUT,
+        help=f"output JSON (default: {DEFAULT_OUT.relative_to(REPO_ROOT)})",
+    )
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE,
+        help="where wheels are downloaded/cached (default: build/wheels)",
+    )
     args = parser.parse_args(argv)
 
     wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
@@ -557,18 +712,23 @@ def main(argv: list[str] | None = None) -> int:
         "provenance": {
             "generated_by": "scripts/make_sizing_vectors.py",
             "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"),
-            "wheels": wheels, "functions": functions,
-            "default_max_num_batched_tokens": defaults, "notes": NOTES,
+                timespec="seconds"
+            ),
+            "wheels": wheels,
+            "functions": functions,
+            "default_max_num_batched_tokens": defaults,
+            "notes": NOTES,
         },
         "vectors": vectors,
         "startup_errors": startup_errors,
         "explicit": explicit,
     }
     write_json_atomic(payload, args.out)
-    print(f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
-          f"{len(explicit)} explicit settings to {args.out} "
-          f"({args.out.stat().st_size} bytes)")
+    print(
+        f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
+        f"{len(explicit)} explicit settings to {args.out} "
+        f"({args.out.stat().st_size} bytes)"
+    )
     return 0
 
 

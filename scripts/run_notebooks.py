@@ -34,7 +34,7 @@ KERNEL_ARGS = ["--IPKernelApp.log_level=ERROR"]
 
 @dataclass(frozen=True)
 class Expected:
-    figures: int                  # images shown inline (image/png or image/svg+xml outputs)
+    figures: int  # images shown inline (image/png or image/svg+xml outputs)
     outputs: tuple[str, ...] = ()  # files written under out_dir
     reference_figures: bool = False  # plus one figure per reference plot of data/ (05)
 
@@ -44,17 +44,37 @@ EXPECTED = {
     "00_setup_check": Expected(0, ("setup.json",)),
     "01_cuda_graphs_first_principles": Expected(2, ("padding.png", "graph_pool.png")),
     "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
-    "03_the_guard_fix": Expected(3, ("guard_steps.csv", "guard_timeline.png", "guard_latency.csv",
-                                     "guard_latency.png")),
-    "04_adaptive_sizing": Expected(6, ("crash_map.csv", "crash_map_before_after.png",
-                                       "graph_fraction_before_after.png",
-                                       "adaptive_graph_memory.png", "adaptive_price.csv",
-                                       "adaptive_price.png", "vllm_v1_graph_fraction.png",
-                                       "v1_verify_cliff.png")),
-    "05_latency_and_memory": Expected(4, ("latency.csv", "graph_memory.csv", "spec_decode.csv",
-                                          "spec_decode_steps.csv", "crash_map.csv", "latency.png",
-                                          "graph_memory.png", "spec_decode.png", "crash_map.png"),
-                                      reference_figures=True),
+    "03_the_guard_fix": Expected(
+        3, ("guard_steps.csv", "guard_timeline.png", "guard_latency.csv", "guard_latency.png")
+    ),
+    "04_adaptive_sizing": Expected(
+        6,
+        (
+            "crash_map.csv",
+            "crash_map_before_after.png",
+            "graph_fraction_before_after.png",
+            "adaptive_graph_memory.png",
+            "adaptive_price.csv",
+            "adaptive_price.png",
+            "vllm_v1_graph_fraction.png",
+            "v1_verify_cliff.png",
+        ),
+    ),
+    "05_latency_and_memory": Expected(
+        4,
+        (
+            "latency.csv",
+            "graph_memory.csv",
+            "spec_decode.csv",
+            "spec_decode_steps.csv",
+            "crash_map.csv",
+            "latency.png",
+            "graph_memory.png",
+            "spec_decode.png",
+            "crash_map.png",
+        ),
+        reference_figures=True,
+    ),
     "06_capture_size_planner": Expected(2, ("plan_vs_default.png",)),
 }
 IMAGE_TYPES = ("image/png", "image/svg+xml")
@@ -77,7 +97,9 @@ def reference_folders() -> list[Path]:
 
 def images(cell) -> int:
     """Inline images in one executed code cell."""
-    return sum(1 for o in cell.get("outputs", ()) if any(t in o.get("data", {}) for t in IMAGE_TYPES))
+    return sum(
+        1 for o in cell.get("outputs", ()) if any(t in o.get("data", {}) for t in IMAGE_TYPES)
+    )
 
 
 def figure_problems(executed: Path, name: str) -> str:
@@ -96,8 +118,8 @@ def figure_problems(executed: Path, name: str) -> str:
 class Result:
     notebook: str
     seconds: float
-    status: str          # "ok" | "failed" | "missing outputs" | "missing figures"
-    detail: str = ""     # the error's last line, or the missing files
+    status: str  # "ok" | "failed" | "missing outputs" | "missing figures"
+    detail: str = ""  # the error's last line, or the missing files
 
     @property
     def ok(self) -> bool:
@@ -122,13 +144,19 @@ def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
-            str(NOTEBOOK_DIR / f"{name}.ipynb"), str(executed),
+            str(NOTEBOOK_DIR / f"{name}.ipynb"),
+            str(executed),
             parameters={"ci": ci, "out_dir": str(out_dir)},
-            kernel_name="python3", cwd=str(NOTEBOOK_DIR), progress_bar=False,
-            extra_arguments=KERNEL_ARGS)
+            kernel_name="python3",
+            cwd=str(NOTEBOOK_DIR),
+            progress_bar=False,
+            extra_arguments=KERNEL_ARGS,
+        )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-        return Result(name, time.perf_counter() - start, "failed", lines[-1] if lines else repr(exc))
+        return Result(
+            name, time.perf_counter() - start, "failed", lines[-1] if lines else repr(exc)
+        )
     seconds = time.perf_counter() - start
     missing = [f for f in EXPECTED[name].outputs if not (out_dir / f).is_file()]
     if missing:
@@ -139,8 +167,9 @@ def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
     return Result(name, seconds, "ok")
 
 
-def run_notebooks(out: Path = ROOT / "build", ci: bool = False,
-                  only: list[str] | None = None) -> list[Result]:
+def run_notebooks(
+    out: Path = ROOT / "build", ci: bool = False, only: list[str] | None = None
+) -> list[Result]:
     names = notebook_names()
     if only:
         unknown = sorted(set(only) - set(names))
@@ -154,18 +183,28 @@ def summary(results: list[Result]) -> str:
     width = max([len("notebook")] + [len(r.notebook) for r in results])
     lines = [f"{'notebook':<{width}}  {'seconds':>7}  status"]
     for r in results:
-        lines.append(f"{r.notebook:<{width}}  {r.seconds:7.1f}  {r.status}"
-                     + (f": {r.detail}" if r.detail else ""))
+        lines.append(
+            f"{r.notebook:<{width}}  {r.seconds:7.1f}  {r.status}"
+            + (f": {r.detail}" if r.detail else "")
+        )
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=ROOT / "build",
-                        help="where executed notebooks and their outputs go (default: build/)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=ROOT / "build",
+        help="where executed notebooks and their outputs go (default: build/)",
+    )
     parser.add_argument("--ci", action="store_true", help="small parameters (ci=True)")
-    parser.add_argument("--only", action="append", metavar="NAME",
-                        help="run only this notebook (name without .ipynb); repeatable")
+    parser.add_argument(
+        "--only",
+        action="append",
+        metavar="NAME",
+        help="run only this notebook (name without .ipynb); repeatable",
+    )
     args = parser.parse_args(argv)
     results = run_notebooks(args.out, args.ci, args.only)
     print(summary(results))

@@ -15,24 +15,35 @@ import torch
 
 from graphlab import bench
 from graphlab.bench import measurements, sweeps
-from graphlab.engine import runner
-from graphlab.cli import main
-from graphlab.errors import GraphlabError
 from graphlab.bench.export import read_csv, write_csv_atomic
 from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
-from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.cli import main
+from graphlab.engine import runner
+from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import decode_graph_sizes
+from graphlab.sizing.engines import SizingConfig, get_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.
 TINY = bench.replace_suite(
-    "quick", name="tiny-test", latency_batch_sizes=(1, 3), repeats=2, warmup=1, max_seq_len=16,
-    memory_max_num_seqs=4, spec_max_num_seqs=(2,), spec_num_speculative_tokens=(2,),
-    spec_num_requests_per_seq=1, spec_max_tokens=4, spec_max_model_len=24,
-    crash_map_engines=("vllm-0.5.5", "vllm-0.6.0"), crash_map_max_num_seqs=range(1, 5),
+    "quick",
+    name="tiny-test",
+    latency_batch_sizes=(1, 3),
+    repeats=2,
+    warmup=1,
+    max_seq_len=16,
+    memory_max_num_seqs=4,
+    spec_max_num_seqs=(2,),
+    spec_num_speculative_tokens=(2,),
+    spec_num_requests_per_seq=1,
+    spec_max_tokens=4,
+    spec_max_model_len=24,
+    crash_map_engines=("vllm-0.5.5", "vllm-0.6.0"),
+    crash_map_max_num_seqs=range(1, 5),
     crash_map_k=range(0, 3),
     # A 16-token ceiling: 8 requests x 4 tokens cross it.
-    v1_sizing=SizingConfig(8, 3, max_num_batched_tokens=16))
+    v1_sizing=SizingConfig(8, 3, max_num_batched_tokens=16),
+)
 V0 = bench.LATENCY_ENGINE
 
 
@@ -53,7 +64,7 @@ def test_every_sweep_writes_its_csv(written):
 def test_every_row_carries_provenance_of_one_run(written):
     frames = {name: read_csv(path) for name, path in written.items()}
     for name, frame in frames.items():
-        assert list(frame.columns[-len(FIELDS):]) == list(FIELDS)
+        assert list(frame.columns[-len(FIELDS) :]) == list(FIELDS)
         assert frame[list(FIELDS)].notna().all().all(), name
         # One run: one id and suite in every file; on CPU one torch thread unless asked.
         assert set(frame["run_id"]) == {frames["latency"]["run_id"][0]}, name
@@ -72,26 +83,36 @@ def test_list_columns_are_json_and_empty_integers_load_as_integers(written):
     assert {len(cell) for cell in lists} == {0, k}  # steps without proposals have none
     spec = read_csv(written["spec_decode"])
     assert all(isinstance(json.loads(cell), list) for cell in spec["num_accepted_tokens_per_pos"])
-    for name, column in (("latency", "graph_size"), ("graph_memory", "pool_bytes"),
-                         ("spec_decode_steps", "graph_size"), ("crash_map", "first_crash_n")):
+    for name, column in (
+        ("latency", "graph_size"),
+        ("graph_memory", "pool_bytes"),
+        ("spec_decode_steps", "graph_size"),
+        ("crash_map", "first_crash_n"),
+    ):
         frame = read_csv(written[name])
         assert str(frame[column].dtype) == "Int64", (name, column)
         assert frame[column].isna().any() or name == "crash_map", (name, column)
     text = written["latency"].read_text()
     assert ",4.0," not in text  # the padded size is written as an integer
-    assert read_csv(written["latency"]).set_index(["mode", "batch_size"]).loc[
-        ("graph", 3), "graph_size"] == 4
+    assert (
+        read_csv(written["latency"])
+        .set_index(["mode", "batch_size"])
+        .loc[("graph", 3), "graph_size"]
+        == 4
+    )
 
 
 def test_copy_bandwidth_is_the_latency_floors_denominator(written):
     copy = read_csv(written["copy_bandwidth"])
     assert len(copy) == 1 and copy.loc[0, "bytes_moved"] == 2 * copy.loc[0, "copy_bytes"]
     assert copy.loc[0, "bytes_per_s"] == pytest.approx(
-        copy.loc[0, "bytes_moved"] / copy.loc[0, "median_ms"] * 1e3)
+        copy.loc[0, "bytes_moved"] / copy.loc[0, "median_ms"] * 1e3
+    )
     latency = read_csv(written["latency"])
     assert set(latency["copy_bytes_per_s"]) == {copy.loc[0, "bytes_per_s"]}  # measured once
-    assert (latency["bandwidth_floor_ms"] ==
-            latency["weight_bytes"] / latency["copy_bytes_per_s"] * 1e3).all()
+    assert (
+        latency["bandwidth_floor_ms"] == latency["weight_bytes"] / latency["copy_bytes_per_s"] * 1e3
+    ).all()
 
 
 def test_timing_stats_tell_p90_from_the_median():
@@ -133,9 +154,17 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
 
     build_model = sweeps.build_model
     monkeypatch.setattr(sweeps, "build_model", spy)
-    suite = bench.replace_suite(name, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
-                                repeats=1, warmup=0, max_seq_len=8, memory_max_num_seqs=2,
-                                v1_sizing=SizingConfig(2, 1), **model)
+    suite = bench.replace_suite(
+        name,
+        latency_batch_sizes=(1, 2),
+        latency_max_num_seqs=1,
+        repeats=1,
+        warmup=0,
+        max_seq_len=8,
+        memory_max_num_seqs=2,
+        v1_sizing=SizingConfig(2, 1),
+        **model,
+    )
     preset, dtype = suite.model_for("cpu")
     for sweep in (bench.latency_sweep, bench.graph_memory_sweep):
         frame = sweep(suite, "cpu")
@@ -147,8 +176,11 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
 
 def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
     seen = []
-    monkeypatch.setattr(sweeps, "measure_copy_bandwidth",
-                        lambda *args: seen.append(torch.get_num_threads()) or {"bytes_per_s": 1})
+    monkeypatch.setattr(
+        sweeps,
+        "measure_copy_bandwidth",
+        lambda *args: seen.append(torch.get_num_threads()) or {"bytes_per_s": 1},
+    )
     before = torch.get_num_threads()
     assert set(bench.copy_bandwidth_sweep(TINY, "cpu")["torch_threads"]) == {1}
     assert set(bench.copy_bandwidth_sweep(TINY, "cpu", torch_threads=2)["torch_threads"]) == {2}
@@ -186,13 +218,20 @@ def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(writte
 
 
 def test_the_crash_map_command_can_stamp_without_torch():
-    code = ("import sys; from graphlab.bench.provenance import computed_provenance as c; p = c(suite='x');"
-            "assert 'torch' not in sys.modules, 'torch imported'; print(p['backend'])")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=os.environ | {"PYTHONPATH": str(ROOT)})
+    code = (
+        "import sys; from graphlab.bench.provenance import computed_provenance as c; p = c(suite='x');"
+        "assert 'torch' not in sys.modules, 'torch imported'; print(p['backend'])"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env=os.environ | {"PYTHONPATH": str(ROOT)},
+    )
     assert done.returncode == 0 and done.stdout.strip() == "computed", done.stderr
-    frame = with_provenance(pd.DataFrame({"first_crash_n": [None, 40]}),
-                            computed_provenance(suite="crash-map"))
+    frame = with_provenance(
+        pd.DataFrame({"first_crash_n": [None, 40]}), computed_provenance(suite="crash-map")
+    )
     assert list(frame.columns) == ["first_crash_n", *FIELDS]
     assert frame.loc[0, "model"] == "none" and pd.isna(frame.loc[0, "torch_threads"])
 
@@ -211,8 +250,7 @@ def test_latency_rows_cover_both_modes_and_the_padded_size(written):
 
 
 def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
-    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9),
-                                latency_max_num_seqs=4)
+    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9), latency_max_num_seqs=4)
     frame = bench.latency_sweep(suite, "cpu").query("engine == @V0")
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert list(graph["path"]) == ["graph", "graph", "graph", "eager", "eager"]
@@ -289,8 +327,9 @@ def test_spec_decode_steps_show_which_scorer_batches_lost_their_graphs(written):
 
 
 def test_crash_map_matches_the_worked_example(written):
-    frame = pd.read_csv(written["crash_map"]).set_index(["engine", "max_num_seqs",
-                                                         "num_speculative_tokens"])
+    frame = pd.read_csv(written["crash_map"]).set_index(
+        ["engine", "max_num_seqs", "num_speculative_tokens"]
+    )
     assert frame.loc[("vllm-0.5.5", 4, 2), "num_crash"] > 0
     assert frame.loc[("vllm-0.6.0", 4, 2), "num_crash"] == 0
 
@@ -311,8 +350,7 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
 
     monkeypatch.setitem(sweeps._SWEEP_FUNCTIONS, "graph_memory", broken)
     with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"),
-                        progress=False)
+        bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"), progress=False)
     assert len(pd.read_csv(tmp_path / "crash_map.csv")) == 2 * 4 * 3
     assert (tmp_path / "graph_memory.csv").read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crash_map.csv", "graph_memory.csv"]
@@ -358,8 +396,9 @@ def test_bad_suite_and_sweep_names():
 
 def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(bench.SUITES, "quick", TINY)
-    assert main(["bench", "--device", "cpu", "--backend", "cpu-emulated", "--out",
-                 str(tmp_path)]) == 0
+    assert (
+        main(["bench", "--device", "cpu", "--backend", "cpu-emulated", "--out", str(tmp_path)]) == 0
+    )
     out = capsys.readouterr().out
     assert "crash_map.csv: 24 rows, computed on cpu" in out
     assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
@@ -369,8 +408,9 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
 
 def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():
     """Where a cost is shown, a CPU run's default backend is cpu-compiled, on every row."""
-    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 2), latency_max_num_seqs=1,
-                                v1_sizing=None)
+    suite = bench.replace_suite(
+        TINY, latency_batch_sizes=(1, 2), latency_max_num_seqs=1, v1_sizing=None
+    )
     frame = bench.latency_sweep(suite, "cpu")
     assert set(frame["backend"]) == {"cpu-compiled"}
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
@@ -414,8 +454,13 @@ def test_git_commit_is_dirty_by_tracked_content_not_by_status(tmp_path, monkeypa
     monkeypatch.delenv("GRAPHLAB_GIT_COMMIT", raising=False)
 
     def git(*args):
-        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
-                              cwd=tmp_path, check=True, capture_output=True, text=True).stdout
+        return subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
 
     git("init", "-q")
     # A clean filter like the notebooks' strip filter: the stored content drops "output" lines.
@@ -449,8 +494,10 @@ def test_progress_without_tqdm_prints_plain_lines(monkeypatch, capsys):
 
     monkeypatch.setitem(sys.modules, "tqdm.auto", None)  # import tqdm.auto now fails
     assert list(progress(["a", "b"], desc="bench quick", unit="sweep")) == ["a", "b"]
-    assert capsys.readouterr().err.splitlines() == ["bench quick: 1/2 sweep",
-                                                    "bench quick: 2/2 sweep"]
+    assert capsys.readouterr().err.splitlines() == [
+        "bench quick: 1/2 sweep",
+        "bench quick: 2/2 sweep",
+    ]
     assert list(progress(iter("xy"), desc="d", disable=True)) == ["x", "y"]
     assert capsys.readouterr().err == ""
 
@@ -483,7 +530,10 @@ def test_provenance_names_cuda_and_cudnn_versions(monkeypatch):
 
 @pytest.mark.parametrize("threads", [True, 0, 1.5, "2"])
 def test_bad_torch_threads_is_one_clear_error(tmp_path, threads):
-    with pytest.raises(GraphlabError, match=rf"torch_threads \(or None\) must be an integer >= 1, got {re.escape(repr(threads))}"):
+    with pytest.raises(
+        GraphlabError,
+        match=rf"torch_threads \(or None\) must be an integer >= 1, got {re.escape(repr(threads))}",
+    ):
         bench.run_bench("quick", "cpu", tmp_path, torch_threads=threads)
     assert list(tmp_path.iterdir()) == []
 
@@ -496,8 +546,10 @@ def test_a_full_disk_names_the_csv_and_those_already_complete(tmp_path, capsys, 
     monkeypatch.setattr(bench, "run_bench", full)
     assert main(["bench", "--out", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
-    assert err == (f"error: cannot write latency.csv under --out {str(tmp_path)!r}: No space left on device; "
-                   "complete CSVs: copy_bandwidth.csv\n")
+    assert err == (
+        f"error: cannot write latency.csv under --out {str(tmp_path)!r}: No space left on device; "
+        "complete CSVs: copy_bandwidth.csv\n"
+    )
 
 
 def test_write_csv_atomic_names_the_csv_it_could_not_write(tmp_path, monkeypatch):

@@ -30,13 +30,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM = os.environ.get("GRAPHLAB_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 if importlib.util.find_spec("jupyterlab") is None or importlib.util.find_spec("papermill") is None:
-    pytest.skip("jupyterlab or papermill is not installed (the notebooks extra)", allow_module_level=True)
+    pytest.skip(
+        "jupyterlab or papermill is not installed (the notebooks extra)", allow_module_level=True
+    )
 if importlib.util.find_spec("playwright") is None:
     pytest.skip("playwright is not installed (pip install -e '.[dev]')", allow_module_level=True)
 if not os.access(CHROMIUM, os.X_OK):
     pytest.skip(f"no Chromium at {CHROMIUM} (apt-get install chromium)", allow_module_level=True)
 
-_spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+_spec = importlib.util.spec_from_file_location(
+    "run_notebooks", ROOT / "scripts" / "run_notebooks.py"
+)
 run_notebooks = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("run_notebooks", run_notebooks)
 _spec.loader.exec_module(run_notebooks)
@@ -45,8 +49,8 @@ from graphlab.views.widgets import PATH_COLORS  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
 SERVER_START_S = 90
-RUN_ALL_S = 240       # one notebook, all cells (05 runs the benchmark sweeps)
-UI_S = 60             # a page, a widget, an update
+RUN_ALL_S = 240  # one notebook, all cells (05 runs the benchmark sweeps)
+UI_S = 60  # a page, a widget, an update
 # Inspects the open notebook's model: errors, cells not yet run, kernel state, rendered images.
 STATE_JS = """() => {
   if (!window.jupyterapp) return null;
@@ -128,9 +132,13 @@ def _prepare(root: Path) -> None:
     (root / "data").symlink_to(ROOT / "data")
     for name in run_notebooks.notebook_names():
         papermill.execute_notebook(
-            str(ROOT / "notebooks" / f"{name}.ipynb"), str(root / "notebooks" / f"{name}.ipynb"),
-            parameters={"ci": True, "out_dir": str(root / "out" / name)}, prepare_only=True,
-            kernel_name="python3", progress_bar=False)
+            str(ROOT / "notebooks" / f"{name}.ipynb"),
+            str(root / "notebooks" / f"{name}.ipynb"),
+            parameters={"ci": True, "out_dir": str(root / "out" / name)},
+            prepare_only=True,
+            kernel_name="python3",
+            progress_bar=False,
+        )
     # Every cell in the DOM (no windowed rendering), so images can be counted.
     settings = root / "settings" / "@jupyterlab" / "notebook-extension"
     settings.mkdir(parents=True)
@@ -142,18 +150,39 @@ def lab(tmp_path_factory):
     root = tmp_path_factory.mktemp("lab")
     _prepare(root)
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, **run_notebooks.KERNEL_ENV, "MPLBACKEND": "Agg",
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
-           "JUPYTER_CONFIG_DIR": str(root / "config"), "JUPYTER_RUNTIME_DIR": str(root / "runtime")}
+    env = {
+        **os.environ,
+        **run_notebooks.KERNEL_ENV,
+        "MPLBACKEND": "Agg",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+        "JUPYTER_CONFIG_DIR": str(root / "config"),
+        "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
+    }
     log = open(root / "server.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         f"--LabApp.user_settings_dir={root / 'settings'}",
-         f"--LabApp.workspaces_dir={root / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
-         "--LabApp.news_url=", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--allow-root",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            f"--LabApp.user_settings_dir={root / 'settings'}",
+            f"--LabApp.workspaces_dir={root / 'workspaces'}",
+            "--LabApp.expose_app_in_browser=True",
+            "--LabApp.news_url=",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ],
+        cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+    )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -163,7 +192,9 @@ def lab(tmp_path_factory):
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not start: {(root / 'server.log').read_text()[-2000:]}")
+                    pytest.fail(
+                        f"jupyter lab did not start: {(root / 'server.log').read_text()[-2000:]}"
+                    )
                 time.sleep(0.5)
         yield base, token, root
     finally:
@@ -181,8 +212,11 @@ def browser():
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                     args=["--no-sandbox", "--disable-dev-shm-usage"])
+        chromium = p.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--disable-dev-shm-usage"],
+        )
         try:
             yield chromium
         finally:
@@ -208,8 +242,12 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
         page.goto(f"{base}/lab/tree/notebooks/{name}.ipynb?token={token}")
         _wait(page, lambda s: s["status"] == "idle", UI_S, "the kernel to start")
         page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
-        state = _wait(page, lambda s: s["errors"] or (s["pending"] == 0 and s["status"] == "idle"),
-                      RUN_ALL_S, "Run All to finish")
+        state = _wait(
+            page,
+            lambda s: s["errors"] or (s["pending"] == 0 and s["status"] == "idle"),
+            RUN_ALL_S,
+            "Run All to finish",
+        )
         assert state["errors"] == [], f"{name}: error output {state['errors']}"
         expected = run_notebooks.expected_figures(name)
         state = _wait(page, lambda s: s["images"] >= expected, UI_S, f"{expected} images")
@@ -219,8 +257,10 @@ def test_notebook_runs_in_jupyterlab(lab, browser, name):
             _move_the_explorer(page)
     finally:
         with contextlib.suppress(Exception):  # a failure above is the one to report
-            page.evaluate("() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
-                          " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+            page.evaluate(
+                "() => window.jupyterapp && window.jupyterapp.shell.currentWidget"
+                " && window.jupyterapp.shell.currentWidget.sessionContext.shutdown()"
+            )
         page.close()
 
 
@@ -240,5 +280,8 @@ def _move_the_explorer(page) -> None:
     handle.focus()
     page.keyboard.press("ArrowRight")  # S: 8 -> 9, as a reader's slider move
     page.locator(".widget-html-content", has_text="max_num_seqs = 9,").wait_for()
-    page.wait_for_function("before => document.querySelector('img.widget-image').src !== before", arg=before,
-                           timeout=UI_S * 1000)
+    page.wait_for_function(
+        "before => document.querySelector('img.widget-image').src !== before",
+        arg=before,
+        timeout=UI_S * 1000,
+    )

@@ -21,16 +21,41 @@ def run_main(capsys, *argv):
 
 def test_audit_json_schema(capsys):
     code, out, err = run_main(
-        capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--json"
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs",
+        "8",
+        "--num-speculative-tokens",
+        "4",
+        "--json",
     )
     assert code == 0 and err == ""
     data = json.loads(out)
-    assert {"engine", "max_num_seqs", "num_speculative_tokens", "max_num_batched_tokens", "capture_sizes", "outcomes", "summary"} <= set(data)
-    assert (data["engine"], data["max_num_seqs"], data["num_speculative_tokens"]) == ("vllm-0.5.5", 8, 4)
+    assert {
+        "engine",
+        "max_num_seqs",
+        "num_speculative_tokens",
+        "max_num_batched_tokens",
+        "capture_sizes",
+        "outcomes",
+        "summary",
+    } <= set(data)
+    assert (data["engine"], data["max_num_seqs"], data["num_speculative_tokens"]) == (
+        "vllm-0.5.5",
+        8,
+        4,
+    )
     assert data["max_num_batched_tokens"] is None and data["capture_sizes"] == [1, 2, 4, 8]
     by_n = {o["batch_size"]: o for o in data["outcomes"]}
     assert set(by_n[1]) == {"batch_size", "path", "graph_size", "error"}
-    assert by_n[40] == {"batch_size": 40, "path": "crash", "graph_size": None, "error": "KeyError: 40"}
+    assert by_n[40] == {
+        "batch_size": 40,
+        "path": "crash",
+        "graph_size": None,
+        "error": "KeyError: 40",
+    }
     assert by_n[5] == {"batch_size": 5, "path": "graph", "graph_size": 8, "error": None}
     assert len(by_n) == data["summary"]["num_reachable"] == 34
 
@@ -44,8 +69,17 @@ def test_audit_table_compresses_runs(capsys):
 
 def test_v1_json_reports_token_budget(capsys):
     code, out, _ = run_main(
-        capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "4", "--num-speculative-tokens", "2",
-        "--max-num-batched-tokens", "16", "--json",
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.33.0",
+        "--max-num-seqs",
+        "4",
+        "--num-speculative-tokens",
+        "2",
+        "--max-num-batched-tokens",
+        "16",
+        "--json",
     )
     data = json.loads(out)
     assert code == 0 and data["max_num_batched_tokens"] == 16 and max(data["capture_sizes"]) == 16
@@ -57,7 +91,18 @@ def test_v1_json_reports_token_budget(capsys):
         (["audit", "--engine", "vllm-9.9", "--max-num-seqs", "8"], "'vllm-9.9'"),
         (["audit", "--engine", "sglang", "--max-num-seqs", "0"], "got 0"),
         (["audit", "--engine", "sglang", "--max-num-seqs", "-4"], "got -4"),
-        (["audit", "--engine", "sglang", "--max-num-seqs", "4", "--num-speculative-tokens", "-1"], "got -1"),
+        (
+            [
+                "audit",
+                "--engine",
+                "sglang",
+                "--max-num-seqs",
+                "4",
+                "--num-speculative-tokens",
+                "-1",
+            ],
+            "got -1",
+        ),
         (["crash-map", "--engine", "nope", "--out", "x.csv"], "'nope'"),
         (["crash-map", "--k-range", "5:2", "--out", "x.csv"], "'5:2'"),
         (["crash-map", "--max-num-seqs-range", "0:3", "--out", "x.csv"], "'0:3'"),
@@ -66,7 +111,12 @@ def test_v1_json_reports_token_budget(capsys):
 def test_bad_input_one_line_exit_2(capsys, argv, named):
     code, out, err = run_main(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: ") and named in err and "Traceback" not in err
+    assert (
+        err.count("\n") == 1
+        and err.startswith("error: ")
+        and named in err
+        and "Traceback" not in err
+    )
     if "--engine" in argv and named in ("'vllm-9.9'", "'nope'"):
         assert "vllm-0.5.5" in err and "trtllm" in err  # the allowed values
     if named in ("got 0", "got -4", "got -1"):
@@ -76,7 +126,16 @@ def test_bad_input_one_line_exit_2(capsys, argv, named):
 def test_crash_map_csv_written_and_read_back(tmp_path, capsys):
     out = tmp_path / "map.csv"
     code, stdout, _ = run_main(
-        capsys, "crash-map", "--engine", "vllm-0.5.5", "--max-num-seqs-range", "1:16", "--k-range", "0:4", "--out", str(out)
+        capsys,
+        "crash-map",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs-range",
+        "1:16",
+        "--k-range",
+        "0:4",
+        "--out",
+        str(out),
     )
     assert code == 0 and "80 rows" in stdout
     frame = pd.read_csv(out)
@@ -88,17 +147,41 @@ def test_crash_map_csv_written_and_read_back(tmp_path, capsys):
 def test_crash_map_unwritable_out_leaves_nothing(tmp_path, capsys):
     (tmp_path / "a-file").write_text("")
     out = tmp_path / "a-file" / "map.csv"  # a folder that cannot be created
-    code, _, err = run_main(capsys, "crash-map", "--engine", "nano-vllm", "--max-num-seqs-range", "1:4", "--out", str(out))
-    assert code == 2 and err.count("\n") == 1 and "cannot create --out" in err and "is a file" in err
+    code, _, err = run_main(
+        capsys,
+        "crash-map",
+        "--engine",
+        "nano-vllm",
+        "--max-num-seqs-range",
+        "1:4",
+        "--out",
+        str(out),
+    )
+    assert (
+        code == 2 and err.count("\n") == 1 and "cannot create --out" in err and "is a file" in err
+    )
     assert os.listdir(tmp_path) == ["a-file"]
 
 
 def test_module_entry_point_and_help():
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    done = subprocess.run([sys.executable, "-m", "graphlab", "audit", "--help"], capture_output=True, text=True, env=env)
-    assert done.returncode == 0 and "graph" in done.stdout and "eager" in done.stdout and "crash" in done.stdout
     done = subprocess.run(
-        [sys.executable, "-m", "graphlab", "audit", "--engine", "x", "--max-num-seqs", "1"], capture_output=True, text=True, env=env
+        [sys.executable, "-m", "graphlab", "audit", "--help"],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert (
+        done.returncode == 0
+        and "graph" in done.stdout
+        and "eager" in done.stdout
+        and "crash" in done.stdout
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "graphlab", "audit", "--engine", "x", "--max-num-seqs", "1"],
+        capture_output=True,
+        text=True,
+        env=env,
     )
     assert done.returncode == 2 and done.stderr.count("\n") == 1
 
@@ -118,20 +201,45 @@ def one_line_error(capsys, *argv):
 
 @pytest.mark.parametrize("value", ["99999999999999999999", str(MAX_NUM_BATCHED_TOKENS_LIMIT + 1)])
 def test_huge_token_budget_fails_at_once_naming_the_limit(capsys, value):
-    err = one_line_error(capsys, "audit", "--engine", "vllm-0.33.0", "--max-num-seqs", "8",
-                         "--max-num-batched-tokens", value)
+    err = one_line_error(
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.33.0",
+        "--max-num-seqs",
+        "8",
+        "--max-num-batched-tokens",
+        value,
+    )
     assert f"got {value}" in err and f"1..{MAX_NUM_BATCHED_TOKENS_LIMIT}" in err
 
 
-@pytest.mark.parametrize("argv, limit", [
-    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "99999999999999999999"), "1..65536"),
-    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "10000000"), "1..65536"),
-    (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "65"), "0..64"),
-    (("repro", "--max-num-seqs", "100000"), "1..1024"),
-    (("repro", "--max-model-len", "100000"), "2..1024"),
-    (("crash-map", "--max-num-seqs-range", "1:100000", "--out", "x.csv"), "<= 4096"),
-    (("plan", "--max-num-seqs", "65536", "--max-num-batched-tokens", "1048576"), "at most 2048"),
-])
+@pytest.mark.parametrize(
+    "argv, limit",
+    [
+        (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "99999999999999999999"), "1..65536"),
+        (("audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "10000000"), "1..65536"),
+        (
+            (
+                "audit",
+                "--engine",
+                "vllm-0.5.5",
+                "--max-num-seqs",
+                "8",
+                "--num-speculative-tokens",
+                "65",
+            ),
+            "0..64",
+        ),
+        (("repro", "--max-num-seqs", "100000"), "1..1024"),
+        (("repro", "--max-model-len", "100000"), "2..1024"),
+        (("crash-map", "--max-num-seqs-range", "1:100000", "--out", "x.csv"), "<= 4096"),
+        (
+            ("plan", "--max-num-seqs", "65536", "--max-num-batched-tokens", "1048576"),
+            "at most 2048",
+        ),
+    ],
+)
 def test_huge_values_fail_at_once_naming_the_limit(capsys, argv, limit):
     err = one_line_error(capsys, *argv)
     assert limit in err
@@ -188,8 +296,21 @@ def test_bench_ctrl_c_in_a_real_run_exits_130_without_traceback(tmp_path):
     import time
 
     env = dict(os.environ, PYTHONPATH=os.getcwd())
-    proc = subprocess.Popen([sys.executable, "-m", "graphlab", "bench", "--device", "cpu",
-                             "--out", str(tmp_path / "out")], stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "graphlab",
+            "bench",
+            "--device",
+            "cpu",
+            "--out",
+            str(tmp_path / "out"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     seen, deadline = "", time.monotonic() + 120
     while "bench quick" not in seen and time.monotonic() < deadline:  # the progress bar: sweeps run
         seen += proc.stderr.read(1)
@@ -197,14 +318,29 @@ def test_bench_ctrl_c_in_a_real_run_exits_130_without_traceback(tmp_path):
     _, err = proc.communicate(timeout=120)
     assert "bench quick" in seen
     assert proc.returncode == 130 and "Traceback" not in err
-    assert err.strip().splitlines()[-1].startswith(f"interrupted: complete CSVs under {tmp_path / 'out'}: ")
+    assert (
+        err.strip()
+        .splitlines()[-1]
+        .startswith(f"interrupted: complete CSVs under {tmp_path / 'out'}: ")
+    )
 
 
 # --- ranges, --out checks and work bounds ---------------------------------------------------------
 
+
 def test_a_single_value_range_is_a_range(capsys, tmp_path):
-    code, out, _ = run_main(capsys, "crash-map", "--engine", "vllm-0.5.5", "--max-num-seqs-range", "3:3",
-                            "--k-range", "2:2", "--out", str(tmp_path / "map.csv"))
+    code, out, _ = run_main(
+        capsys,
+        "crash-map",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs-range",
+        "3:3",
+        "--k-range",
+        "2:2",
+        "--out",
+        str(tmp_path / "map.csv"),
+    )
     assert code == 0 and len(pd.read_csv(tmp_path / "map.csv")) == 1
 
 
@@ -219,10 +355,14 @@ def test_out_not_writable_fails_before_any_work(tmp_path, capsys, monkeypatch, c
     from graphlab.sizing import crash_maps
 
     monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
-    monkeypatch.setattr(crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed"))
+    monkeypatch.setattr(
+        crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed")
+    )
     monkeypatch.setattr(os, "access", lambda path, mode: str(path) != str(tmp_path))
     err = one_line_error(capsys, command, "--out", str(tmp_path / "x.csv"))
-    assert f"cannot write --out {str(tmp_path / 'x.csv')!r}: {str(tmp_path)!r} is not writable" in err
+    assert (
+        f"cannot write --out {str(tmp_path / 'x.csv')!r}: {str(tmp_path)!r} is not writable" in err
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -234,7 +374,9 @@ def test_empty_out_is_one_clear_line(capsys, command):
 def test_crash_map_out_folder_fails_before_computing(tmp_path, capsys, monkeypatch):
     from graphlab.sizing import crash_maps
 
-    monkeypatch.setattr(crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed"))
+    monkeypatch.setattr(
+        crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed")
+    )
     assert "is a folder" in one_line_error(capsys, "crash-map", "--out", str(tmp_path))
 
 
@@ -242,13 +384,26 @@ def test_work_bounds_are_stated_and_applied(capsys):
     from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES
     from graphlab.sizing.crash_maps import CRASH_MAP_MAX_BATCH_SIZES
 
-    err = one_line_error(capsys, "crash-map", "--max-num-seqs-range", "1:4096", "--k-range", "0:64",
-                         "--out", "x.csv")
+    err = one_line_error(
+        capsys, "crash-map", "--max-num-seqs-range", "1:4096", "--k-range", "0:64", "--out", "x.csv"
+    )
     assert f"at most {CRASH_MAP_MAX_BATCH_SIZES}" in err and not os.path.exists("x.csv")
-    err = one_line_error(capsys, "audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "65536",
-                         "--num-speculative-tokens", "64", "--json")
+    err = one_line_error(
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs",
+        "65536",
+        "--num-speculative-tokens",
+        "64",
+        "--json",
+    )
     assert "reach 4257824 batch sizes" in err and f"at most {MAX_AUDIT_BATCH_SIZES}" in err
-    for command, bound in (("crash-map", CRASH_MAP_MAX_BATCH_SIZES), ("audit", MAX_AUDIT_BATCH_SIZES)):
+    for command, bound in (
+        ("crash-map", CRASH_MAP_MAX_BATCH_SIZES),
+        ("audit", MAX_AUDIT_BATCH_SIZES),
+    ):
         with pytest.raises(SystemExit):
             main([command, "--help"])
         assert f"at most {bound} batch sizes" in " ".join(capsys.readouterr().out.split())
@@ -258,9 +413,11 @@ def test_audit_api_applies_the_limits():
     from graphlab.sizing.audit import audit
 
     # S = 4127, k = 63 reach 262175 batch sizes: just past the 2**18 an audit lists.
-    for cfg, named in ((SizingConfig(2**20, 64), "max_num_seqs must be at most 65536"),
-                       (SizingConfig(65536, 64), "audit lists at most"),
-                       (SizingConfig(4127, 63), "reach 262175 batch sizes")):
+    for cfg, named in (
+        (SizingConfig(2**20, 64), "max_num_seqs must be at most 65536"),
+        (SizingConfig(65536, 64), "audit lists at most"),
+        (SizingConfig(4127, 63), "reach 262175 batch sizes"),
+    ):
         with pytest.raises(GraphlabError, match=named):
             audit("vllm-0.5.5", cfg)
 
@@ -273,8 +430,13 @@ def test_ctrl_c_while_starting_prints_no_traceback():
     # From the moment Python imports graphlab (its own start-up, site included, is Python's):
     # loading the command line, numpy and pandas, then the command.
     for delay in (0.25, 0.5, 1.0):
-        proc = subprocess.Popen([sys.executable, "-m", "graphlab", "plan", "--max-num-seqs", "8"],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "graphlab", "plan", "--max-num-seqs", "8"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -20,9 +20,12 @@ from graphlab.sizing.engines import SizingConfig
 NUM_SLOTS, MAX_SEQ_LEN, TOL = 8, 32, 1e-4
 CFG = SizingConfig(4)  # the guard captures 1, 2, 4; batches 5..8 run eagerly
 
-pytestmark = [pytest.mark.usefixtures("one_thread"),
-              pytest.mark.skipif(compiled.compile_unavailable() is not None,
-                                 reason="torch.compile cannot build here")]
+pytestmark = [
+    pytest.mark.usefixtures("one_thread"),
+    pytest.mark.skipif(
+        compiled.compile_unavailable() is not None, reason="torch.compile cannot build here"
+    ),
+]
 
 
 @pytest.fixture(scope="module")
@@ -35,9 +38,11 @@ def model(one_thread):
 @pytest.fixture(scope="module")
 def runners(model):
     made = {}
-    for name, options in (("compiled", dict(backend="cpu-compiled")),
-                          ("emulated", dict(backend="cpu-emulated")),
-                          ("eager", dict(backend="cpu-compiled", enforce_eager=True))):
+    for name, options in (
+        ("compiled", dict(backend="cpu-compiled")),
+        ("emulated", dict(backend="cpu-emulated")),
+        ("eager", dict(backend="cpu-compiled", enforce_eager=True)),
+    ):
         made[name] = make_runner(model, "vllm-0.6.0", CFG, **options)
         made[name].capture_model()
     return made
@@ -45,8 +50,11 @@ def runners(model):
 
 def batch(n, seed):
     g = torch.Generator().manual_seed(seed)
-    return (torch.randint(0, 512, (n,), generator=g), torch.randint(0, MAX_SEQ_LEN, (n,), generator=g),
-            torch.randperm(NUM_SLOTS, generator=g)[:n])
+    return (
+        torch.randint(0, 512, (n,), generator=g),
+        torch.randint(0, MAX_SEQ_LEN, (n,), generator=g),
+        torch.randperm(NUM_SLOTS, generator=g)[:n],
+    )
 
 
 def run_each(model, runners, names, n):
@@ -87,8 +95,9 @@ def test_a_size_without_a_compiled_step_runs_eagerly_as_before(model, runners):
 def test_replay_never_recompiles(runners):
     graph = runners["compiled"].graph_runners[4]
     with pytest.raises(Exception, match="fail_on_recompile|[Rr]ecompil"):
-        graph.step(graph.buffers.input_ids.float(), graph.buffers.positions,
-                   graph.buffers.seq_slots, 4)
+        graph.step(
+            graph.buffers.input_ids.float(), graph.buffers.positions, graph.buffers.seq_slots, 4
+        )
 
 
 def test_without_a_compiler_the_run_falls_back_to_cpu_emulated(monkeypatch, capsys, model):

@@ -65,8 +65,12 @@ def test_price_figure_names_the_backend_and_plots_each_value_by_k(price):
     fits_a_notebook("adaptive price", fig)
     coverage, graphs, capture, memory = fig.axes
     assert "predicted" in memory.get_ylabel() and "warm-up" in capture.get_ylabel()
-    for ax, column, scale in ((coverage, "graph_fraction", 1), (graphs, "num_graphs", 1),
-                              (capture, "capture_ms", 1), (memory, "memory_bytes", 2**20)):
+    for ax, column, scale in (
+        (coverage, "graph_fraction", 1),
+        (graphs, "num_graphs", 1),
+        (capture, "capture_ms", 1),
+        (memory, "memory_bytes", 2**20),
+    ):
         for line in ax.lines:
             rows = price[price.engine == line.get_label()]
             assert list(line.get_xdata()) == list(KS)
@@ -79,11 +83,17 @@ def test_price_rejects_bad_repeats():
 
 
 def test_step_timeline_counts_each_path_and_names_the_backend():
-    steps = pd.DataFrame({"step": range(6), "kind": ["prefill"] + ["decode"] * 5,
-                          "path": ["eager", "graph", "graph", "eager", "eager", "graph"],
-                          "batch_size": [8, 4, 8, 20, 40, 8],
-                          "scorer_ms": [9.0, 1.0, 1.2, 3.0, 5.0, 1.1],
-                          "backend": "cpu-compiled", "device": "cpu: Test CPU (2 cores)"})
+    steps = pd.DataFrame(
+        {
+            "step": range(6),
+            "kind": ["prefill"] + ["decode"] * 5,
+            "path": ["eager", "graph", "graph", "eager", "eager", "graph"],
+            "batch_size": [8, 4, 8, 20, 40, 8],
+            "scorer_ms": [9.0, 1.0, 1.2, 3.0, 5.0, 1.1],
+            "backend": "cpu-compiled",
+            "device": "cpu: Test CPU (2 cores)",
+        }
+    )
     fig = plot_step_timeline(steps, limit=8)
     fits_a_notebook("step timeline", fig)
     assert "cpu-compiled" in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()

@@ -10,16 +10,18 @@ import pytest
 import torch
 from kvcache import restore, snapshot
 
-from graphlab.bench.suites import get_suite
 from graphlab.bench.measurements import latency_rows
+from graphlab.bench.suites import get_suite
 from graphlab.bench.sweeps import LATENCY_ENGINE
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.engines import SizingConfig
 
 NUM_SLOTS, MAX_SEQ_LEN = 64, 32
-needs_cuda = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+needs_cuda = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
 BACKENDS = [pytest.param("cpu-emulated"), pytest.param("cuda-graph", marks=needs_cuda)]
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -130,17 +132,20 @@ def test_steps_run_in_inference_mode_over_a_cache_made_either_way(backend, cache
     assert model.kv_cache()[0][0].is_inference() == (cache_mode == "inference")
     graphs, eager = runner(model, backend), runner(model, backend, enforce_eager=True)
     assert not graphs.graph_runners[8].buffers.hidden_states.is_inference()
-    (replayed, record), (reference, _) = (r.execute_model(*batch(6, model.device, seed=3))
-                                          for r in (graphs, eager))
+    (replayed, record), (reference, _) = (
+        r.execute_model(*batch(6, model.device, seed=3)) for r in (graphs, eager)
+    )
     assert record.path == "graph" and replayed.is_inference() and reference.is_inference()
     torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)
 
 
 # The presets and sizes the GPU check times (the full suite's), each graph-path size's first
 # replay held against the eager step by the latency sweep's own check; tiny on the emulation.
-TIMED = [pytest.param("cpu-emulated", "tiny", "float32"),
-         pytest.param("cuda-graph", "100m", "bfloat16", marks=needs_cuda),
-         pytest.param("cuda-graph", "1b", "bfloat16", marks=needs_cuda)]
+TIMED = [
+    pytest.param("cpu-emulated", "tiny", "float32"),
+    pytest.param("cuda-graph", "100m", "bfloat16", marks=needs_cuda),
+    pytest.param("cuda-graph", "1b", "bfloat16", marks=needs_cuda),
+]
 
 
 @pytest.mark.parametrize("backend, preset, dtype", TIMED)
@@ -154,14 +159,20 @@ def test_the_timed_presets_replay_what_eager_computes(backend, preset, dtype):
         configs.append((full.v1_engine, full.v1_sizing, [1, 2, 128]))
     expected = "efficient_attention" if backend == "cuda-graph" else "cpu_flash_attention"
     for engine, cfg, num_reqs in configs:
-        rows = [row for row in latency_rows(model, engine, cfg, num_reqs, repeats=1, warmup=0)
-                if row["mode"] == "graph"]
+        rows = [
+            row
+            for row in latency_rows(model, engine, cfg, num_reqs, repeats=1, warmup=0)
+            if row["mode"] == "graph"
+        ]
         replayed = "full" if engine == full.v1_engine else "graph"  # V1 decode: FULL graphs
         assert [row["path"] for row in rows] == [replayed] * len(num_reqs)
         for row in rows:
-            assert row["replay_matches_eager"], (engine, row["batch_size"],
-                                                 row["max_abs_logit_diff"],
-                                                 row["logit_tolerance"])
+            assert row["replay_matches_eager"], (
+                engine,
+                row["batch_size"],
+                row["max_abs_logit_diff"],
+                row["logit_tolerance"],
+            )
         assert {row["sdpa_backend"] for row in rows} == {expected}  # pinned, no fallback
 
 
@@ -185,18 +196,20 @@ def test_cuda_graph_float32_equals_the_cpu_model(preset):
     for model, backend in ((cpu, "cpu-emulated"), (cuda, "cuda-graph")):
         model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
         r = runner(model, backend)
-        ids = torch.randint(0, model.config.vocab_size, (24, 4),
-                            generator=torch.Generator().manual_seed(0))
+        ids = torch.randint(
+            0, model.config.vocab_size, (24, 4), generator=torch.Generator().manual_seed(0)
+        )
         dev = model.device
         with torch.no_grad():  # a 4-token prefill per slot, eager, then graph decode steps
-            prefill = model(ids.to(dev), torch.arange(4, device=dev).repeat(24, 1),
-                            torch.arange(24, device=dev))
+            prefill = model(
+                ids.to(dev), torch.arange(4, device=dev).repeat(24, 1), torch.arange(24, device=dev)
+            )
         steps = [prefill[:, -1].cpu()]
         for position in range(4, 8):  # fixed tokens: a near-tie argmax must not fork the runs
-            tokens = torch.randint(0, model.config.vocab_size, (24,),
-                                   generator=torch.Generator().manual_seed(position))
-            logits, record = r.execute_model(tokens, torch.full((24,), position),
-                                             torch.arange(24))
+            tokens = torch.randint(
+                0, model.config.vocab_size, (24,), generator=torch.Generator().manual_seed(position)
+            )
+            logits, record = r.execute_model(tokens, torch.full((24,), position), torch.arange(24))
             assert record.path == "graph" and record.backend == backend
             steps.append(logits.cpu())
         outputs.append(torch.stack(steps))
@@ -217,8 +230,10 @@ def test_shared_pool_costs_less_than_separate_pools_and_captures_are_recorded():
         # One whole-loop drop (vLLM V1's logged figure), the same on every record of the loop.
         assert len({rec.capture_loop_bytes for rec in records}) == 1
         assert records[0].capture_loop_bytes > 0
-        totals[graph_pool] = (sum(rec.pool_bytes for rec in records),
-                              sum(rec.memory_bytes for rec in records))
+        totals[graph_pool] = (
+            sum(rec.pool_bytes for rec in records),
+            sum(rec.memory_bytes for rec in records),
+        )
         del r, records
         torch.cuda.empty_cache()
     assert totals["shared"][0] < totals["separate"][0]

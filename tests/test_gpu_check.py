@@ -29,8 +29,12 @@ class _Blocked:
 
 sys.meta_path.insert(0, _Blocked())
 """
-TARGET_NAMES = ("replay speedup at batch 1", "graph step at batch 1 / copy-bandwidth floor",
-                "slowest capture (ms)", "shared pool / largest graph's own pool")
+TARGET_NAMES = (
+    "replay speedup at batch 1",
+    "graph step at batch 1 / copy-bandwidth floor",
+    "slowest capture (ms)",
+    "shared pool / largest graph's own pool",
+)
 
 
 def blocking_site(folder: Path, blocked) -> Path:
@@ -42,13 +46,18 @@ def blocking_site(folder: Path, blocked) -> Path:
 def stripped_env(tmp_path_factory):
     site = blocking_site(tmp_path_factory.mktemp("site"), BLOCKED)
     # The checkout is not on PYTHONPATH: the check must put `.` there itself.
-    return os.environ | {"PYTHON": sys.executable, "PYTHONPATH": str(site),
-                         "GRAPHLAB_GIT_COMMIT": "dryrun123", "OMP_NUM_THREADS": "1"}
+    return os.environ | {
+        "PYTHON": sys.executable,
+        "PYTHONPATH": str(site),
+        "GRAPHLAB_GIT_COMMIT": "dryrun123",
+        "OMP_NUM_THREADS": "1",
+    }
 
 
 def python(code: str, env: dict) -> subprocess.CompletedProcess:  # cwd ROOT: imports graphlab
-    return subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_blocker_blocks(stripped_env):
@@ -58,26 +67,48 @@ def test_the_blocker_blocks(stripped_env):
 
 
 def test_every_module_the_check_uses_imports_without_optional_packages(stripped_env):
-    code = ("import importlib.util, sys\n"
-            "spec = importlib.util.spec_from_file_location('gpu_bench', 'scripts/gpu_bench.py')\n"
-            "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-            "import graphlab.bench.sweeps, graphlab.engine.model, graphlab.engine.runner, graphlab.sizing.engines\n"
-            "print(' '.join(sorted(m for m in sys.modules if m.startswith('graphlab'))))")
+    code = (
+        "import importlib.util, sys\n"
+        "spec = importlib.util.spec_from_file_location('gpu_bench', 'scripts/gpu_bench.py')\n"
+        "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
+        "import graphlab.bench.sweeps, graphlab.engine.model, graphlab.engine.runner, graphlab.sizing.engines\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.startswith('graphlab'))))"
+    )
     done = python(code, stripped_env)
     assert done.returncode == 0, done.stderr
     loaded = set(done.stdout.split())
-    assert {f"graphlab.{m}" for m in (
-        "sizing.audit", "sizing.engines", "bench.sweeps", "bench.export", "bench.provenance",
-        "bench.spec_decode", "engine.graphs", "engine.memory", "engine.model", "engine.runner",
-        "engine.v0_runner", "engine.v1_runner", "progress", "specdec.engine")} <= loaded
+    assert {
+        f"graphlab.{m}"
+        for m in (
+            "sizing.audit",
+            "sizing.engines",
+            "bench.sweeps",
+            "bench.export",
+            "bench.provenance",
+            "bench.spec_decode",
+            "engine.graphs",
+            "engine.memory",
+            "engine.model",
+            "engine.runner",
+            "engine.v0_runner",
+            "engine.v1_runner",
+            "progress",
+            "specdec.engine",
+        )
+    } <= loaded
 
 
 @pytest.fixture(scope="module")
 def dry_run(stripped_env, tmp_path_factory):
     out = tmp_path_factory.mktemp("gpu_check")
-    done = subprocess.run(["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
-                          cwd=ROOT, env=stripped_env | {"OUT": str(out)}, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        ["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
+        cwd=ROOT,
+        env=stripped_env | {"OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return done, out
 
 
@@ -88,11 +119,15 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     assert sorted(p.name for p in out.iterdir()) == ["gpu_check.tar.gz", "summary.txt"]
     with tarfile.open(out / "gpu_check.tar.gz") as archive:
         names = set(archive.getnames())
-        csvs = {sweep: pd.read_csv(archive.extractfile(f"gpu_check/tiny/{sweep}.csv"))
-                for sweep in bench.SWEEPS}
+        csvs = {
+            sweep: pd.read_csv(archive.extractfile(f"gpu_check/tiny/{sweep}.csv"))
+            for sweep in bench.SWEEPS
+        }
         environment = archive.extractfile("gpu_check/environment.txt").read().decode()
-    assert {f"gpu_check/{name}" for name in ("targets.csv", "steps.tsv", "summary.txt",
-                                             "logs/gpu_tests.log")} <= names
+    assert {
+        f"gpu_check/{name}"
+        for name in ("targets.csv", "steps.tsv", "summary.txt", "logs/gpu_tests.log")
+    } <= names
     assert all(len(frame) > 0 for frame in csvs.values())
     latency = csvs["latency"]
     assert set(latency["git_commit"]) == {"dryrun123"}
@@ -125,15 +160,30 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
 def test_short_steps_run_first_and_every_limit_fits_the_budget(dry_run):
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
         steps = pd.read_csv(archive.extractfile("gpu_check/steps.tsv"), sep="\t")
-    assert steps["step"].tolist() == ["environment", "crash_map", "memory_tiny", "gpu_tests",
-                                      "latency_tiny", "spec_decode", "report"]
+    assert steps["step"].tolist() == [
+        "environment",
+        "crash_map",
+        "memory_tiny",
+        "gpu_tests",
+        "latency_tiny",
+        "spec_decode",
+        "report",
+    ]
     assert set(steps["status"]) == {"ok"}
     # The plan in the script's header: what the steps before spec_decode may take, within
     # 480 s less the 35 s kept for the report and a kill (the GPU run adds memory_1b, latency_1b).
     script = (ROOT / "scripts" / "gpu_check.sh").read_text()
     limits = {name: int(limit) for name, limit in re.findall(r'\bstep "?([\w$]+)"? (\d+) ', script)}
-    assert list(limits) == ["environment", "crash_map", "memory_$SMALL", "memory_$LARGE",
-                            "gpu_tests", "latency_$SMALL", "latency_$LARGE", "spec_decode"]
+    assert list(limits) == [
+        "environment",
+        "crash_map",
+        "memory_$SMALL",
+        "memory_$LARGE",
+        "gpu_tests",
+        "latency_$SMALL",
+        "latency_$LARGE",
+        "spec_decode",
+    ]
     before_last = sum(limits.values()) - limits["spec_decode"]
     assert before_last <= 480 - 35 and f"of limits {before_last} s" in script
 
@@ -150,7 +200,8 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     table = summary.rstrip().split("\n== targets\n")[-1].splitlines()
     assert table[0].split()[:2] == ["target", "model"]
     assert [name for name in TARGET_NAMES for line in table[1:] if name in line] == list(
-        TARGET_NAMES) and len(table) == 1 + len(TARGET_NAMES)
+        TARGET_NAMES
+    ) and len(table) == 1 + len(TARGET_NAMES)
     assert done.stdout.rstrip().endswith(summary.rstrip())
     assert "== replay vs eager (tiny, vllm-0.6.0): 24 graph-path sizes" in summary
     assert "whole capture loop" in summary and "BEYOND" not in summary
@@ -158,9 +209,14 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_without_cuda_and_without_flags_the_check_refuses_in_one_line(stripped_env, tmp_path):
-    done = subprocess.run(["bash", "scripts/gpu_check.sh"], cwd=ROOT, capture_output=True,
-                          env=stripped_env | {"OUT": str(tmp_path / "out")}, text=True,
-                          timeout=60)
+    done = subprocess.run(
+        ["bash", "scripts/gpu_check.sh"],
+        cwd=ROOT,
+        capture_output=True,
+        env=stripped_env | {"OUT": str(tmp_path / "out")},
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and "--device cpu --small" in done.stderr
     assert not (tmp_path / "out").exists()
@@ -170,11 +226,20 @@ def test_a_torch_that_does_not_import_is_reported_as_such(tmp_path):
     site = blocking_site(tmp_path, ("torch",))
     env = os.environ | {"PYTHON": sys.executable, "PYTHONPATH": str(site)}
     for flags in ([], ["--device", "cpu", "--small"]):
-        done = subprocess.run(["bash", "scripts/gpu_check.sh", *flags], cwd=ROOT, env=env,
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["bash", "scripts/gpu_check.sh", *flags],
+            cwd=ROOT,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
-        assert "cannot import torch" in done.stderr and "torch is not installed here" in (
-            done.stderr) and "no CUDA" not in done.stderr
+        assert (
+            "cannot import torch" in done.stderr
+            and "torch is not installed here" in (done.stderr)
+            and "no CUDA" not in done.stderr
+        )
 
 
 def load_gpu_bench():
@@ -189,16 +254,23 @@ def load_gpu_bench():
 def test_a_replay_that_misses_eager_gives_no_speedup(dry_run):
     gpu_bench = load_gpu_bench()
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
-        latency, memory = (pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
-                           for name in ("latency", "graph_memory"))
-    batch_1 = (latency["batch_size"] == 1) & (latency["engine"] == bench.LATENCY_ENGINE) & (
-        latency["mode"] == "graph")
+        latency, memory = (
+            pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
+            for name in ("latency", "graph_memory")
+        )
+    batch_1 = (
+        (latency["batch_size"] == 1)
+        & (latency["engine"] == bench.LATENCY_ENGINE)
+        & (latency["mode"] == "graph")
+    )
     wrong = latency.copy()
     wrong.loc[batch_1, "max_abs_logit_diff"] = 10 * wrong.loc[batch_1, "logit_tolerance"]
     wrong.loc[batch_1, "replay_matches_eager"] = False
     targets = gpu_bench.summarize_targets(wrong, memory, "tiny", "tiny").set_index("target")
-    for name in ("replay speedup at batch 1 (eager / graph)",
-                 "graph step at batch 1 / copy-bandwidth floor"):
+    for name in (
+        "replay speedup at batch 1 (eager / graph)",
+        "graph step at batch 1 / copy-bandwidth floor",
+    ):
         assert pd.isna(targets.loc[name, "value"]) and not targets.loc[name, "met"]
         assert targets.loc[name, "backend"] == gpu_bench.REPLAY_MISMATCH
     lines = gpu_bench.replay_lines(wrong)
@@ -218,11 +290,11 @@ def test_an_interrupted_sweep_keeps_the_finished_csvs(tmp_path, monkeypatch):
         return real(model, engine, *args, **kwargs)
 
     monkeypatch.setattr(sweeps, "latency_rows", interrupted)
-    suite = bench.replace_suite("quick", latency_batch_sizes=(1, 2, 25), repeats=1, warmup=0,
-                                memory_max_num_seqs=4)
+    suite = bench.replace_suite(
+        "quick", latency_batch_sizes=(1, 2, 25), repeats=1, warmup=0, memory_max_num_seqs=4
+    )
     with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(suite, "cpu", tmp_path, sweeps=("graph_memory", "latency"),
-                        progress=False)
+        bench.run_bench(suite, "cpu", tmp_path, sweeps=("graph_memory", "latency"), progress=False)
     memory = pd.read_csv(tmp_path / "graph_memory.csv")
     assert set(memory["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
     latency = pd.read_csv(tmp_path / "latency.csv")
@@ -244,10 +316,18 @@ def test_the_probe_sees_the_models_own_attention_call(preset):
         assert call.attn_mask.dtype == model.dtype == call.query.dtype
         assert torch.equal(call.attn_mask, model.attention_mask(positions))
         group = model.config.num_attention_heads // model.config.num_key_value_heads
-        assert call.query.shape == (rows, model.config.num_key_value_heads, group * q,
-                                    model.config.head_dim)
-        assert call.key.shape[2] == 64 and call.backend == sdpa_backend_name(
-            call.query, call.key, call.value, call.attn_mask) == "cpu_flash_attention"
+        assert call.query.shape == (
+            rows,
+            model.config.num_key_value_heads,
+            group * q,
+            model.config.head_dim,
+        )
+        assert (
+            call.key.shape[2] == 64
+            and call.backend
+            == sdpa_backend_name(call.query, call.key, call.value, call.attn_mask)
+            == "cpu_flash_attention"
+        )
     # Only the pad slot's cache row was written.
     for k, v in model.kv_cache():
         assert not k[:4].any() and not v[:4].any() and k[4].any()
@@ -258,15 +338,20 @@ def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
     # largest graph of the pool ratio.
     gpu_bench = load_gpu_bench()
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
-        latency, memory = (pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
-                           for name in ("latency", "graph_memory"))
-    slow = memory.assign(capture_ms=memory["capture_ms"].where(
-        memory["engine"] == bench.LATENCY_ENGINE, 1e6))  # V1 captures made absurdly slow
+        latency, memory = (
+            pd.read_csv(archive.extractfile(f"gpu_check/tiny/{name}.csv"))
+            for name in ("latency", "graph_memory")
+        )
+    slow = memory.assign(
+        capture_ms=memory["capture_ms"].where(memory["engine"] == bench.LATENCY_ENGINE, 1e6)
+    )  # V1 captures made absurdly slow
     targets = gpu_bench.summarize_targets(latency, slow, "tiny", "tiny").set_index("target")
     guard = memory[(memory["engine"] == bench.LATENCY_ENGINE) & (memory["graph_pool"] == "shared")]
     assert targets.loc["slowest capture (ms)", "value"] == guard["capture_ms"].max()
-    separate = memory[(memory["engine"] == bench.LATENCY_ENGINE)
-                      & (memory["graph_pool"] == "separate")]
+    separate = memory[
+        (memory["engine"] == bench.LATENCY_ENGINE) & (memory["graph_pool"] == "separate")
+    ]
     largest = separate.loc[separate["capture_size"].idxmax(), "memory_bytes"]
     assert targets.loc["shared pool / largest graph's own pool", "value"] == pytest.approx(
-        guard["memory_bytes"].sum() / largest)
+        guard["memory_bytes"].sum() / largest
+    )

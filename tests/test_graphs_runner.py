@@ -6,12 +6,12 @@ import pytest
 import torch
 from kvcache import restore, snapshot
 
-from graphlab.errors import GraphlabError
+from graphlab.engine.config import PRESETS
 from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
-from graphlab.engine.config import PRESETS
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
+from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import V0_ENGINES, SizingConfig, get_engine
 
 NUM_SLOTS, MAX_SEQ_LEN = 32, 16
@@ -116,9 +116,9 @@ def test_padding_writes_only_the_pad_row(model):
                 assert torch.equal(real[untouched], ce[:NUM_SLOTS].transpose(1, 2)[untouched])
                 # Padded GEMMs (M = graph size) may differ from eager ones in the last bits of
                 # these O(1) values; a misplaced write would differ by O(1).
-                torch.testing.assert_close(real[~untouched],
-                                           ce[:NUM_SLOTS].transpose(1, 2)[~untouched],
-                                           atol=1e-5, rtol=0)
+                torch.testing.assert_close(
+                    real[~untouched], ce[:NUM_SLOTS].transpose(1, 2)[~untouched], atol=1e-5, rtol=0
+                )
                 assert not torch.equal(c[NUM_SLOTS], c0[NUM_SLOTS])  # the pad row took them
 
 
@@ -156,8 +156,9 @@ def test_emulated_records_are_predicted(model):
     assert [r.size for r in records] == [16, 8, 4, 2, 1]  # largest first
     for r in records:
         assert r.memory_kind == "predicted" and r.pool_bytes is None
-        assert r.predicted_bytes == predict_graph_memory(model.config, r.size, MAX_SEQ_LEN,
-                                                         torch.float32)
+        assert r.predicted_bytes == predict_graph_memory(
+            model.config, r.size, MAX_SEQ_LEN, torch.float32
+        )
         assert r.capture_ms > 0 and r.backend == "cpu-emulated"
     # In the shared pool the largest graph's blocks serve every smaller one.
     assert [r.memory_bytes for r in records] == [records[0].predicted_bytes, 0, 0, 0, 0]
@@ -185,8 +186,11 @@ def test_bad_inputs_are_clear_errors(model):
     cfg = SizingConfig(8)
     with pytest.raises(GraphlabError, match="engine 'vllm-9' is not one of"):
         ModelRunner(model, "vllm-9", cfg)
-    with pytest.raises(GraphlabError, match="V0-shaped runner's engine 'vllm-0.13.0' is not one "
-                                            "of vllm-0.5.5, vllm-0.6.0, adaptive"):
+    with pytest.raises(
+        GraphlabError,
+        match="V0-shaped runner's engine 'vllm-0.13.0' is not one "
+        "of vllm-0.5.5, vllm-0.6.0, adaptive",
+    ):
         ModelRunner(model, "vllm-0.13.0", cfg)
     with pytest.raises(GraphlabError, match="graph_pool 'pooled'"):
         ModelRunner(model, "vllm-0.6.0", cfg, graph_pool="pooled")

@@ -10,8 +10,19 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "graphlab"
 # Each layer may import its own and those of a lower rank; views stand beside the engine.
-RANKS = {"errors": 0, "progress": 0, "lazy": 0, "sizing": 1, "engine": 2, "specdec": 3,
-         "bench": 4, "against_vllm": 4, "cli": 5, "__main__": 6, "__init__": 6}
+RANKS = {
+    "errors": 0,
+    "progress": 0,
+    "lazy": 0,
+    "sizing": 1,
+    "engine": 2,
+    "specdec": 3,
+    "bench": 4,
+    "against_vllm": 4,
+    "cli": 5,
+    "__main__": 6,
+    "__init__": 6,
+}
 VIEWS_MAY_IMPORT = {"errors", "progress", "lazy", "sizing", "views"}
 SUBPACKAGES = ("sizing", "engine", "specdec", "bench", "views", "against_vllm", "cli")
 MAX_LINES, ENGINE_TABLE_MAX_LINES = 400, 650
@@ -42,8 +53,9 @@ def imported_layers(path: Path) -> set[tuple[str, int]]:
             parts = name.split(".")
             if parts[0] == "graphlab":
                 target = parts[1] if len(parts) > 1 else "__init__"
-                found.add((target if target in RANKS or target == "views" else "__init__",
-                           node.lineno))
+                found.add(
+                    (target if target in RANKS or target == "views" else "__init__", node.lineno)
+                )
     return found
 
 
@@ -64,9 +76,12 @@ def test_the_layers_import_only_downwards():
 
 
 def test_bench_and_against_vllm_stay_apart():
-    crossing = [f"{p.relative_to(PACKAGE.parent)}:{line}" for p in modules()
-                for target, line in imported_layers(p)
-                if {layer(p), target} == {"bench", "against_vllm"}]
+    crossing = [
+        f"{p.relative_to(PACKAGE.parent)}:{line}"
+        for p in modules()
+        for target, line in imported_layers(p)
+        if {layer(p), target} == {"bench", "against_vllm"}
+    ]
     assert not crossing, crossing
 
 
@@ -78,13 +93,20 @@ def test_sizing_never_imports_torch():
             elif isinstance(node, ast.ImportFrom):
                 assert (node.module or "").split(".")[0] != "torch", path
     names = sorted(f"graphlab.sizing.{p.stem}" for p in (PACKAGE / "sizing").glob("*.py"))
-    code = ("import importlib, sys\n"
-            f"for name in {names!r}: importlib.import_module(name)\n"
-            "import graphlab\n"
-            "graphlab.SizingConfig, graphlab.audit, graphlab.plan\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          cwd=PACKAGE.parent, timeout=120)
+    code = (
+        "import importlib, sys\n"
+        f"for name in {names!r}: importlib.import_module(name)\n"
+        "import graphlab\n"
+        "graphlab.SizingConfig, graphlab.audit, graphlab.plan\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=PACKAGE.parent,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
 
@@ -106,6 +128,9 @@ def test_no_private_name_imported_across_modules():
     for path in [*modules(), *Path(__file__).parent.glob("*.py")]:
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("graphlab"):
-                private += [f"{path.name}:{node.lineno} {alias.name}" for alias in node.names
-                            if alias.name.startswith("_")]
+                private += [
+                    f"{path.name}:{node.lineno} {alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_")
+                ]
     assert not private, private

@@ -8,12 +8,17 @@ import torch.nn.functional as F
 from kvcache import restore, snapshot
 
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
-from graphlab.errors import GraphlabError
 from graphlab.engine.config import PRESETS, ModelConfig
 from graphlab.engine.model import RMSNorm, build_model
+from graphlab.errors import GraphlabError
 
-LLAMA3_ROPE = dict(rope_type="llama3", factor=8.0, low_freq_factor=1.0, high_freq_factor=4.0,
-                   original_max_position_embeddings=64)
+LLAMA3_ROPE = dict(
+    rope_type="llama3",
+    factor=8.0,
+    low_freq_factor=1.0,
+    high_freq_factor=4.0,
+    original_max_position_embeddings=64,
+)
 
 
 pytestmark = pytest.mark.usefixtures("one_thread")
@@ -23,9 +28,17 @@ def hf_llama(tmp_path, rope_scaling=None, tie=False):
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(0)
     config = transformers.LlamaConfig(
-        vocab_size=512, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
-        rope_theta=500000.0, rope_scaling=rope_scaling, tie_word_embeddings=tie)
+        vocab_size=512,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        rope_theta=500000.0,
+        rope_scaling=rope_scaling,
+        tie_word_embeddings=tie,
+    )
     model = transformers.LlamaForCausalLM(config).eval()
     model.save_pretrained(tmp_path)
     return model
@@ -37,7 +50,7 @@ def decode_all(model, ids, seq_slots):
     pos = torch.arange(length).repeat(n, 1)
     outs = [model(ids[:, :-2], pos[:, :-2], seq_slots)]
     for t in range(length - 2, length):
-        outs.append(model(ids[:, t:t + 1], pos[:, t:t + 1], seq_slots))
+        outs.append(model(ids[:, t : t + 1], pos[:, t : t + 1], seq_slots))
     return torch.cat(outs, dim=1)
 
 
@@ -81,8 +94,9 @@ def test_tied_checkpoint_from_transformers_loads(tmp_path):
     model.allocate_kv_cache(1, 8)
     ids = torch.tensor([[5, 7, 11]])
     with torch.no_grad():
-        torch.testing.assert_close(model(ids, torch.arange(3)[None], torch.tensor([0])),
-                                   hf(ids).logits, atol=1e-4, rtol=0)
+        torch.testing.assert_close(
+            model(ids, torch.arange(3)[None], torch.tensor([0])), hf(ids).logits, atol=1e-4, rtol=0
+        )
 
 
 def test_rows_sharing_a_slot_equal_one_multi_token_row():
@@ -137,10 +151,14 @@ def test_checkpoint_keeps_hugging_face_projections_and_fused_matrices_stack_them
     state = safetensors.load_file(str(tmp_path / "model.safetensors"))
     attn, mlp = model.model.layers[1].self_attn, model.model.layers[1].mlp
     layer = "model.layers.1."
-    assert torch.equal(attn.qkv_proj.weight, torch.cat(
-        [state[layer + f"self_attn.{p}.weight"] for p in ("q_proj", "k_proj", "v_proj")]))
-    assert torch.equal(mlp.gate_up_proj.weight, torch.cat(
-        [state[layer + f"mlp.{p}.weight"] for p in ("gate_proj", "up_proj")]))
+    assert torch.equal(
+        attn.qkv_proj.weight,
+        torch.cat([state[layer + f"self_attn.{p}.weight"] for p in ("q_proj", "k_proj", "v_proj")]),
+    )
+    assert torch.equal(
+        mlp.gate_up_proj.weight,
+        torch.cat([state[layer + f"mlp.{p}.weight"] for p in ("gate_proj", "up_proj")]),
+    )
     assert not any("qkv" in name or "gate_up" in name for name in state)
     assert "lm_head.weight" not in state  # tied: loaders re-tie it
     assert set(state) == set(model.hf_parameters())
@@ -170,14 +188,16 @@ def test_default_weights_give_a_non_degenerate_greedy_continuation(preset):
     # fixed std 0.02 the tiny and 100m greedy texts repeat their last token >90% of the time).
     model = build_model(preset, seed=7)
     model.allocate_kv_cache(1, 48)
-    tokens = torch.randint(0, model.config.vocab_size, (8,),
-                           generator=torch.Generator().manual_seed(0)).tolist()
+    tokens = torch.randint(
+        0, model.config.vocab_size, (8,), generator=torch.Generator().manual_seed(0)
+    ).tolist()
     with torch.no_grad():
         logits = model(torch.tensor([tokens]), torch.arange(8)[None], torch.tensor([0]))[0, -1]
         while len(tokens) < 48:
             tokens.append(int(logits.argmax()))
-            logits = model(torch.tensor([tokens[-1:]]), torch.tensor([[len(tokens) - 1]]),
-                           torch.tensor([0]))[0, 0]
+            logits = model(
+                torch.tensor([tokens[-1:]]), torch.tensor([[len(tokens) - 1]]), torch.tensor([0])
+            )[0, 0]
     continuation = tokens[7:]  # the prompt's last token, then 40 generated
     repeats = sum(a == b for a, b in zip(continuation, continuation[1:]))
     assert repeats <= 8 and len(set(continuation[1:])) >= 24
@@ -197,20 +217,29 @@ def test_presets_have_the_documented_shapes():
     assert PRESETS["tiny"].head_dim >= 32
     assert 95e6 < PRESETS["100m"].num_parameters() < 105e6
     one_b = PRESETS["1b"]
-    assert (one_b.hidden_size, one_b.num_hidden_layers, one_b.num_attention_heads,
-            one_b.num_key_value_heads, one_b.intermediate_size, one_b.vocab_size,
-            one_b.tie_word_embeddings) == (2048, 16, 32, 8, 8192, 128256, True)
+    assert (
+        one_b.hidden_size,
+        one_b.num_hidden_layers,
+        one_b.num_attention_heads,
+        one_b.num_key_value_heads,
+        one_b.intermediate_size,
+        one_b.vocab_size,
+        one_b.tie_word_embeddings,
+    ) == (2048, 16, 32, 8, 8192, 128256, True)
     tiny = build_model("tiny")
     assert sum(p.numel() for p in tiny.parameters()) == PRESETS["tiny"].num_parameters()
 
 
-@pytest.mark.parametrize("ids, pos, seq_slots, message", [
-    ([[1]], [[8]], [0], "positions out of range"),
-    ([[512]], [[0]], [0], "input_ids out of range"),
-    ([[1]], [[0]], [2], "seq_slots out of range"),
-    ([[1], [2]], [[3], [3]], [1, 1], "same KV cache cell"),
-    ([[1]], [[0], [1]], [0], "must both be"),
-])
+@pytest.mark.parametrize(
+    "ids, pos, seq_slots, message",
+    [
+        ([[1]], [[8]], [0], "positions out of range"),
+        ([[512]], [[0]], [0], "input_ids out of range"),
+        ([[1]], [[0]], [2], "seq_slots out of range"),
+        ([[1], [2]], [[3], [3]], [1, 1], "same KV cache cell"),
+        ([[1]], [[0], [1]], [0], "must both be"),
+    ],
+)
 def test_check_inputs_names_the_problem(ids, pos, seq_slots, message):
     model = build_model("tiny")
     model.allocate_kv_cache(num_slots=2, max_seq_len=8)
@@ -263,14 +292,24 @@ def test_vllm_loads_the_export_and_decodes_the_same_greedy_tokens(tmp_path):
         logits = model(torch.tensor([ids]), torch.arange(len(ids))[None], torch.tensor([0]))
         for _ in range(6):
             ours.append(int(logits[0, -1].argmax()))
-            logits = model(torch.tensor([[ours[-1]]]), torch.tensor([[len(ids)]]),
-                           torch.tensor([0]))
+            logits = model(
+                torch.tensor([[ours[-1]]]), torch.tensor([[len(ids)]]), torch.tensor([0])
+            )
             ids.append(ours[-1])
     # A subprocess: vLLM's CPU backend pins this process's threads.
-    env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", VLLM_ENABLE_V1_MULTIPROCESSING="0",
-               HF_HUB_OFFLINE="1")
-    run = subprocess.run([sys.executable, "-c", VLLM_GREEDY, str(tmp_path), json.dumps(prompt)],
-                         capture_output=True, text=True, env=env, timeout=240)
+    env = dict(
+        os.environ,
+        VLLM_CPU_KVCACHE_SPACE="1",
+        VLLM_ENABLE_V1_MULTIPROCESSING="0",
+        HF_HUB_OFFLINE="1",
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", VLLM_GREEDY, str(tmp_path), json.dumps(prompt)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=240,
+    )
     lines = [line for line in run.stdout.splitlines() if line.startswith("TOKENS ")]
     assert lines, run.stderr[-2000:]
     assert json.loads(lines[-1].removeprefix("TOKENS ")) == ours

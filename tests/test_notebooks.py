@@ -15,7 +15,9 @@ import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("run_notebooks", ROOT / "scripts" / "run_notebooks.py")
+_spec = importlib.util.spec_from_file_location(
+    "run_notebooks", ROOT / "scripts" / "run_notebooks.py"
+)
 run_notebooks = importlib.util.module_from_spec(_spec)
 sys.modules["run_notebooks"] = run_notebooks  # dataclasses look their module up there
 _spec.loader.exec_module(run_notebooks)
@@ -122,7 +124,10 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
     verify = _printed(nb, "verify_batches(v1_engine, v1_cfg)")
     # CI: 160 requests x 4 tokens; the FULL graphs stop at vLLM's 512-token ceiling.
     assert "FULL decode graphs: 49 token counts, 4..512" in verify
-    assert "32 of 160 verify batch sizes leave the graphs: 129..160 requests (516..640 tokens)" in verify
+    assert (
+        "32 of 160 verify batch sizes leave the graphs: 129..160 requests (516..640 tokens)"
+        in verify
+    )
     cliff = _printed(nb, "latency_rows(")
     assert "512 tokens on the 512-token graph" in cliff and "516 tokens, no graph" in cliff
     assert cliff.startswith("cpu-emulated") == ("cpu-emulated: a 'graph' step" in cliff)
@@ -144,8 +149,10 @@ def test_adaptive_price_text_is_computed_from_its_frame(executed):
     g, a = by.loc[(8, "vllm-0.6.0")], by.loc[(8, "adaptive")]
     nb = nbformat.read(out / "notebooks" / "04_adaptive_sizing.ipynb", as_version=4)
     text = _printed(nb, "price.set_index(")
-    assert (f"k = 8: guard {g.num_graphs} graphs, {g.graph_fraction:.0%} of reachable batches on "
-            f"a graph ({g.eager_fraction:.0%} eager); adaptive {a.num_graphs} graphs") in text
+    assert (
+        f"k = 8: guard {g.num_graphs} graphs, {g.graph_fraction:.0%} of reachable batches on "
+        f"a graph ({g.eager_fraction:.0%} eager); adaptive {a.num_graphs} graphs"
+    ) in text
     assert f"capture {g.capture_ms:.1f} ms vs {a.capture_ms:.1f} ms" in text
     assert (a.graph_fraction, a.num_graphs, g.num_graphs) == (1.0, 12, 4)
 
@@ -173,8 +180,12 @@ def test_runner_reports_an_unknown_notebook():
 
 
 def test_summary_table_lists_status_and_detail():
-    table = run_notebooks.summary([run_notebooks.Result("00_setup_check", 1.25, "ok"),
-                                   run_notebooks.Result("02_the_crash", 3.0, "failed", "KeyError")])
+    table = run_notebooks.summary(
+        [
+            run_notebooks.Result("00_setup_check", 1.25, "ok"),
+            run_notebooks.Result("02_the_crash", 3.0, "failed", "KeyError"),
+        ]
+    )
     lines = table.splitlines()
     assert lines[0].split() == ["notebook", "seconds", "status"]
     assert lines[1].split() == ["00_setup_check", "1.2", "ok"]
@@ -198,7 +209,9 @@ def test_committed_notebook_is_what_the_filter_stores(name):
 
 
 def _git(cwd, *args):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True
+    ).stdout
 
 
 @pytest.mark.notebooks
@@ -215,9 +228,15 @@ def test_running_a_notebook_in_place_leaves_the_tree_clean(tmp_path):
     _git(tmp_path, "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone))
     _git(clone, "config", "filter.nbstrip.clean", f"{sys.executable} scripts/nbstrip.py")
     notebook = clone / "notebooks" / "00_setup_check.ipynb"
-    papermill.execute_notebook(str(notebook), str(notebook), parameters={"ci": True, "out_dir": str(tmp_path / "out")},
-                               kernel_name="python3", cwd=str(notebook.parent), progress_bar=False,
-                               extra_arguments=run_notebooks.KERNEL_ARGS)
+    papermill.execute_notebook(
+        str(notebook),
+        str(notebook),
+        parameters={"ci": True, "out_dir": str(tmp_path / "out")},
+        kernel_name="python3",
+        cwd=str(notebook.parent),
+        progress_bar=False,
+        extra_arguments=run_notebooks.KERNEL_ARGS,
+    )
     executed = nbformat.read(notebook, as_version=4)
     assert any(c.get("outputs") for c in executed.cells) and "papermill" in executed.metadata
     assert _git(clone, "diff", "--name-only", "HEAD") == ""

@@ -9,11 +9,25 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.plan import MIB, V1_ENGINES, Budget, SizeTable, Workload, evaluate, plan, read_graph_memory, read_latency, read_spec_decode_steps, uniform_workload
-from graphlab.sizing.engines import SizingConfig, round_for_spec_decode, get_engine
+from graphlab.sizing.engines import SizingConfig, get_engine, round_for_spec_decode
+from graphlab.sizing.plan import (
+    MIB,
+    V1_ENGINES,
+    Budget,
+    SizeTable,
+    Workload,
+    evaluate,
+    plan,
+    read_graph_memory,
+    read_latency,
+    read_spec_decode_steps,
+    uniform_workload,
+)
 
-V0, V1 = dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0), \
-    dict(engine="vllm-0.33.0", batch_unit="tokens", num_speculative_tokens=3)
+V0, V1 = (
+    dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0),
+    dict(engine="vllm-0.33.0", batch_unit="tokens", num_speculative_tokens=3),
+)
 CAPTURED = (4, 8, 16, 24)  # multiples of 1 + k = 4: sizes a V1 run with k = 3 captures
 
 
@@ -24,10 +38,27 @@ def bench_latency(run: dict, model: str = "tiny", scale: float = 1.0) -> pd.Data
     rows = []
     for n in range(q, 29, q):
         graph = next((g for g in CAPTURED if g >= n), None)
-        common = dict(run, model=model, dtype="float32", backend="cpu-emulated", num_reqs=n // q, batch_size=n)
-        rows.append(dict(common, mode="eager", path="eager", graph_size=None, median_ms=scale * (1.2 + n / 50)))
-        rows.append(dict(common, mode="graph", path="graph" if graph else "eager", graph_size=graph,
-                         median_ms=scale * (1 + graph / 100) if graph else scale * (1.2 + n / 50)))
+        common = dict(
+            run, model=model, dtype="float32", backend="cpu-emulated", num_reqs=n // q, batch_size=n
+        )
+        rows.append(
+            dict(
+                common,
+                mode="eager",
+                path="eager",
+                graph_size=None,
+                median_ms=scale * (1.2 + n / 50),
+            )
+        )
+        rows.append(
+            dict(
+                common,
+                mode="graph",
+                path="graph" if graph else "eager",
+                graph_size=graph,
+                median_ms=scale * (1 + graph / 100) if graph else scale * (1.2 + n / 50),
+            )
+        )
     return pd.DataFrame(rows)
 
 
@@ -38,9 +69,21 @@ def bench_memory(run: dict, model: str = "tiny", per_size: int = 1000) -> pd.Dat
     for pool in ("shared", "separate"):
         for order, size in enumerate(sorted(CAPTURED, reverse=True)):
             own = per_size * size
-            rows.append(dict(run, model=model, dtype="float32", backend="cpu-emulated", graph_pool=pool,
-                             capture_order=order, capture_size=size, num_reqs=size // 4, predicted_bytes=own,
-                             memory_bytes=own if pool == "separate" or order == 0 else 0, memory_kind="predicted"))
+            rows.append(
+                dict(
+                    run,
+                    model=model,
+                    dtype="float32",
+                    backend="cpu-emulated",
+                    graph_pool=pool,
+                    capture_order=order,
+                    capture_size=size,
+                    num_reqs=size // 4,
+                    predicted_bytes=own,
+                    memory_bytes=own if pool == "separate" or order == 0 else 0,
+                    memory_kind="predicted",
+                )
+            )
     return pd.DataFrame(rows)
 
 
@@ -50,18 +93,41 @@ def bench_steps() -> pd.DataFrame:
     rows = []
     for engine, shift in (("vllm-0.6.0", 0), ("adaptive", 1)):
         for step, (kind, seqs, speculating) in enumerate(
-                [("prefill", 1, 0), ("decode", 1, 0), ("decode", 3, 2), ("decode", 3, 2), ("decode", 8, 8 - shift)]):
-            rows.append(dict(engine=engine, model="tiny", dtype="float32", max_num_seqs=8, num_speculative_tokens=4,
-                             step=step, kind=kind, num_seqs=seqs, num_speculating=speculating,
-                             batch_size=seqs + 4 * speculating, backend="cpu-emulated"))
+            [
+                ("prefill", 1, 0),
+                ("decode", 1, 0),
+                ("decode", 3, 2),
+                ("decode", 3, 2),
+                ("decode", 8, 8 - shift),
+            ]
+        ):
+            rows.append(
+                dict(
+                    engine=engine,
+                    model="tiny",
+                    dtype="float32",
+                    max_num_seqs=8,
+                    num_speculative_tokens=4,
+                    step=step,
+                    kind=kind,
+                    num_seqs=seqs,
+                    num_speculating=speculating,
+                    batch_size=seqs + 4 * speculating,
+                    backend="cpu-emulated",
+                )
+            )
     return pd.DataFrame(rows)
 
 
 @pytest.fixture
 def bench(tmp_path):
     """A bench output folder like a current quick run's: V0 and V1 latency and memory rows, two engines' steps."""
-    pd.concat([bench_latency(V0), bench_latency(V1, scale=2.0)]).to_csv(tmp_path / "latency.csv", index=False)
-    pd.concat([bench_memory(V0), bench_memory(V1, per_size=3000)]).to_csv(tmp_path / "graph_memory.csv", index=False)
+    pd.concat([bench_latency(V0), bench_latency(V1, scale=2.0)]).to_csv(
+        tmp_path / "latency.csv", index=False
+    )
+    pd.concat([bench_memory(V0), bench_memory(V1, per_size=3000)]).to_csv(
+        tmp_path / "graph_memory.csv", index=False
+    )
     bench_steps().to_csv(tmp_path / "spec_decode_steps.csv", index=False)
     return tmp_path
 
@@ -77,7 +143,9 @@ def random_latency(rng, top: int) -> tuple[SizeTable, SizeTable]:
     sizes = np.arange(1, top + 1)
     graph = 1.0 + np.cumsum(rng.uniform(0.0, 0.2, top))
     eager = graph + rng.uniform(-0.5, 0.6, top)
-    return SizeTable(sizes, graph, "graph"), SizeTable(sizes, np.maximum.accumulate(np.maximum(eager, 0.1)), "eager")
+    return SizeTable(sizes, graph, "graph"), SizeTable(
+        sizes, np.maximum.accumulate(np.maximum(eager, 0.1)), "eager"
+    )
 
 
 def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
@@ -108,14 +176,18 @@ def plan_key(result, latency):
 
 def small_cases():
     rng = np.random.default_rng(7)
-    for engine, seqs, k, tokens in itertools.product(V1_ENGINES, (1, 3, 5, 9), (0, 1, 2), (None, 7)):
+    for engine, seqs, k, tokens in itertools.product(
+        V1_ENGINES, (1, 3, 5, 9), (0, 1, 2), (None, 7)
+    ):
         cfg = SizingConfig(seqs, k, tokens)
         if tokens is not None and tokens < seqs:
             continue
         q, top = 1 + k, min(tokens or 10**6, seqs * (1 + k))
         if top // q > 11:
             continue
-        observed = Workload.from_counts(rng.integers(1, top + 1, 6), rng.integers(1, 5, 6), "random")
+        observed = Workload.from_counts(
+            rng.integers(1, top + 1, 6), rng.integers(1, 5, 6), "random"
+        )
         for workload in (None, observed):
             yield engine, cfg, workload, rng
 
@@ -132,14 +204,23 @@ def test_padding_optimum_equals_brute_force(chunk):
     for engine, cfg, workload, rng in CASES[chunk::3]:
         load = workload or uniform_workload(engine, cfg)
         memory = linear_memory(200)
-        for budget in (Budget(1), Budget(2), Budget(3), Budget(None, 0.06), Budget(2, 0.0485 + 0.001 * rng.integers(0, 9)),
-                       Budget(3, 0.15, "separate"), Budget(None, 0.1, "separate")):
+        for budget in (
+            Budget(1),
+            Budget(2),
+            Budget(3),
+            Budget(None, 0.06),
+            Budget(2, 0.0485 + 0.001 * rng.integers(0, 9)),
+            Budget(3, 0.15, "separate"),
+            Budget(None, 0.1, "separate"),
+        ):
             try:
                 result = plan(engine, cfg, workload, budget, memory)
             except GraphlabError:  # the budget is below the smallest graph
                 assert brute_force(engine, cfg, load, budget, memory) is None
                 continue
-            assert plan_key(result, False) == pytest.approx(brute_force(engine, cfg, load, budget, memory)), (cfg, budget)
+            assert plan_key(result, False) == pytest.approx(
+                brute_force(engine, cfg, load, budget, memory)
+            ), (cfg, budget)
             assert budget.max_graphs is None or len(result.capture_sizes) <= budget.max_graphs
 
 
@@ -154,7 +235,9 @@ def test_latency_optimum_equals_brute_force(chunk):
             except GraphlabError:
                 assert brute_force(engine, cfg, load, budget, memory, latency) is None
                 continue
-            assert plan_key(result, True) == pytest.approx(brute_force(engine, cfg, load, budget, memory, latency))
+            assert plan_key(result, True) == pytest.approx(
+                brute_force(engine, cfg, load, budget, memory, latency)
+            )
 
 
 def property_configs():
@@ -171,16 +254,23 @@ def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine,
     if not default:  # 0.12/0.13 refuse to start there: no default to beat
         return
     memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
-    budget_mib = evaluate(engine, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+    budget_mib = (
+        evaluate(engine, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+    )
     for budget in (Budget(len(default)), Budget(len(default), budget_mib)):
         free = plan(engine, cfg, None, budget, memory)
         assert free.plan.graph_fraction >= free.default.graph_fraction
-        assert free.plan.memory_bytes <= free.default.memory_bytes + 1e-6 or budget.memory_mib is None
+        assert (
+            free.plan.memory_bytes <= free.default.memory_bytes + 1e-6 or budget.memory_mib is None
+        )
         same = plan(engine, cfg, None, budget, memory, max_capture_size=default[-1])
         assert same.plan.graph_fraction == pytest.approx(same.default.graph_fraction)
         assert same.plan.mean_padding_waste <= same.default.mean_padding_waste + 1e-9
     # Coverage first: with only a graph budget the largest reachable batch always has a graph.
-    assert free.capture_sizes[-1] >= uniform_workload(engine, cfg).sizes[-1] or budget.memory_mib is not None
+    assert (
+        free.capture_sizes[-1] >= uniform_workload(engine, cfg).sizes[-1]
+        or budget.memory_mib is not None
+    )
 
 
 @pytest.mark.parametrize("engine", V1_ENGINES)
@@ -188,10 +278,15 @@ def test_plans_only_sizes_vllm_keeps(engine):
     for seqs, k, tokens in ((256, 4, None), (6, 6, None), (100, 3, 300), (33, 0, 40)):
         cfg = SizingConfig(seqs, k, tokens)
         sizes = list(plan(engine, cfg, budget=Budget(12)).capture_sizes)
-        assert round_for_spec_decode(sizes, cfg.decode_query_len) == sizes or sorted(
-            round_for_spec_decode(sizes, cfg.decode_query_len)) == sizes
-        assert all(s % cfg.decode_query_len == 0 and s <= get_engine(engine).effective_max_num_batched_tokens(cfg)
-                   for s in sizes)
+        assert (
+            round_for_spec_decode(sizes, cfg.decode_query_len) == sizes
+            or sorted(round_for_spec_decode(sizes, cfg.decode_query_len)) == sizes
+        )
+        assert all(
+            s % cfg.decode_query_len == 0
+            and s <= get_engine(engine).effective_max_num_batched_tokens(cfg)
+            for s in sizes
+        )
 
 
 def test_reference_config_plan_and_default():
@@ -205,7 +300,12 @@ def test_reference_config_plan_and_default():
 
 def test_memory_budget_leaves_top_batches_eager_and_says_why():
     memory = linear_memory(2000)
-    result = plan("vllm-0.33.0", SizingConfig(64, 3), budget=Budget(8, memory(np.array([100]))[0] / MIB), memory=memory)
+    result = plan(
+        "vllm-0.33.0",
+        SizingConfig(64, 3),
+        budget=Budget(8, memory(np.array([100]))[0] / MIB),
+        memory=memory,
+    )
     assert result.capture_sizes[-1] == 100 and result.eager_sizes[0] == 104
     assert "memory budget" in result.eager_reason
 
@@ -221,50 +321,86 @@ def test_spec_decode_steps_tokens_equal_batch_expansion_rows(bench):
 
 def test_latency_reads_the_v1_token_rows_of_a_mixed_file(bench):
     graph, eager = read_latency(bench / "latency.csv")
-    assert graph(np.array([8]))[0] == pytest.approx(2.0 * 1.08) and eager(np.array([12]))[0] == pytest.approx(2.0 * 1.44)
-    assert graph(np.array([12]))[0] == pytest.approx((graph(np.array([8]))[0] + graph(np.array([16]))[0]) / 2)
+    assert graph(np.array([8]))[0] == pytest.approx(2.0 * 1.08) and eager(np.array([12]))[
+        0
+    ] == pytest.approx(2.0 * 1.44)
+    assert graph(np.array([12]))[0] == pytest.approx(
+        (graph(np.array([8]))[0] + graph(np.array([16]))[0]) / 2
+    )
     assert graph.kind == "cpu-emulated" and graph.note == ""
     with pytest.raises(GraphlabError, match=r"has sizes 4\.\.24; size 25 is outside"):
         graph(np.array([25]))
-    with pytest.raises(GraphlabError, match=r"has sizes 4\.\.28"):  # the V0 rows start at 1: not read
+    with pytest.raises(
+        GraphlabError, match=r"has sizes 4\.\.28"
+    ):  # the V0 rows start at 1: not read
         eager(np.array([1]))
-    v0 = read_latency(bench / "latency.csv", engine="vllm-0.6.0")  # picked: the V0 rows, with their note
-    assert v0[1](np.array([1]))[0] == pytest.approx(1.22) and "V0 rows (one token per request) stand in" in v0[0].note
+    v0 = read_latency(
+        bench / "latency.csv", engine="vllm-0.6.0"
+    )  # picked: the V0 rows, with their note
+    assert (
+        v0[1](np.array([1]))[0] == pytest.approx(1.22)
+        and "V0 rows (one token per request) stand in" in v0[0].note
+    )
 
 
 def test_v0_rows_stand_in_for_tokens_and_the_plan_says_so(tmp_path):
     bench_latency(V0).to_csv(tmp_path / "latency.csv", index=False)
     latency = read_latency(tmp_path / "latency.csv")
-    assert latency[0](np.array([4]))[0] == pytest.approx(1.04) and latency[1](np.array([5]))[0] == pytest.approx(1.3)
+    assert latency[0](np.array([4]))[0] == pytest.approx(1.04) and latency[1](np.array([5]))[
+        0
+    ] == pytest.approx(1.3)
     result = plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2), latency=latency)
     assert sum("V0 rows (one token per request) stand in" in note for note in result.notes) == 1
-    assert not any("V0" in note for note in plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2)).notes)
+    assert not any(
+        "V0" in note for note in plan("vllm-0.33.0", SizingConfig(6, 3), budget=Budget(2)).notes
+    )
 
 
 def test_two_models_are_never_mixed(tmp_path):
-    pd.concat([bench_latency(V0), bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]).to_csv(
-        tmp_path / "latency.csv", index=False)
+    pd.concat(
+        [bench_latency(V0), bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]
+    ).to_csv(tmp_path / "latency.csv", index=False)
     pd.concat([bench_memory(V1, "100m"), bench_memory(V1, "1b", per_size=7000)]).to_csv(
-        tmp_path / "graph_memory.csv", index=False)
+        tmp_path / "graph_memory.csv", index=False
+    )
     for read in (read_latency, read_graph_memory):
         with pytest.raises(GraphlabError, match="several model: 100m, 1b; pick one with --model"):
             read(tmp_path / f"{'latency' if read is read_latency else 'graph_memory'}.csv")
-    assert read_latency(tmp_path / "latency.csv", model="1b")[0](np.array([8]))[0] == pytest.approx(5.0 * 1.08)
-    assert read_graph_memory(tmp_path / "graph_memory.csv", model="1b")(np.array([8]))[0] == 7000 * 8
+    assert read_latency(tmp_path / "latency.csv", model="1b")[0](np.array([8]))[0] == pytest.approx(
+        5.0 * 1.08
+    )
+    assert (
+        read_graph_memory(tmp_path / "graph_memory.csv", model="1b")(np.array([8]))[0] == 7000 * 8
+    )
     with pytest.raises(GraphlabError, match="no rows with model=7b; it has 100m, 1b"):
         read_latency(tmp_path / "latency.csv", model="7b")
-    pd.concat([bench_latency(V1), bench_latency(dict(V1, num_speculative_tokens=5))]).to_csv(tmp_path / "k.csv", index=False)
-    with pytest.raises(GraphlabError, match="several num_speculative_tokens: 3, 5; pick one with --bench-k"):
+    pd.concat([bench_latency(V1), bench_latency(dict(V1, num_speculative_tokens=5))]).to_csv(
+        tmp_path / "k.csv", index=False
+    )
+    with pytest.raises(
+        GraphlabError, match="several num_speculative_tokens: 3, 5; pick one with --bench-k"
+    ):
         read_latency(tmp_path / "k.csv")
-    assert read_latency(tmp_path / "k.csv", num_speculative_tokens=5)[0].sizes.tolist() == [8, 16, 24]
+    assert read_latency(tmp_path / "k.csv", num_speculative_tokens=5)[0].sizes.tolist() == [
+        8,
+        16,
+        24,
+    ]
 
 
 def test_graph_memory_table_is_per_graph(bench):
-    memory = read_graph_memory(bench / "graph_memory.csv")  # the V1 rows' separate pool: each graph's own
-    assert memory.kind == "predicted" and memory(np.array([8, 24])).tolist() == [3000 * 8, 3000 * 24]
+    memory = read_graph_memory(
+        bench / "graph_memory.csv"
+    )  # the V1 rows' separate pool: each graph's own
+    assert memory.kind == "predicted" and memory(np.array([8, 24])).tolist() == [
+        3000 * 8,
+        3000 * 24,
+    ]
     shared = bench_memory(V1)
     shared[shared.graph_pool == "shared"].to_csv(bench / "shared.csv", index=False)
-    assert read_graph_memory(bench / "shared.csv")(np.array([8]))[0] == 1000 * 8  # predicted_bytes, not the 0 increment
+    assert (
+        read_graph_memory(bench / "shared.csv")(np.array([8]))[0] == 1000 * 8
+    )  # predicted_bytes, not the 0 increment
 
 
 def run(capsys, *argv):
@@ -274,30 +410,83 @@ def run(capsys, *argv):
 
 
 def test_cli_json(capsys):
-    code, out, err = run(capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4", "--max-graphs", "40", "--json")
+    code, out, err = run(
+        capsys,
+        "--max-num-seqs",
+        "256",
+        "--num-speculative-tokens",
+        "4",
+        "--max-graphs",
+        "40",
+        "--json",
+    )
     d = json.loads(out)
     assert code == 0 and err == ""
-    for key in ("capture_sizes", "mean_padding_waste", "graph_fraction", "default_capture_sizes",
-                "default_mean_padding_waste", "default_graph_fraction", "vllm_flag"):
+    for key in (
+        "capture_sizes",
+        "mean_padding_waste",
+        "graph_fraction",
+        "default_capture_sizes",
+        "default_mean_padding_waste",
+        "default_graph_fraction",
+        "vllm_flag",
+    ):
         assert key in d
-    assert d["vllm_flag"] == "--compilation-config '" + json.dumps({"cudagraph_capture_sizes": d["capture_sizes"]}) + "'"
+    assert (
+        d["vllm_flag"]
+        == "--compilation-config '"
+        + json.dumps({"cudagraph_capture_sizes": d["capture_sizes"]})
+        + "'"
+    )
     assert len(d["capture_sizes"]) == 40 and d["graph_fraction"] == 1.0
-    assert d["default_capture_sizes"] == list(get_engine("vllm-0.33.0").capture_sizes(SizingConfig(256, 4)))
+    assert d["default_capture_sizes"] == list(
+        get_engine("vllm-0.33.0").capture_sizes(SizingConfig(256, 4))
+    )
 
 
 def test_cli_text_with_csvs(capsys, tmp_path, bench):
     observed = tmp_path / "observed.csv"
     observed.write_text("batch_size,count\n4,10\n8,1\n12,3\n")
-    code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes", str(observed),
-                       "--max-graphs", "2", "--latency", str(bench / "latency.csv"), "--graph-memory",
-                       str(bench / "graph_memory.csv"), "--memory-mib", "1")
-    assert code == 0 and "vllm: --compilation-config" in out and "mean step" in out and "memory 0." in out
+    code, out, _ = run(
+        capsys,
+        "--max-num-seqs",
+        "8",
+        "--num-speculative-tokens",
+        "3",
+        "--batch-sizes",
+        str(observed),
+        "--max-graphs",
+        "2",
+        "--latency",
+        str(bench / "latency.csv"),
+        "--graph-memory",
+        str(bench / "graph_memory.csv"),
+        "--memory-mib",
+        "1",
+    )
+    assert (
+        code == 0
+        and "vllm: --compilation-config" in out
+        and "mean step" in out
+        and "memory 0." in out
+    )
 
 
 def test_cli_picks_a_model(capsys, tmp_path):
-    pd.concat([bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]).to_csv(tmp_path / "l.csv", index=False)
-    argv = ("--max-num-seqs", "6", "--num-speculative-tokens", "3", "--max-graphs", "2", "--json", "--latency",
-            str(tmp_path / "l.csv"))
+    pd.concat([bench_latency(V1, "100m"), bench_latency(V1, "1b", scale=5.0)]).to_csv(
+        tmp_path / "l.csv", index=False
+    )
+    argv = (
+        "--max-num-seqs",
+        "6",
+        "--num-speculative-tokens",
+        "3",
+        "--max-graphs",
+        "2",
+        "--json",
+        "--latency",
+        str(tmp_path / "l.csv"),
+    )
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == "" and err.count("\n") == 1 and "--model" in err
     code, out, _ = run(capsys, *argv, "--model", "1b")
@@ -307,34 +496,117 @@ def test_cli_picks_a_model(capsys, tmp_path):
 @pytest.mark.parametrize(
     "argv,content,named",
     [
-        (["--max-num-seqs", "1", "--num-speculative-tokens", "8", "--max-num-batched-tokens", "5"], None, "no decode batch"),
-        (["--max-num-seqs", "6", "--num-speculative-tokens", "3", "--memory-mib", "0.01", "--graph-memory",
-          "BENCH/graph_memory.csv"], None, "below the smallest graph"),
-        (["--max-num-seqs", "8", "--memory-mib", "inf", "--graph-memory", "BENCH/graph_memory.csv"], None, "'inf'"),
-        (["--max-num-seqs", "8", "--memory-mib", "nan", "--graph-memory", "BENCH/graph_memory.csv"], None, "'nan'"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\n99999999999999999999\n",
-         "integers in 1..1048576, got '99999999999999999999'"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n9223372036854775807\n",
-         "integers in 1..1048576, got '9223372036854775807'"),
+        (
+            [
+                "--max-num-seqs",
+                "1",
+                "--num-speculative-tokens",
+                "8",
+                "--max-num-batched-tokens",
+                "5",
+            ],
+            None,
+            "no decode batch",
+        ),
+        (
+            [
+                "--max-num-seqs",
+                "6",
+                "--num-speculative-tokens",
+                "3",
+                "--memory-mib",
+                "0.01",
+                "--graph-memory",
+                "BENCH/graph_memory.csv",
+            ],
+            None,
+            "below the smallest graph",
+        ),
+        (
+            [
+                "--max-num-seqs",
+                "8",
+                "--memory-mib",
+                "inf",
+                "--graph-memory",
+                "BENCH/graph_memory.csv",
+            ],
+            None,
+            "'inf'",
+        ),
+        (
+            [
+                "--max-num-seqs",
+                "8",
+                "--memory-mib",
+                "nan",
+                "--graph-memory",
+                "BENCH/graph_memory.csv",
+            ],
+            None,
+            "'nan'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "batch_size\n4\n99999999999999999999\n",
+            "integers in 1..1048576, got '99999999999999999999'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "batch_size\n9223372036854775807\n",
+            "integers in 1..1048576, got '9223372036854775807'",
+        ),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\ninf\n", "got 'inf'"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size,count\n4,1\n8,9223372036854775807\n",
-         "column 'count' needs integers in 0..9007199254740992"),
-        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_size,path,graph_size,median_ms\n4,graph,4,1.0\n",
-         "missing column 'batch_unit'"),
-        (["--max-num-seqs", "8", "--graph-memory", "CSV"],
-         "batch_unit,engine,model,dtype,num_speculative_tokens,capture_size,memory_bytes,memory_kind,graph_pool\n"
-         "tokens,vllm-0.33.0,tiny,float32,0,4,10,predicted,shared\n", "missing column 'predicted_bytes'"),
-        (["--max-num-seqs", "8", "--latency", "BENCH/latency.csv", "--model", "1b"], None, "no rows with model=1b"),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "batch_size,count\n4,1\n8,9223372036854775807\n",
+            "column 'count' needs integers in 0..9007199254740992",
+        ),
+        (
+            ["--max-num-seqs", "8", "--latency", "CSV"],
+            "batch_size,path,graph_size,median_ms\n4,graph,4,1.0\n",
+            "missing column 'batch_unit'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--graph-memory", "CSV"],
+            "batch_unit,engine,model,dtype,num_speculative_tokens,capture_size,memory_bytes,memory_kind,graph_pool\n"
+            "tokens,vllm-0.33.0,tiny,float32,0,4,10,predicted,shared\n",
+            "missing column 'predicted_bytes'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--latency", "BENCH/latency.csv", "--model", "1b"],
+            None,
+            "no rows with model=1b",
+        ),
         (["--max-num-seqs", "8", "--memory-mib", "5"], None, "--graph-memory"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size,tokens\n4,1\n", "unknown column 'tokens'"),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "batch_size,tokens\n4,1\n",
+            "unknown column 'tokens'",
+        ),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\nfour\n", "'four'"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "count\n4\n", "missing column 'batch_size'"),
-        (["--max-num-seqs", "8", "--batch-sizes", "CSV"], "batch_size\n4\n9000\n", "exceeds max_num_batched_tokens"),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "count\n4\n",
+            "missing column 'batch_size'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--batch-sizes", "CSV"],
+            "batch_size\n4\n9000\n",
+            "exceeds max_num_batched_tokens",
+        ),
         (["--max-num-seqs", "8", "--batch-sizes", "CSV"], 'batch_size\n"4\n', "cannot read CSV"),
-        (["--max-num-seqs", "8", "--latency", "CSV"], "batch_unit,engine,model,dtype,num_speculative_tokens,backend,"
-         "batch_size,path,graph_size,median_ms\ntokens,vllm-0.33.0,tiny,float32,0,cpu,4,graph,4,1.0\n", "missing column 'mode'"),
-        (["--max-num-seqs", "8", "--steps", "BENCH/spec_decode_steps.csv"], None,
-         "no run with max_num_seqs=8, k=0; it has (max_num_seqs, k) in (8, 4)"),
+        (
+            ["--max-num-seqs", "8", "--latency", "CSV"],
+            "batch_unit,engine,model,dtype,num_speculative_tokens,backend,"
+            "batch_size,path,graph_size,median_ms\ntokens,vllm-0.33.0,tiny,float32,0,cpu,4,graph,4,1.0\n",
+            "missing column 'mode'",
+        ),
+        (
+            ["--max-num-seqs", "8", "--steps", "BENCH/spec_decode_steps.csv"],
+            None,
+            "no run with max_num_seqs=8, k=0; it has (max_num_seqs, k) in (8, 4)",
+        ),
         (["--max-num-seqs", "8", "--engine", "vllm-0.5.5"], None, "'vllm-0.5.5'"),
         (["--max-num-seqs", "8", "--max-graphs", "0"], None, "got 0"),
         (["--max-num-seqs", "300", "--max-num-batched-tokens", "100"], None, "refuses"),
@@ -343,14 +615,27 @@ def test_cli_picks_a_model(capsys, tmp_path):
 def test_bad_input_one_line_exit_2(capsys, tmp_path, bench, argv, content, named):
     if content is not None:
         (tmp_path / "in.csv").write_text(content)
-    argv = [str(tmp_path / "in.csv") if a == "CSV" else a.replace("BENCH", str(bench)) for a in argv]
+    argv = [
+        str(tmp_path / "in.csv") if a == "CSV" else a.replace("BENCH", str(bench)) for a in argv
+    ]
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and err.startswith("error: ") and named in err and "np." not in err, err
+    assert (
+        err.count("\n") == 1 and err.startswith("error: ") and named in err and "np." not in err
+    ), err
 
 
-ROUND_TRIP = [(256, 4, None, 40), (256, 4, None, None), (6, 6, None, 3), (100, 3, 300, 12), (33, 0, 40, 5),
-              (256, 8, 8192, 40), (512, 1, 2048, 64), (1, 0, None, 1), (7, 15, 64, 2)]
+ROUND_TRIP = [
+    (256, 4, None, 40),
+    (256, 4, None, None),
+    (6, 6, None, 3),
+    (100, 3, 300, 12),
+    (33, 0, 40, 5),
+    (256, 8, 8192, 40),
+    (512, 1, 2048, 64),
+    (1, 0, None, 1),
+    (7, 15, 64, 2),
+]
 
 
 @pytest.mark.parametrize("engine", V1_ENGINES)
@@ -358,7 +643,9 @@ def test_kit_engines_keep_the_planned_sizes(engine):
     for seqs, k, tokens, graphs in ROUND_TRIP:
         sizes = plan(engine, SizingConfig(seqs, k, tokens), budget=Budget(graphs)).capture_sizes
         explicit = SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=sizes)
-        assert get_engine(engine).capture_sizes(explicit) == sizes and not get_engine(engine).startup_error(explicit)
+        assert get_engine(engine).capture_sizes(explicit) == sizes and not get_engine(
+            engine
+        ).startup_error(explicit)
 
 
 @pytest.mark.vllm
@@ -379,13 +666,19 @@ def test_vllm_flag_round_trips_through_installed_vllm():
     parser = EngineArgs.add_cli_args(FlexibleArgumentParser())
     for seqs, k, tokens, graphs in ROUND_TRIP:
         result = plan("vllm-0.33.0", SizingConfig(seqs, k, tokens), budget=Budget(graphs))
-        parsed = parser.parse_args(shlex.split(result.vllm_flag)).compilation_config.cudagraph_capture_sizes
+        parsed = parser.parse_args(
+            shlex.split(result.vllm_flag)
+        ).compilation_config.cudagraph_capture_sizes
         sized = installed_sizing(SizingConfig(seqs, k, tokens, cudagraph_capture_sizes=parsed))
         assert sized["error"] is None and sized["warnings"] == ()
-        rounded = SimpleNamespace(cudagraph_capture_sizes=list(sized["capture_sizes"]),
-                                  max_cudagraph_capture_size=sized["capture_sizes"][-1])
+        rounded = SimpleNamespace(
+            cudagraph_capture_sizes=list(sized["capture_sizes"]),
+            max_cudagraph_capture_size=sized["capture_sizes"][-1],
+        )
         CompilationConfig.adjust_cudagraph_sizes_for_spec_decode(rounded, 1 + k)
-        assert tuple(rounded.cudagraph_capture_sizes) == sized["capture_sizes"] == result.capture_sizes, (seqs, k)
+        assert (
+            tuple(rounded.cudagraph_capture_sizes) == sized["capture_sizes"] == result.capture_sizes
+        ), (seqs, k)
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
@@ -398,7 +691,12 @@ def test_budget_rejects_bad_graph_counts(bad):
 def test_default_figures_equal_the_audit(engine):
     from graphlab.sizing.audit import audit
 
-    for cfg in (SizingConfig(256, 4), SizingConfig(100, 3, 300), SizingConfig(6, 6), SizingConfig(33, 0, 40)):
+    for cfg in (
+        SizingConfig(256, 4),
+        SizingConfig(100, 3, 300),
+        SizingConfig(6, 6),
+        SizingConfig(33, 0, 40),
+    ):
         if not get_engine(engine).capture_sizes(cfg):
             continue
         summary = audit(engine, cfg).summary
@@ -411,7 +709,12 @@ def test_default_figures_equal_the_audit(engine):
 def test_the_default_baseline_replays_full_graphs_at_sizes_rounded_to_1_plus_k(engine):
     from graphlab.sizing.dispatch import graph_families
 
-    for cfg in (SizingConfig(8, 4), SizingConfig(6, 6), SizingConfig(256, 4), SizingConfig(100, 3, 300)):
+    for cfg in (
+        SizingConfig(8, 4),
+        SizingConfig(6, 6),
+        SizingConfig(256, 4),
+        SizingConfig(100, 3, 300),
+    ):
         if not get_engine(engine).capture_sizes(cfg):
             continue
         result, families = plan(engine, cfg), graph_families(engine, cfg)
@@ -427,8 +730,9 @@ def test_the_default_baseline_replays_full_graphs_at_sizes_rounded_to_1_plus_k(e
 
 
 def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(capsys):
-    code, out, _ = run(capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4",
-                       "--max-graphs", "40")
+    code, out, _ = run(
+        capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4", "--max-graphs", "40"
+    )
     lines = out.splitlines()
     assert code == 0 and lines[1].startswith("same graph count and coverage (")
     assert "up to 512 tokens" in lines[1] and "graph fraction 0.398 vs 0.398" in lines[1]
@@ -449,7 +753,9 @@ def test_equal_cost_plans_use_the_fewest_graphs():
     # Every graph step costs the same 1 ms whatever its size: one graph covering all is as fast as eight.
     flat = SizeTable(np.array([1, 64]), np.array([1.0, 1.0]), "flat graph latency", "cpu-emulated")
     eager = SizeTable(np.array([1, 64]), np.array([5.0, 5.0]), "eager latency", "cpu-emulated")
-    result = plan("vllm-0.33.0", SizingConfig(8), budget=Budget(max_graphs=8), latency=(flat, eager))
+    result = plan(
+        "vllm-0.33.0", SizingConfig(8), budget=Budget(max_graphs=8), latency=(flat, eager)
+    )
     assert result.capture_sizes == (8,) and result.plan.mean_step_ms == pytest.approx(1.0)
 
 
@@ -465,43 +771,89 @@ def test_repeated_latency_rows_are_merged_by_their_median(tmp_path):
 def test_zero_count_sizes_get_no_graph(capsys, tmp_path):
     observed = tmp_path / "observed.csv"
     observed.write_text("batch_size,count\n4,10\n8,0\n12,3\n")
-    code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes",
-                       str(observed), "--max-graphs", "4", "--json")
+    code, out, _ = run(
+        capsys,
+        "--max-num-seqs",
+        "8",
+        "--num-speculative-tokens",
+        "3",
+        "--batch-sizes",
+        str(observed),
+        "--max-graphs",
+        "4",
+        "--json",
+    )
     d = json.loads(out)
     assert code == 0 and d["capture_sizes"] == [4, 12] and d["mean_padding_waste"] == 0.0
     observed.write_text("batch_size,count\n4,0\n8,0\n")
     code, out, err = run(capsys, "--max-num-seqs", "8", "--batch-sizes", str(observed))
-    assert code == 2 and out == "" and err.count("\n") == 1 and "no batch with a positive count" in err
+    assert (
+        code == 2 and out == "" and err.count("\n") == 1 and "no batch with a positive count" in err
+    )
 
 
-@pytest.mark.parametrize("name, option", [
-    ("latency.csv", "--latency"), ("graph_memory.csv", "--graph-memory"), ("spec_decode_steps.csv", "--steps")])
+@pytest.mark.parametrize(
+    "name, option",
+    [
+        ("latency.csv", "--latency"),
+        ("graph_memory.csv", "--graph-memory"),
+        ("spec_decode_steps.csv", "--steps"),
+    ],
+)
 def test_blank_cells_and_cut_lines_name_the_file_line_and_column(capsys, bench, name, option):
     frame = pd.read_csv(bench / name)
     path = bench / f"broken_{name}"
-    argv = ["--max-num-seqs", "8", "--num-speculative-tokens", "4" if option == "--steps" else "3", option, str(path)]
+    argv = [
+        "--max-num-seqs",
+        "8",
+        "--num-speculative-tokens",
+        "4" if option == "--steps" else "3",
+        option,
+        str(path),
+    ]
     blank = frame.copy()
-    blank.loc[3, "model"] = None  # pandas 3 keeps NaN under astype(str): this once ended in a TypeError
+    blank.loc[3, "model"] = (
+        None  # pandas 3 keeps NaN under astype(str): this once ended in a TypeError
+    )
     blank.to_csv(path, index=False)
     code, out, err = run(capsys, *argv)
-    assert code == 2 and err.count("\n") == 1 and f"{str(path)!r}: line 5 has no value in column 'model'" in err
+    assert (
+        code == 2
+        and err.count("\n") == 1
+        and f"{str(path)!r}: line 5 has no value in column 'model'" in err
+    )
     lines = frame.to_csv(index=False).splitlines()
-    path.write_text("\n".join(lines[:-1] + [",".join(lines[-1].split(",")[:2])]))  # a write cut short
+    path.write_text(
+        "\n".join(lines[:-1] + [",".join(lines[-1].split(",")[:2])])
+    )  # a write cut short
     code, out, err = run(capsys, *argv)
     third = frame.columns[2]
-    assert code == 2 and err.count("\n") == 1 and f"line {len(lines)} has no value in column {third!r}" in err, err
+    assert (
+        code == 2
+        and err.count("\n") == 1
+        and f"line {len(lines)} has no value in column {third!r}" in err
+    ), err
 
 
-@pytest.mark.parametrize("make, named", [
-    (lambda: Workload.from_counts([4, 8], [1, np.inf], "api"), "counts must be finite"),
-    (lambda: Workload.from_counts([4, 8], [1, -1], "api"), "counts must be finite numbers >= 0"),
-    (lambda: Workload(np.array([0, 4]), np.array([0.5, 0.5]), "api"), "integers >= 1"),
-    (lambda: Workload(np.array([8, 4]), np.array([0.5, 0.5]), "api"), "ascending"),
-    (lambda: Workload(np.array([4, 8]), np.array([0.5, np.nan]), "api"), "weights must be finite"),
-    (lambda: Budget(memory_mib="5"), "memory budget must be a finite number"),
-    (lambda: Budget(memory_mib=True), "memory budget must be a finite number"),
-    (lambda: Budget(max_graphs=2.0), "max_graphs must be an integer"),
-])
+@pytest.mark.parametrize(
+    "make, named",
+    [
+        (lambda: Workload.from_counts([4, 8], [1, np.inf], "api"), "counts must be finite"),
+        (
+            lambda: Workload.from_counts([4, 8], [1, -1], "api"),
+            "counts must be finite numbers >= 0",
+        ),
+        (lambda: Workload(np.array([0, 4]), np.array([0.5, 0.5]), "api"), "integers >= 1"),
+        (lambda: Workload(np.array([8, 4]), np.array([0.5, 0.5]), "api"), "ascending"),
+        (
+            lambda: Workload(np.array([4, 8]), np.array([0.5, np.nan]), "api"),
+            "weights must be finite",
+        ),
+        (lambda: Budget(memory_mib="5"), "memory budget must be a finite number"),
+        (lambda: Budget(memory_mib=True), "memory budget must be a finite number"),
+        (lambda: Budget(max_graphs=2.0), "max_graphs must be an integer"),
+    ],
+)
 def test_bad_planner_inputs_raise_one_clear_error(make, named):
     with pytest.raises(GraphlabError, match=named) as raised:
         make()
@@ -511,8 +863,15 @@ def test_bad_planner_inputs_raise_one_clear_error(make, named):
 def test_a_programme_too_large_for_seconds_is_refused_at_once(capsys):
     from graphlab.sizing.plan import MAX_PROGRAMME_CELLS
 
-    code, out, err = run(capsys, "--max-num-seqs", "2048", "--max-num-batched-tokens", "1048576",
-                         "--max-graphs", "2048")
+    code, out, err = run(
+        capsys,
+        "--max-num-seqs",
+        "2048",
+        "--max-num-batched-tokens",
+        "1048576",
+        "--max-graphs",
+        "2048",
+    )
     most = MAX_PROGRAMME_CELLS // 2048**2
     assert code == 2 and err.count("\n") == 1 and f"plan handles at most {most} graphs" in err
     code, out, err = run(capsys, "--max-num-seqs", "4096", "--max-num-batched-tokens", "1048576")
@@ -523,4 +882,9 @@ def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
     cfg = SizingConfig(256, 4)
     result = plan("vllm-0.33.0", cfg)
     default = get_engine("vllm-0.33.0").capture_sizes(cfg)
-    assert result.budget.max_graphs == len(default) == len(result.capture_sizes) == len(result.default.capture_sizes)
+    assert (
+        result.budget.max_graphs
+        == len(default)
+        == len(result.capture_sizes)
+        == len(result.default.capture_sizes)
+    )

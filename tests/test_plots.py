@@ -9,10 +9,10 @@ import pandas as pd
 import pytest
 from matplotlib.figure import Figure
 
-from graphlab.views import plots
-from graphlab.sizing.crash_maps import crash_map
 from graphlab.errors import GraphlabError
+from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.views import plots
 
 CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}
 GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
@@ -35,12 +35,30 @@ def latency_frame(engine="vllm-0.6.0", prov=CPU) -> pd.DataFrame:
     policy, cfg = get_engine(engine), SizingConfig(8, 4)
     rows = []
     for n in range(1, 41):
-        rows.append(dict(engine=engine, batch_size=n, mode="eager", path="eager", graph_size=np.nan,
-                         median_ms=1 + 0.05 * n, p90_ms=1.1 + 0.05 * n))
+        rows.append(
+            dict(
+                engine=engine,
+                batch_size=n,
+                mode="eager",
+                path="eager",
+                graph_size=np.nan,
+                median_ms=1 + 0.05 * n,
+                p90_ms=1.1 + 0.05 * n,
+            )
+        )
         d = policy.dispatch(n, cfg)
         ms = {"graph": 0.3 + 0.01 * (d.graph_size or 0), "eager": 1 + 0.05 * n}.get(d.path, np.nan)
-        rows.append(dict(engine=engine, batch_size=n, mode="graph", path=d.path,
-                         graph_size=d.graph_size, median_ms=ms, p90_ms=ms * 1.1))
+        rows.append(
+            dict(
+                engine=engine,
+                batch_size=n,
+                mode="graph",
+                path=d.path,
+                graph_size=d.graph_size,
+                median_ms=ms,
+                p90_ms=ms * 1.1,
+            )
+        )
     return pd.DataFrame(rows).assign(**prov)
 
 
@@ -51,8 +69,17 @@ def memory_frame(kind="predicted", prov=CPU) -> pd.DataFrame:
         for size in (1, 2, 4, 8):
             b = size * 2**20 if pool == "separate" else (8 * 2**20 if size == 8 else 0)
             total += b
-            rows.append(dict(engine="vllm-0.6.0", graph_pool=pool, capture_size=size, memory_bytes=b,
-                             cumulative_bytes=total, capture_ms=10.0 + size, memory_kind=kind))
+            rows.append(
+                dict(
+                    engine="vllm-0.6.0",
+                    graph_pool=pool,
+                    capture_size=size,
+                    memory_bytes=b,
+                    cumulative_bytes=total,
+                    capture_ms=10.0 + size,
+                    memory_kind=kind,
+                )
+            )
     return pd.DataFrame(rows).assign(**prov)
 
 
@@ -97,8 +124,14 @@ def test_crash_map_heatmap_per_engine(value):
     titles = [ax.get_title() for ax in fig.axes if ax.get_visible() and ax.get_title()]
     # vllm-0.6.0 only turns 0.5.5's crashes eager: no crash of its own (no panel, named in the
     # title), the same graph fraction (one panel for both).
-    assert titles == {"num_crash": ["vllm-0.5.5"], "first_crash_n": ["vllm-0.5.5"],
-                      "graph_fraction": ["vllm-0.5.5 = vllm-0.6.0"]}[value]
+    assert (
+        titles
+        == {
+            "num_crash": ["vllm-0.5.5"],
+            "first_crash_n": ["vllm-0.5.5"],
+            "graph_fraction": ["vllm-0.5.5 = vllm-0.6.0"],
+        }[value]
+    )
     assert "vllm-0.6.0" in fig.get_suptitle() or value == "graph_fraction"
     assert "not measured" in fig.get_suptitle()
     assert "max_num_seqs" in _texts(fig) and "num_speculative_tokens" in _texts(fig)
@@ -126,10 +159,19 @@ def spec_frame(prov=CPU) -> pd.DataFrame:
     rows = []
     for seqs, k in ((8, 2), (8, 4)):
         for engine, fraction, memory in (("vllm-0.6.0", 0.3, 2**20), ("adaptive", 1.0, 5 * 2**20)):
-            rows.append(dict(engine=engine, max_num_seqs=seqs, num_speculative_tokens=k,
-                             tokens_per_s=100.0 * k, scorer_graph_fraction=fraction,
-                             target_graph_memory_bytes=memory, mean_acceptance_length=1.5 + k / 8,
-                             draft_acceptance_rate=0.25, memory_kind="predicted"))
+            rows.append(
+                dict(
+                    engine=engine,
+                    max_num_seqs=seqs,
+                    num_speculative_tokens=k,
+                    tokens_per_s=100.0 * k,
+                    scorer_graph_fraction=fraction,
+                    target_graph_memory_bytes=memory,
+                    mean_acceptance_length=1.5 + k / 8,
+                    draft_acceptance_rate=0.25,
+                    memory_kind="predicted",
+                )
+            )
     return pd.DataFrame(rows).assign(**prov)
 
 
@@ -167,7 +209,9 @@ def test_latency_of_v1_rows_counts_tokens():
     mixed = pd.concat([latency_frame(), frame.assign(engine="vllm-0.33.0")])
     fig = plots.plot_latency(mixed)  # V0 and V1 columns side by side, each in its own unit
     assert [ax.get_xlabel() for ax in fig.axes[2:]] == [
-        "batch size (rows per decode step)", "verify batch (tokens per decode step)"]
+        "batch size (rows per decode step)",
+        "verify batch (tokens per decode step)",
+    ]
     assert fig.get_suptitle().startswith("Decode latency against batch size")
 
 
@@ -190,11 +234,14 @@ def test_make_figures_prefers_gpu_csvs_and_falls_back_to_cpu(tmp_path):
     memory_frame().assign(**model).to_csv(cpu / "graph_memory.csv", index=False)
     spec_frame().assign(**model).to_csv(cpu / "spec_decode.csv", index=False)
     crash_map(["vllm-0.5.5", "vllm-0.6.0", "adaptive"], range(1, 5), range(0, 3)).to_csv(
-        cpu / "crash_map.csv", index=False)
+        cpu / "crash_map.csv", index=False
+    )
     out = tmp_path / "figures"
     assert make_figures.main(["--data", str(tmp_path / "data"), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        f"{n}.png" for n in ("latency", "graph_memory", "spec_decode", "crash_map", "graph_fraction"))
+        f"{n}.png"
+        for n in ("latency", "graph_memory", "spec_decode", "crash_map", "graph_fraction")
+    )
     assert make_figures.source(tmp_path / "data", "latency.csv") == h200 / "latency.csv"
     assert make_figures.source(tmp_path / "data", "spec_decode.csv") == cpu / "spec_decode.csv"
 
@@ -224,7 +271,9 @@ def test_plan_figure_marks_both_lists_and_the_eager_steps():
     fig = plots.plot_plan(result)
     text = _texts(fig)
     assert fig.get_suptitle().startswith("vllm-0.33.0, max_num_seqs=256, k=4")
-    assert f"default: {len(result.default.capture_sizes)} graphs" in text and "plan: 8 graphs" in text
+    assert (
+        f"default: {len(result.default.capture_sizes)} graphs" in text and "plan: 8 graphs" in text
+    )
     # The default stops at 512 tokens: the steps above it are drawn as eager crosses.
     (ax,) = fig.axes
     eager = [line for line in ax.lines if line.get_label() == "default: eager steps"]
@@ -241,11 +290,16 @@ def _every_figure():
     yield "latency", plots.plot_latency(latency_frame())
     yield "memory", plots.plot_graph_memory(memory_frame())
     yield "spec", plots.plot_spec_decode(spec_frame())
-    yield "crash map", plots.plot_crash_map(crash_map("all", range(1, 33), range(0, 9)), "num_crash")
+    yield (
+        "crash map",
+        plots.plot_crash_map(crash_map("all", range(1, 33), range(0, 9)), "num_crash"),
+    )
     yield "plan", plots.plot_plan(plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8)))
 
 
-@pytest.mark.parametrize("name, fig", list(_every_figure()), ids=lambda v: v if isinstance(v, str) else "")
+@pytest.mark.parametrize(
+    "name, fig", list(_every_figure()), ids=lambda v: v if isinstance(v, str) else ""
+)
 def test_figures_fit_a_notebook_and_their_text_reads(name, fig):
     # JupyterLab's output area is ~850 px wide: a wider figure is shrunk, and its text with it.
     width, _ = fig.get_size_inches() * fig.dpi
@@ -281,7 +335,9 @@ def test_eager_ratio_figure_divides_the_medians():
     fig = plots.plot_eager_ratio(frame, 9, 32)
     line = fig.axes[0].lines[0]
     rows = frame[frame.batch_size == 16].set_index("mode").median_ms
-    assert dict(zip(line.get_xdata(), line.get_ydata()))[16] == pytest.approx(rows["eager"] / rows["graph"])
+    assert dict(zip(line.get_xdata(), line.get_ydata()))[16] == pytest.approx(
+        rows["eager"] / rows["graph"]
+    )
     assert "cpu-emulated (not a GPU measurement)" in fig.get_suptitle()
     with pytest.raises(GraphlabError, match="no latency rows"):
         plots.plot_eager_ratio(frame, 100, 200)

@@ -24,8 +24,13 @@ def test_unknown_attribute_is_an_attribute_error():
 
 
 def _imported_modules(code: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sys.modules))"],
-                          capture_output=True, text=True, timeout=120, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", f"import sys\n{code}\nprint(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
     return set(done.stdout.split())
 
 
@@ -34,25 +39,38 @@ def test_sizing_half_of_the_public_face_does_not_import_torch():
         "import graphlab\n"
         "graphlab.audit('vllm-0.5.5', graphlab.SizingConfig(8, 4))\n"
         "graphlab.plan('vllm-0.33.0', graphlab.SizingConfig(8, 4))\n"
-        "graphlab.crash_map('vllm-0.5.5', range(1, 9), range(0, 3))")
+        "graphlab.crash_map('vllm-0.5.5', range(1, 9), range(0, 3))"
+    )
     assert "torch" not in modules
 
 
-@pytest.mark.parametrize("argv", [
-    ["audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4"],
-    ["plan", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--json"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["audit", "--engine", "vllm-0.5.5", "--max-num-seqs", "8", "--num-speculative-tokens", "4"],
+        ["plan", "--max-num-seqs", "8", "--num-speculative-tokens", "4", "--json"],
+    ],
+)
 def test_sizing_commands_do_not_import_torch(argv):
-    done = subprocess.run([sys.executable, "-X", "importtime", "-m", "graphlab", *argv],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "graphlab", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr[-500:]
-    imported = {line.split("|")[-1].strip() for line in done.stderr.splitlines()
-                if line.startswith("import time:")}
+    imported = {
+        line.split("|")[-1].strip()
+        for line in done.stderr.splitlines()
+        if line.startswith("import time:")
+    }
     assert "graphlab.sizing.engines" in imported and "torch" not in imported
 
 
 def test_crash_map_command_does_not_import_torch(tmp_path):
-    code = ("from graphlab.cli import main\n"
-            f"assert main(['crash-map', '--engine', 'vllm-0.5.5', '--max-num-seqs-range', '1:8', "
-            f"'--out', r'{tmp_path / 'map.csv'}']) == 0")
+    code = (
+        "from graphlab.cli import main\n"
+        f"assert main(['crash-map', '--engine', 'vllm-0.5.5', '--max-num-seqs-range', '1:8', "
+        f"'--out', r'{tmp_path / 'map.csv'}']) == 0"
+    )
     assert "torch" not in _imported_modules(code)

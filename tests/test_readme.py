@@ -61,23 +61,37 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.mark.skipif(shutil.which("make") is None or not (ROOT / ".venv/bin/python").exists(),
-                    reason="needs make and a built .venv")
+@pytest.mark.skipif(
+    shutil.which("make") is None or not (ROOT / ".venv/bin/python").exists(),
+    reason="needs make and a built .venv",
+)
 def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
     port, token = _free_port(), secrets.token_hex(16)
-    env = {**os.environ, "JUPYTER_TOKEN": token, "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
-           "JUPYTER_CONFIG_DIR": str(tmp_path / "config")}
+    env = {
+        **os.environ,
+        "JUPYTER_TOKEN": token,
+        "JUPYTER_RUNTIME_DIR": str(tmp_path / "runtime"),
+        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
+    }
     # -o: the venv's stamp counts as up to date; building the venv is `make test`'s step, not this.
     command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
     log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
-                              stdin=subprocess.DEVNULL, start_new_session=True)  # one group to stop
+    server = subprocess.Popen(
+        command,
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )  # one group to stop
     try:
         deadline = time.monotonic() + 90
         while True:
             try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/contents?token={token}",
-                                            timeout=5) as answer:
+                with urllib.request.urlopen(
+                    f"http://127.0.0.1:{port}/api/contents?token={token}", timeout=5
+                ) as answer:
                     listing = json.load(answer)
                 break
             except OSError:

@@ -5,10 +5,10 @@ import math
 import numpy as np
 import pytest
 import torch
+from stats import ALPHA, chi_square, chi_square_p_value
 
 from graphlab.errors import GraphlabError
 from graphlab.specdec.rejection import NO_TOKEN, SpecDecodeMetrics, greedy_verify, rejection_sample
-from stats import ALPHA, chi_square, chi_square_p_value
 
 
 def test_chi_square_p_value_matches_known_quantiles():
@@ -95,8 +95,11 @@ def test_greedy_accepts_the_argmax_prefix():
     drafts = torch.tensor([[1, 2, 3], [1, 0, 3], [0, 5, 5]])
     out = greedy_verify(drafts, logits)
     assert out.num_accepted.tolist() == [3, 1, 0]
-    assert out.tokens.tolist() == [[1, 2, 3, 4], [1, 2, NO_TOKEN, NO_TOKEN],
-                                   [5, NO_TOKEN, NO_TOKEN, NO_TOKEN]]
+    assert out.tokens.tolist() == [
+        [1, 2, 3, 4],
+        [1, 2, NO_TOKEN, NO_TOKEN],
+        [5, NO_TOKEN, NO_TOKEN, NO_TOKEN],
+    ]
 
 
 def test_zero_speculative_tokens_emit_one_target_token():
@@ -104,16 +107,21 @@ def test_zero_speculative_tokens_emit_one_target_token():
     out = greedy_verify(torch.empty(2, 0, dtype=torch.long), logits)
     assert out.tokens.tolist() == [[3], [1]] and out.num_accepted.tolist() == [0, 0]
     g = torch.Generator().manual_seed(0)
-    out = rejection_sample(torch.empty(2, 0, dtype=torch.long), torch.empty(2, 0, 5),
-                           logits.softmax(-1), g)
+    out = rejection_sample(
+        torch.empty(2, 0, dtype=torch.long), torch.empty(2, 0, 5), logits.softmax(-1), g
+    )
     assert out.tokens.shape == (2, 1) and out.num_accepted.tolist() == [0, 0]
 
 
 def test_mismatched_vocabularies_are_rejected():
     g = torch.Generator().manual_seed(0)
     with pytest.raises(GraphlabError, match="vocab"):
-        rejection_sample(torch.zeros(1, 2, dtype=torch.long), torch.full((1, 2, 4), 0.25),
-                         torch.full((1, 3, 5), 0.2), g)
+        rejection_sample(
+            torch.zeros(1, 2, dtype=torch.long),
+            torch.full((1, 2, 4), 0.25),
+            torch.full((1, 3, 5), 0.2),
+            g,
+        )
 
 
 def _greedy_outcome(accepted: list[list[bool]]):
@@ -126,8 +134,9 @@ def _greedy_outcome(accepted: list[list[bool]]):
 
 def test_metrics_count_v1_prefixes_and_v0_positions():
     metrics = SpecDecodeMetrics(num_speculative_tokens=3)
-    per_pos, positions = metrics.observe(_greedy_outcome(
-        [[True, True, True], [False, True, True], [True, False, True]]))
+    per_pos, positions = metrics.observe(
+        _greedy_outcome([[True, True, True], [False, True, True], [True, False, True]])
+    )
     assert per_pos.tolist() == [2, 1, 1] and positions == 7
     metrics.observe(_greedy_outcome([[True, True, False]]))
     # vLLM V1: accepted prefixes 3, 0, 1, 2.
@@ -142,9 +151,16 @@ def test_metrics_count_v1_prefixes_and_v0_positions():
     assert metrics.num_emitted_tokens == 10
     assert metrics.system_efficiency == pytest.approx(10 / 16)
     assert list(metrics.as_dict()) == [
-        "num_speculative_tokens", "num_drafts", "num_draft_tokens", "num_accepted_tokens",
-        "num_accepted_tokens_per_pos", "mean_acceptance_length", "accepted_tokens",
-        "draft_acceptance_rate", "num_emitted_tokens", "system_efficiency"]
+        "num_speculative_tokens",
+        "num_drafts",
+        "num_draft_tokens",
+        "num_accepted_tokens",
+        "num_accepted_tokens_per_pos",
+        "mean_acceptance_length",
+        "accepted_tokens",
+        "draft_acceptance_rate",
+        "num_emitted_tokens",
+        "system_efficiency",
+    ]
     with pytest.raises(GraphlabError):
         SpecDecodeMetrics(num_speculative_tokens=-1)
-

@@ -6,10 +6,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import ENGINES, V0_ENGINES, SGLang, SizingConfig, TrtLlm, Vllm033, get_engine, pad0
-from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, MAX_NUM_SEQS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT, check_limits
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.dispatch import decode_graph_sizes
+from graphlab.sizing.engines import (
+    ENGINES,
+    V0_ENGINES,
+    SGLang,
+    SizingConfig,
+    TrtLlm,
+    Vllm033,
+    get_engine,
+    pad0,
+)
+from graphlab.sizing.limits import (
+    MAX_NUM_BATCHED_TOKENS_LIMIT,
+    MAX_NUM_SEQS_LIMIT,
+    NUM_SPECULATIVE_TOKENS_LIMIT,
+    check_limits,
+)
 
 seqs = st.integers(min_value=1, max_value=600)
 ks = st.integers(min_value=0, max_value=8)
@@ -27,7 +41,19 @@ def outcome(engine, n, seqs, k=0, tokens=None):
 
 def test_pad0_matches_v0_rule():
     assert [pad0(n) for n in (1, 2, 3, 4, 5, 8, 9, 16, 17, 40, 255, 256, 257)] == [
-        1, 2, 4, 4, 8, 8, 16, 16, 24, 40, 256, 256, 264,
+        1,
+        2,
+        4,
+        4,
+        8,
+        8,
+        16,
+        16,
+        24,
+        40,
+        256,
+        256,
+        264,
     ]
 
 
@@ -68,7 +94,17 @@ def test_nano_vllm_stop_iteration_for_97_to_100():
 
 def test_vllm_033_uniform_decode_example():
     # S=4, k=2: grid to min(2*4*3, 512) = 24, plus decode sizes 3, 6, 12 (requests 1, 2, 4).
-    assert get_engine("vllm-0.33.0").capture_sizes(SizingConfig(4, 2)) == (1, 2, 3, 4, 6, 8, 12, 16, 24)
+    assert get_engine("vllm-0.33.0").capture_sizes(SizingConfig(4, 2)) == (
+        1,
+        2,
+        3,
+        4,
+        6,
+        8,
+        12,
+        16,
+        24,
+    )
     # 9 tokens (3 requests) replay the FULL graph of 9: FULL sizes are these rounded up to multiples
     # of 3, up to 4*3 (vllm/v1/worker/gpu/cudagraph_utils.py `_init_candidates`, 0.33).
     assert outcome("vllm-0.33.0", 9, 4, 2) == ("graph", 9, None)
@@ -93,19 +129,42 @@ def test_v1_012_013_and_startup_refusal():
     assert get_engine("vllm-0.12.0").capture_sizes(refused) == ()
     assert "No valid cudagraph sizes" in get_engine("vllm-0.12.0").startup_error(refused)
     assert get_engine("vllm-0.13.0").startup_error(refused) is None
-    assert "max_num_seqs (300)" in get_engine("vllm-0.33.0").startup_error(SizingConfig(300, 0, 256))
+    assert "max_num_seqs (300)" in get_engine("vllm-0.33.0").startup_error(
+        SizingConfig(300, 0, 256)
+    )
 
 
 def test_peers():
     # SGLang on the reference H200 (> 80 GiB) extends its list to 256; an 80 GB GPU stops at 160.
     assert get_engine("sglang").capture_sizes(SizingConfig(256, 3))[-1] == 256
     assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 3))[-1] == 152
-    assert get_engine("sglang").capture_sizes(SizingConfig(20, 3)) == (1, 2, 3, 4, 5, 6, 7, 8, 10, 12, 14, 16, 18, 20, 21)
+    assert get_engine("sglang").capture_sizes(SizingConfig(20, 3)) == (
+        1,
+        2,
+        3,
+        4,
+        5,
+        6,
+        7,
+        8,
+        10,
+        12,
+        14,
+        16,
+        18,
+        20,
+        21,
+    )
     assert outcome("sglang", 257, 300, 3) == ("eager", None, None)
     assert SGLang(device_memory_gib=80).capture_sizes(SizingConfig(256, 0))[-1] == 160
     # TensorRT-LLM's defaults: max batch 128, no padding, so only exact sizes replay.
     assert get_engine("trtllm").capture_sizes(SizingConfig(300)) == (*range(1, 33), 64, 128)
-    assert [outcome("trtllm", n, 300)[0] for n in (31, 33, 64, 130)] == ["graph", "eager", "graph", "eager"]
+    assert [outcome("trtllm", n, 300)[0] for n in (31, 33, 64, 130)] == [
+        "graph",
+        "eager",
+        "graph",
+        "eager",
+    ]
     padded = TrtLlm(max_batch_size=300, enable_padding=True)
     assert padded.capture_sizes(SizingConfig(8)) == (1, 2, 4, *range(8, 129, 8), 192, 256, 300)
     assert padded.dispatch(130, SizingConfig(8)).graph_size == 192
@@ -174,7 +233,12 @@ def test_adaptive_graphs_every_batch_expansion_size(s, k):
 
 
 @settings(max_examples=60, deadline=None)
-@given(engine=engines, s=st.integers(min_value=1, max_value=300), k=ks, n=st.integers(min_value=1, max_value=3000))
+@given(
+    engine=engines,
+    s=st.integers(min_value=1, max_value=300),
+    k=ks,
+    n=st.integers(min_value=1, max_value=3000),
+)
 def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
     # What a runner does with the three answers: graph_limit, padded_size, graph_runners[padded].
     policy, cfg = get_engine(engine), SizingConfig(s, k)
@@ -205,7 +269,9 @@ def test_explicit_settings_only_for_v1_engines():
         if engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"):
             assert policy.capture_sizes(cfg)
             continue
-        with pytest.raises(GraphlabError, match=f"'{engine}'.*vllm-0.12.0, vllm-0.13.0, vllm-0.33.0"):
+        with pytest.raises(
+            GraphlabError, match=f"'{engine}'.*vllm-0.12.0, vllm-0.13.0, vllm-0.33.0"
+        ):
             policy.capture_sizes(cfg)
         with pytest.raises(GraphlabError, match=f"'{engine}'"):
             policy.sizing_warnings(SizingConfig(8, max_cudagraph_capture_size=8))
@@ -226,23 +292,41 @@ def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
     # 0.12/0.13 round user sizes up to multiples of 1 + k and keep those <= the largest.
     cfg = SizingConfig(8, 1, cudagraph_capture_sizes=(1, 2, 3, 8))
     assert get_engine("vllm-0.13.0").capture_sizes(cfg) == (2, 4, 8)
-    assert get_engine("vllm-0.33.0").capture_sizes(cfg) == (1, 2, 3, 8)  # model runner V2 keeps them
+    assert get_engine("vllm-0.33.0").capture_sizes(cfg) == (
+        1,
+        2,
+        3,
+        8,
+    )  # model runner V2 keeps them
     # All user sizes above T: nothing configured, nothing to round, no refusal.
     empty = SizingConfig(8, 3, 16, cudagraph_capture_sizes=(32, 64))
-    assert get_engine("vllm-0.12.0").capture_sizes(empty) == () and get_engine("vllm-0.12.0").startup_error(empty) is None
+    assert (
+        get_engine("vllm-0.12.0").capture_sizes(empty) == ()
+        and get_engine("vllm-0.12.0").startup_error(empty) is None
+    )
     assert "overridden by config []" in get_engine("vllm-0.12.0").sizing_warnings(empty)[0]
     refused = SizingConfig(8, 3, cudagraph_capture_sizes=(1, 2))
     assert "No valid cudagraph sizes" in get_engine("vllm-0.12.0").startup_error(refused)
 
 
-@pytest.mark.parametrize("field, limit", [
-    ("max_num_seqs", MAX_NUM_SEQS_LIMIT), ("num_speculative_tokens", NUM_SPECULATIVE_TOKENS_LIMIT),
-    ("max_num_batched_tokens", MAX_NUM_BATCHED_TOKENS_LIMIT), ("max_cudagraph_capture_size", MAX_NUM_BATCHED_TOKENS_LIMIT),
-    ("cudagraph_capture_sizes", MAX_NUM_BATCHED_TOKENS_LIMIT),
-])
+@pytest.mark.parametrize(
+    "field, limit",
+    [
+        ("max_num_seqs", MAX_NUM_SEQS_LIMIT),
+        ("num_speculative_tokens", NUM_SPECULATIVE_TOKENS_LIMIT),
+        ("max_num_batched_tokens", MAX_NUM_BATCHED_TOKENS_LIMIT),
+        ("max_cudagraph_capture_size", MAX_NUM_BATCHED_TOKENS_LIMIT),
+        ("cudagraph_capture_sizes", MAX_NUM_BATCHED_TOKENS_LIMIT),
+    ],
+)
 def test_check_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
     def cfg(value):
-        return SizingConfig(**{"max_num_seqs": 1, field: (1, value) if field == "cudagraph_capture_sizes" else value})
+        return SizingConfig(
+            **{
+                "max_num_seqs": 1,
+                field: (1, value) if field == "cudagraph_capture_sizes" else value,
+            }
+        )
 
     assert check_limits(cfg(limit)) == cfg(limit)
     with pytest.raises(GraphlabError, match=rf"^\S.* must be at most {limit}, got {limit + 1}$"):

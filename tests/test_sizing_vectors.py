@@ -23,7 +23,9 @@ def data():
 
 
 def _config(entry):
-    return SizingConfig(entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"])
+    return SizingConfig(
+        entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"]
+    )
 
 
 def test_every_engine_is_covered(data):
@@ -42,7 +44,11 @@ def test_capture_sizes_and_dispatch_match_the_wheels(data, engine):
         assert policy.startup_error(cfg) is None, vector
         for n, path, graph_size, error in vector["outcomes"]:
             d = policy.dispatch(n, cfg)
-            assert (d.path, d.graph_size, d.error) == (path, graph_size, error), (vector["max_num_seqs"], vector["num_speculative_tokens"], n)
+            assert (d.path, d.graph_size, d.error) == (path, graph_size, error), (
+                vector["max_num_seqs"],
+                vector["num_speculative_tokens"],
+                n,
+            )
 
 
 def test_startup_refusals_match_the_wheels(data):
@@ -55,12 +61,24 @@ def test_startup_refusals_match_the_wheels(data):
 def test_user_set_capture_settings_match_the_wheels(data):
     # vllm 0.12.0 / 0.13.0 on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
     explicit = data["explicit"]
-    assert {v["engine"] for v in explicit} == {"vllm-0.12.0", "vllm-0.13.0"} and len(explicit) >= 200
-    assert sum(bool(v["error"]) for v in explicit) >= 10 and sum(bool(v["warnings"]) for v in explicit) >= 50
+    assert {v["engine"] for v in explicit} == {"vllm-0.12.0", "vllm-0.13.0"} and len(
+        explicit
+    ) >= 200
+    assert (
+        sum(bool(v["error"]) for v in explicit) >= 10
+        and sum(bool(v["warnings"]) for v in explicit) >= 50
+    )
     for v in explicit:
-        sizes = None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
-        cfg = SizingConfig(v["max_num_seqs"], v["num_speculative_tokens"], v["max_num_batched_tokens"],
-                           cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=v["max_cudagraph_capture_size"])
+        sizes = (
+            None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
+        )
+        cfg = SizingConfig(
+            v["max_num_seqs"],
+            v["num_speculative_tokens"],
+            v["max_num_batched_tokens"],
+            cudagraph_capture_sizes=sizes,
+            max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
+        )
         policy = get_engine(v["engine"])
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
         assert list(policy.sizing_warnings(cfg)) == v["warnings"], v
@@ -82,17 +100,24 @@ def peers():
 def _peer_policy(vector):
     if vector["engine"] == "sglang":
         return SGLang(device_memory_gib=vector["device_memory_mib"] / 1024), SizingConfig(
-            vector["max_num_seqs"], 3 if vector["speculative"] else 0)
+            vector["max_num_seqs"], 3 if vector["speculative"] else 0
+        )
     if vector["engine"] == "trtllm":
         return TrtLlm(vector["max_batch_size"], vector["enable_padding"]), SizingConfig(8)
     return get_engine("nano-vllm"), SizingConfig(vector["max_num_seqs"])
 
 
 def test_peer_vectors_cover_each_peer_with_provenance(peers):
-    counts = {e: sum(v["engine"] == e for v in peers["vectors"]) for e in ("sglang", "nano-vllm", "trtllm")}
+    counts = {
+        e: sum(v["engine"] == e for v in peers["vectors"])
+        for e in ("sglang", "nano-vllm", "trtllm")
+    }
     assert min(counts.values()) >= 40, counts
     sources = peers["provenance"]["sources"]
-    assert sources["sglang"]["package"] == "sglang==0.4.6" and len(sources["sglang"]["file_sha256"]) == 64
+    assert (
+        sources["sglang"]["package"] == "sglang==0.4.6"
+        and len(sources["sglang"]["file_sha256"]) == 64
+    )
     assert len(sources["nano-vllm"]["commit"]) == 40 and len(sources["trtllm"]["commit"]) == 40
 
 
@@ -104,4 +129,6 @@ def test_peer_policies_match_their_code(peers, engine):
         ns = [o[0] for o in vector["outcomes"]]
         outcomes = Dispatch.from_arrays(ns, *policy.dispatch_array(np.array(ns), cfg))
         got = [[d.batch_size, d.path, d.graph_size, d.error] for d in outcomes]
-        assert got == vector["outcomes"], {k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")}
+        assert got == vector["outcomes"], {
+            k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")
+        }

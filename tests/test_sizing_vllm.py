@@ -10,21 +10,55 @@ import sys
 
 import pytest
 
+from graphlab.against_vllm.installed import installed_capture_sizes
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import SizingConfig, Vllm033, get_engine
-from graphlab.against_vllm.installed import installed_capture_sizes
 
 pytestmark = pytest.mark.vllm
 
-EDGE_SEQS = (1, 2, 3, 4, 5, 7, 8, 9, 16, 17, 31, 32, 33, 100, 255, 256, 257, 300, 511, 512, 513, 1000, 1024, 2048)
+EDGE_SEQS = (
+    1,
+    2,
+    3,
+    4,
+    5,
+    7,
+    8,
+    9,
+    16,
+    17,
+    31,
+    32,
+    33,
+    100,
+    255,
+    256,
+    257,
+    300,
+    511,
+    512,
+    513,
+    1000,
+    1024,
+    2048,
+)
 
 
 def _configs():
     edges = [(s, k, None) for s in EDGE_SEQS for k in (0, 1, 4, 8)]
-    edges += [(s, k, t) for s in (1, 8, 100, 512) for k in (0, 3) for t in (1, 7, 100, 256, 512, 513, 2048)]
+    edges += [
+        (s, k, t)
+        for s in (1, 8, 100, 512)
+        for k in (0, 3)
+        for t in (1, 7, 100, 256, 512, 513, 2048)
+    ]
     rng = random.Random(20240907)
     randoms = [
-        (rng.randint(1, 2048), rng.randint(0, 16), rng.choice([None, rng.randint(1, 600), rng.randint(1, 20000)]))
+        (
+            rng.randint(1, 2048),
+            rng.randint(0, 16),
+            rng.choice([None, rng.randint(1, 600), rng.randint(1, 20000)]),
+        )
         for _ in range(220)
     ]
     return [SizingConfig(s, k, t) for s, k, t in edges + randoms]
@@ -75,7 +109,9 @@ def test_platform_is_restored_even_when_vllm_raises(installed, monkeypatch):
     assert platforms._current_platform is before
 
     def fail(stand_in):
-        assert platforms.current_platform.is_device_capability_family(100)  # the stand-in is in place
+        assert platforms.current_platform.is_device_capability_family(
+            100
+        )  # the stand-in is in place
         raise RuntimeError("boom")
 
     monkeypatch.setattr(VllmConfig, "_set_cudagraph_sizes", fail)
@@ -86,7 +122,13 @@ def test_platform_is_restored_even_when_vllm_raises(installed, monkeypatch):
 
 def test_missing_vllm_is_a_graphlab_error(monkeypatch):
     # None in sys.modules makes an import fail, as on a machine without vllm.
-    for name in ("vllm", "vllm.platforms", "vllm.config", "vllm.config.compilation", "vllm.config.vllm"):
+    for name in (
+        "vllm",
+        "vllm.platforms",
+        "vllm.config",
+        "vllm.config.compilation",
+        "vllm.config.vllm",
+    ):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(GraphlabError, match="vllm is not importable"):
         installed_capture_sizes(SizingConfig(8, 4))
@@ -109,8 +151,15 @@ def _explicit_configs():
         kept = [x for x in sizes if t is None or x <= t]
         if i % 3 == 2 and kept and rng.random() < 0.5:
             user_max = max(kept)
-        configs.append(SizingConfig(s, k, t, cudagraph_capture_sizes=tuple(sizes) if i % 3 else None,
-                                    max_cudagraph_capture_size=user_max if i % 3 != 1 else None))
+        configs.append(
+            SizingConfig(
+                s,
+                k,
+                t,
+                cudagraph_capture_sizes=tuple(sizes) if i % 3 else None,
+                max_cudagraph_capture_size=user_max if i % 3 != 1 else None,
+            )
+        )
     return configs
 
 
@@ -118,7 +167,10 @@ EXPLICIT = _explicit_configs()
 
 
 def test_enough_explicit_settings():
-    kinds = {(c.cudagraph_capture_sizes is not None, c.max_cudagraph_capture_size is not None) for c in EXPLICIT}
+    kinds = {
+        (c.cudagraph_capture_sizes is not None, c.max_cudagraph_capture_size is not None)
+        for c in EXPLICIT
+    }
     assert len(set(EXPLICIT)) >= 200 and kinds == {(True, False), (False, True), (True, True)}
 
 
@@ -132,7 +184,9 @@ def test_explicit_settings_match_installed_vllm(installed, blackwell):
         real = installed_sizing(cfg, blackwell=blackwell)
         assert policy.sizing_warnings(cfg) == real["warnings"], cfg
         # SchedulerConfig refuses T < S before the sizing runs; the sizes are still compared.
-        scheduler_refuses = cfg.max_num_batched_tokens is not None and cfg.max_num_batched_tokens < cfg.max_num_seqs
+        scheduler_refuses = (
+            cfg.max_num_batched_tokens is not None and cfg.max_num_batched_tokens < cfg.max_num_seqs
+        )
         if real["error"]:
             assert scheduler_refuses or policy.startup_error(cfg) == real["error"], cfg
             assert policy.capture_sizes(cfg) == (), cfg
@@ -147,8 +201,8 @@ def test_explicit_settings_match_installed_vllm(installed, blackwell):
 
 
 def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
-    from graphlab.sizing.audit import audit
     from graphlab.against_vllm.installed import installed_sizing
+    from graphlab.sizing.audit import audit
 
     capped = SizingConfig(6, 6, max_cudagraph_capture_size=42)
     real = installed_sizing(capped)
@@ -165,8 +219,12 @@ def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
 
 
 def test_installed_capture_sizes_names_vllms_refusal(installed):
-    with pytest.raises(GraphlabError, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"):
-        installed_capture_sizes(SizingConfig(8, 0, cudagraph_capture_sizes=(1, 2, 4), max_cudagraph_capture_size=8))
+    with pytest.raises(
+        GraphlabError, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"
+    ):
+        installed_capture_sizes(
+            SizingConfig(8, 0, cudagraph_capture_sizes=(1, 2, 4), max_cudagraph_capture_size=8)
+        )
 
 
 def test_default_sizing_table_agrees_with_the_installed_vllm():

@@ -5,18 +5,24 @@ import json
 import numpy as np
 import pytest
 import torch
+from stats import ALPHA, chi_square
 
-from graphlab.cli import main
-from graphlab.errors import GraphlabError
-from graphlab.engine.config import ModelConfig
-from graphlab.sizing.engines import SizingConfig, pad0
 from graphlab.bench.spec_decode import spec_decode_benchmark
+from graphlab.cli import main
+from graphlab.engine.config import ModelConfig
+from graphlab.errors import GraphlabError
+from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.engines import SizingConfig, pad0
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
 from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
+from graphlab.specdec.requests import (
+    Request,
+    RequestLoad,
+    coverage_requests,
+    load_requests,
+    make_requests,
+)
 from graphlab.specdec.scorers import prefill
-from graphlab.specdec.requests import Request, RequestLoad, coverage_requests, load_requests, make_requests
-from graphlab.sizing.batches import reachable_batch_sizes
-from stats import ALPHA, chi_square
 
 MAX_MODEL_LEN = 32
 MAX_NUM_SEQS = 4
@@ -39,8 +45,9 @@ def load(target):
 
 def generate(target, draft, requests, k, **config):
     sizing = SizingConfig(config.pop("max_num_seqs", MAX_NUM_SEQS), k)
-    config = SpecDecodeConfig(sizing, max_model_len=config.pop("max_model_len", MAX_MODEL_LEN),
-                              **config)
+    config = SpecDecodeConfig(
+        sizing, max_model_len=config.pop("max_model_len", MAX_MODEL_LEN), **config
+    )
     return SpecDecodeEngine(target, draft, config).generate(requests)
 
 
@@ -51,8 +58,9 @@ def runs(target, drafts, load):
 
     def run(kind, engine="vllm-0.6.0", scorer="batch-expansion"):
         if (kind, engine, scorer) not in cache:
-            cache[kind, engine, scorer] = generate(target, drafts[kind], load, k=3, engine=engine,
-                                                   scorer=scorer)
+            cache[kind, engine, scorer] = generate(
+                target, drafts[kind], load, k=3, engine=engine, scorer=scorer
+            )
         return cache[kind, engine, scorer]
 
     return run
@@ -66,7 +74,7 @@ def greedy_without_cache(model, prompt, max_tokens):
         ids = torch.tensor([tokens])
         logits = model(ids, torch.arange(len(tokens))[None], torch.tensor([0]))
         tokens.append(int(logits[0, -1].argmax()))
-    return tokens[len(prompt):]
+    return tokens[len(prompt) :]
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +126,10 @@ def test_acceptance_orders_the_drafts(runs):
 
 def test_batch_expansion_rows_and_mqa_rows(runs):
     k = 3
-    steps = {scorer: runs("truncated", scorer=scorer).steps_frame().query("kind == 'decode'")
-             for scorer in SCORERS}
+    steps = {
+        scorer: runs("truncated", scorer=scorer).steps_frame().query("kind == 'decode'")
+        for scorer in SCORERS
+    }
     expanded = steps["batch-expansion"]
     b_s, b_0 = expanded.num_speculating, expanded.num_seqs - expanded.num_speculating
     assert (expanded.batch_size == b_s * (k + 1) + b_0).all()
@@ -146,17 +156,31 @@ def test_vllm_055_raises_the_engines_key_error(target, drafts, load):
 
 # The drafts differ in acceptance (1, partial, near 0) and one run samples: the coverage load's
 # steps must not depend on either.
-@pytest.mark.parametrize("max_num_seqs, k, engine, kind, temperature", [
-    (8, 4, "vllm-0.6.0", "truncated", 0.0), (5, 2, "adaptive", "random", 1.0),
-    (12, 3, "vllm-0.6.0", "target", 0.0), (12, 3, "adaptive", "truncated", 0.0),
-    (3, 0, "vllm-0.6.0", None, 0.0),
-])
-def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_seqs, k, engine,
-                                                       kind, temperature):
-    requests = coverage_requests(SizingConfig(max_num_seqs, k), MAX_MODEL_LEN, target.config.vocab_size,
-                                 seed=1)
-    out = generate(target, drafts.get(kind), requests, k, engine=engine, max_num_seqs=max_num_seqs,
-                   temperature=temperature)
+@pytest.mark.parametrize(
+    "max_num_seqs, k, engine, kind, temperature",
+    [
+        (8, 4, "vllm-0.6.0", "truncated", 0.0),
+        (5, 2, "adaptive", "random", 1.0),
+        (12, 3, "vllm-0.6.0", "target", 0.0),
+        (12, 3, "adaptive", "truncated", 0.0),
+        (3, 0, "vllm-0.6.0", None, 0.0),
+    ],
+)
+def test_coverage_load_reaches_every_scorer_batch_size(
+    target, drafts, max_num_seqs, k, engine, kind, temperature
+):
+    requests = coverage_requests(
+        SizingConfig(max_num_seqs, k), MAX_MODEL_LEN, target.config.vocab_size, seed=1
+    )
+    out = generate(
+        target,
+        drafts.get(kind),
+        requests,
+        k,
+        engine=engine,
+        max_num_seqs=max_num_seqs,
+        temperature=temperature,
+    )
     decode = out.steps_frame().query("kind == 'decode'")
     reachable = reachable_batch_sizes(engine, SizingConfig(max_num_seqs, k)).tolist()
     # Each reachable size once, ascending, through V0's rule: no proposals near max_model_len.
@@ -171,8 +195,9 @@ def test_coverage_load_reaches_every_scorer_batch_size(target, drafts, max_num_s
 
 def test_coverage_load_under_vllm_055_crashes_at_the_first_uncaptured_size(target, drafts):
     # Captured 1, 2, 4, 8; sizes climb 1, 2, ..., and n = 9 looks up 16.
-    requests = load_requests(RequestLoad("coverage"), SizingConfig(8, 4), MAX_MODEL_LEN,
-                             target.config.vocab_size)
+    requests = load_requests(
+        RequestLoad("coverage"), SizingConfig(8, 4), MAX_MODEL_LEN, target.config.vocab_size
+    )
     with pytest.raises(KeyError) as error:
         generate(target, drafts["truncated"], requests, k=4, engine="vllm-0.5.5", max_num_seqs=8)
     assert error.value.args == (16,)
@@ -189,26 +214,37 @@ def test_draft_kinds_share_or_do_not_share_the_target_weights(target, drafts):
     embed = target.model.embed_tokens.weight
     truncated = drafts["truncated"]
     assert truncated.config.num_hidden_layers == 1
-    assert torch.equal(truncated.model.layers[0].mlp.gate_up_proj.weight,
-                       target.model.layers[0].mlp.gate_up_proj.weight)
+    assert torch.equal(
+        truncated.model.layers[0].mlp.gate_up_proj.weight,
+        target.model.layers[0].mlp.gate_up_proj.weight,
+    )
     assert torch.equal(truncated.lm_head.weight, target.lm_head.weight)
     assert torch.equal(drafts["target"].model.embed_tokens.weight, embed)
     assert drafts["target"] is not target
     assert not torch.equal(drafts["random"].model.embed_tokens.weight, embed)
 
 
-@pytest.mark.parametrize("bad", [
-    dict(num_speculative_tokens=-1), dict(scorer="tree"), dict(engine="sglang"),
-    dict(engine="vllm-0.13.0", scorer="batch-expansion"), dict(proposer_engine="sglang"),
-    dict(engine="vllm-0.33.0", proposer_engine="vllm-0.33.0"),
-    dict(temperature=-0.5), dict(max_num_seqs=0),
-])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(num_speculative_tokens=-1),
+        dict(scorer="tree"),
+        dict(engine="sglang"),
+        dict(engine="vllm-0.13.0", scorer="batch-expansion"),
+        dict(proposer_engine="sglang"),
+        dict(engine="vllm-0.33.0", proposer_engine="vllm-0.33.0"),
+        dict(temperature=-0.5),
+        dict(max_num_seqs=0),
+    ],
+)
 def test_bad_configs_fail_clearly(bad):
-    sizing = {name: bad.pop(name) for name in ("max_num_seqs", "num_speculative_tokens")
-              if name in bad}
+    sizing = {
+        name: bad.pop(name) for name in ("max_num_seqs", "num_speculative_tokens") if name in bad
+    }
     with pytest.raises(GraphlabError):
-        SpecDecodeConfig(SizingConfig(**{"max_num_seqs": 4, "num_speculative_tokens": 2, **sizing}),
-                         **bad)
+        SpecDecodeConfig(
+            SizingConfig(**{"max_num_seqs": 4, "num_speculative_tokens": 2, **sizing}), **bad
+        )
 
 
 def test_spec_decode_config_holds_a_sizing_config():
@@ -220,9 +256,17 @@ def test_spec_decode_config_holds_a_sizing_config():
 
 
 def test_draft_with_another_vocabulary_is_rejected(target):
-    other = build_target(ModelConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
-                                     num_hidden_layers=1, num_attention_heads=2,
-                                     num_key_value_heads=2, max_position_embeddings=128))
+    other = build_target(
+        ModelConfig(
+            vocab_size=256,
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=1,
+            num_attention_heads=2,
+            num_key_value_heads=2,
+            max_position_embeddings=128,
+        )
+    )
     with pytest.raises(GraphlabError, match="vocab"):
         SpecDecodeEngine(target, other, SpecDecodeConfig(SizingConfig(4, 2)))
     with pytest.raises(GraphlabError, match="draft"):
@@ -238,16 +282,32 @@ def test_requests_longer_than_max_model_len_are_rejected(target, drafts):
 
 # ---- stochastic: through the model, on a 16-token vocabulary ----------------------------
 
+
 def test_sampled_speculative_tokens_follow_the_target_distribution():
-    config = ModelConfig(vocab_size=16, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-                         num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+    config = ModelConfig(
+        vocab_size=16,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=64,
+    )
     model = build_target(config, seed=5, weight_std=0.3)
     draft = build_draft(model, "truncated")
     prompt, trials, k = (3, 7, 1), 3000, 2
     # t1 comes from the prefill; t2 and t3 from speculative rounds (accepted drafts, resampled or
     # bonus tokens): each must follow the target's own marginal.
-    out = generate(model, draft, [Request(prompt, 3)] * trials, k=k, temperature=1.0,
-                   max_num_seqs=64, max_model_len=16, seed=11)
+    out = generate(
+        model,
+        draft,
+        [Request(prompt, 3)] * trials,
+        k=k,
+        temperature=1.0,
+        max_num_seqs=64,
+        max_model_len=16,
+        seed=11,
+    )
     assert 0.2 < out.metrics.num_accepted_tokens / out.metrics.num_draft_tokens < 0.95
     tokens = np.array(out.outputs)
     # Exact marginals of t2 and t3 under the target alone: enumerate t1, t2 (16 x 16 rows).
@@ -256,9 +316,9 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
     seqs = torch.tensor([list(prompt) + [a, b] for a, b in zip(t1.ravel(), t2.ravel())])
     with torch.no_grad():
         probs = model(seqs, torch.arange(5).expand(256, -1), torch.arange(256)).softmax(-1)
-    p1 = probs[0, 2]                                        # t1 | prompt
-    p2 = probs[::16, 3]                                     # t2 | prompt, t1  [16, 16]
-    p3 = probs[:, 4].view(16, 16, 16)                       # t3 | prompt, t1, t2
+    p1 = probs[0, 2]  # t1 | prompt
+    p2 = probs[::16, 3]  # t2 | prompt, t1  [16, 16]
+    p3 = probs[:, 4].view(16, 16, 16)  # t3 | prompt, t1, t2
     marginal_2 = (p1[:, None] * p2).sum(0)
     marginal_3 = (p1[:, None, None] * p2[:, :, None] * p3).sum((0, 1))
     assert chi_square(np.bincount(tokens[:, 0], minlength=16), p1.numpy()) > ALPHA
@@ -268,9 +328,23 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
 
 # ---- the repro command --------------------------------------------------------------------
 
+
 def test_repro_ends_in_key_error_40(capsys):
-    status = main(["repro", "--max-num-seqs", "8", "--num-speculative-tokens", "4",
-                   "--engine", "vllm-0.5.5", "--device", "cpu", "--num-requests", "8"])
+    status = main(
+        [
+            "repro",
+            "--max-num-seqs",
+            "8",
+            "--num-speculative-tokens",
+            "4",
+            "--engine",
+            "vllm-0.5.5",
+            "--device",
+            "cpu",
+            "--num-requests",
+            "8",
+        ]
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert status == 1
     assert err[0] == "Traceback (most recent call last):" and err[-1] == "KeyError: 40"
@@ -278,8 +352,9 @@ def test_repro_ends_in_key_error_40(capsys):
 
 def test_repro_with_a_vllm_055_proposer_ends_in_the_draft_runners_key_error(capsys):
     # The scorer has graphs up to 40 rows; a later step drafts 9..16 rows (bonus copies).
-    status = main(["repro", "--engine", "adaptive", "--proposer-engine", "vllm-0.5.5",
-                   "--device", "cpu"])
+    status = main(
+        ["repro", "--engine", "adaptive", "--proposer-engine", "vllm-0.5.5", "--device", "cpu"]
+    )
     captured = capsys.readouterr()
     assert status == 1 and captured.err.strip().splitlines()[-1] == "KeyError: 16"
     assert "in propose" in captured.err and "draft (truncated, vllm-0.5.5)" in captured.out
@@ -287,8 +362,21 @@ def test_repro_with_a_vllm_055_proposer_ends_in_the_draft_runners_key_error(caps
 
 @pytest.mark.parametrize("engine", ["vllm-0.6.0", "adaptive"])
 def test_repro_completes_with_the_fixed_engines(capsys, engine):
-    status = main(["repro", "--engine", engine, "--device", "cpu", "--num-requests", "8",
-                   "--max-tokens", "12", "--max-model-len", "32"])
+    status = main(
+        [
+            "repro",
+            "--engine",
+            engine,
+            "--device",
+            "cpu",
+            "--num-requests",
+            "8",
+            "--max-tokens",
+            "12",
+            "--max-model-len",
+            "32",
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0
     assert "vLLM V1 counts: num_drafts" in out and "vLLM V0 metrics: draft_acceptance_rate" in out
@@ -299,17 +387,43 @@ def test_repro_completes_with_the_fixed_engines(capsys, engine):
 
 
 def test_repro_labels_the_mqa_scorer_with_its_vllm_version(capsys):
-    assert main(["repro", "--engine", "vllm-0.6.0", "--scorer", "mqa", "--device", "cpu",
-                 "--num-requests", "4", "--max-tokens", "4", "--max-model-len", "24"]) == 0
+    assert (
+        main(
+            [
+                "repro",
+                "--engine",
+                "vllm-0.6.0",
+                "--scorer",
+                "mqa",
+                "--device",
+                "cpu",
+                "--num-requests",
+                "4",
+                "--max-tokens",
+                "4",
+                "--max-model-len",
+                "24",
+            ]
+        )
+        == 0
+    )
     assert "MQAScorer" in capsys.readouterr().out and "not in vllm-0.5.5 or 0.6.0" in SCORERS["mqa"]
     with pytest.raises(SystemExit):
         main(["repro", "--help"])
     assert "first in vLLM 0.6.3" in " ".join(capsys.readouterr().out.split())
 
 
-@pytest.mark.parametrize("argv", [["--engine", "sglang"], ["--max-num-seqs", "0"],
-                                  ["--num-speculative-tokens", "-1"], ["--temperature", "-1"],
-                                  ["--draft", "medusa"], ["--policy", "vllm-0.6.0"]])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--engine", "sglang"],
+        ["--max-num-seqs", "0"],
+        ["--num-speculative-tokens", "-1"],
+        ["--temperature", "-1"],
+        ["--draft", "medusa"],
+        ["--policy", "vllm-0.6.0"],
+    ],
+)
 def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
     assert main(["repro", "--device", "cpu", *argv]) == 2
     err = capsys.readouterr().err.strip().splitlines()
@@ -319,16 +433,19 @@ def test_repro_bad_input_exits_2_with_one_line(capsys, argv):
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_run_speculative_builds_both_models_in_the_dtype(dtype):
     config = SpecDecodeConfig(SizingConfig(2, 2), max_model_len=24)
-    engine, output = run_speculative(config, RequestLoad(num_requests=2, max_tokens=3),
-                                     device="cpu", dtype=dtype)
+    engine, output = run_speculative(
+        config, RequestLoad(num_requests=2, max_tokens=3), device="cpu", dtype=dtype
+    )
     assert engine.target.dtype == engine.proposer.model.dtype == getattr(torch, dtype)
     assert len(output.outputs) == 2 and all(output.outputs)  # both requests generated
 
 
 def test_benchmark_rows_on_cpu():
     load = RequestLoad(num_requests=4, max_tokens=8)
-    runs = [(SpecDecodeConfig(SizingConfig(4, 2), engine=engine, max_model_len=32), load)
-            for engine in ("vllm-0.6.0", "adaptive")]
+    runs = [
+        (SpecDecodeConfig(SizingConfig(4, 2), engine=engine, max_model_len=32), load)
+        for engine in ("vllm-0.6.0", "adaptive")
+    ]
     rows = spec_decode_benchmark(runs, device="cpu")
     by_engine = {r["engine"]: r for r in rows}
     guard, adaptive = by_engine["vllm-0.6.0"], by_engine["adaptive"]
@@ -336,8 +453,13 @@ def test_benchmark_rows_on_cpu():
     assert adaptive["target_graph_memory_bytes"] > guard["target_graph_memory_bytes"] > 0
     assert guard["memory_kind"] == "predicted" and guard["backend"] == "cpu-emulated"
     # The same load and greedy decoding: the same acceptance under both engines.
-    for name in ("num_accepted_tokens", "num_accepted_tokens_per_pos", "accepted_tokens",
-                 "num_emitted_tokens", "system_efficiency"):
+    for name in (
+        "num_accepted_tokens",
+        "num_accepted_tokens_per_pos",
+        "accepted_tokens",
+        "num_emitted_tokens",
+        "system_efficiency",
+    ):
         assert guard[name] == adaptive[name], name
     assert guard["tokens_per_s"] > 0 and guard["proposer_engine"] == "vllm-0.6.0"
     # V0 counts every accepted position, V1 the accepted prefix.
@@ -354,8 +476,10 @@ def test_acceptance_counts_follow_from_the_greedy_text_and_the_v0_rule(target, d
     out = generate(target, drafts["truncated"], load, k=3)
     counts = out.metrics.as_dict()
     three = SpecDecodeConfig(SizingConfig(MAX_NUM_SEQS, 3), max_model_len=MAX_MODEL_LEN)
-    replayed = {rule: replay_greedy_counts(target, drafts["truncated"], load, three, rule)
-                for rule in ("v0", "v1")}
+    replayed = {
+        rule: replay_greedy_counts(target, drafts["truncated"], load, three, rule)
+        for rule in ("v0", "v1")
+    }
     assert all(replayed["v0"][name] == counts[name] for name in replayed["v0"])
     # Half the load runs into max_model_len, where vLLM V1's shortened proposals count differently.
     assert replayed["v1"]["num_drafts"] > replayed["v0"]["num_drafts"]
@@ -370,12 +494,15 @@ def test_step_records_add_up_to_the_totals(runs, load):
     assert frame.num_accepted_tokens.sum() == m.num_accepted_tokens
     assert frame.accepted_tokens.sum() == m.accepted_tokens > m.num_accepted_tokens
     decode = frame[frame.num_speculating > 0]
-    assert np.array(decode.num_accepted_tokens_per_pos.tolist()).sum(0).tolist() == \
-        m.num_accepted_tokens_per_pos.tolist()
+    assert (
+        np.array(decode.num_accepted_tokens_per_pos.tolist()).sum(0).tolist()
+        == m.num_accepted_tokens_per_pos.tolist()
+    )
     assert frame.num_generation_tokens.sum() == sum(r.max_tokens for r in load)
 
 
 # ---- the proposer's batches (V0 MultiStepWorker) --------------------------------------------
+
 
 def test_bonus_sequences_widen_every_draft_step(target, drafts):
     # A copy of the target as draft: every greedy draft is accepted, so from the second decode
@@ -411,6 +538,7 @@ def test_vllm_055_draft_runner_raises_its_own_key_error(target, drafts, load):
 
 # ---- MQA scorer: one forward, plain rows padded harmlessly ---------------------------------
 
+
 def _count_forwards(model, monkeypatch) -> list:
     calls = []
     forward = model.forward
@@ -428,12 +556,19 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
     # max_model_len, decoded beside speculating ones; their k padding positions reach past
     # max_model_len.
     k, max_len = 3, 24
-    requests = [Request((1, 2, 3), 21), Request((4, 5), 22), Request((6, 7, 8), 6),
-                Request((9, 10), 9)]
+    requests = [
+        Request((1, 2, 3), 21),
+        Request((4, 5), 22),
+        Request((6, 7, 8), 6),
+        Request((9, 10), 9),
+    ]
     caches = {}
     for scorer in SCORERS:
-        engine = SpecDecodeEngine(target, drafts["truncated"], SpecDecodeConfig(
-            SizingConfig(MAX_NUM_SEQS, k), scorer=scorer, max_model_len=max_len))
+        engine = SpecDecodeEngine(
+            target,
+            drafts["truncated"],
+            SpecDecodeConfig(SizingConfig(MAX_NUM_SEQS, k), scorer=scorer, max_model_len=max_len),
+        )
         engine.capture_model()
         calls = _count_forwards(target, monkeypatch)
         out = engine.generate(requests)
@@ -445,9 +580,11 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
             # one MQA scoring pass.
             assert len(calls) == len(steps)
             decode = steps.query("kind == 'decode'")
-            mixed = decode[(decode.num_speculating > 0) & (decode.num_speculating < decode.num_seqs)]
+            mixed = decode[
+                (decode.num_speculating > 0) & (decode.num_speculating < decode.num_seqs)
+            ]
             assert len(mixed) > 0 and (decode.batch_size == decode.num_seqs).all()
-            assert all(shape[1] == k + 1 for shape in calls[-len(decode):])
+            assert all(shape[1] == k + 1 for shape in calls[-len(decode) :])
             assert target.max_seq_len == max_len + k
     assert out.outputs == generate(target, None, requests, 0, max_model_len=max_len).outputs
     # Every real token's K/V (positions before each request's last token; slot i = request i)
@@ -461,6 +598,7 @@ def test_mqa_scores_speculating_and_plain_sequences_in_one_forward(target, draft
 
 # ---- prefill: prompts of similar length in one forward --------------------------------------
 
+
 def test_prefill_pads_prompts_of_similar_length_into_one_forward(target, monkeypatch):
     prompts, slots = [[1, 2, 3, 4, 5], [6, 7, 8], list(range(9, 21)), [1, 1, 2, 3]], [2, 0, 3, 1]
     target.allocate_kv_cache(4, MAX_MODEL_LEN)
@@ -472,16 +610,19 @@ def test_prefill_pads_prompts_of_similar_length_into_one_forward(target, monkeyp
     monkeypatch.undo()
     target.allocate_kv_cache(4, MAX_MODEL_LEN)
     for row, (prompt, slot) in enumerate(zip(prompts, slots)):
-        alone = target(torch.tensor([prompt]), torch.arange(len(prompt))[None],
-                       torch.tensor([slot]))[0, -1]
+        alone = target(
+            torch.tensor([prompt]), torch.arange(len(prompt))[None], torch.tensor([slot])
+        )[0, -1]
         torch.testing.assert_close(logits[row], alone)
         for (key, value), (key_1, value_1) in zip(grouped, target.kv_cache()):
-            torch.testing.assert_close(key[slot, :, :len(prompt)], key_1[slot, :, :len(prompt)])
-            torch.testing.assert_close(value[slot, :, :len(prompt)],
-                                       value_1[slot, :, :len(prompt)])
+            torch.testing.assert_close(key[slot, :, : len(prompt)], key_1[slot, :, : len(prompt)])
+            torch.testing.assert_close(
+                value[slot, :, : len(prompt)], value_1[slot, :, : len(prompt)]
+            )
 
 
 # ---- what the draft batches, admission and defaults promise ---------------------------------
+
 
 def test_draft_batches_hold_one_row_per_speculating_sequence_without_bonus_tokens(target, drafts):
     # A random draft is rarely accepted whole: after a round where no sequence accepted all k, no
@@ -502,7 +643,9 @@ def test_draft_batches_hold_one_row_per_speculating_sequence_without_bonus_token
 
 
 def test_first_requests_are_prefilled_at_step_zero(target, drafts):
-    requests = [Request((5 + i, 9, 2), 4, arrival_step=0) for i in range(2)] + [Request((7, 7), 4, 3)]
+    requests = [Request((5 + i, 9, 2), 4, arrival_step=0) for i in range(2)] + [
+        Request((7, 7), 4, 3)
+    ]
     frame = generate(target, drafts["target"], requests, k=2, max_model_len=40).steps_frame()
     prefills = frame[frame.kind == "prefill"]
     assert prefills.step.tolist()[:2] == [0, 3] and prefills.num_seqs.tolist()[:2] == [2, 1]
@@ -516,15 +659,22 @@ def test_mixed_load_admits_max_num_seqs_requests_at_step_zero():
 
 def test_v1_engines_draft_on_the_guarded_v0_runner_by_default():
     # vLLM V1 has no V0 draft runner: its draft stays on 0.6.0's guarded sizing (never a crash).
-    assert SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0").proposer_engine == "vllm-0.6.0"
+    assert (
+        SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0").proposer_engine == "vllm-0.6.0"
+    )
     assert SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.5.5").proposer_engine == "vllm-0.5.5"
 
 
-@pytest.mark.parametrize("temperature", ["0", 1e-300, 1e-45, 0.005, float("inf"), float("nan"), 2.5, -1.0, True])
+@pytest.mark.parametrize(
+    "temperature", ["0", 1e-300, 1e-45, 0.005, float("inf"), float("nan"), 2.5, -1.0, True]
+)
 def test_temperature_outside_vllms_range_is_refused(temperature):
     from graphlab.specdec.records import MAX_TEMPERATURE, MIN_TEMPERATURE
 
-    with pytest.raises(GraphlabError, match=f"0 \\(greedy\\) or a number in {MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}"):
+    with pytest.raises(
+        GraphlabError,
+        match=f"0 \\(greedy\\) or a number in {MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}",
+    ):
         SpecDecodeConfig(SizingConfig(8, 4), temperature=temperature)
 
 
@@ -542,7 +692,10 @@ def test_repro_help_states_the_temperature_range_and_the_token_bound(capsys):
     with pytest.raises(SystemExit):
         main(["repro", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}" in text and f"at most {REPRO_MAX_TOKENS}" in text
+    assert (
+        f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}" in text
+        and f"at most {REPRO_MAX_TOKENS}" in text
+    )
     # 17 x 1024 = 17408 tokens: just past the bound.
     assert main(["repro", "--num-requests", "17", "--max-model-len", "1024"]) == 2
     assert f"= 17408 tokens; at most {REPRO_MAX_TOKENS}" in capsys.readouterr().err
@@ -550,12 +703,24 @@ def test_repro_help_states_the_temperature_range_and_the_token_bound(capsys):
 
 def test_repro_json_counts_plain_rows_once(capsys):
     # The default mixed load: odd requests run into max_model_len, so late steps hold plain rows.
-    argv = ["--engine", "vllm-0.33.0", "--device", "cpu", "--num-requests", "8", "--max-tokens", "12",
-            "--max-model-len", "32"]
+    argv = [
+        "--engine",
+        "vllm-0.33.0",
+        "--device",
+        "cpu",
+        "--num-requests",
+        "8",
+        "--max-tokens",
+        "12",
+        "--max-model-len",
+        "32",
+    ]
     assert main(["repro", *argv, "--json"]) == 0
     steps = json.loads(capsys.readouterr().out)["steps"]
     config = SpecDecodeConfig(SizingConfig(8, 4), engine="vllm-0.33.0", max_model_len=32)
-    _, output = run_speculative(config, RequestLoad(num_requests=8, max_tokens=12), device="cpu", log=None)
+    _, output = run_speculative(
+        config, RequestLoad(num_requests=8, max_tokens=12), device="cpu", log=None
+    )
     frame = output.steps_frame().query("kind == 'decode'")
     assert (frame.num_speculating < frame.num_seqs).any()
     assert [s["num_tokens"] for s in steps] == (frame.num_seqs + 4 * frame.num_speculating).tolist()

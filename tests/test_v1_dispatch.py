@@ -55,11 +55,20 @@ def _mrv2(parts, seqs, q, sizes, mode):
     _, modes, _, manager_cls = parts
     manager = manager_cls.__new__(manager_cls)
     manager.__dict__.update(
-        compilation_config=ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes)),
-        cudagraph_mode=modes[mode], max_num_reqs=seqs, decode_query_len=q, varlen_decode=False,
+        compilation_config=ns(
+            cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes)
+        ),
+        cudagraph_mode=modes[mode],
+        max_num_reqs=seqs,
+        decode_query_len=q,
+        varlen_decode=False,
         vllm_config=ns(speculative_config=None, cache_config=ns(use_kda_recoverssm=False)),
-        lora_capture_cases=[0], _candidates={}, _capture_descs={}, ubatch_runner=None,
-        _graphs_captured=True)
+        lora_capture_cases=[0],
+        _candidates={},
+        _capture_descs={},
+        ubatch_runner=None,
+        _graphs_captured=True,
+    )
     manager._lora_dispatch_map, manager._max_lora_case = manager._build_lora_dispatch_map()
     manager._init_candidates()
 
@@ -68,26 +77,36 @@ def _mrv2(parts, seqs, q, sizes, mode):
         reqs = n // q if uniform else min(n, seqs)
         desc = manager.dispatch(reqs, n, q if uniform else None, 0)
         return str(desc.cg_mode), None if str(desc.cg_mode) == "NONE" else desc.num_tokens
+
     return run
 
 
 def _mrv1(parts, seqs, q, sizes, mode):
     compilation_cls, modes, dispatcher_cls, _ = parts
-    cc = ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes),
-            compile_sizes=None, cudagraph_specialize_lora=False)
+    cc = ns(
+        cudagraph_capture_sizes=list(sizes),
+        max_cudagraph_capture_size=max(sizes),
+        compile_sizes=None,
+        cudagraph_specialize_lora=False,
+    )
     if modes[mode].decode_mode() == modes["FULL"] and q > 1:  # resolve_cudagraph_mode_and_sizes
         compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, q)
     dispatcher = dispatcher_cls.__new__(dispatcher_cls)
     dispatcher.__dict__.update(
         vllm_config=ns(scheduler_config=ns(max_num_seqs=seqs), lora_config=None),
-        compilation_config=cc, uniform_decode_query_len=q, keys_initialized=False,
-        specialize_lora_count=False, cudagraph_mode=modes["NONE"],
-        cudagraph_keys={modes["PIECEWISE"]: set(), modes["FULL"]: set()})
+        compilation_config=cc,
+        uniform_decode_query_len=q,
+        keys_initialized=False,
+        specialize_lora_count=False,
+        cudagraph_mode=modes["NONE"],
+        cudagraph_keys={modes["PIECEWISE"]: set(), modes["FULL"]: set()},
+    )
     dispatcher.initialize_cudagraph_keys(modes[mode], q)
 
     def run(n, uniform):
         runtime, desc = dispatcher.dispatch(n, uniform_decode=uniform)
         return str(runtime), None if str(runtime) == "NONE" else desc.num_tokens
+
     return run
 
 
@@ -102,8 +121,9 @@ def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
             continue
         configured = policy._configured(cfg)[0]  # the list before any start-up rounding
         resolved = policy.cudagraph_mode(cfg)
-        vllm = (_mrv1 if policy.rounds_for_spec_decode else _mrv2)(vllm_parts, seqs, q, configured,
-                                                                    resolved)
+        vllm = (_mrv1 if policy.rounds_for_spec_decode else _mrv2)(
+            vllm_parts, seqs, q, configured, resolved
+        )
         top = max(configured) + q + 2
         uniform = [b * q for b in range(1, seqs + 1)]
         for flag, ns_ in ((True, uniform), (False, range(1, top))):
@@ -125,7 +145,9 @@ def test_full_rounding_only_where_full_decode_graphs_are_used():
 
 
 def test_bad_cudagraph_mode_is_one_clear_error():
-    with pytest.raises(GraphlabError, match="cudagraph_mode .* is not one of NONE, PIECEWISE, FULL"):
+    with pytest.raises(
+        GraphlabError, match="cudagraph_mode .* is not one of NONE, PIECEWISE, FULL"
+    ):
         SizingConfig(4, cudagraph_mode="full")
     with pytest.raises(GraphlabError, match="cudagraph_mode setting"):
         get_engine("vllm-0.6.0").capture_sizes(SizingConfig(4, cudagraph_mode="FULL"))
@@ -137,6 +159,7 @@ def test_issue_example_one_answer():
     for n in (21, 35):
         d = get_engine("vllm-0.33.0").dispatch(n, SizingConfig(6, 6))
         assert (d.step_path, d.graph_size, d.padding_waste) == ("full", n, 0)
-    _, sizes, families = dispatch_tokens("vllm-0.33.0", SizingConfig(6, 6), [21, 35],
-                                         uniform_decode=False)
+    _, sizes, families = dispatch_tokens(
+        "vllm-0.33.0", SizingConfig(6, 6), [21, 35], uniform_decode=False
+    )
     assert (sizes.tolist(), list(families)) == ([24, 40], ["piecewise", "piecewise"])

@@ -10,34 +10,42 @@ import pytest
 import torch
 from kvcache import restore, snapshot
 
+from graphlab.bench.measurements import graph_memory_rows, latency_rows
 from graphlab.cli import main
-from graphlab.specdec.drafts import build_draft, build_target
-from graphlab.errors import GraphlabError
 from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import build_model
-from graphlab.sizing.engines import SizingConfig, get_engine
-from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
-from graphlab.bench.measurements import graph_memory_rows, latency_rows
 from graphlab.engine.v1_runner import V1_ENGINES, V1ModelRunner, uniform_decode_batch
+from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import V1_PATHS, decode_graph_sizes, verify_batches
+from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.specdec.drafts import build_draft, build_target
+from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
 from graphlab.specdec.requests import make_requests
 
 NUM_SLOTS, MAX_SEQ_LEN = 40, 16
 # max_num_batched_tokens = 24 puts the ceiling at 24 tokens: 12 requests x 4 tokens pass it.
 SMALL = SizingConfig(max_num_seqs=12, num_speculative_tokens=3, max_num_batched_tokens=24)
-CONFIGS = [SMALL, SizingConfig(12, 2), SizingConfig(8, 4, 20), SizingConfig(16, 1, 16),
-           SizingConfig(6, 6)]
+CONFIGS = [
+    SMALL,
+    SizingConfig(12, 2),
+    SizingConfig(8, 4, 20),
+    SizingConfig(16, 1, 16),
+    SizingConfig(6, 6),
+]
 
-needs_cuda = [pytest.mark.gpu,
-              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")]
+needs_cuda = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA"),
+]
 BACKENDS = [pytest.param("cpu-emulated"), pytest.param("cuda-graph", marks=needs_cuda)]
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
 
 def make_model(backend, dtype="float32", seed=0):
-    model = build_model("tiny", seed=seed, dtype=dtype,
-                        device="cuda" if backend == "cuda-graph" else "cpu")
+    model = build_model(
+        "tiny", seed=seed, dtype=dtype, device="cuda" if backend == "cuda-graph" else "cpu"
+    )
     model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
     return model
 
@@ -65,6 +73,7 @@ def runner_for(model, engine, cfg, **kwargs):
 
 
 # ---- sizing: which graphs, and which one a batch replays ------------------------------------
+
 
 @pytest.mark.parametrize("engine", V1_ENGINES)
 @pytest.mark.parametrize("cfg", CONFIGS)
@@ -107,37 +116,56 @@ def _vllm_full_dispatch(engine, cfg):
 
     sizes = list(get_engine(engine).capture_sizes(cfg))
     q, seqs = cfg.decode_query_len, cfg.max_num_seqs
-    compilation = SimpleNamespace(cudagraph_capture_sizes=sizes,
-                                  max_cudagraph_capture_size=sizes[-1], compile_sizes=None,
-                                  cudagraph_specialize_lora=False)
+    compilation = SimpleNamespace(
+        cudagraph_capture_sizes=sizes,
+        max_cudagraph_capture_size=sizes[-1],
+        compile_sizes=None,
+        cudagraph_specialize_lora=False,
+    )
     mode = CUDAGraphMode.FULL_AND_PIECEWISE
     if engine == "vllm-0.33.0":
         manager = object.__new__(CudaGraphManager)
         manager.__dict__.update(
-            vllm_config=SimpleNamespace(speculative_config=None,
-                                        cache_config=SimpleNamespace(use_kda_recoverssm=False)),
-            compilation_config=compilation, max_num_reqs=seqs, decode_query_len=q,
-            cudagraph_mode=mode, varlen_decode=False, lora_capture_cases=[0], ubatch_runner=None,
-            _candidates={}, _capture_descs={}, _lora_dispatch_map={}, _max_lora_case=0)
+            vllm_config=SimpleNamespace(
+                speculative_config=None, cache_config=SimpleNamespace(use_kda_recoverssm=False)
+            ),
+            compilation_config=compilation,
+            max_num_reqs=seqs,
+            decode_query_len=q,
+            cudagraph_mode=mode,
+            varlen_decode=False,
+            lora_capture_cases=[0],
+            ubatch_runner=None,
+            _candidates={},
+            _capture_descs={},
+            _lora_dispatch_map={},
+            _max_lora_case=0,
+        )
         manager._init_candidates()
         manager._graphs_captured = True
 
         def dispatch(n):
             desc = manager.dispatch(n // q, n, q, 0)
             return desc.num_tokens if desc.cg_mode == CUDAGraphMode.FULL else None
+
         return dispatch
     dispatcher = object.__new__(CudagraphDispatcher)
     dispatcher.__dict__.update(
-        vllm_config=SimpleNamespace(scheduler_config=SimpleNamespace(max_num_seqs=seqs),
-                                    lora_config=None),
-        compilation_config=compilation, uniform_decode_query_len=q, specialize_lora_count=False,
+        vllm_config=SimpleNamespace(
+            scheduler_config=SimpleNamespace(max_num_seqs=seqs), lora_config=None
+        ),
+        compilation_config=compilation,
+        uniform_decode_query_len=q,
+        specialize_lora_count=False,
         cudagraph_keys={CUDAGraphMode.PIECEWISE: set(), CUDAGraphMode.FULL: set()},
-        keys_initialized=False)
+        keys_initialized=False,
+    )
     dispatcher.initialize_cudagraph_keys(mode, q)
 
     def dispatch(n):
         runtime_mode, desc = dispatcher.dispatch(n, uniform_decode=True)
         return desc.num_tokens if runtime_mode == CUDAGraphMode.FULL else None
+
     return dispatch
 
 
@@ -145,8 +173,12 @@ def _vllm_full_dispatch(engine, cfg):
 @pytest.mark.parametrize("engine", ["vllm-0.33.0", "vllm-0.13.0"])
 def test_runner_outcome_equals_installed_vllm_full_dispatch(model, engine):
     pytest.importorskip("vllm")
-    cfgs = CONFIGS + [SizingConfig(s, k, t) for s in (3, 40, 100, 256) for k in (0, 2, 4, 7)
-                      for t in (None, 40, 300)]
+    cfgs = CONFIGS + [
+        SizingConfig(s, k, t)
+        for s in (3, 40, 100, 256)
+        for k in (0, 2, 4, 7)
+        for t in (None, 40, 300)
+    ]
     for cfg in cfgs:
         if get_engine(engine).startup_error(cfg):
             continue
@@ -154,7 +186,10 @@ def test_runner_outcome_equals_installed_vllm_full_dispatch(model, engine):
         ours = V1ModelRunner(model, engine, cfg, backend="cpu-emulated")
         for num_reqs in range(1, cfg.max_num_seqs + 1):
             path, size = ours.dispatch(num_reqs * q)
-            assert (size if path == "full" else None) == vllm_dispatch(num_reqs * q), (cfg, num_reqs)
+            assert (size if path == "full" else None) == vllm_dispatch(num_reqs * q), (
+                cfg,
+                num_reqs,
+            )
     # And through execute_model, on the small config: the step replays what vLLM would.
     runner, vllm_dispatch = runner_for(model, engine, SMALL), _vllm_full_dispatch(engine, SMALL)
     for num_reqs in range(1, SMALL.max_num_seqs + 1):
@@ -168,8 +203,7 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
     # six requests replays it with no padding.
     rows = verify_batches("vllm-0.33.0", SizingConfig(6, 6))
     assert [r["num_tokens"] for r in rows] == [7, 14, 21, 28, 35, 42]
-    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="full", graph_size=42,
-                            padding_tokens=0)
+    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="full", graph_size=42, padding_tokens=0)
 
 
 def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():
@@ -184,8 +218,9 @@ def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():
 def test_issue_54933_explicit_maximum_through_speculative_decoding():
     # The same settings as SpecDecodeConfig fields: the target's V1 runner captures up to 35
     # tokens, and every verify step of all six speculating requests (42 tokens) runs eagerly.
-    config = SpecDecodeConfig(SizingConfig(6, 6, max_cudagraph_capture_size=42),
-                              engine="vllm-0.33.0", max_model_len=40)
+    config = SpecDecodeConfig(
+        SizingConfig(6, 6, max_cudagraph_capture_size=42), engine="vllm-0.33.0", max_model_len=40
+    )
     target = build_target("tiny", seed=0)
     load = make_requests(6, 6, 8, 40, target.config.vocab_size, seed=5)
     engine = SpecDecodeEngine(target, build_draft(target, "truncated", seed=1), config)
@@ -196,11 +231,13 @@ def test_issue_54933_explicit_maximum_through_speculative_decoding():
     assert set(full.path) == {"eager"} and full.graph_size.isna().all()
     smaller = decode[(decode.num_speculating == decode.num_seqs) & (decode.batch_size <= 35)]
     assert set(smaller.path) <= {"full"}
-    explicit = SpecDecodeConfig(SizingConfig(6, 6, cudagraph_capture_sizes=[7, 14]),
-                                engine="vllm-0.33.0")
+    explicit = SpecDecodeConfig(
+        SizingConfig(6, 6, cudagraph_capture_sizes=[7, 14]), engine="vllm-0.33.0"
+    )
     assert explicit.sizing.cudagraph_capture_sizes == (7, 14)
-    assert SpecDecodeEngine(target, build_draft(target, "truncated", seed=1),
-                            explicit).runner.capture_sizes == (7, 14)
+    assert SpecDecodeEngine(
+        target, build_draft(target, "truncated", seed=1), explicit
+    ).runner.capture_sizes == (7, 14)
     with pytest.raises(GraphlabError, match="engine vllm-0.6.0: only the V1 engines"):
         SpecDecodeConfig(SizingConfig(6, 6, max_cudagraph_capture_size=42))
     with pytest.raises(GraphlabError, match="cudagraph_capture_sizes"):
@@ -208,6 +245,7 @@ def test_issue_54933_explicit_maximum_through_speculative_decoding():
 
 
 # ---- replay, padding, stale rows --------------------------------------------------------------
+
 
 # Emulated, an exact fit runs the same [rows, q] shapes as eager: bit-identical. One request
 # short, the padded GEMMs (M = graph tokens) may differ from eager ones (M = n) in the last bits
@@ -316,6 +354,7 @@ def test_a_request_without_drafts_makes_the_batch_non_uniform(model):
 
 # ---- speculative decoding through the V1 runner ----------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def spec_setup():
     target = build_target("tiny", seed=0)
@@ -329,8 +368,9 @@ def spec_setup():
 def test_greedy_speculative_decoding_through_v1_equals_target_greedy(spec_setup, engine, kind):
     target, load, reference = spec_setup
     draft = build_draft(target, kind, seed=1)
-    engine_ = SpecDecodeEngine(target, draft,
-                               SpecDecodeConfig(SizingConfig(4, 3), engine=engine, max_model_len=32))
+    engine_ = SpecDecodeEngine(
+        target, draft, SpecDecodeConfig(SizingConfig(4, 3), engine=engine, max_model_len=32)
+    )
     assert isinstance(engine_.runner, V1ModelRunner) and engine_.config.scorer == "mqa"
     out = engine_.generate(load)
     assert out.outputs == reference
@@ -356,7 +396,9 @@ def test_piecewise_replay_equals_eager_for_every_captured_size(backend):
     model = make_model(backend, "float32", seed=3)
     runner = runner_for(model, "vllm-0.33.0", SMALL, backend=backend)
     start = snapshot(model)
-    assert sorted(runner.piecewise_graphs) == list(runner.piecewise_sizes) and runner.piecewise_sizes
+    assert (
+        sorted(runner.piecewise_graphs) == list(runner.piecewise_sizes) and runner.piecewise_sizes
+    )
     for size, graph in runner.piecewise_graphs.items():
         length = min(size, 4)
         ids, positions, slots = batch(max(1, size // length), length, size, model.device)
@@ -372,10 +414,23 @@ def test_piecewise_replay_equals_eager_for_every_captured_size(backend):
 
 # ---- the repro command and the sweeps ----------------------------------------------------------
 
+
 @pytest.mark.parametrize("budget, eager_above", [(None, None), ("20", 20)])
 def test_repro_json_shape(capsys, budget, eager_above):
-    argv = ["repro", "--engine", "vllm-0.33.0", "--device", "cpu", "--num-requests", "8",
-            "--max-tokens", "8", "--max-model-len", "24", "--json"]
+    argv = [
+        "repro",
+        "--engine",
+        "vllm-0.33.0",
+        "--device",
+        "cpu",
+        "--num-requests",
+        "8",
+        "--max-tokens",
+        "8",
+        "--max-model-len",
+        "24",
+        "--json",
+    ]
     assert main(argv + (["--max-num-batched-tokens", budget] if budget else [])) == 0
     result = json.loads(capsys.readouterr().out)
     assert set(result) == {"engine", "capture_sizes", "steps"}
@@ -396,16 +451,16 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
-    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0,
-                           backend="cpu-emulated")
+    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0, backend="cpu-emulated")
     graph_rows = [r for r in latency if r["mode"] == "graph"]
     assert {(r["engine"], r["batch_unit"]) for r in latency} == {("vllm-0.33.0", "tokens")}
     # Each captured size filled exactly, one request past the last graph, and all 12 requests.
     assert [r["num_reqs"] for r in graph_rows] == [1, 2, 4, 6, 7, 12]
     for r in graph_rows:
         assert r["batch_size"] == 4 * r["num_reqs"] and r["graph_limit"] == 24
-        assert (r["path"], r["graph_size"]) == (("full", r["batch_size"])
-                                                if r["batch_size"] <= 24 else ("eager", None))
+        assert (r["path"], r["graph_size"]) == (
+            ("full", r["batch_size"]) if r["batch_size"] <= 24 else ("eager", None)
+        )
     assert all(r["path"] == "eager" for r in latency if r["mode"] == "eager")
     rows = graph_memory_rows(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
     memory = [r for r in rows if r["family"] == "full"]
@@ -414,12 +469,13 @@ def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
     assert pieces == sorted(get_engine("vllm-0.33.0").capture_sizes(SMALL), reverse=True)
     for r in memory:
         assert r["memory_kind"] == "predicted" and r["num_reqs"] * 4 == r["capture_size"]
-        assert r["predicted_bytes"] == predict_graph_memory(model.config, r["capture_size"],
-                                                            MAX_SEQ_LEN, torch.float32,
-                                                            query_len=4)
+        assert r["predicted_bytes"] == predict_graph_memory(
+            model.config, r["capture_size"], MAX_SEQ_LEN, torch.float32, query_len=4
+        )
     # A graph of 24 tokens in 6 requests gathers 6 requests' K/V, not 24 rows'.
-    assert memory[0]["predicted_bytes"] < predict_graph_memory(model.config, 24, MAX_SEQ_LEN,
-                                                               torch.float32)
+    assert memory[0]["predicted_bytes"] < predict_graph_memory(
+        model.config, 24, MAX_SEQ_LEN, torch.float32
+    )
 
 
 def test_uniform_decode_batch_rows(model):

@@ -10,11 +10,16 @@ import pytest
 
 pytest.importorskip("ipywidgets")
 
-from graphlab.sizing.audit import audit# noqa: E402
 from graphlab.errors import GraphlabError  # noqa: E402
-from graphlab.sizing.engines import ENGINES, SizingConfig# noqa: E402
-from graphlab.views.widgets import (PATH_COLORS, ExplorerState, StaticExplorer, explorer,  # noqa: E402
-                                    reads_max_num_batched_tokens)
+from graphlab.sizing.audit import audit  # noqa: E402
+from graphlab.sizing.engines import ENGINES, SizingConfig  # noqa: E402
+from graphlab.views.widgets import (
+    PATH_COLORS,
+    ExplorerState,
+    StaticExplorer,
+    explorer,  # noqa: E402
+    reads_max_num_batched_tokens,
+)
 
 
 @pytest.fixture(scope="module")
@@ -32,10 +37,14 @@ def test_default_state_shows_the_v0_crash(ex):
     assert "captured sizes (4): 1, 2, 4, 8" in ex.summary.value
     assert "graph fraction 0.235" in ex.summary.value  # 8 of the 34 reachable rows
     # The first decode step of 8 requests sends 8 * 5 = 40 scorer rows: the scorer fails first.
-    assert ("fails first: the scorer (target model), KeyError: 40 on the first decode step"
-            in ex.summary.value)
-    assert ("fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft rows"
-            in ex.summary.value)
+    assert (
+        "fails first: the scorer (target model), KeyError: 40 on the first decode step"
+        in ex.summary.value
+    )
+    assert (
+        "fails next: the proposer (draft model), KeyError: 16 at n = 9..16 draft rows"
+        in ex.summary.value
+    )
     assert ex.png.startswith(b"\x89PNG") and png_size(ex.png)[0] > 400
     assert bytes(ex.image.value) == ex.png
 
@@ -76,7 +85,9 @@ def test_every_engine_renders_its_audit(engine):
     s = audit(engine, SizingConfig(100, 2)).summary
     assert f"{s.num_reachable} reachable" in ex.summary.value
     assert f"graph fraction {s.graph_fraction:.3f}" in ex.summary.value
-    assert reads_max_num_batched_tokens(engine) == (engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"))
+    assert reads_max_num_batched_tokens(engine) == (
+        engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0")
+    )
 
 
 def test_crash_map_toggle_and_headless_image(ex):
@@ -93,12 +104,22 @@ def test_crash_map_toggle_and_headless_image(ex):
 def test_static_explorer_without_widgets():
     static = StaticExplorer(ExplorerState("nano-vllm", 100, 0))
     bundle = static._repr_mimebundle_()
-    assert base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG") and "StopIteration" in bundle["text/html"]
+    assert (
+        base64.b64decode(bundle["image/png"]).startswith(b"\x89PNG")
+        and "StopIteration" in bundle["text/html"]
+    )
 
 
-@pytest.mark.parametrize("bad", [dict(max_num_seqs=0), dict(max_num_seqs=513),
-                                 dict(num_speculative_tokens=9), dict(engine="vllm-9"),
-                                 dict(map_value="nope")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        dict(max_num_seqs=0),
+        dict(max_num_seqs=513),
+        dict(num_speculative_tokens=9),
+        dict(engine="vllm-9"),
+        dict(map_value="nope"),
+    ],
+)
 def test_out_of_range_state_is_refused(bad):
     with pytest.raises(GraphlabError):
         ExplorerState(**bad)
@@ -118,7 +139,7 @@ def test_the_strip_draws_each_batch_at_its_size_and_crashes_at_their_key():
     pixels = _strip_row(PIL.Image.open(io.BytesIO(ex.view.png())))[1]
     blue, red = (PIL.ImageColor.getrgb(PATH_COLORS[p]) for p in ("graph", "crash"))
     coloured = [x for x, p in enumerate(pixels) if p in (blue, red)]
-    left, right = coloured[0], coloured[-1] + 1          # the strip spans n = 0.5 .. 40.5
+    left, right = coloured[0], coloured[-1] + 1  # the strip spans n = 0.5 .. 40.5
     last_blue = max(x for x, p in enumerate(pixels) if p == blue) + 1
     # Graphs end at n = 8 of the 40 on the axis (34 reachable sizes: 29, 33, 34 never occur).
     assert abs(last_blue - (left + (right - left) * 8 / 40)) <= 2
@@ -157,8 +178,10 @@ def test_notebook_02_states_the_audit_headline():
     line = headline(audit("vllm-0.5.5", SizingConfig(8, 4)))
     nb = Path(__file__).resolve().parents[1] / "notebooks" / "02_the_crash.ipynb"
     opening = " ".join("".join(json.loads(nb.read_text())["cells"][0]["source"]).split())
-    for part in ("fails first: the scorer (target model), `KeyError: 40` on the first decode step",
-                 "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows"):
+    for part in (
+        "fails first: the scorer (target model), `KeyError: 40` on the first decode step",
+        "fails next: the proposer (draft model), `KeyError: 16` at n = 9..16 draft rows",
+    ):
         assert part.replace("`", "") in line and part in opening
 
 
@@ -167,7 +190,9 @@ def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
 
     def expected(engine, t, value):
         frame = crash_map(engine, range(1, 513), range(0, 9), t)
-        return frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value).to_numpy(float)
+        return frame.pivot(
+            index="max_num_seqs", columns="num_speculative_tokens", values=value
+        ).to_numpy(float)
 
     ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4)
     shown = lambda: np.asarray(ex.view.map_image.get_array(), dtype=float).T  # [S - 1, k]
@@ -175,7 +200,9 @@ def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
     for t in (8192, 64):  # a smaller token budget leaves large batches without a graph
         ex.set(max_num_batched_tokens=t)
         maps.append(shown())
-        assert np.array_equal(maps[-1], expected("vllm-0.33.0", t, "graph_fraction"), equal_nan=True)
+        assert np.array_equal(
+            maps[-1], expected("vllm-0.33.0", t, "graph_fraction"), equal_nan=True
+        )
         assert ex.view.map_image.get_clim() == (0, 1.0)
     assert not np.array_equal(*maps, equal_nan=True)
     ex.set(engine="vllm-0.5.5", max_num_batched_tokens=None, map_value="crashing sizes")
@@ -185,9 +212,14 @@ def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
 
 
 def test_slider_ends_are_accepted_and_values_past_them_refused():
-    ex = explorer("vllm-0.33.0", max_num_seqs=512, num_speculative_tokens=8, max_num_batched_tokens=16384)
+    ex = explorer(
+        "vllm-0.33.0", max_num_seqs=512, num_speculative_tokens=8, max_num_batched_tokens=16384
+    )
     assert ex.state.max_num_seqs == ex.controls["max_num_seqs"].max == 512
     assert ex.controls["max_num_batched_tokens"].value == ex.state.max_num_batched_tokens == 16384
     for bad in (100000, 0):
-        with pytest.raises(GraphlabError, match=r"max_num_batched_tokens \(or None\) must be an integer in 1..16384"):
+        with pytest.raises(
+            GraphlabError,
+            match=r"max_num_batched_tokens \(or None\) must be an integer in 1..16384",
+        ):
             explorer("vllm-0.33.0", max_num_batched_tokens=bad)

@@ -9,12 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphlab.sizing.audit import audit, audit_table
-from graphlab.sizing.crash_maps import CRASH_MAP_COLUMNS, crash_map
-from graphlab.errors import GraphlabError
 from graphlab.bench.export import write_csv_atomic
-from graphlab.sizing.engines import SizingConfig
+from graphlab.errors import GraphlabError
+from graphlab.sizing.audit import audit, audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
+from graphlab.sizing.crash_maps import CRASH_MAP_COLUMNS, crash_map
+from graphlab.sizing.engines import SizingConfig
 
 
 @settings(max_examples=80, deadline=None)
@@ -37,7 +37,9 @@ def test_audit_of_the_issue_config():
     report = audit("vllm-0.5.5", SizingConfig(8, 4))
     s = report.summary
     assert report.capture_sizes == (1, 2, 4, 8)
-    assert [d.batch_size for d in report.outcomes] == reachable_batch_sizes("vllm-0.5.5", SizingConfig(8, 4)).tolist()
+    assert [d.batch_size for d in report.outcomes] == reachable_batch_sizes(
+        "vllm-0.5.5", SizingConfig(8, 4)
+    ).tolist()
     assert (s.num_graph, s.num_eager, s.num_crash, s.num_reachable) == (8, 0, 26, 34)
     assert (s.first_crash_n, s.first_crash_error) == (9, "KeyError: 16")
     assert next(d for d in report.outcomes if d.batch_size == 40).error == "KeyError: 40"
@@ -57,7 +59,12 @@ def test_padding_waste_definition():
 
 def test_nano_vllm_audit():
     s = audit("nano-vllm", SizingConfig(100, 3)).summary
-    assert (s.num_graph, s.num_crash, s.first_crash_n, s.first_crash_error) == (96, 4, 97, "StopIteration")
+    assert (s.num_graph, s.num_crash, s.first_crash_n, s.first_crash_error) == (
+        96,
+        4,
+        97,
+        "StopIteration",
+    )
 
 
 def test_audit_to_dict_is_complete():
@@ -74,7 +81,9 @@ def test_crash_map_cells_agree_with_audit():
     rng = np.random.default_rng(0)
     for i in rng.choice(len(frame), 40, replace=False):
         row = frame.iloc[i]
-        s = audit(row.engine, SizingConfig(int(row.max_num_seqs), int(row.num_speculative_tokens))).summary
+        s = audit(
+            row.engine, SizingConfig(int(row.max_num_seqs), int(row.num_speculative_tokens))
+        ).summary
         assert (row.num_crash, row.num_reachable) == (s.num_crash, s.num_reachable)
         assert row.graph_fraction == pytest.approx(s.graph_fraction)
         assert row.mean_padding_waste == pytest.approx(s.mean_padding_waste)
@@ -82,14 +91,20 @@ def test_crash_map_cells_agree_with_audit():
             assert pd.isna(row.first_crash_n) and pd.isna(row.error)
         else:
             assert (row.first_crash_n, row.error) == (s.first_crash_n, s.first_crash_error)
-    issue = frame.query("engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 4").iloc[0]
+    issue = frame.query(
+        "engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 4"
+    ).iloc[0]
     assert (issue.first_crash_n, issue.error) == (9, "KeyError: 16")
 
 
 def test_crash_map_all_engines_small_and_bad_input():
     frame = crash_map("all", range(1, 4), range(0, 2))
     assert frame.engine.nunique() == 9
-    assert frame.loc[frame.engine.isin(["vllm-0.6.0", "adaptive", "sglang", "trtllm"]), "num_crash"].eq(0).all()
+    assert (
+        frame.loc[frame.engine.isin(["vllm-0.6.0", "adaptive", "sglang", "trtllm"]), "num_crash"]
+        .eq(0)
+        .all()
+    )
     assert frame.loc[frame.engine == "vllm-0.12.0", "max_num_batched_tokens"].eq(8192).all()
     assert frame.loc[frame.engine == "vllm-0.5.5", "max_num_batched_tokens"].isna().all()
     with pytest.raises(GraphlabError, match="engine 'vllm-7' is not one of vllm-0.5.5"):
@@ -100,7 +115,11 @@ def test_write_csv_atomic_round_trip(tmp_path):
     frame = crash_map("vllm-0.5.5", range(1, 9), range(0, 5))
     path = write_csv_atomic(frame, tmp_path / "map.csv")
     back = pd.read_csv(path)
-    assert back.shape == frame.shape and back.first_crash_n.dropna().astype(int).tolist() == frame.first_crash_n.dropna().tolist()
+    assert (
+        back.shape == frame.shape
+        and back.first_crash_n.dropna().astype(int).tolist()
+        == frame.first_crash_n.dropna().tolist()
+    )
     assert os.listdir(tmp_path) == ["map.csv"]
 
 
@@ -131,12 +150,18 @@ def test_v1_workload_stops_at_the_token_budget():
     assert [d.batch_size for d in report.outcomes] == [5, 10, 15]
     assert report.summary.num_eager == 0 and report.summary.graph_fraction == 1.0
     # Rows (V0) and requests ignore the token budget.
-    assert reachable_batch_sizes("vllm-0.5.5", cfg).max() == 40 and reachable_batch_sizes("sglang", cfg).max() == 8
+    assert (
+        reachable_batch_sizes("vllm-0.5.5", cfg).max() == 40
+        and reachable_batch_sizes("sglang", cfg).max() == 8
+    )
 
 
 @settings(max_examples=60, deadline=None)
-@given(s=st.integers(min_value=1, max_value=300), k=st.integers(min_value=0, max_value=8),
-       t=st.integers(min_value=1, max_value=3000))
+@given(
+    s=st.integers(min_value=1, max_value=300),
+    k=st.integers(min_value=0, max_value=8),
+    t=st.integers(min_value=1, max_value=3000),
+)
 def test_v1_reachable_tokens_are_whole_requests_within_budget(s, k, t):
     ns = reachable_batch_sizes("vllm-0.13.0", SizingConfig(s, k, t)).tolist()
     assert ns == [b * (k + 1) for b in range(1, s + 1) if b * (k + 1) <= t]
@@ -149,14 +174,24 @@ def test_proposer_batches_widen_with_bonus_tokens_and_crash_in_055():
     # S=8, k=4: draft batches B_s + B_bonus cover 1..16; graphs {1, 2, 4, 8}: 9..16 -> KeyError: 16.
     report = audit("vllm-0.5.5", SizingConfig(8, 4))
     proposer = report.proposer
-    assert proposer.capture_sizes == (1, 2, 4, 8) and [d.batch_size for d in proposer.outcomes] == list(range(1, 17))
+    assert proposer.capture_sizes == (1, 2, 4, 8) and [
+        d.batch_size for d in proposer.outcomes
+    ] == list(range(1, 17))
     assert {d.error for d in proposer.outcomes if d.batch_size > 8} == {"KeyError: 16"}
-    assert (proposer.summary.first_crash_n, proposer.summary.first_crash_error) == (9, "KeyError: 16")
+    assert (proposer.summary.first_crash_n, proposer.summary.first_crash_error) == (
+        9,
+        "KeyError: 16",
+    )
     assert report.fails_first == "scorer"  # its first decode step already sends 40 rows
     data = report.to_dict()
-    assert set(data["proposer"]) == {"capture_sizes", "outcomes", "summary"} and data["fails_first"] == "scorer"
-    assert data["outcomes"] == [{"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
-                                for d in report.outcomes]  # top-level outcomes stay the scorer's
+    assert (
+        set(data["proposer"]) == {"capture_sizes", "outcomes", "summary"}
+        and data["fails_first"] == "scorer"
+    )
+    assert data["outcomes"] == [
+        {"batch_size": d.batch_size, "path": d.path, "graph_size": d.graph_size, "error": d.error}
+        for d in report.outcomes
+    ]  # top-level outcomes stay the scorer's
     # 0.6.0 runs those draft steps eagerly; adaptive sizes the draft runner as with k = 0 too.
     guard = audit("vllm-0.6.0", SizingConfig(8, 4)).proposer
     assert guard.summary.num_crash == 0 and guard.summary.num_eager == 8
@@ -178,10 +213,19 @@ def test_crash_map_proposer_columns():
         else:
             s = report.proposer.summary
             assert (s.first_crash_n is None) == pd.isna(row.proposer_first_crash_n)
-            assert s.first_crash_n is None or (row.proposer_first_crash_n, row.proposer_error) == (s.first_crash_n, s.first_crash_error)
+            assert s.first_crash_n is None or (row.proposer_first_crash_n, row.proposer_error) == (
+                s.first_crash_n,
+                s.first_crash_error,
+            )
         assert (row.fails_first if isinstance(row.fails_first, str) else None) == report.fails_first
-    issue = frame.query("engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 3").iloc[0]
-    assert (issue.proposer_first_crash_n, issue.proposer_error, issue.fails_first) == (9, "KeyError: 16", "scorer")
+    issue = frame.query(
+        "engine == 'vllm-0.5.5' and max_num_seqs == 8 and num_speculative_tokens == 3"
+    ).iloc[0]
+    assert (issue.proposer_first_crash_n, issue.proposer_error, issue.fails_first) == (
+        9,
+        "KeyError: 16",
+        "scorer",
+    )
 
 
 def test_audit_table_is_one_audit_per_engine_in_its_own_unit():

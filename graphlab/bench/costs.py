@@ -30,38 +30,57 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.engines import SizingConfig, get_engine
 
 
-def guard_cost(model: LlamaForCausalLM, cfg: SizingConfig, engine: str = "vllm-0.6.0",
-               covering: str = "adaptive", repeats: int = 10, warmup: int = 3,
-               backend: str = "auto") -> pd.DataFrame:
+def guard_cost(
+    model: LlamaForCausalLM,
+    cfg: SizingConfig,
+    engine: str = "vllm-0.6.0",
+    covering: str = "adaptive",
+    repeats: int = 10,
+    warmup: int = 3,
+    backend: str = "auto",
+) -> pd.DataFrame:
     """Latency rows (latency.csv's columns) of `engine` and `covering` at batch sizes
     1..max_num_seqs * (1 + k), with provenance; the model's cache needs that many slots."""
     backend = cost_backend_for(model.device) if backend == "auto" else backend
     sizes = range(1, cfg.max_num_seqs * cfg.decode_query_len + 1)
-    rows = [row for name in (engine, covering)
-            for row in latency_rows(model, name, cfg, sizes, repeats, warmup, backend)]
+    rows = [
+        row
+        for name in (engine, covering)
+        for row in latency_rows(model, name, cfg, sizes, repeats, warmup, backend)
+    ]
     frame = pd.DataFrame(rows)
     prov = provenance(model.device, dtype=str(model.dtype), backend=frame.backend.iloc[0])
     return with_provenance(frame, prov)
 
 
-def eager_ratio(frame: pd.DataFrame, engine: str = "vllm-0.6.0",
-                covering: str = "adaptive") -> pd.DataFrame:
+def eager_ratio(
+    frame: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
+) -> pd.DataFrame:
     """Per batch size `engine` runs eagerly in graph mode: its median step, the covering
     engine's replayed step, and their ratio (the guard's price per step at that size)."""
     graph_mode = frame[frame["mode"] == "graph"]
     mine = graph_mode[(graph_mode.engine == engine) & (graph_mode.path == "eager")]
     theirs = graph_mode[(graph_mode.engine == covering) & (graph_mode.path == "graph")]
     table = mine.set_index("batch_size")[["median_ms"]].join(
-        theirs.set_index("batch_size")[["median_ms"]], lsuffix="_eager", rsuffix="_replayed",
-        how="inner")
+        theirs.set_index("batch_size")[["median_ms"]],
+        lsuffix="_eager",
+        rsuffix="_replayed",
+        how="inner",
+    )
     table["eager_over_replayed"] = table["median_ms_eager"] / table["median_ms_replayed"]
     return table
 
 
-def adaptive_price(model: LlamaForCausalLM, max_num_seqs: int, ks=range(9),
-                   engines=("vllm-0.6.0", "adaptive"), backend: str = "auto",
-                   graph_pool: str = "shared", repeats: int = 3,
-                   preset: str | None = None) -> pd.DataFrame:
+def adaptive_price(
+    model: LlamaForCausalLM,
+    max_num_seqs: int,
+    ks=range(9),
+    engines=("vllm-0.6.0", "adaptive"),
+    backend: str = "auto",
+    graph_pool: str = "shared",
+    repeats: int = 3,
+    preset: str | None = None,
+) -> pd.DataFrame:
     """One row per (k, engine): coverage of the scorer's reachable batches (graph and eager
     fraction, from the sizing rules), graphs captured, their capture time on `model` (capture
     plus warm-up steps summed over the list, compile included where a size compiles; median of
@@ -87,24 +106,37 @@ def adaptive_price(model: LlamaForCausalLM, max_num_seqs: int, ks=range(9),
             records = _capture(model, engine, cfg, backend, graph_pool)
             times.append(sum(r.capture_ms + r.warmup_ms for r in records))
         memory, kind = graph_memory_bytes(records, graph_pool)
-        rows.append(dict(
-            engine=engine, max_num_seqs=max_num_seqs, num_speculative_tokens=k,
-            num_graphs=len(records), largest_size=records[0].size,
-            num_reachable=summary.num_reachable, graph_fraction=summary.graph_fraction,
-            eager_fraction=summary.eager_fraction,
-            capture_ms=float(np.median(times)), repeats=repeats,
-            memory_bytes=memory, memory_kind=kind, graph_pool=graph_pool,
-            compile_cache=records[0].compile_cache, warmup_capture_ms=warmup_ms))
-    prov = provenance(model.device, dtype=str(model.dtype), model=preset,
-                      backend=records[0].backend)
+        rows.append(
+            dict(
+                engine=engine,
+                max_num_seqs=max_num_seqs,
+                num_speculative_tokens=k,
+                num_graphs=len(records),
+                largest_size=records[0].size,
+                num_reachable=summary.num_reachable,
+                graph_fraction=summary.graph_fraction,
+                eager_fraction=summary.eager_fraction,
+                capture_ms=float(np.median(times)),
+                repeats=repeats,
+                memory_bytes=memory,
+                memory_kind=kind,
+                graph_pool=graph_pool,
+                compile_cache=records[0].compile_cache,
+                warmup_capture_ms=warmup_ms,
+            )
+        )
+    prov = provenance(
+        model.device, dtype=str(model.dtype), model=preset, backend=records[0].backend
+    )
     return with_provenance(rows, prov)
 
 
 def _capture(model, engine: str, cfg: SizingConfig, backend: str, graph_pool: str):
     """The GraphRecords of one runner's capture; on CUDA its graphs are released before the
     next (on a CPU there is nothing to release, and a collection per capture costs seconds)."""
-    records = make_runner(model, engine, cfg, backend=backend,
-                          graph_pool=graph_pool).capture_model()
+    records = make_runner(
+        model, engine, cfg, backend=backend, graph_pool=graph_pool
+    ).capture_model()
     if model.device.type == "cuda":
         gc.collect()
         torch.cuda.empty_cache()

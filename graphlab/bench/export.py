@@ -16,8 +16,15 @@ import numpy as np
 import pandas as pd
 
 # Integer columns that may be empty (no graph, no crash, emulated, not applicable).
-INTEGER_COLUMNS = ("graph_size", "pool_bytes", "cumulative_pool_bytes", "first_crash_n",
-                   "max_num_batched_tokens", "torch_threads", "num_reqs")
+INTEGER_COLUMNS = (
+    "graph_size",
+    "pool_bytes",
+    "cumulative_pool_bytes",
+    "first_crash_n",
+    "max_num_batched_tokens",
+    "torch_threads",
+    "num_reqs",
+)
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
@@ -36,7 +43,9 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
         os.replace(tmp, path)
     except BaseException as error:
         os.unlink(tmp)
-        if isinstance(error, OSError):  # name the CSV, not the temporary file (a full disk says neither)
+        if isinstance(
+            error, OSError
+        ):  # name the CSV, not the temporary file (a full disk says neither)
             error.filename = str(path)
         raise
     return path
@@ -48,18 +57,21 @@ def csv_ready(df: pd.DataFrame) -> pd.DataFrame:
     for column in df.columns:
         if column in INTEGER_COLUMNS:
             df[column] = pd.array(
-                [None if pd.isna(v) else int(v) for v in df[column]], dtype="Int64")
+                [None if pd.isna(v) else int(v) for v in df[column]], dtype="Int64"
+            )
         elif df[column].dtype == object and df[column].map(_is_list).any():
-            df[column] = df[column].map(lambda v: json.dumps(np.asarray(v).tolist())
-                                        if _is_list(v) else v)
+            df[column] = df[column].map(
+                lambda v: json.dumps(np.asarray(v).tolist()) if _is_list(v) else v
+            )
     return df
 
 
 def read_csv(path) -> pd.DataFrame:
     """A CSV written here, INTEGER_COLUMNS loaded as Int64 (list columns stay JSON text)."""
     header = pd.read_csv(path, nrows=0).columns
-    return pd.read_csv(path, dtype={c: "Int64" for c in INTEGER_COLUMNS if c in header},
-                       low_memory=False)  # one type per column, not per chunk
+    return pd.read_csv(
+        path, dtype={c: "Int64" for c in INTEGER_COLUMNS if c in header}, low_memory=False
+    )  # one type per column, not per chunk
 
 
 def _is_list(value) -> bool:

@@ -34,9 +34,14 @@ def _batch(runner, num_reqs: int, seed: int = SEED):
     """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
     rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
     model = runner.model
-    ids, positions, slots = uniform_decode_batch(num_reqs, runner.cfg.decode_query_len, model,
-                                                 model.max_seq_len // 2, seed)
-    return (ids, positions, slots) if runner.batch_unit == "tokens" else (ids[:, 0], positions[:, 0], slots)
+    ids, positions, slots = uniform_decode_batch(
+        num_reqs, runner.cfg.decode_query_len, model, model.max_seq_len // 2, seed
+    )
+    return (
+        (ids, positions, slots)
+        if runner.batch_unit == "tokens"
+        else (ids[:, 0], positions[:, 0], slots)
+    )
 
 
 def weight_bytes(model: LlamaForCausalLM) -> int:
@@ -47,8 +52,11 @@ def weight_bytes(model: LlamaForCausalLM) -> int:
 def timing_stats(times_ms) -> dict:
     """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
     times = np.asarray(times_ms, dtype=float)
-    return dict(median_ms=float(np.median(times)), p90_ms=float(np.percentile(times, 90)),
-                min_ms=float(times.min()))
+    return dict(
+        median_ms=float(np.median(times)),
+        p90_ms=float(np.percentile(times, 90)),
+        min_ms=float(times.min()),
+    )
 
 
 def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
@@ -66,18 +74,28 @@ def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warm
     if device.type == "cuda":
         torch.cuda.empty_cache()
     stats = timing_stats(times)
-    return dict(copy_bytes=nbytes, bytes_moved=2 * nbytes, repeats=repeats, warmup=warmup,
-                **stats, bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3))
+    return dict(
+        copy_bytes=nbytes,
+        bytes_moved=2 * nbytes,
+        repeats=repeats,
+        warmup=warmup,
+        **stats,
+        bytes_per_s=2 * nbytes / (stats["median_ms"] / 1e3),
+    )
 
 
 def _sizing_columns(runner) -> dict:
     """What a runner's rows were measured under; V1 rows count tokens (q = 1 + k per request)."""
     cfg = runner.cfg
-    return dict(engine=runner.engine.name, max_num_seqs=cfg.max_num_seqs,
-                num_speculative_tokens=cfg.num_speculative_tokens,
-                max_num_batched_tokens=cfg.max_num_batched_tokens,
-                batch_unit=runner.batch_unit,
-                graph_limit=runner.graph_limit, max_seq_len=runner.model.max_seq_len)
+    return dict(
+        engine=runner.engine.name,
+        max_num_seqs=cfg.max_num_seqs,
+        num_speculative_tokens=cfg.num_speculative_tokens,
+        max_num_batched_tokens=cfg.max_num_batched_tokens,
+        batch_unit=runner.batch_unit,
+        graph_limit=runner.graph_limit,
+        max_seq_len=runner.model.max_seq_len,
+    )
 
 
 def cliff_request_counts(runner) -> tuple[int, ...]:
@@ -96,8 +114,15 @@ def latency_modes(backend: str) -> dict[str, str]:
     return {"eager": backend, "graph": backend}
 
 
-def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs=None,
-                 repeats: int = 20, warmup: int = 3, backend: str = "auto") -> list[dict]:
+def latency_rows(
+    model: LlamaForCausalLM,
+    engine: str,
+    cfg: SizingConfig,
+    num_reqs=None,
+    repeats: int = 20,
+    warmup: int = 3,
+    backend: str = "auto",
+) -> list[dict]:
     """Step latency per request count, one row per (count, mode): eager and graph mode (and
     compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is cost_backend_for the device.
 
@@ -109,9 +134,10 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
     """
     if backend == "auto":
         backend = cost_backend_for(model.device)
-    runners = {mode: make_runner(model, engine, cfg, backend=mode_backend,
-                                 enforce_eager=mode == "eager")
-               for mode, mode_backend in latency_modes(backend).items()}
+    runners = {
+        mode: make_runner(model, engine, cfg, backend=mode_backend, enforce_eager=mode == "eager")
+        for mode, mode_backend in latency_modes(backend).items()
+    }
     for runner in runners.values():
         runner.capture_model()
     # The run's backend on every row (a compiled-graph row says so in its mode).
@@ -130,31 +156,54 @@ def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_re
             for _ in range(warmup):
                 runner.execute_model(*batch)
             steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
-            rows.append(dict(
-                fixed, mode=mode, num_reqs=reqs, batch_size=steps[0].batch_size,
-                path=steps[0].path, graph_size=steps[0].graph_size,
-                **timing_stats([step.time_ms for step in steps]), repeats=repeats,
-                warmup=warmup, sdpa_backend=sdpa(steps[0].graph_size or reqs * q), **check))
+            rows.append(
+                dict(
+                    fixed,
+                    mode=mode,
+                    num_reqs=reqs,
+                    batch_size=steps[0].batch_size,
+                    path=steps[0].path,
+                    graph_size=steps[0].graph_size,
+                    **timing_stats([step.time_ms for step in steps]),
+                    repeats=repeats,
+                    warmup=warmup,
+                    sdpa_backend=sdpa(steps[0].graph_size or reqs * q),
+                    **check,
+                )
+            )
     return rows
 
 
-def capture_cost(model: LlamaForCausalLM, engines, cfg: SizingConfig,
-                 graph_pool: str = "shared") -> pd.DataFrame:
+def capture_cost(
+    model: LlamaForCausalLM, engines, cfg: SizingConfig, graph_pool: str = "shared"
+) -> pd.DataFrame:
     """Per engine: the graphs its target runner captures for cfg, their memory in graph_pool
     (measured on CUDA, predicted when emulated: memory_kind) and the capture time, warm-up too."""
     rows = []
     for engine in engines:
         records = make_runner(model, engine, cfg, graph_pool=graph_pool).capture_model()
         memory, kind = graph_memory_bytes(records, graph_pool)
-        rows.append({"engine": engine, "graphs": len(records), "largest": records[0].size,
-                     f"graph memory (MiB), {graph_pool} pool": memory / MIB, "memory_kind": kind,
-                     "capture time (ms)": sum(r.capture_ms + r.warmup_ms for r in records),
-                     "backend": records[0].backend})
+        rows.append(
+            {
+                "engine": engine,
+                "graphs": len(records),
+                "largest": records[0].size,
+                f"graph memory (MiB), {graph_pool} pool": memory / MIB,
+                "memory_kind": kind,
+                "capture time (ms)": sum(r.capture_ms + r.warmup_ms for r in records),
+                "backend": records[0].backend,
+            }
+        )
     return pd.DataFrame(rows).set_index("engine")
 
 
-def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
-                      graph_pools=GRAPH_POOLS, backend: str = "auto") -> list[dict]:
+def graph_memory_rows(
+    model: LlamaForCausalLM,
+    engine: str,
+    cfg: SizingConfig,
+    graph_pools=GRAPH_POOLS,
+    backend: str = "auto",
+) -> list[dict]:
     """Memory and time of every capture, per pool mode, in capture order (largest first).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
@@ -169,22 +218,32 @@ def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig,
         records = runner.capture_model()
         fixed = _sizing_columns(runner)
         for order, record in enumerate(records):
-            done = records[:order + 1]
+            done = records[: order + 1]
             fields = asdict(record)
             capture_size = fields.pop("size")  # rows (V0) or tokens (V1)
             measured = sum(r.memory_bytes for r in done)
             predicted = predict_pool_bytes([r.predicted_bytes for r in done], graph_pool)
-            rows.append(dict(
-                fixed, capture_order=order, capture_size=capture_size,
-                # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
-                num_reqs=None if record.family == "piecewise" else capture_size // q, **fields,
-                sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
-                cumulative_bytes=measured,
-                cumulative_pool_bytes=(None if record.pool_bytes is None
-                                       else sum(r.pool_bytes for r in done)),
-                cumulative_predicted_bytes=predicted,
-                predicted_over_measured=(predicted / measured if record.memory_kind ==
-                                         "measured" and measured > 0 else None)))
+            rows.append(
+                dict(
+                    fixed,
+                    capture_order=order,
+                    capture_size=capture_size,
+                    # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
+                    num_reqs=None if record.family == "piecewise" else capture_size // q,
+                    **fields,
+                    sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
+                    cumulative_bytes=measured,
+                    cumulative_pool_bytes=(
+                        None if record.pool_bytes is None else sum(r.pool_bytes for r in done)
+                    ),
+                    cumulative_predicted_bytes=predicted,
+                    predicted_over_measured=(
+                        predicted / measured
+                        if record.memory_kind == "measured" and measured > 0
+                        else None
+                    ),
+                )
+            )
         del runner, records
         gc.collect()
         if model.device.type == "cuda":

@@ -28,9 +28,21 @@ MEMORY_KINDS = ("measured", "predicted")
 
 
 # Column order of the provenance block appended to every tidy row.
-FIELDS = ("run_id", "suite", "device", "backend", "torch_version", "cuda_version",
-          "cudnn_version", "torch_threads", "vllm_version", "dtype", "model", "git_commit",
-          "timestamp")
+FIELDS = (
+    "run_id",
+    "suite",
+    "device",
+    "backend",
+    "torch_version",
+    "cuda_version",
+    "cudnn_version",
+    "torch_threads",
+    "vllm_version",
+    "dtype",
+    "model",
+    "git_commit",
+    "timestamp",
+)
 
 
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
@@ -60,12 +72,18 @@ def git_commit(repo: Path = _REPO) -> str:
     if os.environ.get("GRAPHLAB_GIT_COMMIT"):
         return os.environ["GRAPHLAB_GIT_COMMIT"]
     try:
-        head = subprocess.run(["git", "rev-parse", "--short=12", "HEAD"], cwd=repo,
-                              capture_output=True, text=True, timeout=10)
+        head = subprocess.run(
+            ["git", "rev-parse", "--short=12", "HEAD"],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         if head.returncode != 0:
             return "unknown"
-        diff = subprocess.run(["git", "diff", "--quiet", "HEAD", "--"], cwd=repo,
-                              capture_output=True, timeout=30)
+        diff = subprocess.run(
+            ["git", "diff", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=30
+        )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if diff.returncode != 0 else "")
@@ -80,8 +98,15 @@ def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-def provenance(device="auto", *, dtype="float32", model: str = "custom", suite: str = "custom",
-               run_id: str | None = None, backend: str | None = None) -> dict:
+def provenance(
+    device="auto",
+    *,
+    dtype="float32",
+    model: str = "custom",
+    suite: str = "custom",
+    run_id: str | None = None,
+    backend: str | None = None,
+) -> dict:
     """The provenance block for rows measured on `device` with a `model` preset in `dtype`, on
     `backend` (None: the device's default, backend_for).
 
@@ -119,11 +144,20 @@ def computed_provenance(*, suite: str, run_id: str | None = None) -> dict:
         torch_version = importlib.metadata.version("torch")
     except importlib.metadata.PackageNotFoundError:
         torch_version = "not installed"
-    return as_computed({
-        "run_id": run_id or new_run_id(), "suite": suite, "device": cpu_name(),
-        "torch_version": torch_version, "cuda_version": "none", "cudnn_version": "none",
-        "torch_threads": None, "vllm_version": package_version("vllm"),
-        "git_commit": git_commit(), "timestamp": _now()})
+    return as_computed(
+        {
+            "run_id": run_id or new_run_id(),
+            "suite": suite,
+            "device": cpu_name(),
+            "torch_version": torch_version,
+            "cuda_version": "none",
+            "cudnn_version": "none",
+            "torch_threads": None,
+            "vllm_version": package_version("vllm"),
+            "git_commit": git_commit(),
+            "timestamp": _now(),
+        }
+    )
 
 
 def with_provenance(rows, prov: dict) -> pd.DataFrame:

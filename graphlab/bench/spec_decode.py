@@ -12,9 +12,15 @@ from graphlab.specdec.engine import SpecDecodeEngine
 from graphlab.specdec.requests import load_requests
 
 
-def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated",
-                          dtype: str = "float32", device: str = "auto",
-                          warmup: bool = True) -> list[dict]:
+def spec_decode_benchmark(
+    runs,
+    *,
+    preset: str = "tiny",
+    draft: str = "truncated",
+    dtype: str = "float32",
+    device: str = "auto",
+    warmup: bool = True,
+) -> list[dict]:
     """Speculative decoding throughput, one row per (SpecDecodeConfig, RequestLoad) in `runs`.
 
     Per run: decode tokens per second, the share of scorer steps that replayed a graph, the
@@ -33,8 +39,9 @@ def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated
             models[config.seed] = target, build_draft(target, draft, seed=config.seed + 1)
         target, drafter = models[config.seed]
         k, seqs = config.sizing.num_speculative_tokens, config.sizing.max_num_seqs
-        requests = load_requests(load, config.sizing, config.max_model_len,
-                                 target.config.vocab_size)
+        requests = load_requests(
+            load, config.sizing, config.max_model_len, target.config.vocab_size
+        )
         engine = SpecDecodeEngine(target, drafter if k else None, config)
         records = engine.capture_model()
         if warmup:
@@ -45,17 +52,35 @@ def spec_decode_benchmark(runs, *, preset: str = "tiny", draft: str = "truncated
         memory, kind = graph_memory_bytes(records["target"], config.graph_pool)
         draft_memory, _ = graph_memory_bytes(records.get("draft", []), config.graph_pool)
         tokens, seconds = int(decode.num_generation_tokens.sum()), float(decode.step_ms.sum()) / 1e3
-        rows.append(dict(
-            preset=preset, dtype=dtype, backend=engine.runner.backend, engine=config.engine,
-            proposer_engine=config.proposer_engine, scorer=config.scorer, max_num_seqs=seqs,
-            num_speculative_tokens=k, draft=draft, temperature=config.temperature,
-            load=load.kind, num_requests=len(requests), decode_tokens=tokens, decode_s=seconds,
-            tokens_per_s=tokens / seconds,
-            scorer_graph_fraction=float((decode.path != "eager").mean()),  # V1: full, piecewise
-            max_scorer_batch_size=int(decode.batch_size.max()),
-            max_draft_batch_size=int(decode.draft_batch_size.max()),
-            num_target_graphs=len(records["target"]), target_graph_memory_bytes=memory,
-            draft_graph_memory_bytes=draft_memory, memory_kind=kind,
-            **{name: value for name, value in result.metrics.as_dict().items()
-               if name != "num_speculative_tokens"}))
+        rows.append(
+            dict(
+                preset=preset,
+                dtype=dtype,
+                backend=engine.runner.backend,
+                engine=config.engine,
+                proposer_engine=config.proposer_engine,
+                scorer=config.scorer,
+                max_num_seqs=seqs,
+                num_speculative_tokens=k,
+                draft=draft,
+                temperature=config.temperature,
+                load=load.kind,
+                num_requests=len(requests),
+                decode_tokens=tokens,
+                decode_s=seconds,
+                tokens_per_s=tokens / seconds,
+                scorer_graph_fraction=float((decode.path != "eager").mean()),  # V1: full, piecewise
+                max_scorer_batch_size=int(decode.batch_size.max()),
+                max_draft_batch_size=int(decode.draft_batch_size.max()),
+                num_target_graphs=len(records["target"]),
+                target_graph_memory_bytes=memory,
+                draft_graph_memory_bytes=draft_memory,
+                memory_kind=kind,
+                **{
+                    name: value
+                    for name, value in result.metrics.as_dict().items()
+                    if name != "num_speculative_tokens"
+                },
+            )
+        )
     return rows

@@ -49,32 +49,46 @@ class Suite:
     v1_engine: str = "vllm-0.33.0"
 
     def __post_init__(self):
-        positive = {"latency_batch_sizes": self.latency_batch_sizes,
-                    "spec_max_num_seqs": self.spec_max_num_seqs,
-                    "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
-                    "repeats": (self.repeats,), "max_seq_len": (self.max_seq_len,),
-                    "memory_max_num_seqs": (self.memory_max_num_seqs,),
-                    "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
-                    "spec_max_tokens": (self.spec_max_tokens,)}
-        non_negative = {"warmup": (self.warmup,), "crash_map_k": self.crash_map_k,
-                        "spec_num_speculative_tokens": self.spec_num_speculative_tokens}
+        positive = {
+            "latency_batch_sizes": self.latency_batch_sizes,
+            "spec_max_num_seqs": self.spec_max_num_seqs,
+            "crash_map_max_num_seqs": self.crash_map_max_num_seqs,
+            "repeats": (self.repeats,),
+            "max_seq_len": (self.max_seq_len,),
+            "memory_max_num_seqs": (self.memory_max_num_seqs,),
+            "spec_num_requests_per_seq": (self.spec_num_requests_per_seq,),
+            "spec_max_tokens": (self.spec_max_tokens,),
+        }
+        non_negative = {
+            "warmup": (self.warmup,),
+            "crash_map_k": self.crash_map_k,
+            "spec_num_speculative_tokens": self.spec_num_speculative_tokens,
+        }
         if self.latency_max_num_seqs is not None:  # None: the default capture limit
             positive["latency_max_num_seqs"] = (self.latency_max_num_seqs,)
         for bound, fields in ((1, positive), (0, non_negative)):
             for name, values in fields.items():
                 if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
-                    raise GraphlabError(f"suite {self.name!r}: {name}={values!r} must be "
-                                        f"non-empty integers >= {bound}")
+                    raise GraphlabError(
+                        f"suite {self.name!r}: {name}={values!r} must be "
+                        f"non-empty integers >= {bound}"
+                    )
         if self.v1_sizing is not None and not isinstance(self.v1_sizing, SizingConfig):
-            raise GraphlabError(f"suite {self.name!r}: v1_sizing must be a "
-                                f"graphlab.sizing.engines.SizingConfig or None, got {self.v1_sizing!r}")
+            raise GraphlabError(
+                f"suite {self.name!r}: v1_sizing must be a "
+                f"graphlab.sizing.engines.SizingConfig or None, got {self.v1_sizing!r}"
+            )
         if self.v1_engine not in V1_ENGINES:
-            raise GraphlabError(f"suite {self.name!r}: v1_engine {self.v1_engine!r} must be "
-                                f"among {', '.join(V1_ENGINES)}")
+            raise GraphlabError(
+                f"suite {self.name!r}: v1_engine {self.v1_engine!r} must be "
+                f"among {', '.join(V1_ENGINES)}"
+            )
         bad = [p for p in self.spec_engines if p not in V0_ENGINES]
         if bad or not self.spec_engines:
-            raise GraphlabError(f"suite {self.name!r}: spec_engines {bad or '()'} must be among "
-                                f"{', '.join(V0_ENGINES)}")
+            raise GraphlabError(
+                f"suite {self.name!r}: spec_engines {bad or '()'} must be among "
+                f"{', '.join(V0_ENGINES)}"
+            )
 
     def model_for(self, device: str) -> tuple[str, str]:
         """(preset, dtype) this suite runs on a device of type 'cuda' or 'cpu'."""
@@ -85,31 +99,53 @@ class Suite:
 SUITES = {
     # Seconds on two CPU cores: the shapes of every sweep, small.
     "quick": Suite(
-        name="quick", preset="tiny", dtype="float32",
-        latency_batch_sizes=tuple(range(1, 33)), repeats=10, warmup=3,
-        max_seq_len=64, memory_max_num_seqs=32,
-        spec_engines=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8,),
-        spec_num_speculative_tokens=(4,), spec_num_requests_per_seq=1, spec_max_tokens=16,
+        name="quick",
+        preset="tiny",
+        dtype="float32",
+        latency_batch_sizes=tuple(range(1, 33)),
+        repeats=10,
+        warmup=3,
+        max_seq_len=64,
+        memory_max_num_seqs=32,
+        spec_engines=("vllm-0.6.0", "adaptive"),
+        spec_max_num_seqs=(8,),
+        spec_num_speculative_tokens=(4,),
+        spec_num_requests_per_seq=1,
+        spec_max_tokens=16,
         spec_max_model_len=48,
         crash_map_engines=("vllm-0.5.5", "vllm-0.6.0", "adaptive"),
-        crash_map_max_num_seqs=range(1, 33), crash_map_k=range(0, 9),
+        crash_map_max_num_seqs=range(1, 33),
+        crash_map_k=range(0, 9),
         latency_max_num_seqs=24,  # batches 25..32 fall off the graphs: the eager cliff
         # 160 x 4 = 640 tokens, past the 512-token ceiling.
-        v1_sizing=SizingConfig(max_num_seqs=160, num_speculative_tokens=3)),
+        v1_sizing=SizingConfig(max_num_seqs=160, num_speculative_tokens=3),
+    ),
     # Minutes on a GPU (per-step estimates in scripts/gpu_check.sh): V0's whole capture list.
     "full": Suite(
-        name="full", preset=None, dtype=None,
+        name="full",
+        preset=None,
+        dtype=None,
         # Every size to 64 (the padding staircase), then V0's 8-stride sizes to 256 (the
         # capture limit) and on to 320, which run eagerly: the eager cliff.
         latency_batch_sizes=tuple(range(1, 65)) + tuple(range(72, 321, 8)),
         # 30 timed steps per point: eager 100m/1b steps (~7-10 ms, launch-bound) dominate the
         # GPU check's budget, and a median of 30 is as steady as one of 50 there.
-        repeats=30, warmup=3, max_seq_len=256, memory_max_num_seqs=256,
-        spec_engines=("vllm-0.6.0", "adaptive"), spec_max_num_seqs=(8, 32),
-        spec_num_speculative_tokens=(2, 4), spec_num_requests_per_seq=2, spec_max_tokens=32,
+        repeats=30,
+        warmup=3,
+        max_seq_len=256,
+        memory_max_num_seqs=256,
+        spec_engines=("vllm-0.6.0", "adaptive"),
+        spec_max_num_seqs=(8, 32),
+        spec_num_speculative_tokens=(2, 4),
+        spec_num_requests_per_seq=2,
+        spec_max_tokens=32,
         spec_max_model_len=96,
-        crash_map_engines="all", crash_map_max_num_seqs=range(1, 513), crash_map_k=range(0, 9),
-        latency_max_num_seqs=256, v1_sizing=CLIFF_CONFIG),
+        crash_map_engines="all",
+        crash_map_max_num_seqs=range(1, 513),
+        crash_map_k=range(0, 9),
+        latency_max_num_seqs=256,
+        v1_sizing=CLIFF_CONFIG,
+    ),
 }
 
 

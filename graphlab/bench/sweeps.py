@@ -56,8 +56,14 @@ from graphlab.sizing.engines import SizingConfig
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
 
-SWEEPS = ("copy_bandwidth", "latency", "graph_memory", "spec_decode", "spec_decode_steps",
-          "crash_map")
+SWEEPS = (
+    "copy_bandwidth",
+    "latency",
+    "graph_memory",
+    "spec_decode",
+    "spec_decode_steps",
+    "crash_map",
+)
 # The guard: batches past the capture limit run eagerly, so a latency sweep shows the cliff.
 LATENCY_ENGINE = "vllm-0.6.0"
 # Bytes of one copy: far past the H200's 60 MB L2 on CUDA; on CPU past the last-level cache.
@@ -65,6 +71,7 @@ COPY_BYTES = {"cuda": 2**30, "cpu": 2**26}
 
 
 # ---- the run: device, threads and provenance, once ------------------------------------------
+
 
 @dataclass
 class BenchRun:
@@ -101,18 +108,22 @@ class BenchRun:
     def copy_bandwidth(self) -> dict:
         """The device's copy bandwidth, measured at the first call of the run."""
         if self._copy is None:
-            self._copy = measure_copy_bandwidth(self.device, COPY_BYTES[self.device.type],
-                                                self.suite.repeats, self.suite.warmup)
+            self._copy = measure_copy_bandwidth(
+                self.device, COPY_BYTES[self.device.type], self.suite.repeats, self.suite.warmup
+            )
         return self._copy
 
 
-_ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench_run",
-                                                                          default=None)
+_ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench_run", default=None)
 
 
 @contextlib.contextmanager
-def bench_run(suite: str | Suite = "quick", device: str = "auto",
-              torch_threads: int | None = None, backend: str = "auto"):
+def bench_run(
+    suite: str | Suite = "quick",
+    device: str = "auto",
+    torch_threads: int | None = None,
+    backend: str = "auto",
+):
     """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
     "auto": cuda-graph on CUDA, cpu-compiled on a CPU (cost_backend_for)."""
     suite = get_suite(suite)
@@ -128,9 +139,14 @@ def bench_run(suite: str | Suite = "quick", device: str = "auto",
         preset, dtype = suite.model_for(dev.type)
         # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
         backend = device_backend(dev, cost_backend_for(dev) if backend == "auto" else backend)
-        run = BenchRun(suite, dev, preset, dtype, backend,
-                       provenance(dev, dtype=dtype, model=preset, suite=suite.name,
-                                  backend=backend))
+        run = BenchRun(
+            suite,
+            dev,
+            preset,
+            dtype,
+            backend,
+            provenance(dev, dtype=dtype, model=preset, suite=suite.name, backend=backend),
+        )
         token = _ACTIVE.set(run)
         try:
             yield run
@@ -152,19 +168,27 @@ _SWEEP_FUNCTIONS = {}
 
 def sweep(name: str):
     """Register a sweep body (suite, device) -> frame; the public function opens its own run."""
+
     def register(body):
         _SWEEP_FUNCTIONS[name] = body
 
         @functools.wraps(body)
-        def run_sweep(suite: str | Suite = "quick", device: str = "auto",
-                      torch_threads: int | None = None, backend: str = "auto") -> pd.DataFrame:
+        def run_sweep(
+            suite: str | Suite = "quick",
+            device: str = "auto",
+            torch_threads: int | None = None,
+            backend: str = "auto",
+        ) -> pd.DataFrame:
             with bench_run(suite, device, torch_threads, backend) as run:
                 return body(run.suite, run.device)
+
         return run_sweep
+
     return register
 
 
 # ---- sweeps ---------------------------------------------------------------------------------
+
 
 def _configs(s: Suite, v0_max_num_seqs: int, v0_num_reqs=None):
     """(engine, sizing, request counts) of a sweep: the guard's, then the suite's V1 engine's."""
@@ -192,14 +216,20 @@ def latency_sweep(suite, device) -> pd.DataFrame:
     run = _current()
     s = run.suite
     rows = []
-    for engine, cfg, num_reqs in _configs(s, s.latency_max_num_seqs or
-                                          max(s.latency_batch_sizes), s.latency_batch_sizes):
+    for engine, cfg, num_reqs in _configs(
+        s, s.latency_max_num_seqs or max(s.latency_batch_sizes), s.latency_batch_sizes
+    ):
         model = run.model(max(num_reqs or (cfg.max_num_seqs,)), s.max_seq_len)
         weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
-        rows += [dict(row, weight_bytes=weights, copy_bytes_per_s=bandwidth,
-                      bandwidth_floor_ms=weights / bandwidth * 1e3)
-                 for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup,
-                                         run.backend)]
+        rows += [
+            dict(
+                row,
+                weight_bytes=weights,
+                copy_bytes_per_s=bandwidth,
+                bandwidth_floor_ms=weights / bandwidth * 1e3,
+            )
+            for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend)
+        ]
         del model
         run.checkpoint("latency", rows)
     return run.stamp(rows)
@@ -212,8 +242,9 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     s = run.suite
     rows = []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
-        rows += graph_memory_rows(run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg,
-                                  backend=run.backend)
+        rows += graph_memory_rows(
+            run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg, backend=run.backend
+        )
         run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
@@ -223,14 +254,27 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     """Speculative decoding per engine: tokens/s, scorer graph share, acceptance (V1 and V0)."""
     run = _current()
     suite = run.suite
-    runs = [(SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
-                              max_model_len=suite.spec_max_model_len, backend=run.backend),
-             RequestLoad(kind="mixed", num_requests=suite.spec_num_requests_per_seq * seqs,
-                         max_tokens=suite.spec_max_tokens))
-            for seqs in suite.spec_max_num_seqs for k in suite.spec_num_speculative_tokens
-            for engine in suite.spec_engines]
-    frame = pd.DataFrame(spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype,
-                                               device=str(run.device)))
+    runs = [
+        (
+            SpecDecodeConfig(
+                SizingConfig(seqs, k),
+                engine=engine,
+                max_model_len=suite.spec_max_model_len,
+                backend=run.backend,
+            ),
+            RequestLoad(
+                kind="mixed",
+                num_requests=suite.spec_num_requests_per_seq * seqs,
+                max_tokens=suite.spec_max_tokens,
+            ),
+        )
+        for seqs in suite.spec_max_num_seqs
+        for k in suite.spec_num_speculative_tokens
+        for engine in suite.spec_engines
+    ]
+    frame = pd.DataFrame(
+        spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype, device=str(run.device))
+    )
     return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
@@ -247,15 +291,28 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
     for seqs in suite.spec_max_num_seqs:
         for k in suite.spec_num_speculative_tokens:
             for engine in suite.spec_engines:
-                config = SpecDecodeConfig(SizingConfig(seqs, k), engine=engine,
-                                          max_model_len=suite.spec_max_model_len,
-                                          backend=run.backend)
-                _, output = run_speculative(config, RequestLoad(kind="coverage"),
-                                            preset=run.preset, dtype=run.dtype,
-                                            device=str(run.device))
-                frames.append(output.steps_frame().assign(
-                    engine=engine, proposer_engine=config.proposer_engine, scorer=config.scorer,
-                    max_num_seqs=seqs, num_speculative_tokens=k))
+                config = SpecDecodeConfig(
+                    SizingConfig(seqs, k),
+                    engine=engine,
+                    max_model_len=suite.spec_max_model_len,
+                    backend=run.backend,
+                )
+                _, output = run_speculative(
+                    config,
+                    RequestLoad(kind="coverage"),
+                    preset=run.preset,
+                    dtype=run.dtype,
+                    device=str(run.device),
+                )
+                frames.append(
+                    output.steps_frame().assign(
+                        engine=engine,
+                        proposer_engine=config.proposer_engine,
+                        scorer=config.scorer,
+                        max_num_seqs=seqs,
+                        num_speculative_tokens=k,
+                    )
+                )
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
     frame = frame[lead + [c for c in frame.columns if c not in lead]]
@@ -266,12 +323,14 @@ def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
 def crash_map_sweep(suite, device) -> pd.DataFrame:
     """The crash map over the suite's (max_num_seqs, k) grid, computed from the sizing rules."""
     run = _current()
-    frame = crash_map(run.suite.crash_map_engines, run.suite.crash_map_max_num_seqs,
-                      run.suite.crash_map_k)
+    frame = crash_map(
+        run.suite.crash_map_engines, run.suite.crash_map_max_num_seqs, run.suite.crash_map_k
+    )
     return with_provenance(frame, as_computed(run.provenance))
 
 
 # ---- export ---------------------------------------------------------------------------------
+
 
 def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
@@ -280,9 +339,15 @@ def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
 
 
-def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/bench",
-              sweeps=SWEEPS, progress: bool = True,
-              torch_threads: int | None = None, backend: str = "auto") -> dict[str, Path]:
+def run_bench(
+    suite: str | Suite = "quick",
+    device: str = "auto",
+    out="build/bench",
+    sweeps=SWEEPS,
+    progress: bool = True,
+    torch_threads: int | None = None,
+    backend: str = "auto",
+) -> dict[str, Path]:
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
@@ -293,8 +358,9 @@ def run_bench(suite: str | Suite = "quick", device: str = "auto", out="build/ben
     with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
         run.out = Path(out)
-        for name in progress_bar(sweeps, desc=f"bench {run.suite.name}", unit="sweep",
-                                 disable=not progress):
+        for name in progress_bar(
+            sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
+        ):
             written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
     return written
 
@@ -304,8 +370,13 @@ def summary(paths: dict[str, Path]) -> str:
     lines = []
     for name, path in paths.items():
         frame = read_csv(path)
-        kinds = (f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
-                 if "memory_kind" in frame.columns else "")
-        lines.append(f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
-                     f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}")
+        kinds = (
+            f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
+            if "memory_kind" in frame.columns
+            else ""
+        )
+        lines.append(
+            f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
+            f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}"
+        )
     return "\n".join(lines)

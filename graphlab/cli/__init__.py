@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="python -m graphlab",
         description="CUDA graphs and speculative decoding: capture sizes, crashes and coverage per "
-                    "engine.",
+        "engine.",
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:

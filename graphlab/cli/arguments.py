@@ -18,13 +18,13 @@ from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value
 # fails at once.
-REPRO_MAX_NUM_SEQS_LIMIT = 1024      # repro runs the model: S sequences of KV cache
+REPRO_MAX_NUM_SEQS_LIMIT = 1024  # repro runs the model: S sequences of KV cache
 # A repro decodes about num_requests x max_model_len tokens on the CPU (~1 ms each): keep it to
 # seconds.
 REPRO_MAX_NUM_REQUESTS = 256
-REPRO_MAX_MODEL_LEN = 1024           # KV cache positions per sequence
-REPRO_MAX_TOKENS = 2**14             # num_requests x max_model_len
-CRASH_MAP_MAX_NUM_SEQS = 4096        # a crash map sweeps every S in its range: keep it to seconds
+REPRO_MAX_MODEL_LEN = 1024  # KV cache positions per sequence
+REPRO_MAX_TOKENS = 2**14  # num_requests x max_model_len
+CRASH_MAP_MAX_NUM_SEQS = 4096  # a crash map sweeps every S in its range: keep it to seconds
 
 # Exit status of `audit` when the engine would refuse to start with the config.
 EXIT_REFUSED = 3
@@ -159,14 +159,16 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
         type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
         default=None,
         help=f"token budget per step; only the vLLM V1 engines read it (default 8192, at most "
-             f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
+        f"{MAX_NUM_BATCHED_TOKENS_LIMIT})",
     )
     add_cudagraph_mode(parser)
 
 
 def add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--cudagraph-mode", choices=CUDAGRAPH_MODES, default=None,
+        "--cudagraph-mode",
+        choices=CUDAGRAPH_MODES,
+        default=None,
         help="vLLM's compilation_config.cudagraph_mode (vLLM V1 engines only; default: the "
-             "version's, FULL_AND_PIECEWISE)",
+        "version's, FULL_AND_PIECEWISE)",
     )

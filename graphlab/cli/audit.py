@@ -39,42 +39,56 @@ def add_parser(subparsers) -> None:
             "this config (the reason is printed first; the JSON's startup_error holds it)."
         ),
     )
-    parser.add_argument("--engine", required=True, type=engine,
-                        help=f"one of: {', '.join(ENGINES)}")
     parser.add_argument(
-        "--max-num-seqs", type=int_in(1, MAX_NUM_SEQS_LIMIT), default=None,
-        help=f"S, the most sequences scheduled per step (1..{MAX_NUM_SEQS_LIMIT}); required unless "
-             f"--vllm-args. An audit lists at most {MAX_AUDIT_BATCH_SIZES} batch sizes "
-             f"(V0: S*(1+k))",
+        "--engine", required=True, type=engine, help=f"one of: {', '.join(ENGINES)}"
     )
     parser.add_argument(
-        "--num-speculative-tokens", type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=None,
+        "--max-num-seqs",
+        type=int_in(1, MAX_NUM_SEQS_LIMIT),
+        default=None,
+        help=f"S, the most sequences scheduled per step (1..{MAX_NUM_SEQS_LIMIT}); required unless "
+        f"--vllm-args. An audit lists at most {MAX_AUDIT_BATCH_SIZES} batch sizes "
+        f"(V0: S*(1+k))",
+    )
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
+        default=None,
         help="k, draft tokens per step (default 0: no speculative decoding)",
     )
     add_config_arguments(parser)
     parser.add_argument(
-        "--cudagraph-capture-sizes", type=capture_sizes, default=None, metavar="N,N,...",
+        "--cudagraph-capture-sizes",
+        type=capture_sizes,
+        default=None,
+        metavar="N,N,...",
         help="vLLM's compilation_config.cudagraph_capture_sizes (vLLM V1 engines only)",
     )
     parser.add_argument(
-        "--max-cudagraph-capture-size", type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
-        default=None, metavar="N",
+        "--max-cudagraph-capture-size",
+        type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
+        default=None,
+        metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
     parser.add_argument(
-        "--vllm-args", default=None, metavar='"..."',
+        "--vllm-args",
+        default=None,
+        metavar='"..."',
         help="a `vllm serve` command line: its sizing options (max_num_seqs, "
-             "max_num_batched_tokens, speculative_config, capture sizes) are read with the "
-             "installed vLLM's own parser; not combinable with the options above",
+        "max_num_batched_tokens, speculative_config, capture sizes) are read with the "
+        "installed vLLM's own parser; not combinable with the options above",
     )
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object instead of a table")
+    parser.add_argument(
+        "--json", action="store_true", help="print one JSON object instead of a table"
+    )
     parser.set_defaults(handler=run)
 
 
 def _config(args) -> SizingConfig:
     flags = {
-        "max_num_seqs": args.max_num_seqs, "num_speculative_tokens": args.num_speculative_tokens,
+        "max_num_seqs": args.max_num_seqs,
+        "num_speculative_tokens": args.num_speculative_tokens,
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,

@@ -21,30 +21,38 @@ def add_parser(subparsers) -> None:
     parser = subparsers.add_parser(
         "crash-map",
         help="for which (max_num_seqs, k) an engine crashes, and how much of the workload gets "
-             "graphs",
+        "graphs",
         description=(
             "Sweeps max_num_seqs x num_speculative_tokens and writes one CSV row per cell: first "
             "crashing batch size and its error, crash count, graph fraction, mean padding waste."
         ),
     )
     parser.add_argument(
-        "--engine", default="all", type=lambda v: v if v == "all" else engine(v),
+        "--engine",
+        default="all",
+        type=lambda v: v if v == "all" else engine(v),
         help=f"one of: all, {', '.join(ENGINES)} (default all)",
     )
     parser.add_argument(
-        "--max-num-seqs-range", type=int_range(1, CRASH_MAP_MAX_NUM_SEQS), default=range(1, 513),
+        "--max-num-seqs-range",
+        type=int_range(1, CRASH_MAP_MAX_NUM_SEQS),
+        default=range(1, 513),
         help=f"START:END, inclusive (default 1:512, at most {CRASH_MAP_MAX_NUM_SEQS}); the sweep "
-             f"covers at most {CRASH_MAP_MAX_BATCH_SIZES} batch sizes, engines x sum of S x sum of "
-             "(1+k), so that it ends in seconds",
+        f"covers at most {CRASH_MAP_MAX_BATCH_SIZES} batch sizes, engines x sum of S x sum of "
+        "(1+k), so that it ends in seconds",
     )
     parser.add_argument(
-        "--k-range", type=int_range(0, NUM_SPECULATIVE_TOKENS_LIMIT), default=range(0, 9),
+        "--k-range",
+        type=int_range(0, NUM_SPECULATIVE_TOKENS_LIMIT),
+        default=range(0, 9),
         help="num_speculative_tokens START:END, inclusive (default 0:8)",
     )
     add_config_arguments(parser)
-    parser.add_argument("--out", required=True,
-                        help="CSV path, written atomically (missing folders are created); rows "
-                             "carry provenance")
+    parser.add_argument(
+        "--out",
+        required=True,
+        help="CSV path, written atomically (missing folders are created); rows carry provenance",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -54,8 +62,12 @@ def run(args) -> int:
 
     check_out_file(args.out)
     frame = crash_map(
-        args.engine, args.max_num_seqs_range, args.k_range, args.max_num_batched_tokens,
-        progress=args.engine == "all", cudagraph_mode=args.cudagraph_mode,
+        args.engine,
+        args.max_num_seqs_range,
+        args.k_range,
+        args.max_num_batched_tokens,
+        progress=args.engine == "all",
+        cudagraph_mode=args.cudagraph_mode,
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))

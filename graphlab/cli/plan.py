@@ -34,43 +34,84 @@ def add_parser(subparsers) -> None:
             f"of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}."
         ),
     )
-    parser.add_argument("--engine", default="vllm-0.33.0", choices=V1_ENGINES,
-                        help="default vllm-0.33.0")
-    parser.add_argument("--max-num-seqs", required=True, type=int_in(1, MAX_NUM_SEQS_LIMIT),
-                        help=f"S (1..{MAX_NUM_SEQS_LIMIT})")
-    parser.add_argument("--num-speculative-tokens", type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
-                        default=0, help="k (default 0)")
+    parser.add_argument(
+        "--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0"
+    )
+    parser.add_argument(
+        "--max-num-seqs",
+        required=True,
+        type=int_in(1, MAX_NUM_SEQS_LIMIT),
+        help=f"S (1..{MAX_NUM_SEQS_LIMIT})",
+    )
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
+        default=0,
+        help="k (default 0)",
+    )
     add_config_arguments(parser)
     workload = parser.add_mutually_exclusive_group()
-    workload.add_argument("--batch-sizes", metavar="CSV",
-                          help="observed tokens per decode step: a batch_size column (one step "
-                               "per row) and optionally count (default workload: every reachable "
-                               "step once)")
-    workload.add_argument("--steps", metavar="CSV",
-                          help="a spec_decode_steps.csv; its decode steps as num_seqs + "
-                               "num_speculating*k tokens")
-    parser.add_argument("--max-graphs", type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT), default=None,
-                        help="at most this many graphs")
-    parser.add_argument("--memory-mib", type=positive_float, default=None,
-                        help="graph memory budget in MiB (needs --graph-memory)")
-    parser.add_argument("--max-capture-size", type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
-                        default=None,
-                        help="no graph above this many tokens (e.g. the default's largest, to "
-                             "compare at equal coverage)")
-    parser.add_argument("--graph-memory", metavar="CSV",
-                        help="a graph_memory.csv: bytes per graph size")
-    parser.add_argument("--graph-pool", choices=GRAPH_POOLS, default="shared",
-                        help="shared (vLLM's; the largest graph dominates) or separate (the sum)")
-    parser.add_argument("--latency", metavar="CSV",
-                        help="a latency.csv: minimise mean step latency instead of padding waste")
-    rows = parser.add_argument_group("bench rows", "which run of a --latency/--graph-memory/"
-                                     "--steps CSV holding several to read (runs are never mixed)")
+    workload.add_argument(
+        "--batch-sizes",
+        metavar="CSV",
+        help="observed tokens per decode step: a batch_size column (one step "
+        "per row) and optionally count (default workload: every reachable "
+        "step once)",
+    )
+    workload.add_argument(
+        "--steps",
+        metavar="CSV",
+        help="a spec_decode_steps.csv; its decode steps as num_seqs + num_speculating*k tokens",
+    )
+    parser.add_argument(
+        "--max-graphs",
+        type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
+        default=None,
+        help="at most this many graphs",
+    )
+    parser.add_argument(
+        "--memory-mib",
+        type=positive_float,
+        default=None,
+        help="graph memory budget in MiB (needs --graph-memory)",
+    )
+    parser.add_argument(
+        "--max-capture-size",
+        type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
+        default=None,
+        help="no graph above this many tokens (e.g. the default's largest, to "
+        "compare at equal coverage)",
+    )
+    parser.add_argument(
+        "--graph-memory", metavar="CSV", help="a graph_memory.csv: bytes per graph size"
+    )
+    parser.add_argument(
+        "--graph-pool",
+        choices=GRAPH_POOLS,
+        default="shared",
+        help="shared (vLLM's; the largest graph dominates) or separate (the sum)",
+    )
+    parser.add_argument(
+        "--latency",
+        metavar="CSV",
+        help="a latency.csv: minimise mean step latency instead of padding waste",
+    )
+    rows = parser.add_argument_group(
+        "bench rows",
+        "which run of a --latency/--graph-memory/"
+        "--steps CSV holding several to read (runs are never mixed)",
+    )
     rows.add_argument("--model", help="the model column's value (e.g. 1b)")
     rows.add_argument("--dtype", help="the dtype column's value (e.g. float16)")
-    rows.add_argument("--bench-engine", metavar="ENGINE",
-                      help="the engine that measured the latency/memory rows")
-    rows.add_argument("--bench-k", type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT), metavar="K",
-                      help="the num_speculative_tokens of the latency/memory rows")
+    rows.add_argument(
+        "--bench-engine", metavar="ENGINE", help="the engine that measured the latency/memory rows"
+    )
+    rows.add_argument(
+        "--bench-k",
+        type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
+        metavar="K",
+        help="the num_speculative_tokens of the latency/memory rows",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 
@@ -82,23 +123,29 @@ def _same_footing_lines(result, d) -> list[str]:
     lines = []
     if full:
         same = at_default_footing(result).plan
-        lines += [f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} "
-                  f"tokens): plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
-                  f"{result.default.mean_padding_waste:.3f}; graph fraction "
-                  f"{same.graph_fraction:.3f} vs {result.default.graph_fraction:.3f}",
-                  f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
-                  f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
-                  f"{', '.join(map(str, full))}"]
+        lines += [
+            f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} "
+            f"tokens): plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
+            f"{result.default.mean_padding_waste:.3f}; graph fraction "
+            f"{same.graph_fraction:.3f} vs {result.default.graph_fraction:.3f}",
+            f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
+            f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
+            f"{', '.join(map(str, full))}",
+        ]
     if raw:
-        lines.append(f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the "
-                     f"default's {len(raw)} sizes up to {raw[-1]} tokens with the plan's "
-                     f"{d['num_graphs']} up to {d['capture_sizes'][-1]}; such a batch pads to the "
-                     "next planned size, and above the largest it runs eagerly")
+        lines.append(
+            f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the "
+            f"default's {len(raw)} sizes up to {raw[-1]} tokens with the plan's "
+            f"{d['num_graphs']} up to {d['capture_sizes'][-1]}; such a batch pads to the "
+            "next planned size, and above the largest it runs eagerly"
+        )
     if d["above_ceiling"]:
-        lines.append(f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
-                     f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes "
-                     "above it (2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped "
-                     "the default to 512: check graph memory before capturing them")
+        lines.append(
+            f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
+            f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes "
+            "above it (2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped "
+            "the default to 512: check graph memory before capturing them"
+        )
     return lines
 
 
@@ -107,20 +154,26 @@ def _format(result) -> str:
     mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
     ms = lambda v: "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
     budget_mib = "no" if d["memory_budget_mib"] is None else d["memory_budget_mib"]
-    lines = [f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="
-             f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; "
-             f"workload {d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
-             f"{budget_mib} MiB ({d['graph_pool']} pool)"]
+    lines = [
+        f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="
+        f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; "
+        f"workload {d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
+        f"{budget_mib} MiB ({d['graph_pool']} pool)"
+    ]
     lines += _same_footing_lines(result, d)
     for label, p in (("plan   ", ""), ("default", "default_")):  # at the budget asked for
-        lines.append(f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste "
-                     f"{d[p + 'mean_padding_waste']:.3f} tokens, graph fraction "
-                     f"{d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
-                     f"{ms(d[p + 'mean_step_ms'])}")
+        lines.append(
+            f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste "
+            f"{d[p + 'mean_padding_waste']:.3f} tokens, graph fraction "
+            f"{d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
+            f"{ms(d[p + 'mean_step_ms'])}"
+        )
         lines.append(f"  sizes: {', '.join(map(str, d[p + 'capture_sizes']))}")
     if d["eager_batch_sizes"]:
-        lines.append(f"eager: {len(d['eager_batch_sizes'])} batch sizes from "
-                     f"{d['eager_batch_sizes'][0]} tokens ({d['eager_reason']})")
+        lines.append(
+            f"eager: {len(d['eager_batch_sizes'])} batch sizes from "
+            f"{d['eager_batch_sizes'][0]} tokens ({d['eager_reason']})"
+        )
     lines += [f"note: {note}" for note in d["notes"]]
     return "\n".join(lines + [f"vllm: {d['vllm_flag']}"])
 
@@ -128,19 +181,35 @@ def _format(result) -> str:
 def run(args) -> int:
     from graphlab.sizing import plan
 
-    cfg = SizingConfig(args.max_num_seqs, args.num_speculative_tokens, args.max_num_batched_tokens,
-                       cudagraph_mode=args.cudagraph_mode)
+    cfg = SizingConfig(
+        args.max_num_seqs,
+        args.num_speculative_tokens,
+        args.max_num_batched_tokens,
+        cudagraph_mode=args.cudagraph_mode,
+    )
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
-    pick = dict(model=args.model, dtype=args.dtype, engine=args.bench_engine,
-                num_speculative_tokens=args.bench_k)
-    workload = (plan.read_batch_sizes(args.batch_sizes) if args.batch_sizes else
-                plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
-                if args.steps else None)
+    pick = dict(
+        model=args.model,
+        dtype=args.dtype,
+        engine=args.bench_engine,
+        num_speculative_tokens=args.bench_k,
+    )
+    workload = (
+        plan.read_batch_sizes(args.batch_sizes)
+        if args.batch_sizes
+        else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
+        if args.steps
+        else None
+    )
     result = plan.plan(
-        args.engine, cfg, workload, plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
+        args.engine,
+        cfg,
+        workload,
+        plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
         memory=plan.read_graph_memory(args.graph_memory, **pick) if args.graph_memory else None,
         latency=plan.read_latency(args.latency, **pick) if args.latency else None,
-        max_capture_size=args.max_capture_size)
+        max_capture_size=args.max_capture_size,
+    )
     print(json.dumps(result.to_dict()) if args.json else _format(result))
     return 0

@@ -33,44 +33,83 @@ def add_parser(subparsers) -> None:
             "object: engine, capture_sizes and each decode step's num_tokens, path, graph_size."
         ),
     )
-    parser.add_argument("--engine", choices=V0_ENGINES + V1_ENGINES, default="vllm-0.5.5",
-                        help="the target's sizing, default vllm-0.5.5")
-    parser.add_argument("--proposer-engine", choices=V0_ENGINES, default=None,
-                        help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
-                             "under a V1 engine)")
-    parser.add_argument("--max-num-seqs", type=int_in(1, REPRO_MAX_NUM_SEQS_LIMIT), default=8,
-                        help="default 8")
-    parser.add_argument("--num-speculative-tokens", type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
-                        default=4, help="k, default 4")
+    parser.add_argument(
+        "--engine",
+        choices=V0_ENGINES + V1_ENGINES,
+        default="vllm-0.5.5",
+        help="the target's sizing, default vllm-0.5.5",
+    )
+    parser.add_argument(
+        "--proposer-engine",
+        choices=V0_ENGINES,
+        default=None,
+        help="the draft runner's sizing (default: the same as --engine; vllm-0.6.0 "
+        "under a V1 engine)",
+    )
+    parser.add_argument(
+        "--max-num-seqs", type=int_in(1, REPRO_MAX_NUM_SEQS_LIMIT), default=8, help="default 8"
+    )
+    parser.add_argument(
+        "--num-speculative-tokens",
+        type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
+        default=4,
+        help="k, default 4",
+    )
     # Checked by graphlab.specdec.engine (importing it here would load torch for every command).
-    parser.add_argument("--draft", default="truncated",
-                        help="truncated (default), target or random")
-    parser.add_argument("--scorer", default=None,
-                        help="batch-expansion (default with V0 engines; what vLLM 0.5.5 and 0.6.0 "
-                             "ran) or mqa (first in vLLM 0.6.3, which uses it only without CUDA "
-                             "graphs: not part of vllm-0.5.5 or 0.6.0; the only one, and the "
-                             "default, with V1 engines)")
-    parser.add_argument("--max-num-batched-tokens", type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
-                        default=None,
-                        help="V1 engines' token budget for sizing (default: vLLM's 8192)")
+    parser.add_argument(
+        "--draft", default="truncated", help="truncated (default), target or random"
+    )
+    parser.add_argument(
+        "--scorer",
+        default=None,
+        help="batch-expansion (default with V0 engines; what vLLM 0.5.5 and 0.6.0 "
+        "ran) or mqa (first in vLLM 0.6.3, which uses it only without CUDA "
+        "graphs: not part of vllm-0.5.5 or 0.6.0; the only one, and the "
+        "default, with V1 engines)",
+    )
+    parser.add_argument(
+        "--max-num-batched-tokens",
+        type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
+        default=None,
+        help="V1 engines' token budget for sizing (default: vLLM's 8192)",
+    )
     add_cudagraph_mode(parser)
-    parser.add_argument("--num-requests", type=int_in(1, REPRO_MAX_NUM_REQUESTS), default=16,
-                        help=f"default 16, at most {REPRO_MAX_NUM_REQUESTS}; num-requests x "
-                             f"max-model-len at most {REPRO_MAX_TOKENS}, so that a run takes "
-                             "seconds")
-    parser.add_argument("--max-tokens", type=int_in(1, REPRO_MAX_MODEL_LEN), default=32,
-                        help="longest output of the even-numbered requests (default 32); the "
-                             "odd-numbered ones run to --max-model-len")
-    parser.add_argument("--max-model-len", type=int_in(2, REPRO_MAX_MODEL_LEN), default=64,
-                        help="KV cache positions per sequence (default 64); no proposals once "
-                             "seq_len + k >= max_model_len")
-    parser.add_argument("--temperature", type=float, default=0.0,
-                        help="0 (default) is greedy; else 0.01..2, the range vLLM's SamplingParams "
-                             "samples at (checked by graphlab.specdec.SpecDecodeConfig)")
+    parser.add_argument(
+        "--num-requests",
+        type=int_in(1, REPRO_MAX_NUM_REQUESTS),
+        default=16,
+        help=f"default 16, at most {REPRO_MAX_NUM_REQUESTS}; num-requests x "
+        f"max-model-len at most {REPRO_MAX_TOKENS}, so that a run takes "
+        "seconds",
+    )
+    parser.add_argument(
+        "--max-tokens",
+        type=int_in(1, REPRO_MAX_MODEL_LEN),
+        default=32,
+        help="longest output of the even-numbered requests (default 32); the "
+        "odd-numbered ones run to --max-model-len",
+    )
+    parser.add_argument(
+        "--max-model-len",
+        type=int_in(2, REPRO_MAX_MODEL_LEN),
+        default=64,
+        help="KV cache positions per sequence (default 64); no proposals once "
+        "seq_len + k >= max_model_len",
+    )
+    parser.add_argument(
+        "--temperature",
+        type=float,
+        default=0.0,
+        help="0 (default) is greedy; else 0.01..2, the range vLLM's SamplingParams "
+        "samples at (checked by graphlab.specdec.SpecDecodeConfig)",
+    )
     parser.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="default 0")
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")
-    parser.add_argument("--json", action="store_true",
-                        help="print one JSON object (engine, capture_sizes, decode steps) instead")
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (engine, capture_sizes, decode steps) instead",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -81,19 +120,33 @@ def run(args) -> int:
     from graphlab.specdec.requests import RequestLoad
 
     if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:
-        raise GraphlabError(f"--num-requests {args.num_requests} x --max-model-len "
-                            f"{args.max_model_len} = {args.num_requests * args.max_model_len} "
-                            f"tokens; at most {REPRO_MAX_TOKENS}")
-    sizing = SizingConfig(args.max_num_seqs, args.num_speculative_tokens,
-                          args.max_num_batched_tokens, cudagraph_mode=args.cudagraph_mode)
+        raise GraphlabError(
+            f"--num-requests {args.num_requests} x --max-model-len "
+            f"{args.max_model_len} = {args.num_requests * args.max_model_len} "
+            f"tokens; at most {REPRO_MAX_TOKENS}"
+        )
+    sizing = SizingConfig(
+        args.max_num_seqs,
+        args.num_speculative_tokens,
+        args.max_num_batched_tokens,
+        cudagraph_mode=args.cudagraph_mode,
+    )
     config = SpecDecodeConfig(
-        sizing, engine=args.engine, proposer_engine=args.proposer_engine, scorer=args.scorer,
-        temperature=args.temperature, max_model_len=args.max_model_len, seed=args.seed)
-    load = RequestLoad(kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens,
-                       seed=args.seed)
+        sizing,
+        engine=args.engine,
+        proposer_engine=args.proposer_engine,
+        scorer=args.scorer,
+        temperature=args.temperature,
+        max_model_len=args.max_model_len,
+        seed=args.seed,
+    )
+    load = RequestLoad(
+        kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens, seed=args.seed
+    )
     try:
-        engine, output = run_speculative(config, load, draft=args.draft, device=args.device,
-                                         log=None if args.json else print)
+        engine, output = run_speculative(
+            config, load, draft=args.draft, device=args.device, log=None if args.json else print
+        )
     except KeyError:
         # A runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
         traceback.print_exc()
@@ -103,9 +156,22 @@ def run(args) -> int:
         return 0
     # Tokens the target scores, 1 + k per speculating sequence and 1 per other, whatever the scorer.
     q = sizing.decode_query_len
-    steps = [{"num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
-              "path": s.path, "graph_size": s.graph_size}
-             for s in output.steps if s.kind == "decode"]
-    print(json.dumps({"engine": config.engine, "capture_sizes": list(engine.runner.capture_sizes),
-                      "steps": steps}))
+    steps = [
+        {
+            "num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
+            "path": s.path,
+            "graph_size": s.graph_size,
+        }
+        for s in output.steps
+        if s.kind == "decode"
+    ]
+    print(
+        json.dumps(
+            {
+                "engine": config.engine,
+                "capture_sizes": list(engine.runner.capture_sizes),
+                "steps": steps,
+            }
+        )
+    )
     return 0

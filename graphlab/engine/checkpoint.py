@@ -23,13 +23,16 @@ def config_from_hf(hf: dict) -> ModelConfig:
     """A ModelConfig from a Hugging Face Llama config.json (transformers 4.x or 5.x layout)."""
     archs = hf.get("architectures") or ["LlamaForCausalLM"]
     if hf.get("model_type", "llama") != "llama" or "LlamaForCausalLM" not in archs:
-        raise GraphlabError(f"not a Llama checkpoint: model_type={hf.get('model_type')!r}, "
-                            f"architectures={archs}; expected llama / LlamaForCausalLM")
+        raise GraphlabError(
+            f"not a Llama checkpoint: model_type={hf.get('model_type')!r}, "
+            f"architectures={archs}; expected llama / LlamaForCausalLM"
+        )
     unsupported = {"attention_bias": False, "mlp_bias": False, "hidden_act": "silu"}
     for key, expected in unsupported.items():
         if hf.get(key, expected) != expected:
-            raise GraphlabError(f"unsupported {key}={hf[key]!r}; "
-                                f"graphlab's Llama needs {expected!r}")
+            raise GraphlabError(
+                f"unsupported {key}={hf[key]!r}; graphlab's Llama needs {expected!r}"
+            )
     rope = dict(hf.get("rope_scaling") or {})
     rope.update(hf.get("rope_parameters") or {})
     theta = rope.pop("rope_theta", hf.get("rope_theta", 10000.0))
@@ -40,16 +43,23 @@ def config_from_hf(hf: dict) -> ModelConfig:
         keys = {f.name for f in fields(Llama3RopeScaling)}
         scaling = Llama3RopeScaling(**{k: v for k, v in rope.items() if k in keys})
     config = ModelConfig(
-        vocab_size=hf["vocab_size"], hidden_size=hf["hidden_size"],
-        intermediate_size=hf["intermediate_size"], num_hidden_layers=hf["num_hidden_layers"],
+        vocab_size=hf["vocab_size"],
+        hidden_size=hf["hidden_size"],
+        intermediate_size=hf["intermediate_size"],
+        num_hidden_layers=hf["num_hidden_layers"],
         num_attention_heads=hf["num_attention_heads"],
         num_key_value_heads=hf.get("num_key_value_heads") or hf["num_attention_heads"],
         max_position_embeddings=hf.get("max_position_embeddings", 2048),
-        rms_norm_eps=hf.get("rms_norm_eps", 1e-6), rope_theta=float(theta),
-        tie_word_embeddings=hf.get("tie_word_embeddings", False), rope_scaling=scaling)
+        rms_norm_eps=hf.get("rms_norm_eps", 1e-6),
+        rope_theta=float(theta),
+        tie_word_embeddings=hf.get("tie_word_embeddings", False),
+        rope_scaling=scaling,
+    )
     if hf.get("head_dim") not in (None, config.head_dim):
-        raise GraphlabError(f"unsupported head_dim={hf['head_dim']}; graphlab's Llama needs "
-                            f"hidden_size / num_attention_heads = {config.head_dim}")
+        raise GraphlabError(
+            f"unsupported head_dim={hf['head_dim']}; graphlab's Llama needs "
+            f"hidden_size / num_attention_heads = {config.head_dim}"
+        )
     return config
 
 
@@ -60,23 +70,32 @@ def config_to_hf(config: ModelConfig, dtype: torch.dtype) -> dict:
     if config.rope_scaling is not None:
         rope = {"rope_type": "llama3", **asdict(config.rope_scaling)}
     hf = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "rope_scaling"}
-    hf.update(architectures=["LlamaForCausalLM"], model_type="llama", hidden_act="silu",
-              attention_bias=False, mlp_bias=False, head_dim=config.head_dim,
-              torch_dtype=dtype_name, dtype=dtype_name, bos_token_id=1, eos_token_id=2,
-              rope_scaling=None if config.rope_scaling is None else rope,
-              rope_parameters={**rope, "rope_theta": config.rope_theta})
+    hf.update(
+        architectures=["LlamaForCausalLM"],
+        model_type="llama",
+        hidden_act="silu",
+        attention_bias=False,
+        mlp_bias=False,
+        head_dim=config.head_dim,
+        torch_dtype=dtype_name,
+        dtype=dtype_name,
+        bos_token_id=1,
+        eos_token_id=2,
+        rope_scaling=None if config.rope_scaling is None else rope,
+        rope_parameters={**rope, "rope_theta": config.rope_theta},
+    )
     return hf
 
 
-def load_checkpoint(path, dtype: str | torch.dtype | None = None,
-                    device="cpu") -> LlamaForCausalLM:
+def load_checkpoint(path, dtype: str | torch.dtype | None = None, device="cpu") -> LlamaForCausalLM:
     """Load a local Hugging Face Llama directory (config.json + *.safetensors); no download."""
     from safetensors import safe_open
 
     path = Path(path)
     if not (path / "config.json").is_file():
-        raise GraphlabError(f"{path} has no config.json: expected a local Hugging Face Llama "
-                            "checkpoint directory")
+        raise GraphlabError(
+            f"{path} has no config.json: expected a local Hugging Face Llama checkpoint directory"
+        )
     files = sorted(path.glob("*.safetensors"))
     if not files:
         raise GraphlabError(f"{path} has no *.safetensors weights")
@@ -95,14 +114,18 @@ def load_checkpoint(path, dtype: str | torch.dtype | None = None,
     params = model.hf_parameters()  # a tied lm_head is the embedding, listed once
     missing, unexpected = params.keys() - state.keys(), state.keys() - params.keys()
     if missing or unexpected:
-        raise GraphlabError(f"checkpoint {path} does not match its config: missing "
-                            f"{sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}")
+        raise GraphlabError(
+            f"checkpoint {path} does not match its config: missing "
+            f"{sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
+        )
     with torch.no_grad():
         for name, param in params.items():
             if param.shape != state[name].shape:
-                raise GraphlabError(f"checkpoint {path}: {name} has shape "
-                                    f"{tuple(state[name].shape)}, its config needs "
-                                    f"{tuple(param.shape)}")
+                raise GraphlabError(
+                    f"checkpoint {path}: {name} has shape "
+                    f"{tuple(state[name].shape)}, its config needs "
+                    f"{tuple(param.shape)}"
+                )
             param.copy_(state[name])
     return model.eval().requires_grad_(False)
 

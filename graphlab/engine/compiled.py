@@ -33,10 +33,16 @@ from pathlib import Path
 
 import torch
 
-CPU_COMPILED, COMPILED_CUDA_GRAPH, CPU_EMULATED = "cpu-compiled", "compiled-cuda-graph", "cpu-emulated"
-DESCRIPTION = ("each captured size runs a torch.compile'd step: on a CPU this removes per-op "
-               "dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is "
-               "not a CUDA graph")
+CPU_COMPILED, COMPILED_CUDA_GRAPH, CPU_EMULATED = (
+    "cpu-compiled",
+    "compiled-cuda-graph",
+    "cpu-emulated",
+)
+DESCRIPTION = (
+    "each captured size runs a torch.compile'd step: on a CPU this removes per-op "
+    "dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is "
+    "not a CUDA graph"
+)
 # Models (target, draft) x query lengths x the batch-1 specialisation a process may compile;
 # dynamo's default of 8 recompiles per code object would silently fall back to eager past it.
 RECOMPILE_LIMIT = 64

@@ -26,8 +26,10 @@ class Llama3RopeScaling:
 
     def __post_init__(self):
         if not self.high_freq_factor > self.low_freq_factor > 0 or self.factor <= 0:
-            raise GraphlabError(f"bad llama3 rope scaling {self}: need factor > 0 and "
-                                "high_freq_factor > low_freq_factor > 0")
+            raise GraphlabError(
+                f"bad llama3 rope scaling {self}: need factor > 0 and "
+                "high_freq_factor > low_freq_factor > 0"
+            )
 
 
 @dataclass(frozen=True)
@@ -45,20 +47,32 @@ class ModelConfig:
     rope_scaling: Llama3RopeScaling | None = None
 
     def __post_init__(self):
-        for name in ("vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers",
-                     "num_attention_heads", "num_key_value_heads", "max_position_embeddings"):
+        for name in (
+            "vocab_size",
+            "hidden_size",
+            "intermediate_size",
+            "num_hidden_layers",
+            "num_attention_heads",
+            "num_key_value_heads",
+            "max_position_embeddings",
+        ):
             check_int(f"ModelConfig.{name}", getattr(self, name), 1)
         if self.hidden_size % self.num_attention_heads:
-            raise GraphlabError(f"hidden_size={self.hidden_size} is not divisible by "
-                                f"num_attention_heads={self.num_attention_heads}")
+            raise GraphlabError(
+                f"hidden_size={self.hidden_size} is not divisible by "
+                f"num_attention_heads={self.num_attention_heads}"
+            )
         if self.num_attention_heads % self.num_key_value_heads:
-            raise GraphlabError(f"num_attention_heads={self.num_attention_heads} is not divisible "
-                                f"by num_key_value_heads={self.num_key_value_heads}")
+            raise GraphlabError(
+                f"num_attention_heads={self.num_attention_heads} is not divisible "
+                f"by num_key_value_heads={self.num_key_value_heads}"
+            )
         if self.head_dim % 2:
             raise GraphlabError(f"head_dim={self.head_dim} must be even for rotary embeddings")
         if self.rms_norm_eps <= 0 or self.rope_theta <= 0:
-            raise GraphlabError(f"rms_norm_eps={self.rms_norm_eps} and rope_theta="
-                                f"{self.rope_theta} must be > 0")
+            raise GraphlabError(
+                f"rms_norm_eps={self.rms_norm_eps} and rope_theta={self.rope_theta} must be > 0"
+            )
 
     @property
     def head_dim(self) -> int:
@@ -74,18 +88,41 @@ class ModelConfig:
 
 PRESETS: dict[str, ModelConfig] = {
     # CPU tests: head_dim 32 (the floor vLLM's CPU attention accepts), two layers, small vocab.
-    "tiny": ModelConfig(vocab_size=512, hidden_size=128, intermediate_size=256,
-                        num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-                        max_position_embeddings=2048, tie_word_embeddings=True),
+    "tiny": ModelConfig(
+        vocab_size=512,
+        hidden_size=128,
+        intermediate_size=256,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        tie_word_embeddings=True,
+    ),
     # ~100M parameters (100.1M with the tied embedding): launch-bound at batch 1 on a GPU.
-    "100m": ModelConfig(vocab_size=32000, hidden_size=768, intermediate_size=2048,
-                        num_hidden_layers=12, num_attention_heads=12, num_key_value_heads=4,
-                        max_position_embeddings=4096, tie_word_embeddings=True),
+    "100m": ModelConfig(
+        vocab_size=32000,
+        hidden_size=768,
+        intermediate_size=2048,
+        num_hidden_layers=12,
+        num_attention_heads=12,
+        num_key_value_heads=4,
+        max_position_embeddings=4096,
+        tie_word_embeddings=True,
+    ),
     # The shape of Llama-3.2-1B (1.24B parameters), random weights.
-    "1b": ModelConfig(vocab_size=128256, hidden_size=2048, intermediate_size=8192,
-                      num_hidden_layers=16, num_attention_heads=32, num_key_value_heads=8,
-                      max_position_embeddings=131072, rms_norm_eps=1e-5, rope_theta=500000.0,
-                      tie_word_embeddings=True, rope_scaling=Llama3RopeScaling()),
+    "1b": ModelConfig(
+        vocab_size=128256,
+        hidden_size=2048,
+        intermediate_size=8192,
+        num_hidden_layers=16,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
+        rope_theta=500000.0,
+        tie_word_embeddings=True,
+        rope_scaling=Llama3RopeScaling(),
+    ),
 }
 
 

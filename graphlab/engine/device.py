@@ -27,7 +27,9 @@ def resolve_device(device="auto"):
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GraphlabError(f"device {name!r} requested but torch {torch.__version__} sees no CUDA device")
+        raise GraphlabError(
+            f"device {name!r} requested but torch {torch.__version__} sees no CUDA device"
+        )
     return torch.device(name)
 
 

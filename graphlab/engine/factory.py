@@ -10,8 +10,9 @@ from graphlab.engine.v1_runner import V1ModelRunner
 from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
 
 
-def make_runner(model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig,
-                **options) -> DecodeRunner:
+def make_runner(
+    model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, **options
+) -> DecodeRunner:
     """The runner `engine` needs for `model` under `cfg`; options are the runners' keywords
     (backend, graph_pool, enforce_eager, num_warmups)."""
     policy = get_engine(engine)

@@ -50,12 +50,12 @@ class GraphRecord:
     """What capturing one size cost (see graphlab.engine.memory for how each byte count is taken)."""
 
     size: int
-    capture_ms: float      # the capture itself (cuda-graph) or the emulated capture's one run
-    warmup_ms: float       # the warm-up runs before it
-    memory_bytes: int      # free-memory drop (measured) or growth of the predicted pool
-    memory_kind: str       # "measured" | "predicted"
+    capture_ms: float  # the capture itself (cuda-graph) or the emulated capture's one run
+    warmup_ms: float  # the warm-up runs before it
+    memory_bytes: int  # free-memory drop (measured) or growth of the predicted pool
+    memory_kind: str  # "measured" | "predicted"
     pool_bytes: int | None  # allocator reserved-bytes growth; None when emulated
-    predicted_bytes: int   # the graph's own predicted need, recorded on every backend
+    predicted_bytes: int  # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
     family: str | None = None  # vLLM V1's "full" | "piecewise"; None for V0's graphs
@@ -83,8 +83,9 @@ class StaticBuffers:
         self.positions = self.pad_positions.repeat(rows, 1)
         # Start on the pad slot: warm-up and capture runs must not write into real sequences.
         self.seq_slots = torch.full((rows,), model.pad_slot, dtype=torch.long, device=device)
-        self.hidden_states = torch.zeros(max_size, model.config.hidden_size, dtype=model.dtype,
-                                         device=device)
+        self.hidden_states = torch.zeros(
+            max_size, model.config.hidden_size, dtype=model.dtype, device=device
+        )
 
     def fill(self, input_ids, positions, seq_slots, size: int) -> None:
         """Rows [0, n) from the batch, rows [n, size // q) padding that writes only the pad row."""
@@ -101,8 +102,9 @@ class StaticBuffers:
         `step` (a compiled step) takes the whole buffers and the row count, and slices them."""
         rows = size // self.query_len
         if step is None:
-            out = model.hidden_states(self.input_ids[:rows], self.positions[:rows],
-                                      self.seq_slots[:rows])
+            out = model.hidden_states(
+                self.input_ids[:rows], self.positions[:rows], self.seq_slots[:rows]
+            )
         else:
             out = step(self.input_ids, self.positions, self.seq_slots, rows)
         self.hidden_states[:size].copy_(out.view(size, -1))
@@ -112,21 +114,29 @@ class CapturedGraph:
     """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated or compiled
     for a CPU (`step` is then the compiled step replay calls)."""
 
-    def __init__(self, model: LlamaForCausalLM, buffers: StaticBuffers, size: int,
-                 graph: torch.cuda.CUDAGraph | None, step=None):
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        buffers: StaticBuffers,
+        size: int,
+        graph: torch.cuda.CUDAGraph | None,
+        step=None,
+    ):
         self.model, self.buffers, self.size, self.graph = model, buffers, size, graph
         self.step = step
 
-    def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
-               seq_slots: torch.Tensor) -> torch.Tensor:
+    def replay(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> torch.Tensor:
         """Hidden states [n * q, hidden] of n rows of q tokens: a view of the static output,
         which the next replay overwrites (vLLM V0's CUDAGraphRunner returns its output buffer
         the same way); pass it to model.compute_logits before replaying again."""
         n = input_ids.numel()
         if n > self.size:
             unit = "rows" if self.buffers.query_len == 1 else "tokens"
-            raise GraphlabError(f"a batch of {n} {unit} does not fit the graph captured for "
-                                f"{self.size} {unit}")
+            raise GraphlabError(
+                f"a batch of {n} {unit} does not fit the graph captured for {self.size} {unit}"
+            )
         self.buffers.fill(input_ids, positions, seq_slots, self.size)
         if self.graph is None:
             self.buffers.run(self.model, self.size, self.step)
@@ -148,17 +158,27 @@ def device_backend(device: torch.device, backend: str) -> str:
     check_choice("backend", backend, ("auto",) + BACKENDS)
     on_cuda = device.type == "cuda"
     if backend in ("cuda-graph", COMPILED_CUDA_GRAPH) and not on_cuda:
-        raise GraphlabError(f"backend {backend!r} needs the model on a CUDA device, "
-                            f"not {device}; use 'cpu-compiled' or 'cpu-emulated'")
+        raise GraphlabError(
+            f"backend {backend!r} needs the model on a CUDA device, "
+            f"not {device}; use 'cpu-compiled' or 'cpu-emulated'"
+        )
     if backend == CPU_COMPILED and on_cuda:
-        raise GraphlabError(f"backend {backend!r} runs on a CPU model; on {device} use "
-                            f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'")
+        raise GraphlabError(
+            f"backend {backend!r} runs on a CPU model; on {device} use "
+            f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'"
+        )
     return resolve_compiled(backend, device)
 
 
-def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
-                   graph_pool: str = "shared", num_warmups: int = NUM_WARMUPS,
-                   query_len: int = 1, pool=None):
+def capture_graphs(
+    model: LlamaForCausalLM,
+    sizes,
+    backend: str = "auto",
+    graph_pool: str = "shared",
+    num_warmups: int = NUM_WARMUPS,
+    query_len: int = 1,
+    pool=None,
+):
     """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
     ({size: CapturedGraph}, [GraphRecord]). `pool`: a CUDA graph pool handle to share with
     other graphs (vLLM V1's two families); None makes one when graph_pool is "shared"."""
@@ -167,8 +187,10 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
     if not sizes:
         return {}, []
     if any(size % query_len for size in sizes):
-        raise GraphlabError(f"capture sizes {sizes} must be multiples of query_len={query_len}: "
-                            f"a graph holds whole rows")
+        raise GraphlabError(
+            f"capture sizes {sizes} must be multiples of query_len={query_len}: "
+            f"a graph holds whole rows"
+        )
     buffers = StaticBuffers(model, sizes[0], query_len)
     on_cuda = backend in ("cuda-graph", COMPILED_CUDA_GRAPH)
     capture = _capture_cuda if on_cuda else _capture_emulated
@@ -197,24 +219,40 @@ def capture_graphs(model: LlamaForCausalLM, sizes, backend: str = "auto",
         with torch.inference_mode():
             for size in sizes:
                 graph, capture_ms, warmup_ms, measured = capture(
-                    model, buffers, size, pool, stream, num_warmups,
-                    None if step is None else step.compile)
-                predicted = predict_graph_memory(model.config, size, model.max_seq_len,
-                                                 model.dtype, query_len)
+                    model,
+                    buffers,
+                    size,
+                    pool,
+                    stream,
+                    num_warmups,
+                    None if step is None else step.compile,
+                )
+                predicted = predict_graph_memory(
+                    model.config, size, model.max_seq_len, model.dtype, query_len
+                )
                 # Emulated, a graph costs what it adds to the predicted pool (nothing more
                 # once a larger graph shares it), as the measured free-memory drop would.
-                added = (predict_pool_bytes(predictions + [predicted], graph_pool)
-                         - predict_pool_bytes(predictions, graph_pool))
+                added = predict_pool_bytes(
+                    predictions + [predicted], graph_pool
+                ) - predict_pool_bytes(predictions, graph_pool)
                 predictions.append(predicted)
-                graphs[size] = CapturedGraph(model, buffers, size, graph,
-                                             None if graph is not None else step)
-                records.append(GraphRecord(
-                    size=size, capture_ms=capture_ms, warmup_ms=warmup_ms,
-                    memory_bytes=added if measured is None else measured[0],
-                    memory_kind="predicted" if measured is None else "measured",
-                    pool_bytes=None if measured is None else measured[1],
-                    predicted_bytes=predicted, backend=backend, graph_pool=graph_pool,
-                    compile_cache=cache))
+                graphs[size] = CapturedGraph(
+                    model, buffers, size, graph, None if graph is not None else step
+                )
+                records.append(
+                    GraphRecord(
+                        size=size,
+                        capture_ms=capture_ms,
+                        warmup_ms=warmup_ms,
+                        memory_bytes=added if measured is None else measured[0],
+                        memory_kind="predicted" if measured is None else "measured",
+                        pool_bytes=None if measured is None else measured[1],
+                        predicted_bytes=predicted,
+                        backend=backend,
+                        graph_pool=graph_pool,
+                        compile_cache=cache,
+                    )
+                )
     finally:
         gc.unfreeze()
     loop_bytes = loop.bytes(predictions)
@@ -249,6 +287,5 @@ def _capture_cuda(model, buffers, size, pool, stream, num_warmups, step):
     torch.cuda.synchronize(device)
     capture_ms = (time.perf_counter() - start) * 1e3
     after = MemorySnapshot.take(device)
-    measured = (before.free_bytes - after.free_bytes,
-                after.reserved_bytes - before.reserved_bytes)
+    measured = (before.free_bytes - after.free_bytes, after.reserved_bytes - before.reserved_bytes)
     return graph, capture_ms, warmup_ms, measured

@@ -34,7 +34,7 @@ class MemorySnapshot:
     reserved_bytes: int
 
     @classmethod
-    def take(cls, device: torch.device) -> "MemorySnapshot":
+    def take(cls, device: torch.device) -> MemorySnapshot:
         torch.cuda.synchronize(device)
         return cls(torch.cuda.mem_get_info(device)[0], torch.cuda.memory_reserved(device))
 
@@ -56,8 +56,9 @@ class CaptureLoop:
         return self.start.free_bytes - MemorySnapshot.take(self.device).free_bytes
 
 
-def gathered_kv_bytes(config: ModelConfig, size: int, max_seq_len: int,
-                      dtype: str | torch.dtype = torch.bfloat16) -> int:
+def gathered_kv_bytes(
+    config: ModelConfig, size: int, max_seq_len: int, dtype: str | torch.dtype = torch.bfloat16
+) -> int:
     """The dense copy of every row's whole K and V slot that one layer's attention makes,
     [size, num_kv_heads, max_seq_len, head_dim] each: paged attention reads the cache in place
     instead, so this term is graphlab's, not an engine's; it grows with max_seq_len."""
@@ -65,8 +66,13 @@ def gathered_kv_bytes(config: ModelConfig, size: int, max_seq_len: int,
     return size * 2 * config.num_key_value_heads * max_seq_len * config.head_dim * b
 
 
-def predict_graph_memory(config: ModelConfig, size: int, max_seq_len: int,
-                         dtype: str | torch.dtype = torch.bfloat16, query_len: int = 1) -> int:
+def predict_graph_memory(
+    config: ModelConfig,
+    size: int,
+    max_seq_len: int,
+    dtype: str | torch.dtype = torch.bfloat16,
+    query_len: int = 1,
+) -> int:
     """Peak live intermediate bytes of one decode step of `size` tokens, in rows of `query_len`
     tokens (1: V0's one token per row; 1 + k: V1's uniform decode).
 
@@ -83,8 +89,9 @@ def predict_graph_memory(config: ModelConfig, size: int, max_seq_len: int,
     group, rows = heads // kv, size // query_len
     # cos/sin per token, boolean and additive mask, two residual streams, int64 slot per row.
     persistent = s * (2 * d * b + t + group * t * b + 2 * h * b) + rows * INT64_BYTES
-    attention = (s * b * (h + (heads + 2 * kv) * d + (heads + kv) * d + heads * d + h)
-                 + gathered_kv_bytes(config, rows, max_seq_len, dtype))
+    attention = s * b * (
+        h + (heads + 2 * kv) * d + (heads + kv) * d + heads * d + h
+    ) + gathered_kv_bytes(config, rows, max_seq_len, dtype)
     mlp = s * b * (h + 4 * config.intermediate_size)
     return persistent + max(attention, mlp)
 

@@ -22,6 +22,7 @@ from graphlab.engine.config import ModelConfig, resolve_config, resolve_dtype
 from graphlab.engine.sdpa import sdpa_context
 from graphlab.errors import GraphlabError, check_int
 
+
 def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
     """Rotary inverse frequencies in float32, with Llama 3 scaling when configured."""
     d = config.head_dim
@@ -34,8 +35,9 @@ def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
     low_wavelen = s.original_max_position_embeddings / s.low_freq_factor
     high_wavelen = s.original_max_position_embeddings / s.high_freq_factor
     scaled = torch.where(wavelen > low_wavelen, inv_freq / s.factor, inv_freq)
-    smooth = ((s.original_max_position_embeddings / wavelen - s.low_freq_factor)
-              / (s.high_freq_factor - s.low_freq_factor))
+    smooth = (s.original_max_position_embeddings / wavelen - s.low_freq_factor) / (
+        s.high_freq_factor - s.low_freq_factor
+    )
     blended = (1 - smooth) * scaled / s.factor + smooth * scaled
     in_band = (wavelen >= high_wavelen) & (wavelen <= low_wavelen)
     return torch.where(in_band, blended, scaled)
@@ -58,8 +60,7 @@ class MergedLinear(nn.Linear):
     QKVParallelLinear and MergedColumnParallelLinear): one GEMM instead of several."""
 
     def __init__(self, in_features: int, parts: dict[str, int], device=None, dtype=None):
-        super().__init__(in_features, sum(parts.values()), bias=False, device=device,
-                         dtype=dtype)
+        super().__init__(in_features, sum(parts.values()), bias=False, device=device, dtype=dtype)
         self.parts = parts  # Hugging Face module name -> rows, in stacking order
 
 
@@ -68,10 +69,20 @@ class LlamaAttention(nn.Module):
         super().__init__()
         h, d = config.hidden_size, config.head_dim
         self.num_heads, self.num_kv_heads, self.head_dim = (
-            config.num_attention_heads, config.num_key_value_heads, d)
-        self.qkv_proj = MergedLinear(h, {"q_proj": self.num_heads * d,
-                                         "k_proj": self.num_kv_heads * d,
-                                         "v_proj": self.num_kv_heads * d}, device, dtype)
+            config.num_attention_heads,
+            config.num_key_value_heads,
+            d,
+        )
+        self.qkv_proj = MergedLinear(
+            h,
+            {
+                "q_proj": self.num_heads * d,
+                "k_proj": self.num_kv_heads * d,
+                "v_proj": self.num_kv_heads * d,
+            },
+            device,
+            dtype,
+        )
         self.o_proj = nn.Linear(self.num_heads * d, h, bias=False, device=device, dtype=dtype)
         self.k_cache: torch.Tensor | None = None
         self.v_cache: torch.Tensor | None = None
@@ -130,8 +141,9 @@ class LlamaDecoderLayer(nn.Module):
         super().__init__()
         self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps, device, dtype)
         self.self_attn = LlamaAttention(config, device, dtype)
-        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps,
-                                                device, dtype)
+        self.post_attention_layernorm = RMSNorm(
+            config.hidden_size, config.rms_norm_eps, device, dtype
+        )
         self.mlp = LlamaMLP(config, device, dtype)
 
     def forward(self, x, cos, sin, cells, seq_slots, mask):
@@ -142,10 +154,12 @@ class LlamaDecoderLayer(nn.Module):
 class LlamaModel(nn.Module):
     def __init__(self, config: ModelConfig, device=None, dtype=None):
         super().__init__()
-        self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size,
-                                         device=device, dtype=dtype)
-        self.layers = nn.ModuleList(LlamaDecoderLayer(config, device, dtype)
-                                    for _ in range(config.num_hidden_layers))
+        self.embed_tokens = nn.Embedding(
+            config.vocab_size, config.hidden_size, device=device, dtype=dtype
+        )
+        self.layers = nn.ModuleList(
+            LlamaDecoderLayer(config, device, dtype) for _ in range(config.num_hidden_layers)
+        )
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps, device, dtype)
 
 
@@ -154,8 +168,9 @@ class LlamaForCausalLM(nn.Module):
         super().__init__()
         self.config = config
         self.model = LlamaModel(config, device, dtype)
-        self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False,
-                                 device=device, dtype=dtype)
+        self.lm_head = nn.Linear(
+            config.hidden_size, config.vocab_size, bias=False, device=device, dtype=dtype
+        )
         if config.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.num_slots = 0
@@ -189,17 +204,19 @@ class LlamaForCausalLM(nn.Module):
                 params[f"{parent}.{part}.weight"] = rows
         return params
 
-    def allocate_kv_cache(self, num_slots: int, max_seq_len: int, device=None,
-                          dtype=None) -> None:
+    def allocate_kv_cache(self, num_slots: int, max_seq_len: int, device=None, dtype=None) -> None:
         """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
         and the rotary cos/sin of every position below max_seq_len."""
         check_int("num_slots", num_slots, 1)
-        check_int("max_seq_len (up to max_position_embeddings)", max_seq_len, 1,
-                  self.config.max_position_embeddings)
+        check_int(
+            "max_seq_len (up to max_position_embeddings)",
+            max_seq_len,
+            1,
+            self.config.max_position_embeddings,
+        )
         device = self.device if device is None else torch.device(device)
         dtype = self.dtype if dtype is None else resolve_dtype(dtype)
-        shape = (num_slots + 1, self.config.num_key_value_heads, max_seq_len,
-                 self.config.head_dim)
+        shape = (num_slots + 1, self.config.num_key_value_heads, max_seq_len, self.config.head_dim)
         for layer in self.model.layers:
             layer.self_attn.k_cache = torch.zeros(shape, device=device, dtype=dtype)
             layer.self_attn.v_cache = torch.zeros(shape, device=device, dtype=dtype)
@@ -219,25 +236,34 @@ class LlamaForCausalLM(nn.Module):
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         return [(layer.self_attn.k_cache, layer.self_attn.v_cache) for layer in self.model.layers]
 
-    def check_inputs(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                     seq_slots: torch.Tensor) -> None:
+    def check_inputs(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> None:
         """Raise GraphlabError for inputs forward() would mis-index (reads values: syncs a GPU)."""
         self.kv_cache()
         if input_ids.dim() != 2 or positions.shape != input_ids.shape:
-            raise GraphlabError(f"input_ids {tuple(input_ids.shape)} and positions "
-                                f"{tuple(positions.shape)} must both be [n, L]")
+            raise GraphlabError(
+                f"input_ids {tuple(input_ids.shape)} and positions "
+                f"{tuple(positions.shape)} must both be [n, L]"
+            )
         if seq_slots.shape != input_ids.shape[:1]:
-            raise GraphlabError(f"seq_slots {tuple(seq_slots.shape)} must be [n] with "
-                                f"n={input_ids.shape[0]}")
+            raise GraphlabError(
+                f"seq_slots {tuple(seq_slots.shape)} must be [n] with n={input_ids.shape[0]}"
+            )
         if input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
             raise GraphlabError(f"empty batch: input_ids shape {tuple(input_ids.shape)}")
-        for name, t in (("input_ids", input_ids), ("positions", positions),
-                        ("seq_slots", seq_slots)):
+        for name, t in (
+            ("input_ids", input_ids),
+            ("positions", positions),
+            ("seq_slots", seq_slots),
+        ):
             if t.dtype != torch.long:
                 raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
-        checks = (("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
-                  ("positions", positions, self.max_seq_len, "max_seq_len"),
-                  ("seq_slots", seq_slots, self.num_slots, "num_slots"))
+        checks = (
+            ("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
+            ("positions", positions, self.max_seq_len, "max_seq_len"),
+            ("seq_slots", seq_slots, self.num_slots, "num_slots"),
+        )
         cells = (seq_slots[:, None].to(positions.device) * self.max_seq_len + positions).flatten()
         # All values in one tensor, so a GPU syncs once per step rather than once per check.
         stats = [x.to(positions.device) for _, t, _, _ in checks for x in (t.min(), t.max())]
@@ -245,15 +271,20 @@ class LlamaForCausalLM(nn.Module):
         for i, (name, _, bound, bound_name) in enumerate(checks):
             lo, hi = stats[2 * i], stats[2 * i + 1]
             if lo < 0 or hi >= bound:
-                raise GraphlabError(f"{name} out of range: values in [{lo}, {hi}], allowed "
-                                    f"[0, {bound - 1}] ({bound_name}={bound})")
+                raise GraphlabError(
+                    f"{name} out of range: values in [{lo}, {hi}], allowed "
+                    f"[0, {bound - 1}] ({bound_name}={bound})"
+                )
         if stats[-1]:
-            raise GraphlabError("two tokens in one step write the same KV cache cell "
-                                "(same seq_slot and position); each (seq_slot, position) once "
-                                "per step")
+            raise GraphlabError(
+                "two tokens in one step write the same KV cache cell "
+                "(same seq_slot and position); each (seq_slot, position) once "
+                "per step"
+            )
 
-    def hidden_states(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                      seq_slots: torch.Tensor) -> torch.Tensor:
+    def hidden_states(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> torch.Tensor:
         """The decoder's output after the final norm, [n, L, hidden] in the model dtype: what a
         CUDA graph captures. Writes K/V at (seq_slot, position) of every token.
 
@@ -265,7 +296,7 @@ class LlamaForCausalLM(nn.Module):
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         n, length = input_ids.shape
         cos, sin, cells, mask = self.attention_inputs(positions, seq_slots)
-        x = self.model.embed_tokens(input_ids.flatten())        # [n * L, hidden]
+        x = self.model.embed_tokens(input_ids.flatten())  # [n * L, hidden]
         with sdpa_context(x.device):
             for layer in self.model.layers:
                 x = layer(x, cos, sin, cells, seq_slots, mask)
@@ -295,8 +326,9 @@ class LlamaForCausalLM(nn.Module):
         """The LM head over hidden states, in float32 (run outside the graph, as vLLM does)."""
         return self.lm_head(hidden).float()
 
-    def forward(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                seq_slots: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> torch.Tensor:
         """Logits [n, L, vocab] in float32; writes K/V at (seq_slot, position) of every token."""
         return self.compute_logits(self.hidden_states(input_ids, positions, seq_slots))
 
@@ -326,8 +358,12 @@ def init_weights(model: LlamaForCausalLM, seed: int, std: float | None = None) -
                 param.normal_(0.0, std, generator=generator)
 
 
-def build_model(preset_or_config: str | ModelConfig, seed: int = 0,
-                dtype: str | torch.dtype = torch.float32, device="cpu") -> LlamaForCausalLM:
+def build_model(
+    preset_or_config: str | ModelConfig,
+    seed: int = 0,
+    dtype: str | torch.dtype = torch.float32,
+    device="cpu",
+) -> LlamaForCausalLM:
     """A model with seeded random weights (same seed and device -> same weights)."""
     config = resolve_config(preset_or_config)
     model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))

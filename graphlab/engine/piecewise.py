@@ -76,15 +76,16 @@ class PiecewiseGraph:
     def __init__(self, buffers: PieceBuffers, size: int, pieces: list):
         self.buffers, self.size, self.pieces = buffers, size, pieces
 
-    def replay(self, input_ids: torch.Tensor, positions: torch.Tensor,
-               seq_slots: torch.Tensor) -> torch.Tensor:
+    def replay(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> torch.Tensor:
         """Hidden states [n * L, hidden] of n rows of L tokens: pieces replayed, attention eager
         on the real tokens; a view of the static output, overwritten by the next replay."""
         b, model, tokens = self.buffers, self.buffers.model, input_ids.numel()
         b.input_ids[:tokens].copy_(input_ids.flatten())
         b.positions[:tokens].copy_(positions.flatten())
-        b.input_ids[tokens:self.size].zero_()
-        b.positions[tokens:self.size].zero_()
+        b.input_ids[tokens : self.size].zero_()
+        b.positions[tokens : self.size].zero_()
         _, _, cells, mask = model.attention_inputs(positions, seq_slots)
         for i, piece in enumerate(self.pieces):
             if piece is None:
@@ -93,13 +94,20 @@ class PiecewiseGraph:
                 piece.replay()
             if i < len(model.model.layers):  # the attention op, outside the graphs
                 attn = model.model.layers[i].self_attn
-                b.attn[:tokens].copy_(attn.attend(b.q[:tokens], b.k[:tokens], b.v[:tokens], cells,
-                                                  seq_slots, mask))
+                b.attn[:tokens].copy_(
+                    attn.attend(b.q[:tokens], b.k[:tokens], b.v[:tokens], cells, seq_slots, mask)
+                )
         return b.hidden_states[:tokens]
 
 
-def capture_piecewise(model: LlamaForCausalLM, sizes, backend: str = "auto",
-                      graph_pool: str = "shared", num_warmups: int = 2, pool=None):
+def capture_piecewise(
+    model: LlamaForCausalLM,
+    sizes,
+    backend: str = "auto",
+    graph_pool: str = "shared",
+    num_warmups: int = 2,
+    pool=None,
+):
     """PIECEWISE graphs of every size, largest first: ({size: PiecewiseGraph}, [GraphRecord]).
     `pool`: a CUDA graph pool handle to share (the FULL graphs'); None makes one when shared."""
     backend = resolve_backend(model, backend, graph_pool)
@@ -118,18 +126,28 @@ def capture_piecewise(model: LlamaForCausalLM, sizes, backend: str = "auto",
         with torch.no_grad():
             for size in sizes:
                 pieces, capture_ms, warmup_ms, measured = _capture_size(
-                    buffers, size, pool if graph_pool == "shared" else None, stream, num_warmups)
+                    buffers, size, pool if graph_pool == "shared" else None, stream, num_warmups
+                )
                 predicted = predict_graph_memory(model.config, size, model.max_seq_len, model.dtype)
-                added = (predict_pool_bytes(predictions + [predicted], graph_pool)
-                         - predict_pool_bytes(predictions, graph_pool))
+                added = predict_pool_bytes(
+                    predictions + [predicted], graph_pool
+                ) - predict_pool_bytes(predictions, graph_pool)
                 predictions.append(predicted)
                 graphs[size] = PiecewiseGraph(buffers, size, pieces)
-                records.append(GraphRecord(
-                    size=size, capture_ms=capture_ms, warmup_ms=warmup_ms,
-                    memory_bytes=added if measured is None else measured[0],
-                    memory_kind="predicted" if measured is None else "measured",
-                    pool_bytes=None if measured is None else measured[1], predicted_bytes=predicted,
-                    backend=backend, graph_pool=graph_pool, family="piecewise"))
+                records.append(
+                    GraphRecord(
+                        size=size,
+                        capture_ms=capture_ms,
+                        warmup_ms=warmup_ms,
+                        memory_bytes=added if measured is None else measured[0],
+                        memory_kind="predicted" if measured is None else "measured",
+                        pool_bytes=None if measured is None else measured[1],
+                        predicted_bytes=predicted,
+                        backend=backend,
+                        graph_pool=graph_pool,
+                        family="piecewise",
+                    )
+                )
     finally:
         gc.unfreeze()
     return graphs, records
@@ -162,5 +180,9 @@ def _capture_size(buffers: PieceBuffers, size: int, pool, stream, num_warmups: i
     torch.cuda.synchronize(device)
     capture_ms = (time.perf_counter() - start) * 1e3
     after = MemorySnapshot.take(device)
-    return pieces, capture_ms, warmup_ms, (before.free_bytes - after.free_bytes,
-                                           after.reserved_bytes - before.reserved_bytes)
+    return (
+        pieces,
+        capture_ms,
+        warmup_ms,
+        (before.free_bytes - after.free_bytes, after.reserved_bytes - before.reserved_bytes),
+    )

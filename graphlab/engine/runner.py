@@ -25,10 +25,10 @@ class StepRecord:
     """How one decode step ran."""
 
     batch_size: int
-    path: str               # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
+    path: str  # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
     graph_size: int | None  # the replayed graph's size on the graph path
-    time_ms: float          # CUDA events on a GPU, perf_counter elsewhere
-    backend: str            # the runner's backend (graphlab.engine.device.BACKENDS)
+    time_ms: float  # CUDA events on a GPU, perf_counter elsewhere
+    backend: str  # the runner's backend (graphlab.engine.device.BACKENDS)
 
 
 class DecodeRunner:
@@ -38,15 +38,25 @@ class DecodeRunner:
     runner_shape, engines = "V0", V0_ENGINES  # the subclass's generation and the engines it takes
     batch_unit = "rows"  # what StepRecord.batch_size counts: V0 rows, V1 tokens
 
-    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, *,
-                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
-                 num_warmups: int = NUM_WARMUPS):
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        engine: str | SizingPolicy,
+        cfg: SizingConfig,
+        *,
+        backend: str = "auto",
+        graph_pool: str = "shared",
+        enforce_eager: bool = False,
+        num_warmups: int = NUM_WARMUPS,
+    ):
         self.engine = get_engine(engine)
-        check_choice(f"the {self.runner_shape}-shaped runner's engine", self.engine.name,
-                     self.engines)
+        check_choice(
+            f"the {self.runner_shape}-shaped runner's engine", self.engine.name, self.engines
+        )
         if not isinstance(cfg, SizingConfig):
-            raise GraphlabError(f"cfg must be a graphlab.sizing.engines.SizingConfig, "
-                                f"got {type(cfg).__name__}")
+            raise GraphlabError(
+                f"cfg must be a graphlab.sizing.engines.SizingConfig, got {type(cfg).__name__}"
+            )
         self.backend = resolve_backend(model, backend, graph_pool)
         model.kv_cache()  # a clear error now rather than at the first step
         self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
@@ -59,18 +69,26 @@ class DecodeRunner:
         graphs = {}
         if not self.enforce_eager:
             graphs, self.graph_records = capture_graphs(
-                self.model, sizes, self.backend, self.graph_pool, self.num_warmups,
-                query_len=query_len, pool=pool)
+                self.model,
+                sizes,
+                self.backend,
+                self.graph_pool,
+                self.num_warmups,
+                query_len=query_len,
+                pool=pool,
+            )
         self.captured = True
         return graphs
 
-    def timed_step(self, graph, input_ids: torch.Tensor, positions: torch.Tensor,
-              seq_slots: torch.Tensor) -> tuple[torch.Tensor, float]:
+    def timed_step(
+        self, graph, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> tuple[torch.Tensor, float]:
         """Logits [B, q, vocab] of a [B, q] batch, replayed on `graph` (None: eagerly), and the
         step's milliseconds."""
         device = self.model.device
-        input_ids, positions, seq_slots = (t.to(device, non_blocking=True)
-                                           for t in (input_ids, positions, seq_slots))
+        input_ids, positions, seq_slots = (
+            t.to(device, non_blocking=True) for t in (input_ids, positions, seq_slots)
+        )
         timer = StepTimer(device)
         # As vLLM runs its model (gpu_model_runner.py's execute_model): no autograd bookkeeping.
         with torch.inference_mode():
@@ -92,12 +110,17 @@ def replay_check(replayed: torch.Tensor, eager: torch.Tensor, dtype: torch.dtype
     """max_abs_logit_diff of a replay against the eager step on the same batch, the tolerance
     (REPLAY_RTOL[dtype] x the largest eager logit) and replay_matches_eager."""
     if replayed.shape != eager.shape:
-        raise GraphlabError(f"replayed logits {tuple(replayed.shape)} and eager logits "
-                            f"{tuple(eager.shape)} differ in shape")
+        raise GraphlabError(
+            f"replayed logits {tuple(replayed.shape)} and eager logits "
+            f"{tuple(eager.shape)} differ in shape"
+        )
     diff = (replayed.float() - eager.float()).abs().max().item()
     tolerance = REPLAY_RTOL[dtype] * eager.float().abs().max().item()
-    return dict(max_abs_logit_diff=diff, logit_tolerance=tolerance,
-                replay_matches_eager=bool(diff <= tolerance))
+    return dict(
+        max_abs_logit_diff=diff,
+        logit_tolerance=tolerance,
+        replay_matches_eager=bool(diff <= tolerance),
+    )
 
 
 class StepTimer:

@@ -26,11 +26,26 @@ from graphlab.sizing.engines import SizingConfig, SizingPolicy
 class ModelRunner(DecodeRunner):
     """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
 
-    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, *,
-                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
-                 num_warmups: int = NUM_WARMUPS):
-        super().__init__(model, engine, cfg, backend=backend, graph_pool=graph_pool,
-                         enforce_eager=enforce_eager, num_warmups=num_warmups)
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        engine: str | SizingPolicy,
+        cfg: SizingConfig,
+        *,
+        backend: str = "auto",
+        graph_pool: str = "shared",
+        enforce_eager: bool = False,
+        num_warmups: int = NUM_WARMUPS,
+    ):
+        super().__init__(
+            model,
+            engine,
+            cfg,
+            backend=backend,
+            graph_pool=graph_pool,
+            enforce_eager=enforce_eager,
+            num_warmups=num_warmups,
+        )
         self.capture_sizes = self.engine.capture_sizes(self.cfg)
         self.graph_limit = self.engine.graph_limit(self.cfg, self.capture_sizes)
         self.graph_runners: dict = {}
@@ -43,8 +58,9 @@ class ModelRunner(DecodeRunner):
     def _use_captured_graph(self, batch_size: int) -> bool:
         return not self.enforce_eager and batch_size <= self.graph_limit
 
-    def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                      seq_slots: torch.Tensor) -> tuple[torch.Tensor, StepRecord]:
+    def execute_model(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> tuple[torch.Tensor, StepRecord]:
         """Decode one token per row: logits [n, vocab] (float32) and how the step ran.
 
         Rows may share a sequence slot (the batch-expansion scorer's k+1 rows do) as long as no
@@ -54,8 +70,11 @@ class ModelRunner(DecodeRunner):
         """
         if not self.captured:
             raise GraphlabError("call capture_model() before execute_model()")
-        for name, t in (("input_ids", input_ids), ("positions", positions),
-                        ("seq_slots", seq_slots)):
+        for name, t in (
+            ("input_ids", input_ids),
+            ("positions", positions),
+            ("seq_slots", seq_slots),
+        ):
             if not isinstance(t, torch.Tensor) or t.dim() != 1:
                 raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
         self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
@@ -65,6 +84,11 @@ class ModelRunner(DecodeRunner):
             padded = self.engine.padded_size(n, self.capture_sizes)  # V0's _get_graph_batch_size
             graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
         logits, ms = self.timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
-        record = StepRecord(n, "eager" if graph is None else "graph",
-                            None if graph is None else graph.size, ms, self.backend)
+        record = StepRecord(
+            n,
+            "eager" if graph is None else "graph",
+            None if graph is None else graph.size,
+            ms,
+            self.backend,
+        )
         return logits[:, 0], record

@@ -42,19 +42,36 @@ class V1ModelRunner(DecodeRunner):
 
     runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
 
-    def __init__(self, model: LlamaForCausalLM, engine: str | SizingPolicy, cfg: SizingConfig, *,
-                 backend: str = "auto", graph_pool: str = "shared", enforce_eager: bool = False,
-                 num_warmups: int = NUM_WARMUPS):
-        super().__init__(model, engine, cfg, backend=backend, graph_pool=graph_pool,
-                         enforce_eager=enforce_eager, num_warmups=num_warmups)
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        engine: str | SizingPolicy,
+        cfg: SizingConfig,
+        *,
+        backend: str = "auto",
+        graph_pool: str = "shared",
+        enforce_eager: bool = False,
+        num_warmups: int = NUM_WARMUPS,
+    ):
+        super().__init__(
+            model,
+            engine,
+            cfg,
+            backend=backend,
+            graph_pool=graph_pool,
+            enforce_eager=enforce_eager,
+            num_warmups=num_warmups,
+        )
         error = self.engine.startup_error(self.cfg)
         if error:
             raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
         self.families = graph_families(self.engine, self.cfg)
         if self.families.mixed_family == "full":
-            raise GraphlabError("cudagraph_mode FULL (FULL graphs for every batch) is not modelled "
-                                "by the V1-shaped runner; allowed: NONE, PIECEWISE, "
-                                "FULL_DECODE_ONLY, FULL_AND_PIECEWISE")
+            raise GraphlabError(
+                "cudagraph_mode FULL (FULL graphs for every batch) is not modelled "
+                "by the V1-shaped runner; allowed: NONE, PIECEWISE, "
+                "FULL_DECODE_ONLY, FULL_AND_PIECEWISE"
+            )
         self.query_len = self.cfg.decode_query_len
         self.engine_capture_sizes = self.engine.capture_sizes(self.cfg)
         self.capture_sizes = self.families.full_sizes
@@ -76,12 +93,18 @@ class V1ModelRunner(DecodeRunner):
         pieces = []
         if not self.enforce_eager:
             self.piecewise_graphs, pieces = capture_piecewise(
-                self.model, self.piecewise_sizes, self.backend, self.graph_pool, self.num_warmups,
-                pool)
+                self.model,
+                self.piecewise_sizes,
+                self.backend,
+                self.graph_pool,
+                self.num_warmups,
+                pool,
+            )
         # vLLM logs one figure for both families' loop: each record carries that figure
         loop_bytes = loop.bytes([record.predicted_bytes for record in full + pieces])
-        self.graph_records = [replace(record, capture_loop_bytes=loop_bytes)
-                              for record in full + pieces]
+        self.graph_records = [
+            replace(record, capture_loop_bytes=loop_bytes) for record in full + pieces
+        ]
         return self.graph_records
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
@@ -91,8 +114,13 @@ class V1ModelRunner(DecodeRunner):
             return "eager", None
         return self.families.dispatch(num_tokens, uniform_decode)
 
-    def execute_model(self, input_ids: torch.Tensor, positions: torch.Tensor,
-                      seq_slots: torch.Tensor, num_scheduled_tokens=None):
+    def execute_model(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        seq_slots: torch.Tensor,
+        num_scheduled_tokens=None,
+    ):
         """One decode step of B requests x q tokens: logits [B, q, vocab] (float32) and a
         StepRecord whose batch_size is the step's token count.
 
@@ -106,8 +134,10 @@ class V1ModelRunner(DecodeRunner):
         q = self.query_len
         for name, t in (("input_ids", input_ids), ("positions", positions)):
             if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape[1] != q:
-                raise GraphlabError(f"{name} must be a [B, {q}] tensor: q = 1 + k tokens per "
-                                    f"request (uniform decode)")
+                raise GraphlabError(
+                    f"{name} must be a [B, {q}] tensor: q = 1 + k tokens per "
+                    f"request (uniform decode)"
+                )
         self.model.check_inputs(input_ids, positions, seq_slots)
         num_reqs = input_ids.shape[0]
         num_tokens = num_reqs * q
@@ -115,8 +145,9 @@ class V1ModelRunner(DecodeRunner):
         if num_scheduled_tokens is not None:
             counts = [int(c) for c in num_scheduled_tokens]
             if len(counts) != num_reqs or not all(1 <= c <= q for c in counts):
-                raise GraphlabError(f"num_scheduled_tokens must hold {num_reqs} values in "
-                                    f"[1, {q}], got {counts}")
+                raise GraphlabError(
+                    f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], got {counts}"
+                )
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
         path, graph_size = self.dispatch(num_tokens if uniform else num_reqs * q, uniform)
         graphs = {"full": self.graphs, "piecewise": self.piecewise_graphs}.get(path, {})
@@ -125,17 +156,24 @@ class V1ModelRunner(DecodeRunner):
         return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
 
 
-def uniform_decode_batch(num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int,
-                         seed: int = 0):
+def uniform_decode_batch(
+    num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int, seed: int = 0
+):
     """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1."""
     if num_reqs > model.num_slots:
-        raise GraphlabError(f"{num_reqs} requests need {num_reqs} slots; the cache has "
-                            f"{model.num_slots}")
+        raise GraphlabError(
+            f"{num_reqs} requests need {num_reqs} slots; the cache has {model.num_slots}"
+        )
     if position + query_len > model.max_seq_len:
-        raise GraphlabError(f"positions up to {position + query_len - 1} exceed the cache's "
-                            f"max_seq_len={model.max_seq_len}")
+        raise GraphlabError(
+            f"positions up to {position + query_len - 1} exceed the cache's "
+            f"max_seq_len={model.max_seq_len}"
+        )
     generator = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, model.config.vocab_size, (num_reqs, query_len), generator=generator)
     positions = position + torch.arange(query_len).expand(num_reqs, -1)
-    return (ids.to(model.device), positions.to(model.device),
-            torch.arange(num_reqs, device=model.device))
+    return (
+        ids.to(model.device),
+        positions.to(model.device),
+        torch.arange(num_reqs, device=model.device),
+    )

@@ -9,11 +9,25 @@ inputs (`plan`, `plan_inputs`). May import numpy, pandas,
 
 from graphlab.lazy import lazy_exports
 
-__getattr__, __dir__ = lazy_exports(__name__, {
-    "SizingConfig": "engines", "SizingPolicy": "engines", "ENGINES": "engines",
-    "V0_ENGINES": "engines", "V1_ENGINES": "engines", "get_engine": "engines", "pad0": "engines",
-    "reachable_batch_sizes": "batches", "batch_expansion_sizes": "batches",
-    "decode_graph_sizes": "dispatch", "decode_dispatch": "dispatch", "verify_batches": "dispatch",
-    "AuditReport": "audit", "crash_map": "crash_maps", "audit_table": "audit",
-    "Plan": "plan", "Budget": "plan",
-})
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "SizingConfig": "engines",
+        "SizingPolicy": "engines",
+        "ENGINES": "engines",
+        "V0_ENGINES": "engines",
+        "V1_ENGINES": "engines",
+        "get_engine": "engines",
+        "pad0": "engines",
+        "reachable_batch_sizes": "batches",
+        "batch_expansion_sizes": "batches",
+        "decode_graph_sizes": "dispatch",
+        "decode_dispatch": "dispatch",
+        "verify_batches": "dispatch",
+        "AuditReport": "audit",
+        "crash_map": "crash_maps",
+        "audit_table": "audit",
+        "Plan": "plan",
+        "Budget": "plan",
+    },
+)

@@ -88,16 +88,27 @@ class RunnerAudit:
             f"batch size ({batch_unit})  path   graph_size / error",
         ]
         for first, last, step, d in _runs(self.outcomes):
-            span = str(first) if first == last else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
+            span = (
+                str(first)
+                if first == last
+                else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
+            )
             detail = d.graph_size if d.path == "graph" else (d.error or "")
             lines.append(f"  {span:>16}  {d.step_path:<5}  {detail}")
-        graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
-                  if any(d.family for d in self.outcomes) else f"{s.num_graph} graph")
+        graphs = (
+            f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+            if any(d.family for d in self.outcomes)
+            else f"{s.num_graph} graph"
+        )
         lines.append(
             f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
             f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
-            + (f"first crash at n={s.first_crash_n} ({s.first_crash_error})" if s.first_crash_n else "no crash")
+            + (
+                f"first crash at n={s.first_crash_n} ({s.first_crash_error})"
+                if s.first_crash_n
+                else "no crash"
+            )
         )
         return lines
 
@@ -145,7 +156,7 @@ class AuditReport:
 
     @property
     def fails_first(self) -> str | None:
-        """"scorer" or "proposer": the runner whose crash a run meets first; None without a crash."""
+        """ "scorer" or "proposer": the runner whose crash a run meets first; None without a crash."""
         return fails_first(self.scorer.summary, self.proposer and self.proposer.summary)
 
     def to_dict(self) -> dict:
@@ -174,11 +185,16 @@ class AuditReport:
         """The text `python -m graphlab audit` prints: the refusal first if any, the config, vLLM's
         warnings, then each runner's table (scorer and proposer for V0 with k > 0)."""
         cfg = self.config
-        settings = [f"max_num_seqs={cfg.max_num_seqs}", f"num_speculative_tokens={cfg.num_speculative_tokens}"]
+        settings = [
+            f"max_num_seqs={cfg.max_num_seqs}",
+            f"num_speculative_tokens={cfg.num_speculative_tokens}",
+        ]
         if self.max_num_batched_tokens is not None:
             settings.append(f"max_num_batched_tokens={self.max_num_batched_tokens}")
         if cfg.cudagraph_capture_sizes is not None:
-            settings.append(f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}")
+            settings.append(
+                f"cudagraph_capture_sizes={','.join(map(str, cfg.cudagraph_capture_sizes))}"
+            )
         if cfg.max_cudagraph_capture_size is not None:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
         if cfg.cudagraph_mode is not None:
@@ -190,12 +206,16 @@ class AuditReport:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
         if self.cudagraph_mode is not None:
-            lines.append(f"cudagraph_mode {self.cudagraph_mode}: FULL uniform-decode graphs "
-                         f"({len(self.full_sizes)}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
-                         "capture_sizes below serve the other batches")
+            lines.append(
+                f"cudagraph_mode {self.cudagraph_mode}: FULL uniform-decode graphs "
+                f"({len(self.full_sizes)}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
+                "capture_sizes below serve the other batches"
+            )
         if self.proposer is None:
             return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
-        lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(self.batch_unit)
+        lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(
+            self.batch_unit
+        )
         lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
         lines += self.proposer.format_lines("rows")
         lines.append(headline(self) or "fails first: neither")
@@ -226,20 +246,26 @@ def headline(report: AuditReport) -> str | None:
         return None
     full = scorer.outcomes[-1] if scorer.outcomes else None
     if full is not None and full.error:
-        line = (f"fails first: the scorer (target model), {full.error} on the first decode step of a "
-                f"full batch ({full.batch_size} rows)")
+        line = (
+            f"fails first: the scorer (target model), {full.error} on the first decode step of a "
+            f"full batch ({full.batch_size} rows)"
+        )
     elif scorer.summary.num_crash:
-        line = (f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
-                f"n = {scorer.summary.first_crash_n} rows")
+        line = (
+            f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
+            f"n = {scorer.summary.first_crash_n} rows"
+        )
     else:
         line = "fails first: the proposer (draft model), once bonus tokens widen its batch"
     if crashes:
         error = proposer.summary.first_crash_error
         span = [d.batch_size for d in proposer.outcomes if d.error == error]
         where = f"n = {span[0]}..{span[-1]}" if span else f"n = {proposer.summary.first_crash_n}"
-        line += (f"; {'fails next' if line.startswith('fails first: the scorer') else 'with'}: the "
-                 f"proposer (draft model), {error} at {where} draft rows, once bonus tokens widen "
-                 f"its batch")
+        line += (
+            f"; {'fails next' if line.startswith('fails first: the scorer') else 'with'}: the "
+            f"proposer (draft model), {error} at {where} draft rows, once bonus tokens widen "
+            f"its batch"
+        )
     return line
 
 
@@ -249,8 +275,9 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
     return "proposer" if proposer is not None and proposer.num_crash else None
 
 
-def summarize(ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray,
-               families=None) -> AuditSummary:
+def summarize(
+    ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray, families=None
+) -> AuditSummary:
     """Summary of `dispatch_array`'s columns (and V1's families) for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
@@ -281,7 +308,9 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
     return np.arange(1, 2 * max_num_seqs + 1, dtype=np.int64)
 
 
-def _runner_audit(policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool) -> RunnerAudit:
+def _runner_audit(
+    policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool
+) -> RunnerAudit:
     columns = (*policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg))
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
@@ -290,7 +319,9 @@ def _runner_audit(policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outco
     )
 
 
-def proposer_audit(policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = True) -> RunnerAudit | None:
+def proposer_audit(
+    policy: SizingPolicy, cfg: SizingConfig, outcomes: bool = True
+) -> RunnerAudit | None:
     if not has_proposer(policy, cfg):
         return None
     draft_cfg = replace(cfg, num_speculative_tokens=0)  # the draft runner's graphs ignore k
@@ -305,9 +336,11 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     policy = get_engine(policy)
     ns = reachable_batch_sizes(policy, check_limits(cfg))
     if len(ns) > MAX_AUDIT_BATCH_SIZES:
-        raise GraphlabError(f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
-                            f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
-                            "(lower max_num_seqs or num_speculative_tokens)")
+        raise GraphlabError(
+            f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
+            f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
+            "(lower max_num_seqs or num_speculative_tokens)"
+        )
     families = None
     if policy.batch_unit == "tokens":  # vLLM V1
         families = graph_families(policy, cfg)
@@ -332,12 +365,20 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
     for policy in parse_engines(engines):
         report = audit(policy, cfg)
         s, sizes, ns = report.summary, report.capture_sizes, report.outcomes
-        rows.append({"engine": policy.name, "batch_unit": policy.batch_unit,
-                     "captured sizes": len(sizes), "largest": max(sizes, default=None),
-                     "decode batches": f"{ns[0].batch_size}..{ns[-1].batch_size}",
-                     "graph": s.num_graph, "eager": s.num_eager, "crash": s.num_crash,
-                     "graph fraction": s.graph_fraction,
-                     "mean padding waste": s.mean_padding_waste})
+        rows.append(
+            {
+                "engine": policy.name,
+                "batch_unit": policy.batch_unit,
+                "captured sizes": len(sizes),
+                "largest": max(sizes, default=None),
+                "decode batches": f"{ns[0].batch_size}..{ns[-1].batch_size}",
+                "graph": s.num_graph,
+                "eager": s.num_eager,
+                "crash": s.num_crash,
+                "graph fraction": s.graph_fraction,
+                "mean padding waste": s.mean_padding_waste,
+            }
+        )
     return pd.DataFrame(rows).set_index("engine")
 
 

@@ -66,44 +66,53 @@ def crash_map(
         raise GraphlabError("max_num_seqs and k ranges must not be empty")
     sweep = len(policies) * sum(seqs_values) * sum(1 + k for k in k_values)
     if sweep > CRASH_MAP_MAX_BATCH_SIZES:
-        raise GraphlabError(f"a crash map over max_num_seqs {seqs_values[0]}..{seqs_values[-1]}, k "
-                            f"{k_values[0]}..{k_values[-1]} and {len(policies)} engine(s) sweeps "
-                            f"{sweep} batch sizes; at most {CRASH_MAP_MAX_BATCH_SIZES} (narrow the "
-                            "ranges or pick one engine)")
+        raise GraphlabError(
+            f"a crash map over max_num_seqs {seqs_values[0]}..{seqs_values[-1]}, k "
+            f"{k_values[0]}..{k_values[-1]} and {len(policies)} engine(s) sweeps "
+            f"{sweep} batch sizes; at most {CRASH_MAP_MAX_BATCH_SIZES} (narrow the "
+            "ranges or pick one engine)"
+        )
     rows, summaries = [], {}
     for policy in progress_bar(policies, desc="crash map", unit="engine", disable=not progress):
         for seqs in seqs_values:
             # The draft runner's outcome depends on S only: one audit for every k > 0.
             proposer = proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
             for k in k_values:
-                cfg = SizingConfig(seqs, k, max_num_batched_tokens,
-                                   cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None)
+                cfg = SizingConfig(
+                    seqs,
+                    k,
+                    max_num_batched_tokens,
+                    cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None,
+                )
                 # Cells with the same captured sizes and reachable batches share a summary (for
                 # engines counting requests, k changes neither).
                 key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
                 if key not in summaries:
                     ns = reachable_batch_sizes(policy, cfg)
-                    summaries[key] = summarize(ns, *policy.dispatch_array(ns, cfg),
-                                                policy.graph_family_array(ns, cfg))
+                    summaries[key] = summarize(
+                        ns, *policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg)
+                    )
                 s = summaries[key]
                 p = proposer.summary if proposer is not None and k > 0 else None
-                rows.append(dict(
-                    engine=policy.name,
-                    max_num_seqs=seqs,
-                    num_speculative_tokens=k,
-                    max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
-                    first_crash_n=s.first_crash_n,
-                    num_crash=s.num_crash,
-                    num_reachable=s.num_reachable,
-                    graph_fraction=s.graph_fraction,
-                    eager_fraction=s.eager_fraction,
-                    mean_padding_waste=s.mean_padding_waste,
-                    error=s.first_crash_error,
-                    startup_error=policy.startup_error(cfg),
-                    proposer_first_crash_n=p and p.first_crash_n,
-                    proposer_error=p and p.first_crash_error,
-                    fails_first=fails_first(s, p),
-                ))
+                rows.append(
+                    dict(
+                        engine=policy.name,
+                        max_num_seqs=seqs,
+                        num_speculative_tokens=k,
+                        max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
+                        first_crash_n=s.first_crash_n,
+                        num_crash=s.num_crash,
+                        num_reachable=s.num_reachable,
+                        graph_fraction=s.graph_fraction,
+                        eager_fraction=s.eager_fraction,
+                        mean_padding_waste=s.mean_padding_waste,
+                        error=s.first_crash_error,
+                        startup_error=policy.startup_error(cfg),
+                        proposer_first_crash_n=p and p.first_crash_n,
+                        proposer_error=p and p.first_crash_error,
+                        fails_first=fails_first(s, p),
+                    )
+                )
     frame = pd.DataFrame.from_records(rows, columns=CRASH_MAP_COLUMNS)
     for column in ("first_crash_n", "max_num_batched_tokens", "proposer_first_crash_n"):
         frame[column] = frame[column].astype("Int64")

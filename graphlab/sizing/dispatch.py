@@ -37,14 +37,17 @@ from graphlab.sizing.families import GraphFamilies, families_for, family_arrays
 
 # Step paths of V1 rows (V0 rows keep "graph" | "eager").
 V1_PATHS = ("full", "piecewise", "eager")
+
+
 def _policy(engine) -> SizingPolicy:
     policy = get_engine(engine)
     check_choice("engine (graph families are vLLM V1's)", policy.name, V1_ENGINES)
     return policy
 
 
-def graph_families(engine: str | SizingPolicy, cfg: SizingConfig,
-                   capture_sizes=None) -> GraphFamilies:
+def graph_families(
+    engine: str | SizingPolicy, cfg: SizingConfig, capture_sizes=None
+) -> GraphFamilies:
     """The FULL and mixed graphs of `cfg` (or of `capture_sizes`, a list given to vLLM, which a
     rounding model runner rounds as at start-up) under the engine's `cudagraph_mode`."""
     return families_for(_policy(engine), cfg, capture_sizes)
@@ -76,7 +79,13 @@ def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
     rows = []
     for num_reqs in range(1, cfg.max_num_seqs + 1):
         path, graph_size = families.dispatch(num_reqs * q)
-        rows.append(dict(num_reqs=num_reqs, num_tokens=num_reqs * q, path=path,
-                         graph_size=graph_size,
-                         padding_tokens=0 if graph_size is None else graph_size - num_reqs * q))
+        rows.append(
+            dict(
+                num_reqs=num_reqs,
+                num_tokens=num_reqs * q,
+                path=path,
+                graph_size=graph_size,
+                padding_tokens=0 if graph_size is None else graph_size - num_reqs * q,
+            )
+        )
     return rows

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 import numpy as np
 
@@ -91,7 +91,9 @@ class SizingConfig:
         if sizes is not None:
             if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
                 # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
-                raise GraphlabError(f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}")
+                raise GraphlabError(
+                    f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}"
+                )
             for size in sizes:
                 check_int("every cudagraph_capture_sizes entry", size, 1)
             object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
@@ -101,8 +103,11 @@ class SizingConfig:
     @property
     def sets_capture_sizes(self) -> bool:
         """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or cudagraph_mode."""
-        return (self.cudagraph_capture_sizes is not None or self.max_cudagraph_capture_size is not None
-                or self.cudagraph_mode is not None)
+        return (
+            self.cudagraph_capture_sizes is not None
+            or self.max_cudagraph_capture_size is not None
+            or self.cudagraph_mode is not None
+        )
 
     @property
     def decode_query_len(self) -> int:
@@ -138,9 +143,12 @@ class Dispatch:
         """One Dispatch per n from `dispatch_array`'s columns (and V1's `graph_family_array`)."""
         families = [None] * len(path) if families is None else list(families)
         return tuple(
-            Dispatch(n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None, f)
-            for n, p, g, k, f in zip(np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(),
-                                     keys.tolist(), families)
+            Dispatch(
+                n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None, f
+            )
+            for n, p, g, k, f in zip(
+                np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(), keys.tolist(), families
+            )
         )
 
 
@@ -232,7 +240,11 @@ class SizingPolicy(ABC):
     def dispatch_array(self, ns, cfg: SizingConfig, capture_sizes=None):
         """graph / eager / crash for many n at once, as a runner using the three answers would:
         (path code per n, replayed graph size or 0, looked-up key or 0)."""
-        sizes = self.capture_array(cfg) if capture_sizes is None else np.asarray(capture_sizes, dtype=np.int64)
+        sizes = (
+            self.capture_array(cfg)
+            if capture_sizes is None
+            else np.asarray(capture_sizes, dtype=np.int64)
+        )
         ns = np.asarray(ns, dtype=np.int64)
         tries = self.tries_graph(ns, cfg, sizes)
         keys = self.padded_sizes(ns, sizes) * tries
@@ -247,8 +259,11 @@ class SizingPolicy(ABC):
 
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
         """`dispatch_array` for one batch of n."""
-        return Dispatch.from_arrays([n], *self.dispatch_array([n], cfg, capture_sizes),
-                                    self.graph_family_array([n], cfg, capture_sizes))[0]
+        return Dispatch.from_arrays(
+            [n],
+            *self.dispatch_array([n], cfg, capture_sizes),
+            self.graph_family_array([n], cfg, capture_sizes),
+        )[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -299,7 +314,9 @@ class Vllm060(_V0Policy):
         return (cfg.max_num_seqs,)
 
     def _compute_capture_sizes(self, cfg):
-        return _V0_SIZES_060[_V0_SIZES_060 <= _v0_max_graph_batch_size(cfg.max_num_seqs, _V0_SIZES_060)]
+        return _V0_SIZES_060[
+            _V0_SIZES_060 <= _v0_max_graph_batch_size(cfg.max_num_seqs, _V0_SIZES_060)
+        ]
 
 
 class Adaptive(_V0Policy):
@@ -320,7 +337,7 @@ class Adaptive(_V0Policy):
 # --- vLLM V1 --------------------------------------------------------------------------------------
 
 
-@lru_cache(maxsize=None)
+@cache
 def _token_grid(max_size: int) -> tuple[int, ...]:
     """V1's default grid: 1, 2, 4, multiples of 8 below 256, then multiples of 16 up to max_size."""
     small = [s for s in (1, 2, 4) if s <= max_size]
@@ -346,9 +363,13 @@ def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=())
     largest, warnings = (sizes[-1] if sizes else 0), []
     if user_max is not None and user_max != largest:
         if user_sizes is not None:
-            return sizes, (), (
-                f"ValueError: customized max_cudagraph_capture_size(={user_max}) should be consistent "
-                f"with the max value of cudagraph_capture_sizes(={largest})"
+            return (
+                sizes,
+                (),
+                (
+                    f"ValueError: customized max_cudagraph_capture_size(={user_max}) should be consistent "
+                    f"with the max value of cudagraph_capture_sizes(={largest})"
+                ),
             )
         warnings.append(f"Truncating max_cudagraph_capture_size to {largest}")
     if user_sizes is not None and len(sizes) < len(user_sizes):
@@ -381,8 +402,14 @@ class _V1Policy(SizingPolicy):
     default_cudagraph_mode = "FULL_AND_PIECEWISE"
 
     def sizing_key(self, cfg):
-        return (cfg.max_num_seqs, cfg.num_speculative_tokens, self.effective_max_num_batched_tokens(cfg),
-                cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size, self.cudagraph_mode(cfg))
+        return (
+            cfg.max_num_seqs,
+            cfg.num_speculative_tokens,
+            self.effective_max_num_batched_tokens(cfg),
+            cfg.cudagraph_capture_sizes,
+            cfg.max_cudagraph_capture_size,
+            self.cudagraph_mode(cfg),
+        )
 
     def cudagraph_mode(self, cfg: SizingConfig) -> str:
         """cfg's cudagraph_mode, or the version's default."""
@@ -391,8 +418,11 @@ class _V1Policy(SizingPolicy):
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
         with FULL decode graphs, vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`)."""
-        return (self.rounds_for_spec_decode and cfg.decode_query_len > 1
-                and self.cudagraph_mode(cfg) in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE"))
+        return (
+            self.rounds_for_spec_decode
+            and cfg.decode_query_len > 1
+            and self.cudagraph_mode(cfg) in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+        )
 
     @abstractmethod
     def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
@@ -410,7 +440,11 @@ class _V1Policy(SizingPolicy):
         sizes, _, error = self._configured(cfg)
         if error:
             return []
-        return round_for_spec_decode(sizes, cfg.decode_query_len) if self.rounds_capture_sizes(cfg) else sizes
+        return (
+            round_for_spec_decode(sizes, cfg.decode_query_len)
+            if self.rounds_capture_sizes(cfg)
+            else sizes
+        )
 
     def dispatch_array(self, ns, cfg, capture_sizes=None):
         """V1's rule for uniform decode batches of n tokens (graphlab.sizing.dispatch): FULL at the
@@ -487,11 +521,17 @@ class Vllm033(_V1Policy):
         if user_max is not None:
             decode = []  # only the default computes uniform-decode sizes
         elif q > 1:
-            decode = [m * q for m in _request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling]
+            decode = [
+                m * q
+                for m in _request_counts(seqs, self.default_max_graph_size)
+                if m * q <= ceiling
+            ]
         else:
             decode = [seqs] if seqs <= ceiling else []
         # T itself when it is within the maximum (user-set or default).
-        return ceiling, decode + ([tokens] if tokens <= (ceiling if user_max is None else user_max) else [])
+        return ceiling, decode + (
+            [tokens] if tokens <= (ceiling if user_max is None else user_max) else []
+        )
 
 
 # --- peers ------------------------------------------------------------------------------------------
@@ -581,7 +621,11 @@ class TrtLlm(SizingPolicy):
             while sizes[-1] + 64 <= top:
                 sizes.append(sizes[-1] + 64)
         else:
-            sizes = list(range(1, 32)) + [32, 64, 128] + [2**i for i in range(8, math.ceil(math.log2(top)))]
+            sizes = (
+                list(range(1, 32))
+                + [32, 64, 128]
+                + [2**i for i in range(8, math.ceil(math.log2(top)))]
+            )
         return [s for s in sizes if s <= top] + [top]
 
     def tries_graph(self, ns, cfg, capture_sizes):
@@ -601,23 +645,57 @@ class EngineRow:
 
 
 ENGINE_TABLE: tuple[EngineRow, ...] = (
-    EngineRow(Vllm055(), "1, 2, 4, 8..256 step 8, up to pad0(S)", "pad0(n) <= 256 looked up: KeyError",
-              "vllm 0.5.5 vllm/worker/model_runner.py"),
-    EngineRow(Vllm060(), "1, 2, 4, 8..8192 step 8, up to pad0(S)", "eager (the guard, PR 7894)",
-              "vllm 0.6.0 vllm/worker/model_runner.py"),
-    EngineRow(Adaptive(), "as 0.6.0, up to pad0(S*q)", "eager", "vllm PR 7999 (proposed, not shipped)"),
-    EngineRow(Vllm012(), "token grid up to min(T, 2S, 512), rounded to multiples of q", "eager",
-              "vllm 0.12.0 vllm/config/vllm.py, v1/worker/gpu_model_runner.py"),
-    EngineRow(Vllm013(), "token grid up to min(T, 2Sq, 512), rounded to multiples of q", "eager",
-              "vllm 0.13.0 vllm/config/vllm.py (PR 30330)"),
-    EngineRow(Vllm033(), "token grid up to min(T, 2Sq, 512) + T + uniform-decode sizes m*q", "eager",
-              "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp)"),
-    EngineRow(SGLang(), "request counts to 160 (256 on > 80 GiB GPUs), plus S, S+1", "eager",
-              "sglang 0.4.6 srt/model_executor/cuda_graph_runner.py"),
-    EngineRow(NanoVllm(), "1, 2, 4, 8, 16..min(S, 512) step 16", "next() finds none: StopIteration",
-              "nano-vllm nanovllm/engine/model_runner.py"),
-    EngineRow(TrtLlm(), "1..31, 32, 64, 128 (no padding, max batch 128)", "eager unless exactly captured",
-              "TensorRT-LLM tensorrt_llm/llmapi/llm_args.py"),
+    EngineRow(
+        Vllm055(),
+        "1, 2, 4, 8..256 step 8, up to pad0(S)",
+        "pad0(n) <= 256 looked up: KeyError",
+        "vllm 0.5.5 vllm/worker/model_runner.py",
+    ),
+    EngineRow(
+        Vllm060(),
+        "1, 2, 4, 8..8192 step 8, up to pad0(S)",
+        "eager (the guard, PR 7894)",
+        "vllm 0.6.0 vllm/worker/model_runner.py",
+    ),
+    EngineRow(
+        Adaptive(), "as 0.6.0, up to pad0(S*q)", "eager", "vllm PR 7999 (proposed, not shipped)"
+    ),
+    EngineRow(
+        Vllm012(),
+        "token grid up to min(T, 2S, 512), rounded to multiples of q",
+        "eager",
+        "vllm 0.12.0 vllm/config/vllm.py, v1/worker/gpu_model_runner.py",
+    ),
+    EngineRow(
+        Vllm013(),
+        "token grid up to min(T, 2Sq, 512), rounded to multiples of q",
+        "eager",
+        "vllm 0.13.0 vllm/config/vllm.py (PR 30330)",
+    ),
+    EngineRow(
+        Vllm033(),
+        "token grid up to min(T, 2Sq, 512) + T + uniform-decode sizes m*q",
+        "eager",
+        "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp)",
+    ),
+    EngineRow(
+        SGLang(),
+        "request counts to 160 (256 on > 80 GiB GPUs), plus S, S+1",
+        "eager",
+        "sglang 0.4.6 srt/model_executor/cuda_graph_runner.py",
+    ),
+    EngineRow(
+        NanoVllm(),
+        "1, 2, 4, 8, 16..min(S, 512) step 16",
+        "next() finds none: StopIteration",
+        "nano-vllm nanovllm/engine/model_runner.py",
+    ),
+    EngineRow(
+        TrtLlm(),
+        "1..31, 32, 64, 128 (no padding, max batch 128)",
+        "eager unless exactly captured",
+        "TensorRT-LLM tensorrt_llm/llmapi/llm_args.py",
+    ),
 )
 ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGINE_TABLE}
 V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")

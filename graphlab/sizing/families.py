@@ -34,8 +34,13 @@ def round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
 
 
 # Each mode's (decode family, mixed family): CUDAGraphMode.decode_mode() / mixed_mode().
-_FAMILIES = {"NONE": (None, None), "PIECEWISE": ("piecewise", "piecewise"), "FULL": ("full", "full"),
-             "FULL_DECODE_ONLY": ("full", None), "FULL_AND_PIECEWISE": ("full", "piecewise")}
+_FAMILIES = {
+    "NONE": (None, None),
+    "PIECEWISE": ("piecewise", "piecewise"),
+    "FULL": ("full", "full"),
+    "FULL_DECODE_ONLY": ("full", None),
+    "FULL_AND_PIECEWISE": ("full", "piecewise"),
+}
 
 
 @dataclass(frozen=True)
@@ -43,10 +48,10 @@ class GraphFamilies:
     """The graphs one V1 config captures: FULL uniform-decode sizes, and the mixed family's sizes."""
 
     cudagraph_mode: str
-    full_sizes: tuple[int, ...]    # FULL graphs for uniform decode batches (separate routine)
-    mixed_sizes: tuple[int, ...]   # the raw capture sizes, for every other batch
-    mixed_family: str | None       # "piecewise" | "full" | None (no mixed graphs)
-    limit: int                     # the largest capture size: above it, no graph
+    full_sizes: tuple[int, ...]  # FULL graphs for uniform decode batches (separate routine)
+    mixed_sizes: tuple[int, ...]  # the raw capture sizes, for every other batch
+    mixed_family: str | None  # "piecewise" | "full" | None (no mixed graphs)
+    limit: int  # the largest capture size: above it, no graph
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
         """(path, graph size) of one batch: ("full" | "piecewise", size) or ("eager", None)."""
@@ -56,8 +61,9 @@ class GraphFamilies:
                 if i < len(self.full_sizes):
                     return "full", self.full_sizes[i]
             if self.mixed_family:
-                return self.mixed_family, self.mixed_sizes[bisect.bisect_left(self.mixed_sizes,
-                                                                              num_tokens)]
+                return self.mixed_family, self.mixed_sizes[
+                    bisect.bisect_left(self.mixed_sizes, num_tokens)
+                ]
         return "eager", None
 
     @property

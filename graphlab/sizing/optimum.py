@@ -30,13 +30,19 @@ class Budget:
         if self.max_graphs is not None:
             check_int("max_graphs", self.max_graphs, 1)
         memory = self.memory_mib
-        real = isinstance(memory, (int, float, np.integer, np.floating)) and not isinstance(memory, bool)
+        real = isinstance(memory, (int, float, np.integer, np.floating)) and not isinstance(
+            memory, bool
+        )
         if memory is not None and not (real and 0 < memory < np.inf):
-            raise GraphlabError(f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}")
+            raise GraphlabError(
+                f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}"
+            )
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
 
 
-def interval_costs(candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None) -> np.ndarray:
+def interval_costs(
+    candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None
+) -> np.ndarray:
     """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j (i = 0: from 0)."""
     covered = np.searchsorted(workload.sizes, candidates, side="right")
     weight = np.concatenate(([0.0], np.cumsum(workload.weights)))[covered]
@@ -57,7 +63,9 @@ def _best_by_count(cost: np.ndarray, max_graphs: int) -> tuple[np.ndarray, np.nd
     parent = np.zeros((max_graphs, m), dtype=np.int64)
     best[0] = cost[0]
     for g in range(1, max_graphs):
-        total = best[g - 1][:-1, None] + cost[1:]  # row i: previous largest graph i; column: next graph
+        total = (
+            best[g - 1][:-1, None] + cost[1:]
+        )  # row i: previous largest graph i; column: next graph
         parent[g] = np.argmin(total, axis=0)
         best[g] = total[parent[g], np.arange(m)]
     return best, parent
@@ -70,7 +78,9 @@ def _walk_back(parent: np.ndarray, g: int, j: int) -> list[int]:
     return chosen[::-1]
 
 
-def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float) -> list[int]:
+def _best_by_memory(
+    cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_graphs: int, budget: float
+) -> list[int]:
     """Exact optimum with the sum of graph memory <= budget (separate pools).
 
     Per number of graphs, every state (largest graph j, memory, cost) on the Pareto front of memory
@@ -82,7 +92,9 @@ def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_gra
     least_final_above = np.minimum.accumulate(np.where(final, own, np.inf)[::-1])[::-1]
     room = np.where(final, budget, budget - np.concatenate((least_final_above[1:], [np.inf])))
     js = np.flatnonzero(own <= room)
-    levels = [(js, own[js], cost[0, js], np.full(len(js), -1))]  # (j, memory, cost, parent index) by j
+    levels = [
+        (js, own[js], cost[0, js], np.full(len(js), -1))
+    ]  # (j, memory, cost, parent index) by j
     for _ in range(1, max_graphs):
         prev_j, prev_mem, prev_cost, _ = levels[-1]
         below = np.searchsorted(prev_j, np.arange(m))  # states with a largest graph below j
@@ -94,13 +106,21 @@ def _best_by_memory(cost: np.ndarray, own: np.ndarray, tail: np.ndarray, max_gra
             order = fits[np.lexsort((total[fits], mem[fits]))]
             ordered = total[order]
             # Pareto: keep a state only when it costs less than every state needing no more memory.
-            keep = order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))] if len(order) else order
+            keep = (
+                order[np.concatenate(([True], ordered[1:] < np.minimum.accumulate(ordered)[:-1]))]
+                if len(order)
+                else order
+            )
             parts.append((np.full(len(keep), j), mem[keep], total[keep], keep))
         if not parts:
             break
         levels.append(tuple(np.concatenate(column) for column in zip(*parts)))
-    values = [(float(c + tail[j]), g, i) for g, (j_, _, c_, _) in enumerate(levels)
-              for i, (j, c) in enumerate(zip(j_, c_)) if np.isfinite(tail[j])]
+    values = [
+        (float(c + tail[j]), g, i)
+        for g, (j_, _, c_, _) in enumerate(levels)
+        for i, (j, c) in enumerate(zip(j_, c_))
+        if np.isfinite(tail[j])
+    ]
     _, g, i = min(values)
     chosen = []
     for level in range(g, -1, -1):

@@ -62,8 +62,25 @@ DEFAULT_GRAPH_CEILING = 512
 MAX_CANDIDATES = 2048
 # The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
 MAX_PROGRAMME_CELLS = 2**28
-__all__ = ["DEFAULT_GRAPH_CEILING", "GRAPH_POOLS", "MIB", "V1_ENGINES", "Budget", "Outcome", "Plan", "SizeTable", "Workload", "at_default_footing", "evaluate", "plan",
-           "read_batch_sizes", "read_graph_memory", "read_latency", "read_spec_decode_steps", "uniform_workload"]
+__all__ = [
+    "DEFAULT_GRAPH_CEILING",
+    "GRAPH_POOLS",
+    "MIB",
+    "V1_ENGINES",
+    "Budget",
+    "Outcome",
+    "Plan",
+    "SizeTable",
+    "Workload",
+    "at_default_footing",
+    "evaluate",
+    "plan",
+    "read_batch_sizes",
+    "read_graph_memory",
+    "read_latency",
+    "read_spec_decode_steps",
+    "uniform_workload",
+]
 
 
 # --- evaluation (the same for the plan and the engine's default) -------------------------------------
@@ -81,8 +98,15 @@ class Outcome:
     memory_bytes: float | None
 
 
-def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeTable | None = None,
-             graph_pool: str = "shared", latency: tuple[SizeTable, SizeTable] | None = None) -> Outcome:
+def evaluate(
+    engine,
+    cfg: SizingConfig,
+    sizes,
+    workload: Workload,
+    memory: SizeTable | None = None,
+    graph_pool: str = "shared",
+    latency: tuple[SizeTable, SizeTable] | None = None,
+) -> Outcome:
     """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
     policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
@@ -92,15 +116,24 @@ def evaluate(engine, cfg: SizingConfig, sizes, workload: Workload, memory: SizeT
     step_ms = None
     if latency is not None:
         graph_ms, eager_ms = latency
-        per_step = np.where(on_graph, graph_ms(np.where(on_graph, graph_size, graph_ms.sizes[0])),
-                            eager_ms(np.where(on_graph, eager_ms.sizes[0], workload.sizes)))
+        per_step = np.where(
+            on_graph,
+            graph_ms(np.where(on_graph, graph_size, graph_ms.sizes[0])),
+            eager_ms(np.where(on_graph, eager_ms.sizes[0], workload.sizes)),
+        )
         step_ms = float(workload.weights @ per_step)
     memory_bytes = None
     if memory is not None:
         own = memory(capture)
         memory_bytes = float(own.max(initial=0.0) if graph_pool == "shared" else own.sum())
-    return Outcome(tuple(capture.tolist()), graph_size, float(workload.weights @ waste),
-                   float(workload.weights[on_graph].sum()), step_ms, memory_bytes)
+    return Outcome(
+        tuple(capture.tolist()),
+        graph_size,
+        float(workload.weights @ waste),
+        float(workload.weights[on_graph].sum()),
+        step_ms,
+        memory_bytes,
+    )
 
 
 # --- the plan ------------------------------------------------------------------------------------------
@@ -119,7 +152,9 @@ class Plan:
     eager_sizes: tuple[int, ...]  # workload sizes left without a graph
     eager_reason: str | None
     memory_kind: str | None
-    latency_backend: str | None  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
+    latency_backend: (
+        str | None
+    )  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -139,27 +174,47 @@ class Plan:
 
     @property
     def vllm_flag(self) -> str:
-        return "--compilation-config " + "'" + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)}) + "'"
+        return (
+            "--compilation-config "
+            + "'"
+            + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)})
+            + "'"
+        )
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: the plan, the engine's default at the same config, and the flag."""
-        out = {"engine": self.engine, "max_num_seqs": self.config.max_num_seqs,
-               "num_speculative_tokens": self.config.num_speculative_tokens,
-               "max_num_batched_tokens": self.max_num_batched_tokens, "workload": self.workload.source,
-               "cost": self.cost, "max_graphs": self.budget.max_graphs, "memory_budget_mib": self.budget.memory_mib,
-               "graph_pool": self.budget.graph_pool, "memory_kind": self.memory_kind,
-               "latency_backend": self.latency_backend}
+        out = {
+            "engine": self.engine,
+            "max_num_seqs": self.config.max_num_seqs,
+            "num_speculative_tokens": self.config.num_speculative_tokens,
+            "max_num_batched_tokens": self.max_num_batched_tokens,
+            "workload": self.workload.source,
+            "cost": self.cost,
+            "max_graphs": self.budget.max_graphs,
+            "memory_budget_mib": self.budget.memory_mib,
+            "graph_pool": self.budget.graph_pool,
+            "memory_kind": self.memory_kind,
+            "latency_backend": self.latency_backend,
+        }
         for prefix, outcome in (("", self.plan), ("default_", self.default)):
-            out |= {f"{prefix}capture_sizes": list(outcome.capture_sizes),
-                    f"{prefix}num_graphs": len(outcome.capture_sizes),
-                    f"{prefix}mean_padding_waste": outcome.mean_padding_waste,
-                    f"{prefix}graph_fraction": outcome.graph_fraction,
-                    f"{prefix}mean_step_ms": outcome.mean_step_ms,
-                    f"{prefix}memory_mib": None if outcome.memory_bytes is None else outcome.memory_bytes / MIB}
-        return out | {"default_full_sizes": list(self.default_full_sizes),
-                      "above_ceiling": list(self.above_ceiling),
-                      "eager_batch_sizes": list(self.eager_sizes), "eager_reason": self.eager_reason,
-                      "vllm_flag": self.vllm_flag, "notes": list(self.notes)}
+            out |= {
+                f"{prefix}capture_sizes": list(outcome.capture_sizes),
+                f"{prefix}num_graphs": len(outcome.capture_sizes),
+                f"{prefix}mean_padding_waste": outcome.mean_padding_waste,
+                f"{prefix}graph_fraction": outcome.graph_fraction,
+                f"{prefix}mean_step_ms": outcome.mean_step_ms,
+                f"{prefix}memory_mib": None
+                if outcome.memory_bytes is None
+                else outcome.memory_bytes / MIB,
+            }
+        return out | {
+            "default_full_sizes": list(self.default_full_sizes),
+            "above_ceiling": list(self.above_ceiling),
+            "eager_batch_sizes": list(self.eager_sizes),
+            "eager_reason": self.eager_reason,
+            "vllm_flag": self.vllm_flag,
+            "notes": list(self.notes),
+        }
 
 
 def at_default_footing(result: Plan) -> Plan:
@@ -169,9 +224,13 @@ def at_default_footing(result: Plan) -> Plan:
     sizes = result.default_full_sizes or result.default.capture_sizes
     if not sizes:
         return result
-    return plan(result.engine, result.config, result.workload,
-                Budget(len(sizes), graph_pool=result.budget.graph_pool),
-                max_capture_size=result.default.capture_sizes[-1])
+    return plan(
+        result.engine,
+        result.config,
+        result.workload,
+        Budget(len(sizes), graph_pool=result.budget.graph_pool),
+        max_capture_size=result.default.capture_sizes[-1],
+    )
 
 
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:
@@ -179,16 +238,21 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     policy = get_engine(engine)
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
-        raise GraphlabError(f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
-                            f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}")
+        raise GraphlabError(
+            f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
+            f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}"
+        )
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
 
 
-def _checked_workload(policy, cfg: SizingConfig, workload: Workload | None, budget: Budget,
-                      memory: SizeTable | None) -> Workload:
+def _checked_workload(
+    policy, cfg: SizingConfig, workload: Workload | None, budget: Budget, memory: SizeTable | None
+) -> Workload:
     """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget refuses."""
     if policy.name not in V1_ENGINES:
-        raise GraphlabError(f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}")
+        raise GraphlabError(
+            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
+        )
     error = policy.startup_error(cfg)
     if error and "max_num_batched_tokens" in error:
         raise GraphlabError(f"vLLM refuses this config: {error}")
@@ -197,20 +261,30 @@ def _checked_workload(policy, cfg: SizingConfig, workload: Workload | None, budg
     workload = uniform_workload(policy, cfg) if workload is None else workload
     tokens = policy.effective_max_num_batched_tokens(cfg)
     if workload.sizes[-1] > tokens:
-        raise GraphlabError(f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}")
+        raise GraphlabError(
+            f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}"
+        )
     return workload
 
 
-def _candidates(workload: Workload, q: int, ceiling: int, max_capture_size: int | None) -> np.ndarray:
+def _candidates(
+    workload: Workload, q: int, ceiling: int, max_capture_size: int | None
+) -> np.ndarray:
     """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module docstring."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
-        raise GraphlabError(f"max_capture_size={max_capture_size} is below the smallest graph the workload "
-                            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})")
-    candidates = candidates[candidates <= ceiling]  # a multiple of q above T: only the steps above it are lost
+        raise GraphlabError(
+            f"max_capture_size={max_capture_size} is below the smallest graph the workload "
+            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
+        )
+    candidates = candidates[
+        candidates <= ceiling
+    ]  # a multiple of q above T: only the steps above it are lost
     if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
-        raise GraphlabError(f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
-                            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)")
+        raise GraphlabError(
+            f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
+            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)"
+        )
     return candidates
 
 
@@ -219,37 +293,50 @@ def _check_work(num_candidates: int, budget: Budget) -> None:
     graphs = min(budget.max_graphs or num_candidates, num_candidates)
     if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
         most = max(1, MAX_PROGRAMME_CELLS // num_candidates**2)
-        raise GraphlabError(f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
-                            f"with {num_candidates} candidates plan handles at most {most} graphs "
-                            "(lower max_graphs, max_num_seqs or max_num_batched_tokens)")
+        raise GraphlabError(
+            f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
+            f"with {num_candidates} candidates plan handles at most {most} graphs "
+            "(lower max_graphs, max_num_seqs or max_num_batched_tokens)"
+        )
 
 
-def _affordable(candidates: np.ndarray, own: np.ndarray, budget: Budget) -> tuple[np.ndarray, np.ndarray, str | None]:
+def _affordable(
+    candidates: np.ndarray, own: np.ndarray, budget: Budget
+) -> tuple[np.ndarray, np.ndarray, str | None]:
     """The candidates a memory budget leaves (all in a separate pool), their memory, and why some are eager."""
     if budget.memory_mib is None:
         return candidates, own, None
     affordable = own <= budget.memory_mib * MIB
     if not affordable.any():
-        raise GraphlabError(f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
-                            f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)")
+        raise GraphlabError(
+            f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
+            f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)"
+        )
     reason = None
     if not affordable.all():
-        reason = (f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
-                  f"tokens needs {own[~affordable][0] / MIB:.3f} MiB")
+        reason = (
+            f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
+            f"tokens needs {own[~affordable][0] / MIB:.3f} MiB"
+        )
     if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
         return candidates[affordable], own[affordable], reason
     return candidates, own, reason
 
 
-def _chosen_sizes(candidates: np.ndarray, own: np.ndarray, workload: Workload, budget: Budget,
-                  latency: tuple[SizeTable, SizeTable] | None) -> np.ndarray:
+def _chosen_sizes(
+    candidates: np.ndarray,
+    own: np.ndarray,
+    workload: Workload,
+    budget: Budget,
+    latency: tuple[SizeTable, SizeTable] | None,
+) -> np.ndarray:
     """The optimal capture sizes among the candidates, by padding waste or by step latency."""
     graph_ms, eager_ms = latency if latency is not None else (None, None)
     cost = interval_costs(candidates, workload, graph_ms)
     if latency is None:
         # Coverage first: the largest affordable candidate is the top graph; eager steps cost 0 waste.
         top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
-        candidates, cost, own = candidates[:top + 1], cost[:top + 1, :top + 1], own[:top + 1]
+        candidates, cost, own = candidates[: top + 1], cost[: top + 1, : top + 1], own[: top + 1]
         tail = np.full(len(candidates), np.inf)
         tail[-1] = 0.0
     else:
@@ -259,22 +346,41 @@ def _chosen_sizes(candidates: np.ndarray, own: np.ndarray, workload: Workload, b
     return candidates[optimum(candidates, cost, tail, own, budget)]
 
 
-def _default_outcome(policy, cfg: SizingConfig, workload: Workload, memory: SizeTable | None,
-                     budget: Budget, latency, notes: list[str]) -> Outcome:
+def _default_outcome(
+    policy,
+    cfg: SizingConfig,
+    workload: Workload,
+    memory: SizeTable | None,
+    budget: Budget,
+    latency,
+    notes: list[str],
+) -> Outcome:
     """The engine's default sizing on the same workload (notes say what could not be computed)."""
     try:
-        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency)
-    except GraphlabError as missing:  # the default's sizes may lie outside a table the plan stays within
+        default = evaluate(
+            policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency
+        )
+    except (
+        GraphlabError
+    ) as missing:  # the default's sizes may lie outside a table the plan stays within
         default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
         notes.append(f"default's memory/latency not computed: {missing}")
     if not default.capture_sizes:
-        notes.append(f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}")
+        notes.append(
+            f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}"
+        )
     return default
 
 
-def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Budget = Budget(),
-         memory: SizeTable | None = None, latency: tuple[SizeTable, SizeTable] | None = None,
-         max_capture_size: int | None = None) -> Plan:
+def plan(
+    engine,
+    cfg: SizingConfig,
+    workload: Workload | None = None,
+    budget: Budget = Budget(),
+    memory: SizeTable | None = None,
+    latency: tuple[SizeTable, SizeTable] | None = None,
+    max_capture_size: int | None = None,
+) -> Plan:
     """The capture sizes minimising the workload's mean cost within the budget (see the module docstring).
 
     memory: per-size graph memory, needed for a memory budget; latency: (graph, eager) tables, which
@@ -299,12 +405,30 @@ def plan(engine, cfg: SizingConfig, workload: Workload | None = None, budget: Bu
     default = _default_outcome(policy, cfg, workload, memory, budget, latency, notes)
     eager = tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]])
     if eager and reason is None:
-        reason = ("eager steps are faster than a graph padded over them" if latency is not None else
-                  f"no graph above max_capture_size={ceiling}" if ceiling < tokens else
-                  f"a graph above {tokens} tokens exceeds max_num_batched_tokens")
+        reason = (
+            "eager steps are faster than a graph padded over them"
+            if latency is not None
+            else f"no graph above max_capture_size={ceiling}"
+            if ceiling < tokens
+            else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
+        )
     if latency is not None:
-        notes.append("latency: graph latency at the padded size, eager latency above the largest graph; "
-                     "candidates are exact while graph latency and memory grow with size")
-    return Plan(policy.name, cfg, tokens, workload, budget, "latency" if latency else "padding", plan_outcome,
-                default, eager, reason if eager else None, memory.kind if memory is not None else None,
-                latency[0].kind if latency is not None else None, tuple(notes))
+        notes.append(
+            "latency: graph latency at the padded size, eager latency above the largest graph; "
+            "candidates are exact while graph latency and memory grow with size"
+        )
+    return Plan(
+        policy.name,
+        cfg,
+        tokens,
+        workload,
+        budget,
+        "latency" if latency else "padding",
+        plan_outcome,
+        default,
+        eager,
+        reason if eager else None,
+        memory.kind if memory is not None else None,
+        latency[0].kind if latency is not None else None,
+        tuple(notes),
+    )

@@ -15,16 +15,22 @@ DRAFT_KINDS = ("truncated", "target", "random")
 SPEC_WEIGHT_STD = 0.06
 
 
-def build_target(preset: str | ModelConfig = "tiny", seed: int = 0, dtype="float32", device="cpu",
-                 weight_std: float = SPEC_WEIGHT_STD) -> LlamaForCausalLM:
+def build_target(
+    preset: str | ModelConfig = "tiny",
+    seed: int = 0,
+    dtype="float32",
+    device="cpu",
+    weight_std: float = SPEC_WEIGHT_STD,
+) -> LlamaForCausalLM:
     """build_model with weights of std `weight_std` (see SPEC_WEIGHT_STD)."""
     model = build_model(preset, seed=seed, dtype=dtype, device=device)
     init_weights(model, seed, std=weight_std)
     return model
 
 
-def build_draft(target: LlamaForCausalLM, kind: str = "truncated", seed: int = 1,
-                num_layers: int | None = None) -> LlamaForCausalLM:
+def build_draft(
+    target: LlamaForCausalLM, kind: str = "truncated", seed: int = 1, num_layers: int | None = None
+) -> LlamaForCausalLM:
     """A draft with the target's vocabulary, built from the target without downloads.
 
     - "truncated": the target's embeddings, first `num_layers` layers (default half), final

@@ -29,9 +29,9 @@ import time
 
 import torch
 
+from graphlab.engine.config import ModelConfig
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
-from graphlab.engine.config import ModelConfig
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.specdec.drafts import build_draft, build_target
@@ -41,7 +41,6 @@ from graphlab.specdec.rejection import (
     greedy_verify,
     rejection_sample,
 )
-
 from graphlab.specdec.requests import Request, RequestLoad, load_requests
 from graphlab.specdec.scorers import (
     BatchExpansionScorer,
@@ -52,8 +51,8 @@ from graphlab.specdec.scorers import (
     sync,
 )
 
-
 # ---- the engine ----------------------------------------------------------------------------
+
 
 class SpecDecodeEngine:
     """Continuous batching with speculative decoding over a target and a draft model.
@@ -63,27 +62,42 @@ class SpecDecodeEngine:
     used and every decode step is plain decoding.
     """
 
-    def __init__(self, target: LlamaForCausalLM, draft: LlamaForCausalLM | None,
-                 config: SpecDecodeConfig):
+    def __init__(
+        self, target: LlamaForCausalLM, draft: LlamaForCausalLM | None, config: SpecDecodeConfig
+    ):
         k = config.sizing.num_speculative_tokens
         if k > 0 and draft is None:
             raise GraphlabError(f"num_speculative_tokens={k} needs a draft model")
         if draft is not None and draft.config.vocab_size != target.config.vocab_size:
-            raise GraphlabError(f"draft vocab_size={draft.config.vocab_size} differs from the "
-                                f"target's {target.config.vocab_size}: they must share a vocabulary")
+            raise GraphlabError(
+                f"draft vocab_size={draft.config.vocab_size} differs from the "
+                f"target's {target.config.vocab_size}: they must share a vocabulary"
+            )
         if draft is not None and draft is target:
-            raise GraphlabError("the draft must be its own model object (it has its own KV cache); "
-                                "use build_draft(target, 'target') for a copy")
+            raise GraphlabError(
+                "the draft must be its own model object (it has its own KV cache); "
+                "use build_draft(target, 'target') for a copy"
+            )
         target_len = config.max_model_len + (k if config.scorer == "mqa" else 0)
-        for model, length in ((target, target_len), (draft if k > 0 else None, config.max_model_len)):
+        for model, length in (
+            (target, target_len),
+            (draft if k > 0 else None, config.max_model_len),
+        ):
             if model is not None and length > model.config.max_position_embeddings:
-                raise GraphlabError(f"max_model_len={config.max_model_len} needs {length} cache "
-                                    f"positions, more than max_position_embeddings="
-                                    f"{model.config.max_position_embeddings}")
+                raise GraphlabError(
+                    f"max_model_len={config.max_model_len} needs {length} cache "
+                    f"positions, more than max_position_embeddings="
+                    f"{model.config.max_position_embeddings}"
+                )
         self.config, self.target, self.k = config, target, k
         target.allocate_kv_cache(config.sizing.max_num_seqs, target_len)
-        self.runner = make_runner(target, config.engine, config.sizing, backend=config.backend,
-                                  graph_pool=config.graph_pool)
+        self.runner = make_runner(
+            target,
+            config.engine,
+            config.sizing,
+            backend=config.backend,
+            graph_pool=config.graph_pool,
+        )
         self.proposer = None
         if k > 0:
             draft.allocate_kv_cache(config.sizing.max_num_seqs, config.max_model_len)
@@ -112,8 +126,9 @@ class SpecDecodeEngine:
         t = self.config.temperature
         if t == 0:
             return greedy_verify(drafts, target_logits)
-        return rejection_sample(drafts, draft_probs, torch.softmax(target_logits / t, dim=-1),
-                                self.generator)
+        return rejection_sample(
+            drafts, draft_probs, torch.softmax(target_logits / t, dim=-1), self.generator
+        )
 
     # -- steps --
     def _prefill_step(self, new: list[RunningSequence]) -> None:
@@ -124,8 +139,9 @@ class SpecDecodeEngine:
         if self.proposer is not None:
             self.proposer.prefill(new)
 
-    def _decode_step(self, step: int, running: list[RunningSequence], metrics: SpecDecodeMetrics,
-                     start: float) -> SpecStep:
+    def _decode_step(
+        self, step: int, running: list[RunningSequence], metrics: SpecDecodeMetrics, start: float
+    ) -> SpecStep:
         k, max_len = self.k, self.config.max_model_len
         spec = [s for s in running if k > 0 and s.seq_len + k < max_len]
         plain = [s for s in running if s not in spec]
@@ -145,24 +161,35 @@ class SpecDecodeEngine:
             for seq, tokens, a in zip(spec, out.tokens.tolist(), out.num_accepted.tolist()):
                 # Draft cache now valid through the accepted prefix (it never saw d_k).
                 seq.draft_len = seq.seq_len - 1 + min(a + 1, k)
-                generated += seq.append(tokens[:a + 1])
+                generated += seq.append(tokens[: a + 1])
         if plain:
-            out = self._verify(drafts.new_empty(len(plain), 0),
-                               plain_logits.new_empty(len(plain), 0, plain_logits.shape[-1]),
-                               plain_logits[:, None])
+            out = self._verify(
+                drafts.new_empty(len(plain), 0),
+                plain_logits.new_empty(len(plain), 0, plain_logits.shape[-1]),
+                plain_logits[:, None],
+            )
             for seq, tokens in zip(plain, out.tokens.tolist()):
                 generated += seq.append(tokens[:1])
         sync(device)
         return SpecStep(
-            step=step, kind="decode", num_seqs=len(running), num_speculating=len(spec),
-            batch_size=record.batch_size, path=record.path, graph_size=record.graph_size,
+            step=step,
+            kind="decode",
+            num_seqs=len(running),
+            num_speculating=len(spec),
+            batch_size=record.batch_size,
+            path=record.path,
+            graph_size=record.graph_size,
             scorer_ms=record.time_ms,
             draft_batch_size=0 if draft_record is None else draft_record.batch_size,
-            draft_path=None if draft_record is None else draft_record.path, draft_ms=draft_ms,
-            step_ms=(time.perf_counter() - start) * 1e3, num_draft_tokens=len(spec) * k,
+            draft_path=None if draft_record is None else draft_record.path,
+            draft_ms=draft_ms,
+            step_ms=(time.perf_counter() - start) * 1e3,
+            num_draft_tokens=len(spec) * k,
             num_accepted_tokens=int(sum(per_pos)),
             num_accepted_tokens_per_pos=tuple(int(n) for n in per_pos),
-            accepted_tokens=positions, num_generation_tokens=generated)
+            accepted_tokens=positions,
+            num_generation_tokens=generated,
+        )
 
     def generate(self, requests: list[Request]) -> GenerateOutput:
         """Run all requests to max_tokens; tokens per request, per-step records and metrics."""
@@ -187,9 +214,18 @@ class SpecDecodeEngine:
                     self._prefill_step(admitted)
                     sync(self.target.device)
                     ms = (time.perf_counter() - start) * 1e3
-                    steps.append(SpecStep(step=step, kind="prefill", num_seqs=len(admitted),
-                                          batch_size=len(admitted), path="eager", scorer_ms=ms,
-                                          step_ms=ms, num_generation_tokens=len(admitted)))
+                    steps.append(
+                        SpecStep(
+                            step=step,
+                            kind="prefill",
+                            num_seqs=len(admitted),
+                            batch_size=len(admitted),
+                            path="eager",
+                            scorer_ms=ms,
+                            step_ms=ms,
+                            num_generation_tokens=len(admitted),
+                        )
+                    )
                     running += admitted
                 elif running:
                     steps.append(self._decode_step(step, running, metrics, start))
@@ -198,7 +234,7 @@ class SpecDecodeEngine:
                     free_slots.append(seq.slot)
                     outputs[seq.index] = seq
                 step += 1
-        generated = [s.token_ids[len(s.request.prompt_token_ids):] for s in outputs]
+        generated = [s.token_ids[len(s.request.prompt_token_ids) :] for s in outputs]
         return GenerateOutput(generated, steps, metrics)
 
     def _check_requests(self, requests: list[Request]) -> None:
@@ -209,18 +245,27 @@ class SpecDecodeEngine:
             if not r.prompt_token_ids or r.max_tokens < 1:
                 raise GraphlabError(f"request {i}: needs a non-empty prompt and max_tokens >= 1")
             if len(r.prompt_token_ids) + r.max_tokens > max_len:
-                raise GraphlabError(f"request {i}: prompt ({len(r.prompt_token_ids)}) + max_tokens "
-                                    f"({r.max_tokens}) exceeds max_model_len={max_len}")
+                raise GraphlabError(
+                    f"request {i}: prompt ({len(r.prompt_token_ids)}) + max_tokens "
+                    f"({r.max_tokens}) exceeds max_model_len={max_len}"
+                )
             if not all(0 <= t < vocab for t in r.prompt_token_ids):
                 raise GraphlabError(f"request {i}: token ids must be in [0, {vocab - 1}]")
 
 
 # ---- the repro command ---------------------------------------------------------------------
 
-def run_speculative(config: SpecDecodeConfig, load: RequestLoad = RequestLoad(), *,
-                    preset: str | ModelConfig = "tiny", draft: str = "truncated",
-                    dtype: str = "float32", device: str = "auto",
-                    log=None) -> tuple[SpecDecodeEngine, GenerateOutput]:
+
+def run_speculative(
+    config: SpecDecodeConfig,
+    load: RequestLoad = RequestLoad(),
+    *,
+    preset: str | ModelConfig = "tiny",
+    draft: str = "truncated",
+    dtype: str = "float32",
+    device: str = "auto",
+    log=None,
+) -> tuple[SpecDecodeEngine, GenerateOutput]:
     """Speculative decoding of `load` under `config`; vllm-0.5.5 runners raise their KeyError.
 
     Target and draft (kind `draft`, see build_draft) are built from `preset` with config.seed, in
@@ -236,10 +281,12 @@ def run_speculative(config: SpecDecodeConfig, load: RequestLoad = RequestLoad(),
     engine.capture_model()
     if log is not None:
         runner = engine.runner
-        log(f"{config.engine} on {runner.backend}: target captured {list(runner.capture_sizes)}, "
+        log(
+            f"{config.engine} on {runner.backend}: target captured {list(runner.capture_sizes)}, "
             f"graph limit {runner.graph_limit}; draft ({draft}, {config.proposer_engine}) "
             f"captured {list(engine.proposer.runner.capture_sizes) if k else []}; "
             f"{len(requests)} requests ({load.kind} load), max_num_seqs={config.sizing.max_num_seqs}, "
-            f"k={k}, temperature={config.temperature}")
+            f"k={k}, temperature={config.temperature}"
+        )
         log(f"scorer {config.scorer}: {SCORERS[config.scorer]}")
     return engine, engine.generate(requests)

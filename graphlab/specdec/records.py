@@ -16,8 +16,8 @@ from graphlab.specdec.rejection import SpecDecodeMetrics
 SCORERS = {
     "batch-expansion": "vLLM V0's BatchExpansionTop1Scorer (vllm/spec_decode/batch_expansion.py)",
     "mqa": "vLLM 0.6.3's MQAScorer (vllm/spec_decode/mqa_scorer.py), not in vllm-0.5.5 or "
-           "0.6.0; 0.6.3 uses it only with enforce_eager, i.e. without CUDA graphs. With a V1 "
-           "engine: vLLM V1's one forward of 1 + k tokens per request, on token-count graphs",
+    "0.6.0; 0.6.3 uses it only with enforce_eager, i.e. without CUDA graphs. With a V1 "
+    "engine: vLLM V1's one forward of 1 + k tokens per request, on token-count graphs",
 }
 
 # vLLM's SamplingParams refuses temperatures outside 0..2 and raises those in (0, 0.01) to 0.01,
@@ -37,11 +37,11 @@ class SpecDecodeConfig:
     """
 
     sizing: SizingConfig
-    engine: str = "vllm-0.6.0"          # the target's (scorer's) sizing; V0 or V1
+    engine: str = "vllm-0.6.0"  # the target's (scorer's) sizing; V0 or V1
     proposer_engine: str | None = None  # the draft's V0 runner; None: engine, or 0.6.0 under V1
-    scorer: str | None = None           # None: batch-expansion under V0, mqa under V1
-    temperature: float = 0.0            # 0: greedy, else MIN_TEMPERATURE..MAX_TEMPERATURE
-    max_model_len: int = 128            # KV cache length per sequence
+    scorer: str | None = None  # None: batch-expansion under V0, mqa under V1
+    temperature: float = 0.0  # 0: greedy, else MIN_TEMPERATURE..MAX_TEMPERATURE
+    max_model_len: int = 128  # KV cache length per sequence
     seed: int = 0
     backend: str = "auto"
     graph_pool: str = "shared"
@@ -57,23 +57,30 @@ class SpecDecodeConfig:
             object.__setattr__(self, "proposer_engine", "vllm-0.6.0" if v1 else self.engine)
         if self.scorer is None:
             object.__setattr__(self, "scorer", "mqa" if v1 else "batch-expansion")
-        check_choice("proposer_engine (the draft runs on the V0-shaped runner)",
-                     self.proposer_engine, V0_ENGINES)
+        check_choice(
+            "proposer_engine (the draft runs on the V0-shaped runner)",
+            self.proposer_engine,
+            V0_ENGINES,
+        )
         scorer = f"scorer (engine {self.engine} scores 1 + k tokens per request in one forward)"
         check_choice(scorer if v1 else "scorer", self.scorer, ("mqa",) if v1 else SCORERS)
         t = self.temperature
         real = isinstance(t, (int, float)) and not isinstance(t, bool)
         if not (real and (t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE)):
-            raise GraphlabError(f"temperature={t!r}: must be 0 (greedy) or a number in "
-                                f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}")
+            raise GraphlabError(
+                f"temperature={t!r}: must be 0 (greedy) or a number in "
+                f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}"
+            )
         check_int("max_model_len", self.max_model_len, 2)
         check_int("seed", self.seed, 0)
         check_choice("backend", self.backend, ("auto",) + BACKENDS)
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
         if not v1 and self.sizing.sets_capture_sizes:
-            raise GraphlabError(f"cudagraph_capture_sizes / max_cudagraph_capture_size / "
-                                f"cudagraph_mode with engine {self.engine}: only the V1 engines "
-                                f"read them, allowed: {', '.join(V1_ENGINES)}")
+            raise GraphlabError(
+                f"cudagraph_capture_sizes / max_cudagraph_capture_size / "
+                f"cudagraph_mode with engine {self.engine}: only the V1 engines "
+                f"read them, allowed: {', '.join(V1_ENGINES)}"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -81,22 +88,22 @@ class SpecStep:
     """One engine step: a prefill of newly admitted requests, or a (speculative) decode."""
 
     step: int
-    kind: str                       # "prefill" | "decode"
-    num_seqs: int                   # sequences in the step
-    num_speculating: int = 0        # B_s: sequences with proposals
-    batch_size: int                 # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
-    path: str                       # the target's: "graph" | "eager" (V1: "full" | "piecewise")
+    kind: str  # "prefill" | "decode"
+    num_seqs: int  # sequences in the step
+    num_speculating: int = 0  # B_s: sequences with proposals
+    batch_size: int  # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
+    path: str  # the target's: "graph" | "eager" (V1: "full" | "piecewise")
     graph_size: int | None = None
-    scorer_ms: float                # the target's forward (the runner's StepRecord.time_ms)
-    draft_batch_size: int = 0       # rows of each draft step: B_s + B_bonus
-    draft_path: str | None = None   # the draft runner's: "graph" | "eager"
-    draft_ms: float = 0.0           # the proposer's k steps
-    step_ms: float                  # the whole step, wall clock
+    scorer_ms: float  # the target's forward (the runner's StepRecord.time_ms)
+    draft_batch_size: int = 0  # rows of each draft step: B_s + B_bonus
+    draft_path: str | None = None  # the draft runner's: "graph" | "eager"
+    draft_ms: float = 0.0  # the proposer's k steps
+    step_ms: float  # the whole step, wall clock
     num_draft_tokens: int = 0
-    num_accepted_tokens: int = 0    # V1: accepted prefixes
+    num_accepted_tokens: int = 0  # V1: accepted prefixes
     num_accepted_tokens_per_pos: tuple[int, ...] = ()  # V1: prefixes reaching position 1..k
-    accepted_tokens: int = 0        # V0: accepted positions, prefix or not
-    num_generation_tokens: int      # tokens appended to outputs (after max_tokens truncation)
+    accepted_tokens: int = 0  # V0: accepted positions, prefix or not
+    num_generation_tokens: int  # tokens appended to outputs (after max_tokens truncation)
 
 
 @dataclass
@@ -111,27 +118,43 @@ class GenerateOutput:
     def format_report(self) -> str:
         """The per-step table and the acceptance metrics, as the repro command prints them."""
         frame = self.steps_frame()
-        columns = {"step": "step", "kind": "kind", "num_seqs": "seqs", "num_speculating": "spec",
-                   "batch_size": "n", "path": "path", "graph_size": "graph",
-                   "scorer_ms": "score_ms", "draft_batch_size": "draft_n", "draft_path": "draft",
-                   "draft_ms": "draft_ms", "num_draft_tokens": "proposed",
-                   "num_accepted_tokens": "accepted", "num_generation_tokens": "generated"}
+        columns = {
+            "step": "step",
+            "kind": "kind",
+            "num_seqs": "seqs",
+            "num_speculating": "spec",
+            "batch_size": "n",
+            "path": "path",
+            "graph_size": "graph",
+            "scorer_ms": "score_ms",
+            "draft_batch_size": "draft_n",
+            "draft_path": "draft",
+            "draft_ms": "draft_ms",
+            "num_draft_tokens": "proposed",
+            "num_accepted_tokens": "accepted",
+            "num_generation_tokens": "generated",
+        }
         table = frame[list(columns)].rename(columns=columns)
         for name in ("graph", "draft"):
-            table[name] = table[name].map(lambda v: "-" if v is None or pd.isna(v) else
-                                          str(int(v)) if name == "graph" else v)
+            table[name] = table[name].map(
+                lambda v: "-" if v is None or pd.isna(v) else str(int(v)) if name == "graph" else v
+            )
         m = self.metrics
         decode = frame[frame.kind == "decode"]
         sizes = sorted(int(n) for n in decode.batch_size.unique())
-        return "\n".join([
-            table.to_string(index=False, float_format=lambda x: f"{x:.2f}"), "",
-            f"decode steps: {len(decode)}, on graphs: {int((decode.path == 'graph').sum())}, "
-            f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
-            f"vLLM V1 counts: num_drafts {m.num_drafts}, num_draft_tokens {m.num_draft_tokens}, "
-            f"num_accepted_tokens {m.num_accepted_tokens} (accepted prefixes), "
-            f"num_accepted_tokens_per_pos {m.num_accepted_tokens_per_pos.tolist()}, "
-            f"mean acceptance length {m.mean_acceptance_length:.3f}",
-            f"vLLM V0 metrics: draft_acceptance_rate {m.draft_acceptance_rate:.3f} "
-            f"({m.accepted_tokens} accepted positions, prefix or not), system_efficiency "
-            f"{m.system_efficiency:.3f}, num_emitted_tokens {m.num_emitted_tokens}; "
-            f"tokens per decode step: {decode.num_generation_tokens.mean():.2f}"])
+        return "\n".join(
+            [
+                table.to_string(index=False, float_format=lambda x: f"{x:.2f}"),
+                "",
+                f"decode steps: {len(decode)}, on graphs: {int((decode.path == 'graph').sum())}, "
+                f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
+                f"vLLM V1 counts: num_drafts {m.num_drafts}, num_draft_tokens {m.num_draft_tokens}, "
+                f"num_accepted_tokens {m.num_accepted_tokens} (accepted prefixes), "
+                f"num_accepted_tokens_per_pos {m.num_accepted_tokens_per_pos.tolist()}, "
+                f"mean acceptance length {m.mean_acceptance_length:.3f}",
+                f"vLLM V0 metrics: draft_acceptance_rate {m.draft_acceptance_rate:.3f} "
+                f"({m.accepted_tokens} accepted positions, prefix or not), system_efficiency "
+                f"{m.system_efficiency:.3f}, num_emitted_tokens {m.num_emitted_tokens}; "
+                f"tokens per decode step: {decode.num_generation_tokens.mean():.2f}",
+            ]
+        )

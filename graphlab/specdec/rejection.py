@@ -26,27 +26,33 @@ NO_TOKEN = -1
 class RejectionOutput:
     """The outcome for B sequences of one verification step."""
 
-    tokens: torch.Tensor        # [B, k+1] emitted token ids, NO_TOKEN after the last emitted one
+    tokens: torch.Tensor  # [B, k+1] emitted token ids, NO_TOKEN after the last emitted one
     num_accepted: torch.Tensor  # [B] accepted prefix, 0..k (emitted = num_accepted + 1)
-    accepted: torch.Tensor      # [B, k] each position's own test, whether or not its prefix passed
+    accepted: torch.Tensor  # [B, k] each position's own test, whether or not its prefix passed
 
 
 def _check_shapes(draft_tokens, draft_probs, target_probs) -> int:
     if target_probs.dim() != 3 or draft_tokens.dim() != 2:
-        raise GraphlabError(f"target_probs must be [B, k+1, vocab] and draft_tokens [B, k]; got "
-                            f"{tuple(target_probs.shape)} and {tuple(draft_tokens.shape)}")
+        raise GraphlabError(
+            f"target_probs must be [B, k+1, vocab] and draft_tokens [B, k]; got "
+            f"{tuple(target_probs.shape)} and {tuple(draft_tokens.shape)}"
+        )
     b, k = draft_tokens.shape
     if target_probs.shape[:2] != (b, k + 1):
-        raise GraphlabError(f"target_probs {tuple(target_probs.shape)} must be [B={b}, k+1={k + 1}, "
-                            "vocab]")
+        raise GraphlabError(
+            f"target_probs {tuple(target_probs.shape)} must be [B={b}, k+1={k + 1}, vocab]"
+        )
     if draft_probs is not None and draft_probs.shape != (b, k, target_probs.shape[2]):
-        raise GraphlabError(f"draft_probs {tuple(draft_probs.shape)} must be [B={b}, k={k}, "
-                            f"vocab={target_probs.shape[2]}] (draft and target share a vocabulary)")
+        raise GraphlabError(
+            f"draft_probs {tuple(draft_probs.shape)} must be [B={b}, k={k}, "
+            f"vocab={target_probs.shape[2]}] (draft and target share a vocabulary)"
+        )
     return k
 
 
-def _emit(draft_tokens: torch.Tensor, accepted: torch.Tensor,
-          stop_tokens: torch.Tensor) -> RejectionOutput:
+def _emit(
+    draft_tokens: torch.Tensor, accepted: torch.Tensor, stop_tokens: torch.Tensor
+) -> RejectionOutput:
     """Accepted prefix of the drafts, then the token chosen where the prefix stops."""
     b, k = draft_tokens.shape
     # Accepted = the length of the leading run of True.
@@ -54,8 +60,9 @@ def _emit(draft_tokens: torch.Tensor, accepted: torch.Tensor,
     position = torch.arange(k + 1, device=draft_tokens.device).expand(b, -1)
     stop = num_accepted[:, None]
     padded_drafts = torch.cat([draft_tokens, draft_tokens.new_full((b, 1), NO_TOKEN)], dim=1)
-    tokens = torch.where(position < stop, padded_drafts,
-                         torch.where(position == stop, stop_tokens, NO_TOKEN))
+    tokens = torch.where(
+        position < stop, padded_drafts, torch.where(position == stop, stop_tokens, NO_TOKEN)
+    )
     return RejectionOutput(tokens=tokens, num_accepted=num_accepted, accepted=accepted)
 
 
@@ -66,8 +73,12 @@ def greedy_verify(draft_tokens: torch.Tensor, target_logits: torch.Tensor) -> Re
     return _emit(draft_tokens, draft_tokens == best[:, :-1], best)
 
 
-def rejection_sample(draft_tokens: torch.Tensor, draft_probs: torch.Tensor,
-                     target_probs: torch.Tensor, generator: torch.Generator) -> RejectionOutput:
+def rejection_sample(
+    draft_tokens: torch.Tensor,
+    draft_probs: torch.Tensor,
+    target_probs: torch.Tensor,
+    generator: torch.Generator,
+) -> RejectionOutput:
     """Modified rejection sampling: the emitted tokens follow the target's distribution exactly."""
     k = _check_shapes(draft_tokens, draft_probs, target_probs)
     b, _, vocab = target_probs.shape
@@ -116,7 +127,9 @@ class SpecDecodeMetrics:
 
     def __post_init__(self):
         if self.num_speculative_tokens < 0:
-            raise GraphlabError(f"num_speculative_tokens={self.num_speculative_tokens}: must be >= 0")
+            raise GraphlabError(
+                f"num_speculative_tokens={self.num_speculative_tokens}: must be >= 0"
+            )
         if self.num_accepted_tokens_per_pos is None:
             self.num_accepted_tokens_per_pos = np.zeros(self.num_speculative_tokens, dtype=np.int64)
 
@@ -144,7 +157,9 @@ class SpecDecodeMetrics:
     @property
     def draft_acceptance_rate(self) -> float:
         """V0: accepted positions / draft tokens, prefix or not (NaN before any draft)."""
-        return self.accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else float("nan")
+        return (
+            self.accepted_tokens / self.num_draft_tokens if self.num_draft_tokens else float("nan")
+        )
 
     @property
     def system_efficiency(self) -> float:

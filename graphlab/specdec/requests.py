@@ -22,8 +22,14 @@ class Request:
     arrival_step: int = 0  # the engine step from which the scheduler may admit it
 
 
-def make_requests(num_requests: int, max_num_seqs: int, max_tokens: int, max_model_len: int,
-                  vocab_size: int, seed: int = 0) -> list[Request]:
+def make_requests(
+    num_requests: int,
+    max_num_seqs: int,
+    max_tokens: int,
+    max_model_len: int,
+    vocab_size: int,
+    seed: int = 0,
+) -> list[Request]:
     """A seeded load that reaches every kind of step.
 
     The first max_num_seqs requests arrive at once (so the first decode step has all slots
@@ -32,15 +38,19 @@ def make_requests(num_requests: int, max_num_seqs: int, max_tokens: int, max_mod
     steps; odd-numbered ones run until max_model_len, so their last tokens are decoded without
     proposals (plain rows beside speculating ones).
     """
-    for name, value, low in (("num_requests", num_requests, 1), ("max_num_seqs", max_num_seqs, 1),
-                             ("max_tokens", max_tokens, 1)):
+    for name, value, low in (
+        ("num_requests", num_requests, 1),
+        ("max_num_seqs", max_num_seqs, 1),
+        ("max_tokens", max_tokens, 1),
+    ):
         if value < low:
             raise GraphlabError(f"{name}={value}: must be >= {low}")
     rng = np.random.default_rng(seed)
     longest_prompt = max(2, min(16, max_model_len // 4))
     if max_model_len < longest_prompt + 2:
-        raise GraphlabError(f"max_model_len={max_model_len} is too short for a load (need >= "
-                            f"{longest_prompt + 2})")
+        raise GraphlabError(
+            f"max_model_len={max_model_len} is too short for a load (need >= {longest_prompt + 2})"
+        )
     requests, arrival = [], 0
     for i in range(num_requests):
         prompt_len = int(rng.integers(2, longest_prompt + 1))
@@ -56,8 +66,9 @@ def make_requests(num_requests: int, max_num_seqs: int, max_tokens: int, max_mod
     return requests
 
 
-def coverage_requests(sizing: SizingConfig, max_model_len: int, vocab_size: int,
-                      seed: int = 0) -> list[Request]:
+def coverage_requests(
+    sizing: SizingConfig, max_model_len: int, vocab_size: int, seed: int = 0
+) -> list[Request]:
     """The inverse of batch_expansion_sizes: a seeded load whose scorer batches take every
     reachable size n = B_s*(k+1) + B_0, each once, ascending.
 
@@ -71,12 +82,14 @@ def coverage_requests(sizing: SizingConfig, max_model_len: int, vocab_size: int,
     """
     max_num_seqs, k = sizing.max_num_seqs, sizing.num_speculative_tokens
     if max_model_len < k + 3:
-        raise GraphlabError(f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
-                            f"{k + 3} (a speculating prompt, its first token and k proposals)")
+        raise GraphlabError(
+            f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
+            f"{k + 3} (a speculating prompt, its first token and k proposals)"
+        )
     rng = np.random.default_rng(seed)
     # Two prompt lengths, so a group's prefill needs at most two forwards.
-    short = min(8, max_model_len - k - 2)                 # seq_len + k < max_model_len
-    near_end = max_model_len - 2 if k else short          # seq_len + k >= max_model_len
+    short = min(8, max_model_len - k - 2)  # seq_len + k < max_model_len
+    near_end = max_model_len - 2 if k else short  # seq_len + k >= max_model_len
 
     def prompt(length: int) -> tuple[int, ...]:
         return tuple(int(t) for t in rng.integers(0, vocab_size, length))
@@ -85,8 +98,11 @@ def coverage_requests(sizing: SizingConfig, max_model_len: int, vocab_size: int,
     for group, n in enumerate(batch_expansion_sizes(sizing).tolist()):
         speculating = 0
         if k:
-            speculating = max(b for b in range(min(max_num_seqs, n // (k + 1)) + 1)
-                              if n - b * (k + 1) <= max_num_seqs - b)
+            speculating = max(
+                b
+                for b in range(min(max_num_seqs, n // (k + 1)) + 1)
+                if n - b * (k + 1) <= max_num_seqs - b
+            )
         plain = n - speculating * (k + 1)
         requests += [Request(prompt(short), 2, 2 * group) for _ in range(speculating)]
         requests += [Request(prompt(near_end), 2, 2 * group) for _ in range(plain)]
@@ -110,10 +126,17 @@ class RequestLoad:
         check_choice("load", self.kind, LOADS)
 
 
-def load_requests(load: RequestLoad, sizing: SizingConfig, max_model_len: int,
-                  vocab_size: int) -> list[Request]:
+def load_requests(
+    load: RequestLoad, sizing: SizingConfig, max_model_len: int, vocab_size: int
+) -> list[Request]:
     """The requests of `load` for a config (coverage needs max_num_seqs and k, mixed does not)."""
     if load.kind == "mixed":
-        return make_requests(load.num_requests, sizing.max_num_seqs, load.max_tokens,
-                             max_model_len, vocab_size, load.seed)
+        return make_requests(
+            load.num_requests,
+            sizing.max_num_seqs,
+            load.max_tokens,
+            max_model_len,
+            vocab_size,
+            load.seed,
+        )
     return coverage_requests(sizing, max_model_len, vocab_size, load.seed)

@@ -57,9 +57,13 @@ class Proposer:
     def __init__(self, draft: LlamaForCausalLM, config: SpecDecodeConfig):
         # Sized with k = 0, as V0's draft worker shared the target's max_num_seqs.
         self.model = draft
-        self.runner = ModelRunner(draft, config.proposer_engine,
-                                  SizingConfig(config.sizing.max_num_seqs),
-                                  backend=config.backend, graph_pool=config.graph_pool)
+        self.runner = ModelRunner(
+            draft,
+            config.proposer_engine,
+            SizingConfig(config.sizing.max_num_seqs),
+            backend=config.backend,
+            graph_pool=config.graph_pool,
+        )
         self.k = config.sizing.num_speculative_tokens
 
     def prefill(self, seqs: list[RunningSequence]) -> None:
@@ -83,10 +87,12 @@ class Proposer:
         device = self.model.device
         behind = [i for i, s in enumerate(seqs) if s.draft_len < s.seq_len - 1]
         rows = seqs + [seqs[i] for i in behind]
-        tokens = long_tensor([s.token_ids[-1] for s in seqs] + [seqs[i].token_ids[-2] for i in behind],
-                       device)
-        positions = long_tensor([s.seq_len - 1 for s in seqs] + [seqs[i].seq_len - 2 for i in behind],
-                          device)
+        tokens = long_tensor(
+            [s.token_ids[-1] for s in seqs] + [seqs[i].token_ids[-2] for i in behind], device
+        )
+        positions = long_tensor(
+            [s.seq_len - 1 for s in seqs] + [seqs[i].seq_len - 2 for i in behind], device
+        )
         slots, originals = long_tensor([s.slot for s in rows], device), long_tensor(behind, device)
         drafted, probs, b = [], [], len(seqs)
         for j in range(self.k):
@@ -111,10 +117,12 @@ def prefill(model: LlamaForCausalLM, prompts: list[list[int]], slots: list[int])
     order = sorted(range(len(prompts)), key=lambda i: len(prompts[i]))
     while order:
         rows = [i for i in order if len(prompts[i]) <= 2 * len(prompts[order[0]])]
-        order = order[len(rows):]
+        order = order[len(rows) :]
         lengths = long_tensor([len(prompts[i]) for i in rows], device)
         longest = len(prompts[rows[-1]])
-        ids = long_tensor([list(prompts[i]) + [0] * (longest - len(prompts[i])) for i in rows], device)
+        ids = long_tensor(
+            [list(prompts[i]) + [0] * (longest - len(prompts[i])) for i in rows], device
+        )
         positions = torch.arange(longest, device=device).expand(len(rows), -1)
         row_slots = long_tensor([slots[i] for i in rows], device)
         model.check_inputs(ids, positions, row_slots)
@@ -129,19 +137,32 @@ class BatchExpansionScorer:
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
-    def score(self, spec: list[RunningSequence], drafts: torch.Tensor, plain: list[RunningSequence]):
+    def score(
+        self, spec: list[RunningSequence], drafts: torch.Tensor, plain: list[RunningSequence]
+    ):
         """(target logits [B_s, k+1, vocab], plain logits [B_0, vocab], StepRecord)."""
         device = self.runner.model.device
         k = drafts.shape[1]
         offsets = torch.arange(k + 1, device=device)
         last = long_tensor([s.token_ids[-1] for s in spec], device)[:, None]
-        ids = torch.cat([torch.cat([last, drafts], dim=1).flatten(),
-                         long_tensor([s.token_ids[-1] for s in plain], device)])
-        positions = torch.cat([(long_tensor([s.seq_len - 1 for s in spec], device)[:, None]
-                                + offsets).flatten(),
-                               long_tensor([s.seq_len - 1 for s in plain], device)])
-        slots = torch.cat([long_tensor([s.slot for s in spec], device).repeat_interleave(k + 1),
-                           long_tensor([s.slot for s in plain], device)])
+        ids = torch.cat(
+            [
+                torch.cat([last, drafts], dim=1).flatten(),
+                long_tensor([s.token_ids[-1] for s in plain], device),
+            ]
+        )
+        positions = torch.cat(
+            [
+                (long_tensor([s.seq_len - 1 for s in spec], device)[:, None] + offsets).flatten(),
+                long_tensor([s.seq_len - 1 for s in plain], device),
+            ]
+        )
+        slots = torch.cat(
+            [
+                long_tensor([s.slot for s in spec], device).repeat_interleave(k + 1),
+                long_tensor([s.slot for s in plain], device),
+            ]
+        )
         logits, record = self.runner.execute_model(ids, positions, slots)
         expanded = len(spec) * (k + 1)
         return logits[:expanded].view(len(spec), k + 1, logits.shape[-1]), logits[expanded:], record
@@ -165,24 +186,32 @@ class MQAScorer:
     def __init__(self, runner: ModelRunner):
         self.runner = runner
 
-    def score(self, spec: list[RunningSequence], drafts: torch.Tensor, plain: list[RunningSequence]):
+    def score(
+        self, spec: list[RunningSequence], drafts: torch.Tensor, plain: list[RunningSequence]
+    ):
         model = self.runner.model
         device = model.device
         k = drafts.shape[1]
         seqs = spec + plain
         last = long_tensor([s.token_ids[-1] for s in seqs], device)[:, None]
         ids = torch.cat([last, torch.cat([drafts, drafts.new_zeros(len(plain), k)])], dim=1)
-        positions = (long_tensor([s.seq_len - 1 for s in seqs], device)[:, None]
-                     + torch.arange(k + 1, device=device))
+        positions = long_tensor([s.seq_len - 1 for s in seqs], device)[:, None] + torch.arange(
+            k + 1, device=device
+        )
         slots = long_tensor([s.slot for s in seqs], device)
         if self.runner.batch_unit == "tokens":
             # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
             scheduled = [k + 1] * len(spec) + [1] * len(plain)
             logits, record = self.runner.execute_model(ids, positions, slots, scheduled)
-            return logits[:len(spec)], logits[len(spec):, 0], record
+            return logits[: len(spec)], logits[len(spec) :, 0], record
         # Checked before the timer starts: the check reads values, which syncs a GPU.
         model.check_inputs(ids, positions, slots)
         logits, ms = self.runner.timed_step(None, ids, positions, slots)
-        record = StepRecord(batch_size=len(seqs), path="eager", graph_size=None, time_ms=ms,
-                            backend=self.runner.backend)
-        return logits[:len(spec)], logits[len(spec):, 0], record
+        record = StepRecord(
+            batch_size=len(seqs),
+            path="eager",
+            graph_size=None,
+            time_ms=ms,
+            backend=self.runner.backend,
+        )
+        return logits[: len(spec)], logits[len(spec) :, 0], record

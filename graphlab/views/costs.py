@@ -34,8 +34,14 @@ def plot_step_timeline(steps: pd.DataFrame, limit: int | None = None) -> Figure:
         if part.empty:
             continue
         median = part["scorer_ms"].median()
-        top.scatter(part["step"], part["scorer_ms"], color=color, marker=marker, s=14,
-                    label=f"{path}: {len(part)} steps, median {median:.3f} ms")
+        top.scatter(
+            part["step"],
+            part["scorer_ms"],
+            color=color,
+            marker=marker,
+            s=14,
+            label=f"{path}: {len(part)} steps, median {median:.3f} ms",
+        )
         bottom.scatter(part["step"], part["batch_size"], color=color, marker=marker, s=10)
     if limit is not None:
         bottom.axhline(limit, color="grey", ls="--", lw=1, label=f"graph limit {limit}")
@@ -45,34 +51,43 @@ def plot_step_timeline(steps: pd.DataFrame, limit: int | None = None) -> Figure:
     top.legend(fontsize=8)
     bottom.set_xlabel("decode step")
     bottom.set_ylabel("scorer batch (rows)")
-    fig.suptitle(provenance_title(steps, "Decode steps of the run, by path").replace("; ", "\n", 1),
-                 fontsize=10)
+    fig.suptitle(
+        provenance_title(steps, "Decode steps of the run, by path").replace("; ", "\n", 1),
+        fontsize=10,
+    )
     return fig
 
 
 # (column, y label, scale) of each panel of plot_adaptive_price, in reading order.
-_PRICE_PANELS = (("graph_fraction", "reachable batches on a graph", 1),
-                 ("num_graphs", "graphs captured", 1),
-                 ("capture_ms", "capture time (ms),\nafter a warm-up capture", 1),
-                 ("memory_bytes", "graph memory (MiB)", MIB))
+_PRICE_PANELS = (
+    ("graph_fraction", "reachable batches on a graph", 1),
+    ("num_graphs", "graphs captured", 1),
+    ("capture_ms", "capture time (ms),\nafter a warm-up capture", 1),
+    ("memory_bytes", "graph memory (MiB)", MIB),
+)
 _ENGINE_MARKERS = ("o", "s", "^", "D")
 
 
 def plot_adaptive_price(price: pd.DataFrame) -> Figure:
     """Per engine, against k: coverage (graph fraction), graphs captured, their capture time
     and graph memory (adaptive_price's frame): what covering the expanded batch costs."""
-    require_columns(price, ("engine", "num_speculative_tokens", "max_num_seqs", "memory_kind")
-             + tuple(column for column, _, _ in _PRICE_PANELS))
+    require_columns(
+        price,
+        ("engine", "num_speculative_tokens", "max_num_seqs", "memory_kind")
+        + tuple(column for column, _, _ in _PRICE_PANELS),
+    )
     fig = Figure(figsize=(WIDTH_IN, 5.6), layout="constrained")
     axes = fig.subplots(2, 2, sharex=True).ravel()
     engines = list(dict.fromkeys(price["engine"]))
     for ax, (column, label, scale) in zip(axes, _PRICE_PANELS):
         for engine, marker in zip(engines, _ENGINE_MARKERS):
             rows = price[price["engine"] == engine].sort_values("num_speculative_tokens")
-            ax.plot(rows["num_speculative_tokens"], rows[column] / scale, marker=marker,
-                    label=engine)
-        ax.set_ylabel(label if column != "memory_bytes"
-                      else f"{label},\n{single_value(price, 'memory_kind')}")
+            ax.plot(
+                rows["num_speculative_tokens"], rows[column] / scale, marker=marker, label=engine
+            )
+        ax.set_ylabel(
+            label if column != "memory_bytes" else f"{label},\n{single_value(price, 'memory_kind')}"
+        )
         ax.set_ylim(bottom=0)
     for ax in axes[2:]:
         ax.set_xlabel("k (num_speculative_tokens)")

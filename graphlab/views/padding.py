@@ -31,20 +31,47 @@ def plot_padding(df: pd.DataFrame, engine: str) -> Figure:
     padded = graphed["graph_size"].astype(float)
     fig = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
     ax = fig.add_subplot()
-    ax.fill_between(graphed["batch_size"], graphed["batch_size"], padded, step="mid",
-                    color=PATH_COLORS["graph"], alpha=0.2, lw=0, label="padding waste")
-    ax.step(graphed["batch_size"], padded, where="mid", color=PATH_COLORS["graph"],
-            label="graph: padded size")
+    ax.fill_between(
+        graphed["batch_size"],
+        graphed["batch_size"],
+        padded,
+        step="mid",
+        color=PATH_COLORS["graph"],
+        alpha=0.2,
+        lw=0,
+        label="padding waste",
+    )
+    ax.step(
+        graphed["batch_size"],
+        padded,
+        where="mid",
+        color=PATH_COLORS["graph"],
+        label="graph: padded size",
+    )
     for path, label in (("eager", "eager: runs at n, no graph"), ("crash", "crash")):
         hits = rows[rows["path"] == path]
         if not hits.empty:
-            ax.scatter(hits["batch_size"], hits["batch_size"] * (path == "eager"),
-                       color=PATH_COLORS[path], marker=PATH_MARKERS[path], s=16, zorder=3, label=label)
+            ax.scatter(
+                hits["batch_size"],
+                hits["batch_size"] * (path == "eager"),
+                color=PATH_COLORS[path],
+                marker=PATH_MARKERS[path],
+                s=16,
+                zorder=3,
+                label=label,
+            )
     ax.plot(n, n, ":", color="black", lw=0.8, label="no padding (n)")
-    ax.set(xlabel=f"batch size n ({unit} per decode step)", ylabel=f"size it runs at ({unit})",
-           xlim=(n[0] - 0.5, n[-1] + 0.5), ylim=(0, None))
+    ax.set(
+        xlabel=f"batch size n ({unit} per decode step)",
+        ylabel=f"size it runs at ({unit})",
+        xlim=(n[0] - 0.5, n[-1] + 0.5),
+        ylim=(0, None),
+    )
     ax.legend(fontsize=8, loc="upper left")
     sizes = ", ".join(str(int(s)) for s in sorted(padded.unique())) or "none"
-    fig.suptitle(f"Padding under {engine}: captured sizes {sizes}\ncomputed from the engine's "
-                 "sizing rule, not measured on any device", fontsize=10)
+    fig.suptitle(
+        f"Padding under {engine}: captured sizes {sizes}\ncomputed from the engine's "
+        "sizing rule, not measured on any device",
+        fontsize=10,
+    )
     return fig

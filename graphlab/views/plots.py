@@ -21,13 +21,21 @@ WIDTH_IN = 8.4
 # One colour and marker per path in every figure and widget: matplotlib's tab: colours, in hex so
 # PIL reads them too. V1 rows replay FULL (whole-step, as V0's graphs) or PIECEWISE graphs
 # (attention eager between).
-PATH_COLORS = {"graph": "#1f77b4", "full": "#1f77b4", "piecewise": "#2ca02c", "eager": "#ff7f0e",
-               "crash": "#d62728"}
+PATH_COLORS = {
+    "graph": "#1f77b4",
+    "full": "#1f77b4",
+    "piecewise": "#2ca02c",
+    "eager": "#ff7f0e",
+    "crash": "#d62728",
+}
 PATH_MARKERS = {"graph": "o", "full": "o", "piecewise": "D", "eager": "s", "crash": "X"}
 _GRAPH_PATHS = ("graph", "full", "piecewise")
 # Latency modes: graph mode blue, eager mode orange, compiled graphs green.
-MODE_COLORS = {"eager": PATH_COLORS["eager"], "graph": PATH_COLORS["graph"],
-               "compiled-graph": PATH_COLORS["piecewise"]}
+MODE_COLORS = {
+    "eager": PATH_COLORS["eager"],
+    "graph": PATH_COLORS["graph"],
+    "compiled-graph": PATH_COLORS["piecewise"],
+}
 
 
 def inline(*formats: str) -> None:
@@ -48,7 +56,8 @@ def inline(*formats: str) -> None:
         return
     set_matplotlib_formats(*(formats or ("png",)))
     shell.display_formatter.formatters["text/plain"].for_type(
-        Figure, lambda fig, printer, cycle: printer.text(_figure_text(fig)))
+        Figure, lambda fig, printer, cycle: printer.text(_figure_text(fig))
+    )
 
 
 def _figure_text(fig: Figure) -> str:
@@ -69,15 +78,18 @@ def single_value(df: pd.DataFrame, column: str) -> str:
 def provenance_title(df: pd.DataFrame, what: str) -> str:
     """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
     backend, device = single_value(df, "backend"), single_value(df, "device")
-    emulated = {"cpu-emulated": " (not a GPU measurement)",
-                "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU "
-                                "measurement)"}.get(backend, "")
+    emulated = {
+        "cpu-emulated": " (not a GPU measurement)",
+        "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU measurement)",
+    }.get(backend, "")
     parts = [f"{backend}{emulated} on {device}"]
     if "model" in df.columns and "dtype" in df.columns:
         parts.append(f"model {single_value(df, 'model')}, {single_value(df, 'dtype')}")
     if "memory_kind" in df.columns:
-        parts.append("graph memory " + ("PREDICTED" if single_value(df, "memory_kind") == "predicted"
-                                        else "measured"))
+        parts.append(
+            "graph memory "
+            + ("PREDICTED" if single_value(df, "memory_kind") == "predicted" else "measured")
+        )
     return f"{what}\n{'; '.join(parts)}"
 
 
@@ -103,7 +115,9 @@ def plot_latency(df: pd.DataFrame) -> Figure:
     largest captured size (the eager cliff lies above it). Bottom: the padded size each batch was
     run at; over densely swept sizes, a staircase above the diagonal.
     """
-    require_columns(df, ("engine", "batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms"))
+    require_columns(
+        df, ("engine", "batch_size", "mode", "path", "graph_size", "median_ms", "p90_ms")
+    )
     engines = list(dict.fromkeys(df["engine"]))
     fig = Figure(figsize=(WIDTH_IN, 6.5), layout="constrained")
     axes = fig.subplots(2, len(engines), squeeze=False, sharex="col", height_ratios=(2, 1))
@@ -115,10 +129,21 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
             if part.empty:
                 continue
-            top.plot(part["batch_size"], part["median_ms"], color=MODE_COLORS[mode], lw=1.2,
-                     label=f"{mode} mode (median)")
-            top.fill_between(part["batch_size"], part["median_ms"], part["p90_ms"], color=MODE_COLORS[mode],
-                             alpha=0.2, lw=0)
+            top.plot(
+                part["batch_size"],
+                part["median_ms"],
+                color=MODE_COLORS[mode],
+                lw=1.2,
+                label=f"{mode} mode (median)",
+            )
+            top.fill_between(
+                part["batch_size"],
+                part["median_ms"],
+                part["p90_ms"],
+                color=MODE_COLORS[mode],
+                alpha=0.2,
+                lw=0,
+            )
         in_graph_mode = rows[rows["mode"] == "graph"]
         for path, color in PATH_COLORS.items():
             hits = in_graph_mode[in_graph_mode["path"] == path]
@@ -126,31 +151,66 @@ def plot_latency(df: pd.DataFrame) -> Figure:
                 continue
             # A crashed step has no latency: mark it on the x axis.
             y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
-            top.scatter(hits["batch_size"], y, color=color, marker=PATH_MARKERS[path], s=18, zorder=3,
-                        label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError")
+            top.scatter(
+                hits["batch_size"],
+                y,
+                color=color,
+                marker=PATH_MARKERS[path],
+                s=18,
+                zorder=3,
+                label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError",
+            )
         graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):
                 ax.axvline(largest, color="grey", ls="--", lw=1)
-            top.annotate(f"largest captured size {largest}", (largest, top.get_ylim()[1]),
-                         rotation=90, va="top", ha="right", fontsize=8, color="grey")
+            top.annotate(
+                f"largest captured size {largest}",
+                (largest, top.get_ylim()[1]),
+                rotation=90,
+                va="top",
+                ha="right",
+                fontsize=8,
+                color="grey",
+            )
             # Markers only: between two swept sizes the padded size is unknown to the plot.
-            bottom.plot(graphed["batch_size"], graphed["graph_size"], "o", ms=3,
-                        color="tab:blue", label="padded size (graph key)")
-        bottom.plot(rows["batch_size"], rows["batch_size"], color="black", lw=0.8, ls=":",
-                    label="no padding (n)")
+            bottom.plot(
+                graphed["batch_size"],
+                graphed["graph_size"],
+                "o",
+                ms=3,
+                color="tab:blue",
+                label="padded size (graph key)",
+            )
+        bottom.plot(
+            rows["batch_size"],
+            rows["batch_size"],
+            color="black",
+            lw=0.8,
+            ls=":",
+            label="no padding (n)",
+        )
         top.set_title(engine)
         top.set_ylabel("decode step latency (ms)")
         top.set_ylim(bottom=0)
-        bottom.set_xlabel("verify batch (tokens per decode step)" if unit == "tokens"
-                          else "batch size (rows per decode step)")
+        bottom.set_xlabel(
+            "verify batch (tokens per decode step)"
+            if unit == "tokens"
+            else "batch size (rows per decode step)"
+        )
         bottom.set_ylabel(f"padded size ({unit})")
         top.legend(fontsize=8)
         bottom.legend(fontsize=8)
-    fig.suptitle(provenance_title(df, "Verify-step latency against tokens"
-                                  if batch_unit_of(df) == "tokens" else
-                                  "Decode latency against batch size"), fontsize=9)
+    fig.suptitle(
+        provenance_title(
+            df,
+            "Verify-step latency against tokens"
+            if batch_unit_of(df) == "tokens"
+            else "Decode latency against batch size",
+        ),
+        fontsize=9,
+    )
     return fig
 
 
@@ -174,11 +234,18 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     require_columns(df, ("engine", "max_num_seqs", "num_speculative_tokens", value))
     label, cmap = _CRASH_MAP_VALUES[value]
     engines = list(dict.fromkeys(df["engine"]))
-    grids = {e: df[df["engine"] == e].pivot(index="max_num_seqs", columns="num_speculative_tokens",
-                                             values=value).astype(float) for e in engines}
+    grids = {
+        e: df[df["engine"] == e]
+        .pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value)
+        .astype(float)
+        for e in engines
+    }
     finite = np.concatenate([g.to_numpy().ravel() for g in grids.values()])
-    never = [] if value == "graph_fraction" else [
-        e for e, g in grids.items() if not (np.nan_to_num(g.to_numpy()) > 0).any()]
+    never = (
+        []
+        if value == "graph_fraction"
+        else [e for e, g in grids.items() if not (np.nan_to_num(g.to_numpy()) > 0).any()]
+    )
     panels: dict[str, pd.DataFrame] = {}  # title -> grid; identical maps share one panel
     for engine, grid in grids.items():
         if engine in never and len(never) < len(grids):
@@ -192,21 +259,32 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     nrows = -(-len(panels) // ncols)
     fig = Figure(figsize=(WIDTH_IN, 2.9 * nrows + 0.9), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(panels):]:
+    for ax in axes[len(panels) :]:
         ax.set_visible(False)
-    axes = axes[:len(panels)]
+    axes = axes[: len(panels)]
     finite = finite[np.isfinite(finite)]
     vmin, vmax = (0.0, 1.0) if value == "graph_fraction" else (0.0, max(1.0, finite.max(initial=0)))
     image = None
     for ax, (title, grid) in zip(axes, panels.items()):
-        image = ax.imshow(grid.to_numpy(), origin="lower", aspect="auto", cmap=cmap,
-                          vmin=vmin, vmax=vmax, interpolation="nearest")
+        image = ax.imshow(
+            grid.to_numpy(),
+            origin="lower",
+            aspect="auto",
+            cmap=cmap,
+            vmin=vmin,
+            vmax=vmax,
+            interpolation="nearest",
+        )
         ax.set_xticks(range(grid.shape[1]), [str(k) for k in grid.columns])
         step = max(1, len(grid.index) // 12)
         ax.set_yticks(range(0, len(grid.index), step), [str(s) for s in grid.index[::step]])
         if grid.size <= 120:  # small maps: print each cell's value
             for (i, j), v in np.ndenumerate(grid.to_numpy()):
-                text = "" if not np.isfinite(v) else (f"{v:.2f}" if value == "graph_fraction" else f"{v:.0f}")
+                text = (
+                    ""
+                    if not np.isfinite(v)
+                    else (f"{v:.2f}" if value == "graph_fraction" else f"{v:.0f}")
+                )
                 ax.text(j, i, text, ha="center", va="center", fontsize=8)
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("num_speculative_tokens k")
@@ -235,8 +313,17 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     add little. Captures run largest first: the cumulative value at size s covers s and every
     larger size.
     """
-    require_columns(df, ("graph_pool", "capture_size", "memory_bytes", "cumulative_bytes", "capture_ms",
-                  "memory_kind"))
+    require_columns(
+        df,
+        (
+            "graph_pool",
+            "capture_size",
+            "memory_bytes",
+            "cumulative_bytes",
+            "capture_ms",
+            "memory_kind",
+        ),
+    )
     measured = single_value(df, "memory_kind") == "measured"
     # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
     engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
@@ -255,8 +342,12 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
         per_graph.set_ylabel("graph memory (MiB)")
         cumulative.set_title("this size and all larger\n(captured largest first)", fontsize=9)
         cumulative.set_ylabel("cumulative graph memory (MiB)")
-        capture.set_title("capture time of each graph" if measured
-                          else "emulated capture: one eager\nstep, no graph recorded", fontsize=9)
+        capture.set_title(
+            "capture time of each graph"
+            if measured
+            else "emulated capture: one eager\nstep, no graph recorded",
+            fontsize=9,
+        )
         capture.set_ylabel("capture time (ms)")
         for ax in axes:
             ax.set_xlabel(f"captured batch size ({batch_unit_of(part)})", fontsize=9)
@@ -269,8 +360,10 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
 # Acceptance in the vocabulary of the engine whose metric it is (vllm/v1/spec_decode/metrics.py,
 # vllm/spec_decode/metrics.py); the first column present is shown.
 # The last field names the number on each tick label.
-_ACCEPTANCE = (("mean_acceptance_length", "mean acceptance length (vLLM V1)", ".2f", "accept. len"),
-               ("draft_acceptance_rate", "draft_acceptance_rate (vLLM V0)", ".3f", "accept. rate"))
+_ACCEPTANCE = (
+    ("mean_acceptance_length", "mean acceptance length (vLLM V1)", ".2f", "accept. len"),
+    ("draft_acceptance_rate", "draft_acceptance_rate (vLLM V0)", ".3f", "accept. rate"),
+)
 
 
 def plot_spec_decode(df: pd.DataFrame) -> Figure:
@@ -281,22 +374,40 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     same models); it is printed under each group, as vLLM V1's mean acceptance length where the
     frame has it, else as V0's draft_acceptance_rate, named so.
     """
-    require_columns(df, ("engine", "max_num_seqs", "num_speculative_tokens", "tokens_per_s",
-                  "scorer_graph_fraction", "target_graph_memory_bytes", "memory_kind"))
+    require_columns(
+        df,
+        (
+            "engine",
+            "max_num_seqs",
+            "num_speculative_tokens",
+            "tokens_per_s",
+            "scorer_graph_fraction",
+            "target_graph_memory_bytes",
+            "memory_kind",
+        ),
+    )
     present = [a for a in _ACCEPTANCE if a[0] in df.columns]
     if not present:
-        raise GraphlabError(f"frame lacks an acceptance column (one of "
-                            f"{[a[0] for a in _ACCEPTANCE]}); see data/README.md for the schema")
+        raise GraphlabError(
+            f"frame lacks an acceptance column (one of "
+            f"{[a[0] for a in _ACCEPTANCE]}); see data/README.md for the schema"
+        )
     acceptance, acceptance_label, fmt, tick_name = present[0]
-    configs = df[["max_num_seqs", "num_speculative_tokens"]].drop_duplicates().sort_values(
-        ["max_num_seqs", "num_speculative_tokens"]).to_records(index=False)
+    configs = (
+        df[["max_num_seqs", "num_speculative_tokens"]]
+        .drop_duplicates()
+        .sort_values(["max_num_seqs", "num_speculative_tokens"])
+        .to_records(index=False)
+    )
     engines = list(dict.fromkeys(df["engine"]))
     width = 0.8 / len(engines)
     fig = Figure(figsize=(WIDTH_IN, 4.0), layout="constrained")
     axes = fig.subplots(1, 3)
-    panels = (("tokens_per_s", 1.0, "decode throughput (tokens/s)"),
-              ("scorer_graph_fraction", 1.0, "scorer steps on a graph (fraction)"),
-              ("target_graph_memory_bytes", 1 / MIB, "target graph memory (MiB)"))
+    panels = (
+        ("tokens_per_s", 1.0, "decode throughput (tokens/s)"),
+        ("scorer_graph_fraction", 1.0, "scorer steps on a graph (fraction)"),
+        ("target_graph_memory_bytes", 1 / MIB, "target graph memory (MiB)"),
+    )
     labels = []
     for seqs, k in configs:
         cell = df[(df["max_num_seqs"] == seqs) & (df["num_speculative_tokens"] == k)]
@@ -312,12 +423,18 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
         ax.set_ylabel(label, fontsize=9)
         ax.set_ylim(0, ax.get_ylim()[1] * 1.25)  # room for the legend above the bars
     axes[0].legend(fontsize=8, loc="upper left")  # one legend: the same engines in every panel
-    fig.supxlabel(f"S = max_num_seqs, k = num_speculative_tokens; {tick_name}: {acceptance_label}",
-                  fontsize=9)
+    fig.supxlabel(
+        f"S = max_num_seqs, k = num_speculative_tokens; {tick_name}: {acceptance_label}", fontsize=9
+    )
     axes[1].set_ylim(0, 1.3)
     scorers = sorted(df["scorer"].dropna().unique()) if "scorer" in df.columns else []
-    fig.suptitle(provenance_title(df, "Speculative decoding per engine, scorer: "
-                                  + (", ".join(scorers) or "batch-expansion")), fontsize=9)
+    fig.suptitle(
+        provenance_title(
+            df,
+            "Speculative decoding per engine, scorer: " + (", ".join(scorers) or "batch-expansion"),
+        ),
+        fontsize=9,
+    )
     return fig
 
 
@@ -343,27 +460,50 @@ def plot_plan(result) -> Figure:
     fig = Figure(figsize=(WIDTH_IN, 4.4), layout="constrained")
     ax = fig.add_subplot()
     ns = result.workload.sizes
-    for label, outcome, color in (("default", result.default, "tab:orange"), ("plan", result.plan, "tab:blue")):
+    for label, outcome, color in (
+        ("default", result.default, "tab:orange"),
+        ("plan", result.plan, "tab:blue"),
+    ):
         on_graph = outcome.padded > 0
-        summary = (f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
-                   f"graph fraction {outcome.graph_fraction:.3f}"
-                   + (f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
-                      if outcome.mean_step_ms is not None else ""))
-        ax.plot(ns[on_graph], (outcome.padded - ns)[on_graph], ".", markersize=4, color=color, label=summary)
-        ax.plot(ns[~on_graph], np.zeros((~on_graph).sum()), "x", color=color, label=f"{label}: eager steps")
+        summary = (
+            f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
+            f"graph fraction {outcome.graph_fraction:.3f}"
+            + (
+                f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
+                if outcome.mean_step_ms is not None
+                else ""
+            )
+        )
+        ax.plot(
+            ns[on_graph],
+            (outcome.padded - ns)[on_graph],
+            ".",
+            markersize=4,
+            color=color,
+            label=summary,
+        )
+        ax.plot(
+            ns[~on_graph],
+            np.zeros((~on_graph).sum()),
+            "x",
+            color=color,
+            label=f"{label}: eager steps",
+        )
         ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
         for size in outcome.capture_sizes:
             ax.axvline(size, ymin=ymin, ymax=ymax, color=color, linewidth=0.8)
     ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
     ax.set_ylabel("padding waste: padded size - n (tokens)")
     cfg = result.config
-    fig.suptitle(f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
-                 f"max_num_batched_tokens={result.max_num_batched_tokens}:\ncapture sizes, default vs "
-                 f"plan ({result.cost} cost)", fontsize=10)
+    fig.suptitle(
+        f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
+        f"max_num_batched_tokens={result.max_num_batched_tokens}:\ncapture sizes, default vs "
+        f"plan ({result.cost} cost)",
+        fontsize=10,
+    )
     # Below the axes, off the data: the summaries are long.
     fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncols=2)
     return fig
-
 
 
 def plot_eager_ratio(df: pd.DataFrame, smallest: int, largest: int) -> Figure:
@@ -380,14 +520,23 @@ def plot_eager_ratio(df: pd.DataFrame, smallest: int, largest: int) -> Figure:
     fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
     ax = fig.add_subplot()
     for model, part in (table["eager"] / table["graph"]).groupby(level="model"):
-        ax.plot(part.index.get_level_values("batch_size"), part.to_numpy(), "o-", ms=3,
-                label=f"model {model}")
+        ax.plot(
+            part.index.get_level_values("batch_size"),
+            part.to_numpy(),
+            "o-",
+            ms=3,
+            label=f"model {model}",
+        )
     ax.axhline(1, color="black", ls=":", lw=0.8, label="1: no difference")
     unit = batch_unit_of(near)
-    ax.set(xlabel=f"batch size n ({unit} per decode step)", ylabel="eager / graph (median)",
-           ylim=(0, None))
+    ax.set(
+        xlabel=f"batch size n ({unit} per decode step)",
+        ylabel="eager / graph (median)",
+        ylim=(0, None),
+    )
     ax.legend(fontsize=8, loc="lower right")
     what = f"Eager over graph step latency at n = {smallest}..{largest} {unit}"
-    fig.suptitle(provenance_title(near.drop(columns=["model", "dtype"], errors="ignore"), what),
-                 fontsize=9)
+    fig.suptitle(
+        provenance_title(near.drop(columns=["model", "dtype"], errors="ignore"), what), fontsize=9
+    )
     return fig

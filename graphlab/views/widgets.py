@@ -41,7 +41,7 @@ from graphlab.sizing.engines import (
 )
 from graphlab.views.plots import PATH_COLORS
 
-MAX_NUM_SEQS = 512   # the slider's range, and the crash map's S axis
+MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
 MAX_K = 8
 MAX_NUM_BATCHED_TOKENS = 16384
 MAP_VALUES = {"graph fraction": "graph_fraction", "crashing sizes": "num_crash"}
@@ -64,13 +64,19 @@ class ExplorerState:
         check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)
         check_int("num_speculative_tokens", self.num_speculative_tokens, 0, MAX_K)
         if self.max_num_batched_tokens is not None:  # the slider's range
-            check_int("max_num_batched_tokens (or None)", self.max_num_batched_tokens, 1,
-                      MAX_NUM_BATCHED_TOKENS)
+            check_int(
+                "max_num_batched_tokens (or None)",
+                self.max_num_batched_tokens,
+                1,
+                MAX_NUM_BATCHED_TOKENS,
+            )
         check_choice("map_value", self.map_value, MAP_VALUES)
 
     @property
     def config(self) -> SizingConfig:
-        return SizingConfig(self.max_num_seqs, self.num_speculative_tokens, self.max_num_batched_tokens)
+        return SizingConfig(
+            self.max_num_seqs, self.num_speculative_tokens, self.max_num_batched_tokens
+        )
 
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
@@ -81,7 +87,9 @@ def reads_max_num_batched_tokens(engine: str) -> bool:
 @lru_cache(maxsize=32)
 def _crash_grid(engine: str, max_num_batched_tokens: int | None, value: str) -> np.ndarray:
     """The crash map of one engine as an array [S - 1, k] over S 1..512, k 0..8 (cached: ~0.5 s)."""
-    frame = crash_map(engine, range(1, MAX_NUM_SEQS + 1), range(0, MAX_K + 1), max_num_batched_tokens)
+    frame = crash_map(
+        engine, range(1, MAX_NUM_SEQS + 1), range(0, MAX_K + 1), max_num_batched_tokens
+    )
     grid = frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value)
     return grid.to_numpy(dtype=float)
 
@@ -89,23 +97,37 @@ def _crash_grid(engine: str, max_num_batched_tokens: int | None, value: str) -> 
 def summary_html(report: AuditReport) -> str:
     """The summary line and the captured sizes, as the explorer shows them."""
     s = report.summary
-    crash = (f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
-             if s.first_crash_n else "no crash")
+    crash = (
+        f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
+        if s.first_crash_n
+        else "no crash"
+    )
     first = headline(report)  # which runner the first decode step breaks, and which breaks next
     crash += f"<br>{html.escape(first)}" if first else ""
-    startup = (f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
-               if report.startup_error else "")
-    t = (f", max_num_batched_tokens = {report.max_num_batched_tokens}"
-         if report.max_num_batched_tokens is not None else "")
+    startup = (
+        f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
+        if report.startup_error
+        else ""
+    )
+    t = (
+        f", max_num_batched_tokens = {report.max_num_batched_tokens}"
+        if report.max_num_batched_tokens is not None
+        else ""
+    )
     sizes = ", ".join(map(str, report.capture_sizes)) or "none"
-    graphs = (f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
-              if report.cudagraph_mode is not None else f"{s.num_graph} graph")
-    return (f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
-            f"k = {report.config.num_speculative_tokens}{t}<br>"
-            f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
-            f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
-            f"captured sizes ({len(report.capture_sizes)}): {sizes}")
+    graphs = (
+        f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
+        if report.cudagraph_mode is not None
+        else f"{s.num_graph} graph"
+    )
+    return (
+        f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
+        f"k = {report.config.num_speculative_tokens}{t}<br>"
+        f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
+        f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
+        f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
+        f"captured sizes ({len(report.capture_sizes)}): {sizes}"
+    )
 
 
 class ExplorerFigure:
@@ -120,27 +142,42 @@ class ExplorerFigure:
         self.padded, self.strip = top.subplots(2, 1, sharex=True, height_ratios=(4, 1))
         self.map = bottom.subplots(1, 1)
         # One step line per path (NaN elsewhere): markers for thousands of n render too slowly.
-        labels = {"graph": "graph: padded size", "eager": "eager: n",
-                  "crash": "crash: key looked up, never captured"}
-        self.lines = {p: self.padded.plot([], [], color=PATH_COLORS[p], lw=2,
-                                          drawstyle="steps-mid", label=labels[p])[0]
-                      for p in PATHS}
+        labels = {
+            "graph": "graph: padded size",
+            "eager": "eager: n",
+            "crash": "crash: key looked up, never captured",
+        }
+        self.lines = {
+            p: self.padded.plot(
+                [], [], color=PATH_COLORS[p], lw=2, drawstyle="steps-mid", label=labels[p]
+            )[0]
+            for p in PATHS
+        }
         self.diagonal = self.padded.plot([], [], ":", color="black", lw=0.8, label="no padding")[0]
-        self.largest = self.padded.axhline(0, color="grey", ls="--", lw=0.8,
-                                           label="largest captured")
+        self.largest = self.padded.axhline(
+            0, color="grey", ls="--", lw=0.8, label="largest captured"
+        )
         self.padded.legend(fontsize=9, loc="upper left", ncols=3)
         self.padded.set_ylabel("padded size")
-        self.strip_image = self.strip.imshow(np.zeros((1, 1)), cmap=_STRIP, vmin=0, vmax=2,
-                                             aspect="auto", interpolation="nearest")
+        self.strip_image = self.strip.imshow(
+            np.zeros((1, 1)), cmap=_STRIP, vmin=0, vmax=2, aspect="auto", interpolation="nearest"
+        )
         self.strip.set_yticks([])
-        self.map_image = self.map.imshow(np.zeros((MAX_NUM_SEQS, MAX_K + 1)).T, origin="lower",
-                                         aspect="auto", interpolation="nearest", cmap="viridis",
-                                         extent=(0.5, MAX_NUM_SEQS + 0.5, -0.5, MAX_K + 0.5))
+        self.map_image = self.map.imshow(
+            np.zeros((MAX_NUM_SEQS, MAX_K + 1)).T,
+            origin="lower",
+            aspect="auto",
+            interpolation="nearest",
+            cmap="viridis",
+            extent=(0.5, MAX_NUM_SEQS + 0.5, -0.5, MAX_K + 0.5),
+        )
         self.colorbar = self.figure.colorbar(self.map_image, ax=self.map, pad=0.01)
         # A cell is 1 of 512 columns, under 2 pixels: a cross-hair and a ring make it findable.
-        self.cell = [self.map.axvline(0, color="red", lw=0.8),
-                     self.map.axhline(0, color="red", lw=0.8),
-                     self.map.plot([0], [0], "o", ms=14, mfc="none", mec="red", mew=2)[0]]
+        self.cell = [
+            self.map.axvline(0, color="red", lw=0.8),
+            self.map.axhline(0, color="red", lw=0.8),
+            self.map.plot([0], [0], "o", ms=14, mfc="none", mec="red", mew=2)[0],
+        ]
         self.map.set_xlabel("max_num_seqs S")
         self.map.set_ylabel("k")
         self.map.set_yticks(range(MAX_K + 1))
@@ -172,13 +209,21 @@ class ExplorerFigure:
         strip[ns - ns[0]] = path
         self.strip_image.set_data(np.ma.masked_invalid(strip)[None, :])
         self.strip_image.set_extent((ns[0] - 0.5, ns[-1] + 0.5, 0, 1))
-        self.strip.set_xlabel(f"batch size n ({report.batch_unit} per decode step); strip: graph "
-                              "(blue) / eager (orange) / crash (red)")
+        self.strip.set_xlabel(
+            f"batch size n ({report.batch_unit} per decode step); strip: graph "
+            "(blue) / eager (orange) / crash (red)"
+        )
         s = report.summary
-        self.padded.set_title(f"{report.engine}, S = {state.max_num_seqs}, k = "
-                              f"{state.num_speculative_tokens}: graph fraction {s.graph_fraction:.3f}, "
-                              + (f"first crash n = {s.first_crash_n} ({s.first_crash_error})"
-                                 if s.first_crash_n else "no crash"), fontsize=10)
+        self.padded.set_title(
+            f"{report.engine}, S = {state.max_num_seqs}, k = "
+            f"{state.num_speculative_tokens}: graph fraction {s.graph_fraction:.3f}, "
+            + (
+                f"first crash n = {s.first_crash_n} ({s.first_crash_error})"
+                if s.first_crash_n
+                else "no crash"
+            ),
+            fontsize=10,
+        )
         self._update_map(state)
         vline, hline, ring = self.cell
         vline.set_xdata([state.max_num_seqs] * 2)
@@ -203,8 +248,11 @@ class ExplorerFigure:
             artist.set_color("red" if fraction else "blue")
         self.cell[2].set_markerfacecolor("none")
         self.colorbar.set_label(state.map_value)
-        self.map.set_title(f"crash map of {state.engine} (computed from its sizing rule): "
-                           f"{state.map_value}; ring: the selected (S, k)", fontsize=9)
+        self.map.set_title(
+            f"crash map of {state.engine} (computed from its sizing rule): "
+            f"{state.map_value}; ring: the selected (S, k)",
+            fontsize=9,
+        )
 
     def png(self) -> bytes:
         """The figure as PNG. Only the strip half is redrawn while the crash map stays the same."""
@@ -220,7 +268,9 @@ class ExplorerFigure:
             self.top.draw(self.canvas.get_renderer())
         for artist in self.cell:
             self.map.draw_artist(artist)
-        image = PIL.Image.frombuffer("RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba())
+        image = PIL.Image.frombuffer(
+            "RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba()
+        )
         buffer = io.BytesIO()
         image.save(buffer, format="png", compress_level=1)  # zlib's default level 6 costs ~3x
         return buffer.getvalue()
@@ -238,29 +288,59 @@ class Explorer:
         self.view = ExplorerFigure()
         self.state = state
         engine_reads_t = reads_max_num_batched_tokens(state.engine)
-        slider = dict(continuous_update=False, layout=w.Layout(width="420px"),
-                      style={"description_width": "190px"})
+        slider = dict(
+            continuous_update=False,
+            layout=w.Layout(width="420px"),
+            style={"description_width": "190px"},
+        )
         self.controls = {
-            "engine": w.Dropdown(options=list(ENGINES), value=state.engine, description="engine",
-                                 style=slider["style"]),
-            "max_num_seqs": w.IntSlider(state.max_num_seqs, 1, MAX_NUM_SEQS, description="max_num_seqs S",
-                                        **slider),
-            "num_speculative_tokens": w.IntSlider(state.num_speculative_tokens, 0, MAX_K,
-                                                  description="num_speculative_tokens k", **slider),
-            "max_num_batched_tokens": w.IntSlider(state.max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS,
-                                                  1, MAX_NUM_BATCHED_TOKENS, disabled=not engine_reads_t,
-                                                  description="max_num_batched_tokens T", **slider),
-            "map_value": w.ToggleButtons(options=list(MAP_VALUES), value=state.map_value,
-                                         description="crash map"),
+            "engine": w.Dropdown(
+                options=list(ENGINES),
+                value=state.engine,
+                description="engine",
+                style=slider["style"],
+            ),
+            "max_num_seqs": w.IntSlider(
+                state.max_num_seqs, 1, MAX_NUM_SEQS, description="max_num_seqs S", **slider
+            ),
+            "num_speculative_tokens": w.IntSlider(
+                state.num_speculative_tokens,
+                0,
+                MAX_K,
+                description="num_speculative_tokens k",
+                **slider,
+            ),
+            "max_num_batched_tokens": w.IntSlider(
+                state.max_num_batched_tokens or DEFAULT_MAX_NUM_BATCHED_TOKENS,
+                1,
+                MAX_NUM_BATCHED_TOKENS,
+                disabled=not engine_reads_t,
+                description="max_num_batched_tokens T",
+                **slider,
+            ),
+            "map_value": w.ToggleButtons(
+                options=list(MAP_VALUES), value=state.map_value, description="crash map"
+            ),
         }
         self.image = w.Image(format="png")
         self.summary = w.HTML()
         self._syncing = False  # set while set() moves the controls: their callbacks then do nothing
         for name, control in self.controls.items():
-            control.observe(lambda change, name=name: self._on_change(name, change["new"]), names="value")
-        self.widget = w.VBox([w.HBox([w.VBox(list(self.controls.values())[:3]),
-                                      w.VBox(list(self.controls.values())[3:])]),
-                              self.summary, self.image])
+            control.observe(
+                lambda change, name=name: self._on_change(name, change["new"]), names="value"
+            )
+        self.widget = w.VBox(
+            [
+                w.HBox(
+                    [
+                        w.VBox(list(self.controls.values())[:3]),
+                        w.VBox(list(self.controls.values())[3:]),
+                    ]
+                ),
+                self.summary,
+                self.image,
+            ]
+        )
         self._render()
 
     def _on_change(self, name: str, value) -> None:
@@ -272,7 +352,11 @@ class Explorer:
             t = self.controls["max_num_batched_tokens"].value if reads else None
             self.set(engine=value, max_num_batched_tokens=t)
         elif name == "max_num_batched_tokens":
-            self.set(max_num_batched_tokens=value if reads_max_num_batched_tokens(self.state.engine) else None)
+            self.set(
+                max_num_batched_tokens=value
+                if reads_max_num_batched_tokens(self.state.engine)
+                else None
+            )
         else:
             self.set(**{name: value})
 
@@ -299,8 +383,11 @@ class Explorer:
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}
         # Where the widget cannot render (papermill, a saved notebook), this image stands in for it.
-        return {**bundle, "image/png": base64.b64encode(self.png).decode("ascii"),
-                "text/plain": f"graphlab explorer: {self.state}"}
+        return {
+            **bundle,
+            "image/png": base64.b64encode(self.png).decode("ascii"),
+            "text/plain": f"graphlab explorer: {self.state}",
+        }
 
 
 class StaticExplorer:
@@ -312,14 +399,24 @@ class StaticExplorer:
         self.report = self.view.update(state)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
-        return {"image/png": base64.b64encode(self.view.png()).decode("ascii"), "text/html": summary_html(self.report),
-                "text/plain": f"graphlab explorer (static; install ipywidgets to move it): {self.state}"}
+        return {
+            "image/png": base64.b64encode(self.view.png()).decode("ascii"),
+            "text/html": summary_html(self.report),
+            "text/plain": f"graphlab explorer (static; install ipywidgets to move it): {self.state}",
+        }
 
 
-def explorer(engine: str = "vllm-0.5.5", max_num_seqs: int = 8, num_speculative_tokens: int = 4,
-             max_num_batched_tokens: int | None = None, map_value: str = "graph fraction"):
+def explorer(
+    engine: str = "vllm-0.5.5",
+    max_num_seqs: int = 8,
+    num_speculative_tokens: int = 4,
+    max_num_batched_tokens: int | None = None,
+    map_value: str = "graph fraction",
+):
     """The explorer at this state: interactive with ipywidgets, else a static figure."""
-    state = ExplorerState(engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, map_value)
+    state = ExplorerState(
+        engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, map_value
+    )
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
