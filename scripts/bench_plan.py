@@ -41,7 +41,7 @@ def main() -> None:
     print(
         f"machine: {cpu}, {os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
     )
-    # An illustrative per-graph memory growing linearly with size (bytes); any table covering 1..2304 does.
+    # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
     memory = SizeTable(sizes, 1e6 + 2e4 * sizes, "linear memory", "predicted")
     cases = {

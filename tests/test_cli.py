@@ -186,7 +186,7 @@ def test_module_entry_point_and_help():
     assert done.returncode == 2 and done.stderr.count("\n") == 1
 
 
-# --- parsing helpers and bench ----------------------------------------------------------------------
+# --- parsing helpers and bench --------------------------------------------------------------------
 
 from graphlab import bench as bench_module
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT  # noqa: E402

@@ -271,7 +271,7 @@ def test_crash_map_creates_folders_and_carries_provenance(tmp_path, capsys):
     )
 
 
-# --- --vllm-args: the installed vLLM's own parser ---------------------------------------------------
+# --- --vllm-args: the installed vLLM's own parser -------------------------------------------------
 
 
 @pytest.mark.vllm

@@ -746,11 +746,11 @@ def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(
     assert code == 0 and "default ceiling" not in out
 
 
-# --- what a user relies on: ties, repeated rows, zero counts, blank cells, limits ------------------
+# --- what a user relies on: ties, repeated rows, zero counts, blank cells, limits -----------------
 
 
 def test_equal_cost_plans_use_the_fewest_graphs():
-    # Every graph step costs the same 1 ms whatever its size: one graph covering all is as fast as eight.
+    # Every graph step costs 1 ms whatever its size: one graph covering all is as fast as eight.
     flat = SizeTable(np.array([1, 64]), np.array([1.0, 1.0]), "flat graph latency", "cpu-emulated")
     eager = SizeTable(np.array([1, 64]), np.array([5.0, 5.0]), "eager latency", "cpu-emulated")
     result = plan(

@@ -36,7 +36,7 @@ def outcome(engine, n, seqs, k=0, tokens=None):
     return d.path, d.graph_size, d.error
 
 
-# --- worked examples -------------------------------------------------------------------------------
+# --- worked examples ------------------------------------------------------------------------------
 
 
 def test_pad0_matches_v0_rule():
@@ -184,7 +184,7 @@ def test_unknown_engine_and_bad_config_name_the_value():
             SizingConfig(**kwargs)
 
 
-# --- properties ------------------------------------------------------------------------------------
+# --- properties -----------------------------------------------------------------------------------
 
 
 @settings(max_examples=60, deadline=None)
@@ -258,7 +258,7 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
         assert d.error == "StopIteration"
 
 
-# --- user-set capture settings ---------------------------------------------------------------------
+# --- user-set capture settings --------------------------------------------------------------------
 
 
 def test_explicit_settings_only_for_v1_engines():

@@ -86,7 +86,7 @@ def test_user_set_capture_settings_match_the_wheels(data):
         assert (error is None and v["error"] is None) or (error and v["error"].startswith(error)), v
 
 
-# --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code) ---
+# --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code)
 
 PEERS = VECTORS.parent / "peer_sizing_vectors.json"
 

@@ -134,7 +134,7 @@ def test_missing_vllm_is_a_graphlab_error(monkeypatch):
         installed_capture_sizes(SizingConfig(8, 4))
 
 
-# --- user-set cudagraph_capture_sizes / max_cudagraph_capture_size ---------------------------------
+# --- user-set cudagraph_capture_sizes / max_cudagraph_capture_size --------------------------------
 
 
 def _explicit_configs():

@@ -635,7 +635,7 @@ def test_draft_batches_hold_one_row_per_speculating_sequence_without_bonus_token
     same = decode.num_seqs == decode.num_seqs.shift(fill_value=decode.num_seqs.iloc[0])
     assert ((all_accepted == 0) & same).sum() >= 10
     assert (decode.draft_batch_size == decode.num_speculating + all_accepted)[same].all()
-    # A copy of the target proposes what the target picks: every proposal of every round is accepted.
+    # A copy of the target proposes what the target picks: all proposals of all rounds are accepted.
     out = generate(target, drafts["target"], requests, k=2, max_model_len=40)
     decode = out.steps_frame().query("kind == 'decode' and num_speculating > 0")
     assert (decode.num_accepted_tokens == decode.num_draft_tokens).all()

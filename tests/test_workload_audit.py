@@ -167,7 +167,7 @@ def test_v1_reachable_tokens_are_whole_requests_within_budget(s, k, t):
     assert ns == [b * (k + 1) for b in range(1, s + 1) if b * (k + 1) <= t]
 
 
-# --- the V0 proposer (draft runner) ------------------------------------------------------------------
+# --- the V0 proposer (draft runner) ---------------------------------------------------------------
 
 
 def test_proposer_batches_widen_with_bonus_tokens_and_crash_in_055():

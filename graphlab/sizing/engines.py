@@ -32,8 +32,9 @@ from graphlab.sizing.families import (
 GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")
 
-# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE, FULL,
-# and the two (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE), FULL_AND_PIECEWISE = (FULL, PIECEWISE).
+# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
+# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
+# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -534,7 +535,7 @@ class Vllm033(_V1Policy):
         )
 
 
-# --- peers ------------------------------------------------------------------------------------------
+# --- peers ----------------------------------------------------------------------------------------
 
 # The kit's reference device, an H200: nvidia-smi reports memory.total = 143771 MiB.
 REFERENCE_DEVICE_MEMORY_GIB = 143771 / 1024

@@ -43,7 +43,7 @@ from graphlab.sizing.engines import (
     round_up,
 )
 
-# The inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, the CLI).
+# Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
 from graphlab.sizing.optimum import Budget, interval_costs, optimum
 from graphlab.sizing.plan_inputs import (
     SizeTable,
@@ -83,7 +83,7 @@ __all__ = [
 ]
 
 
-# --- evaluation (the same for the plan and the engine's default) -------------------------------------
+# --- evaluation (the same for the plan and the engine's default) ----------------------------------
 
 
 @dataclass(frozen=True)
@@ -136,7 +136,7 @@ def evaluate(
     )
 
 
-# --- the plan ------------------------------------------------------------------------------------------
+# --- the plan -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -334,7 +334,7 @@ def _chosen_sizes(
     graph_ms, eager_ms = latency if latency is not None else (None, None)
     cost = interval_costs(candidates, workload, graph_ms)
     if latency is None:
-        # Coverage first: the largest affordable candidate is the top graph; eager steps cost 0 waste.
+        # Coverage first: the largest affordable candidate is the top graph; eager steps waste 0.
         top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
         candidates, cost, own = candidates[: top + 1], cost[: top + 1, : top + 1], own[: top + 1]
         tail = np.full(len(candidates), np.inf)
