@@ -6,7 +6,8 @@ import importlib
 
 
 def lazy_exports(package: str, exports: dict[str, str]):
-    """`__getattr__` and `__dir__` for `package`, whose public names map to submodules (relative)."""
+    """`__getattr__` and `__dir__` for `package`, whose public names map to submodules
+    (relative)."""
 
     def __getattr__(name: str):
         if name in exports:

@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""How long the explorer takes to answer a slider move (graphlab.views.widgets), for S <= 512, k <= 8.
+"""How long the explorer takes to answer a slider move (graphlab.views.widgets), for S <= 512,
+k <= 8.
 
     python scripts/bench_widgets.py [--moves 200] [--seed 0]
 

@@ -530,7 +530,8 @@ def v1_engine(src: WheelSource):
 
 def explicit_settings() -> list[tuple]:
     """Seeded user settings (S, k, T, cudagraph_capture_sizes, max_cudagraph_capture_size): sizes
-    beyond T, duplicates, unsorted lists, maxima off the grid or above T, both set (half consistent)."""
+    beyond T, duplicates, unsorted lists, maxima off the grid or above T, both set (half
+    consistent)."""
     rng = random.Random("graphlab-explicit-capture-sizes")
     settings = []
     for i in range(EXPLICIT_SETTINGS):

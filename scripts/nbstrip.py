@@ -6,9 +6,10 @@
 
 Drops outputs and execution counts, the cell metadata that Jupyter, JupyterLab and papermill
 write while running (execution timing, papermill, scrolling and collapse state), papermill's
-injected-parameters cell and empty tag lists, saved widget state, and the Python patch version JupyterLab writes into
-language_info. Keeps everything the authors wrote, tags included. Standard library only (git runs
-it with whatever python3 is on PATH); output formatted as nbformat and JupyterLab write it.
+injected-parameters cell and empty tag lists, saved widget state, and the Python patch version
+JupyterLab writes into language_info. Keeps everything the authors wrote, tags included. Standard
+library only (git runs it with whatever python3 is on PATH); output formatted as nbformat and
+JupyterLab write it.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ reader sees: no error output, the expected number of rendered images, and in not
 explorer widget, whose summary and picture change after a slider move; no table or figure wider
 than its cell, and the explorer's strip showing the chosen config's graphs ending at their n.
 Chromium is Debian's (`apt-get install chromium`; .ci/run installs it), Playwright comes from the
-dev extra; without either the test is skipped with the reason. Every wait is bounded; the server is stopped at the end.
+dev extra; without either the test is skipped with the reason. Every wait is bounded; the server is
+stopped at the end.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""`python -m graphlab audit | crash-map`: capture settings, vLLM command lines, refusals, the table."""
+"""`python -m graphlab audit | crash-map`: capture settings, vLLM command lines, refusals, the
+table."""
 
 import json
 import os

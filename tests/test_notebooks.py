@@ -201,7 +201,8 @@ def _nbstrip():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_committed_notebook_is_what_the_filter_stores(name):
-    """Otherwise `git status` would call the committed notebook modified as soon as the filter is on."""
+    """Otherwise `git status` would call the committed notebook modified as soon as the filter is
+    on."""
     text = (ROOT / "notebooks" / f"{name}.ipynb").read_text()
     stripped = _nbstrip().strip(json.loads(text))
     assert json.dumps(stripped, indent=1, sort_keys=True, ensure_ascii=False) + "\n" == text
@@ -216,7 +217,8 @@ def _git(cwd, *args):
 
 @pytest.mark.notebooks
 def test_running_a_notebook_in_place_leaves_the_tree_clean(tmp_path):
-    """A fresh clone with the filter `make env` configures; run a notebook where it lies, as JupyterLab would.
+    """A fresh clone with the filter `make env` configures; run a notebook where it lies, as
+    JupyterLab would.
 
     `git diff` (what provenance's "+dirty" should read) compares the filtered content: empty. `git
     status` compares file sizes first and lists the notebook until `git add` refreshes its stat,

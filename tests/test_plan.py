@@ -1,4 +1,5 @@
-"""`graphlab.sizing.plan` and `python -m graphlab plan`: exact optimum, never worse than the default, inputs, CLI."""
+"""`graphlab.sizing.plan` and `python -m graphlab plan`: exact optimum, never worse than the
+default, inputs, CLI."""
 
 import itertools
 import json
@@ -33,7 +34,8 @@ CAPTURED = (4, 8, 16, 24)  # multiples of 1 + k = 4: sizes a V1 run with k = 3 c
 
 def bench_latency(run: dict, model: str = "tiny", scale: float = 1.0) -> pd.DataFrame:
     """latency.csv rows of one run (bench's columns): eager and graph mode per batch size up to 28,
-    graph mode eager above the largest graph; graph ms = scale*(1 + size/100), eager = scale*(1.2 + n/50)."""
+    graph mode eager above the largest graph; graph ms = scale*(1 + size/100), eager =
+    scale*(1.2 + n/50)."""
     q = 1 + run["num_speculative_tokens"] if run["batch_unit"] == "tokens" else 1
     rows = []
     for n in range(q, 29, q):
@@ -63,8 +65,8 @@ def bench_latency(run: dict, model: str = "tiny", scale: float = 1.0) -> pd.Data
 
 
 def bench_memory(run: dict, model: str = "tiny", per_size: int = 1000) -> pd.DataFrame:
-    """graph_memory.csv rows of one run (bench's columns): each pool mode, largest graph first; a graph of
-    size s holds per_size*s bytes (predicted); a shared pool's later graphs add nothing."""
+    """graph_memory.csv rows of one run (bench's columns): each pool mode, largest graph first; a
+    graph of size s holds per_size*s bytes (predicted); a shared pool's later graphs add nothing."""
     rows = []
     for pool in ("shared", "separate"):
         for order, size in enumerate(sorted(CAPTURED, reverse=True)):
@@ -88,8 +90,9 @@ def bench_memory(run: dict, model: str = "tiny", per_size: int = 1000) -> pd.Dat
 
 
 def bench_steps() -> pd.DataFrame:
-    """spec_decode_steps.csv rows (bench's columns): two engines' runs of the same load, S = 8, k = 4,
-    a prefill step then decode steps; the second engine's steps differ so reading it would show."""
+    """spec_decode_steps.csv rows (bench's columns): two engines' runs of the same load, S = 8,
+    k = 4, a prefill step then decode steps; the second engine's steps differ so reading it would
+    show."""
     rows = []
     for engine, shift in (("vllm-0.6.0", 0), ("adaptive", 1)):
         for step, (kind, seqs, speculating) in enumerate(
@@ -121,7 +124,8 @@ def bench_steps() -> pd.DataFrame:
 
 @pytest.fixture
 def bench(tmp_path):
-    """A bench output folder like a current quick run's: V0 and V1 latency and memory rows, two engines' steps."""
+    """A bench output folder like a current quick run's: V0 and V1 latency and memory rows, two
+    engines' steps."""
     pd.concat([bench_latency(V0), bench_latency(V1, scale=2.0)]).to_csv(
         tmp_path / "latency.csv", index=False
     )
@@ -139,7 +143,8 @@ def linear_memory(top: int, per_token: float = 1000.0, base: float = 50_000.0) -
 
 
 def random_latency(rng, top: int) -> tuple[SizeTable, SizeTable]:
-    """Graph and eager latency growing with size, with random steps; eager above graph at some sizes."""
+    """Graph and eager latency growing with size, with random steps; eager above graph at some
+    sizes."""
     sizes = np.arange(1, top + 1)
     graph = 1.0 + np.cumsum(rng.uniform(0.0, 0.2, top))
     eager = graph + rng.uniform(-0.5, 0.6, top)
@@ -149,8 +154,8 @@ def random_latency(rng, top: int) -> tuple[SizeTable, SizeTable]:
 
 
 def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
-    """Best plan over every subset of the sizes vLLM keeps (multiples of 1+k up to T, up to one past the
-    largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
+    """Best plan over every subset of the sizes vLLM keeps (multiples of 1+k up to T, up to one past
+    the largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
     (mean step latency,) with latency tables; None when no subset fits the budget."""
     q = cfg.decode_query_len
     tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
@@ -650,8 +655,9 @@ def test_kit_engines_keep_the_planned_sizes(engine):
 
 @pytest.mark.vllm
 def test_vllm_flag_round_trips_through_installed_vllm():
-    """The printed flag, parsed by vLLM's own CLI, sized by its `_set_cudagraph_sizes` and rounded by its
-    `adjust_cudagraph_sizes_for_spec_decode`, yields exactly the planned sizes, with no warning."""
+    """The printed flag, parsed by vLLM's own CLI, sized by its `_set_cudagraph_sizes` and rounded
+    by its `adjust_cudagraph_sizes_for_spec_decode`, yields exactly the planned sizes, with no
+    warning."""
     import shlex
     from types import SimpleNamespace
 

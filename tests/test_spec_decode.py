@@ -1,4 +1,5 @@
-"""Speculative decoding on the V0-shaped runner: exactness, the scorer's batches, the repro command."""
+"""Speculative decoding on the V0-shaped runner: exactness, the scorer's batches, the repro
+command."""
 
 import json
 

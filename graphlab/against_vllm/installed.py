@@ -43,8 +43,9 @@ def quiet_vllm_import() -> None:
 
 
 def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
-    """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes" (ascending),
-    "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses cfg, else None)}.
+    """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes"
+    (ascending), "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses
+    cfg, else None)}.
 
     Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
     attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set

@@ -1,4 +1,5 @@
-"""A `vllm serve` command line read by the installed vLLM's own argument parser into a SizingConfig."""
+"""A `vllm serve` command line read by the installed vLLM's own argument parser into a
+SizingConfig."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ DEFAULT_MAX_NUM_SEQS = 1024
 
 
 def config_from_vllm_args(command_line: str) -> SizingConfig:
-    """The sizing-relevant options of a `vllm serve` command line, parsed by the installed vLLM's own
-    argument parser (`AsyncEngineArgs.add_cli_args` on a `FlexibleArgumentParser`; no model is
+    """The sizing-relevant options of a `vllm serve` command line, parsed by the installed vLLM's
+    own argument parser (`AsyncEngineArgs.add_cli_args` on a `FlexibleArgumentParser`; no model is
     resolved or loaded): max_num_seqs (unset: DEFAULT_MAX_NUM_SEQS), max_num_batched_tokens,
     speculative_config's num_speculative_tokens, and cudagraph_capture_sizes /
     max_cudagraph_capture_size given as flags or inside compilation_config (both at once is
-    vLLM's "mutually exclusive" error), and compilation_config's cudagraph_mode. GraphlabError for anything vLLM rejects, or without vllm.
+    vLLM's "mutually exclusive" error), and compilation_config's cudagraph_mode. GraphlabError for
+    anything vLLM rejects, or without vllm.
     """
     import shlex
 

@@ -4,7 +4,8 @@ The row builders behind the latency and graph_memory sweeps (graphlab.bench.swee
 guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per request count in
 eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
 and a SizingConfig and need no run; `capture_cost` sums one engine's captures for a table. The
-device's copy bandwidth (the latency rows' floor) and the timing statistics live here too. The CSV columns are documented in data/README.md.
+device's copy bandwidth (the latency rows' floor) and the timing statistics live here too. The CSV
+columns are documented in data/README.md.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def cliff_request_counts(runner) -> tuple[int, ...]:
 
 def latency_modes(backend: str) -> dict[str, str]:
     """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
-    mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's budget)."""
+    mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's
+    budget)."""
     if backend == COMPILED_CUDA_GRAPH:
         return {"eager": "cuda-graph", "graph": "cuda-graph", "compiled-graph": backend}
     return {"eager": backend, "graph": backend}
@@ -124,7 +126,8 @@ def latency_rows(
     backend: str = "auto",
 ) -> list[dict]:
     """Step latency per request count, one row per (count, mode): eager and graph mode (and
-    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is cost_backend_for the device.
+    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
+    cost_backend_for the device.
 
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond

@@ -69,9 +69,11 @@ def cpu_name() -> str:
 
 
 def device_name(device) -> str:
-    """A human name for the hardware, e.g. 'NVIDIA H200' or 'cpu: AMD EPYC (2 cores, 1 torch thread)'.
+    """A human name for the hardware, e.g. 'NVIDIA H200' or
+    'cpu: AMD EPYC (2 cores, 1 torch thread)'.
 
-    On CPU the torch thread count belongs to the name: it changes small-model step times severalfold.
+    On CPU the torch thread count belongs to the name: it changes small-model step times
+    severalfold.
     """
     import torch
 

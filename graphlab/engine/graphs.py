@@ -47,7 +47,8 @@ NUM_WARMUPS = 2
 
 @dataclass(frozen=True)
 class GraphRecord:
-    """What capturing one size cost (see graphlab.engine.memory for how each byte count is taken)."""
+    """What capturing one size cost (see graphlab.engine.memory for how each byte count is
+    taken)."""
 
     size: int
     capture_ms: float  # the capture itself (cuda-graph) or the emulated capture's one run

@@ -33,7 +33,8 @@ class StepRecord:
 
 class DecodeRunner:
     """What the V0- and V1-shaped runners share: a checked engine and config, the backend, the
-    capture of a list of sizes, and one timed step (graph replay or eager) with the LM head after."""
+    capture of a list of sizes, and one timed step (graph replay or eager) with the LM head
+    after."""
 
     runner_shape, engines = "V0", V0_ENGINES  # the subclass's generation and the engines it takes
     batch_unit = "rows"  # what StepRecord.batch_size counts: V0 rows, V1 tokens

@@ -1,4 +1,5 @@
-"""A decode model runner shaped like vLLM V0's, with the capture sizing of a graphlab.sizing.engines engine.
+"""A decode model runner shaped like vLLM V0's, with the capture sizing of a graphlab.sizing.engines
+engine.
 
 `execute_model` decides as V0's `ModelRunner` did: `_use_captured_graph(n)` compares n with the
 engine's graph limit, the batch is padded to `engine.padded_size(n)` (V0's

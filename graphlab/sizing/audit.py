@@ -114,9 +114,11 @@ class RunnerAudit:
 
 
 def _runs(outcomes):
-    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step, outcome).
+    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step,
+    outcome).
 
-    A run never spans an n that cannot occur: its members are exactly first, first+step, ..., last."""
+    A run never spans an n that cannot occur: its members are exactly first, first+step, ...,
+    last."""
     runs = []
     for d in outcomes:
         if runs:
@@ -156,7 +158,8 @@ class AuditReport:
 
     @property
     def fails_first(self) -> str | None:
-        """ "scorer" or "proposer": the runner whose crash a run meets first; None without a crash."""
+        """ "scorer" or "proposer": the runner whose crash a run meets first; None without a
+        crash."""
         return fails_first(self.scorer.summary, self.proposer and self.proposer.summary)
 
     def to_dict(self) -> dict:
@@ -227,7 +230,8 @@ def _listed(sizes):
 
 
 def _outcome_dict(d: Dispatch) -> dict:
-    """A JSON outcome: V1 ones name the graph family, V0 and peer ones keep path graph | eager | crash."""
+    """A JSON outcome: V1 ones name the graph family, V0 and peer ones keep path graph | eager |
+    crash."""
     data = asdict(d)
     if data.pop("family") is not None:
         data["path"] = d.step_path

@@ -33,8 +33,8 @@ def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
 
 @lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each config
 def batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
-    """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in O(max_num_seqs*(k+1));
-    read-only (cached)."""
+    """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in
+    O(max_num_seqs*(k+1)); read-only (cached)."""
     seqs, k = cfg.max_num_seqs, cfg.num_speculative_tokens
     speculating = np.arange(seqs + 1, dtype=np.int64)
     # For B_s fixed, B_0 runs over 0..S-B_s: n covers [B_s*(k+1), S + B_s*k].

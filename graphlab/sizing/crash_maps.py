@@ -50,9 +50,10 @@ def crash_map(
     """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
 
     error: the scorer's first crash; startup_error: why the engine would refuse the config
-    (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed rounding).
-    proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null elsewhere);
-    fails_first: "scorer" or "proposer" (see the module docstring), null without a crash.
+    (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed
+    rounding). proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null
+    elsewhere); fails_first: "scorer" or "proposer" (see the module docstring), null without a
+    crash.
 
     engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.

@@ -52,7 +52,8 @@ _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)]
 
 
 def pad0(n: int) -> int:
-    """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of 8."""
+    """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of
+    8."""
     return n if n <= 2 else 4 if n <= 4 else round_up(n, _V0_ALIGNMENT)
 
 
@@ -62,7 +63,8 @@ def _pad0_array(ns: np.ndarray) -> np.ndarray:
 
 
 def crash_error(key: int) -> str:
-    """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration (key 0)."""
+    """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration
+    (key 0)."""
     return f"KeyError: {key}" if key else "StopIteration"
 
 
@@ -103,7 +105,8 @@ class SizingConfig:
 
     @property
     def sets_capture_sizes(self) -> bool:
-        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or cudagraph_mode."""
+        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or
+        cudagraph_mode."""
         return (
             self.cudagraph_capture_sizes is not None
             or self.max_cudagraph_capture_size is not None
@@ -112,7 +115,8 @@ class SizingConfig:
 
     @property
     def decode_query_len(self) -> int:
-        """Tokens a speculating request submits per decode step: 1 + k (vLLM's uniform_decode_query_len)."""
+        """Tokens a speculating request submits per decode step: 1 + k (vLLM's
+        uniform_decode_query_len)."""
         return 1 + self.num_speculative_tokens
 
 
@@ -134,7 +138,8 @@ class Dispatch:
 
     @property
     def padding_waste(self) -> int | None:
-        """Padded slots computed for nothing: graph_size - batch_size on a graph, 0 eagerly, None on a crash."""
+        """Padded slots computed for nothing: graph_size - batch_size on a graph, 0 eagerly, None on
+        a crash."""
         if self.path == "graph":
             return self.graph_size - self.batch_size
         return 0 if self.path == "eager" else None
@@ -183,7 +188,8 @@ class SizingPolicy(ABC):
         return ns <= self.graph_limit(cfg, capture_sizes)
 
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
-        """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none fits."""
+        """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none
+        fits."""
         sizes = np.asarray(capture_sizes)
         if len(sizes) == 0:
             return np.zeros_like(ns)
@@ -191,11 +197,13 @@ class SizingPolicy(ABC):
         return np.where(idx < len(sizes), sizes[np.minimum(idx, len(sizes) - 1)], 0)
 
     def startup_error(self, cfg: SizingConfig) -> str | None:
-        """The error the engine refuses to start with for cfg (then nothing is captured), else None."""
+        """The error the engine refuses to start with for cfg (then nothing is captured), else
+        None."""
         return None
 
     def sizing_warnings(self, cfg: SizingConfig) -> tuple[str, ...]:
-        """The WARNING lines the engine logs while sizing cfg (vLLM V1: user-set capture settings)."""
+        """The WARNING lines the engine logs while sizing cfg (vLLM V1: user-set capture
+        settings)."""
         self.check_config(cfg)
         return ()
 
@@ -214,7 +222,8 @@ class SizingPolicy(ABC):
         return tuple(self.capture_array(cfg).tolist())
 
     def capture_array(self, cfg: SizingConfig) -> np.ndarray:
-        """`capture_sizes` as a read-only numpy array, computed once per sizing-relevant part of cfg."""
+        """`capture_sizes` as a read-only numpy array, computed once per sizing-relevant part of
+        cfg."""
         self.check_config(cfg)
         key = self.sizing_key(cfg)
         if key not in self._cache:
@@ -232,7 +241,8 @@ class SizingPolicy(ABC):
         return cfg.max_num_batched_tokens
 
     def padded_size(self, n: int, capture_sizes) -> int:
-        """The key looked up for a batch of n; StopIteration when no captured size fits (nano-vllm's next())."""
+        """The key looked up for a batch of n; StopIteration when no captured size fits (nano-vllm's
+        next())."""
         key = int(self.padded_sizes(np.array([n]), capture_sizes)[0])
         if key == 0:
             raise StopIteration
@@ -346,8 +356,8 @@ def _token_grid(max_size: int) -> tuple[int, ...]:
 
 
 def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
-    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and 0.33.0)
-    once the default ceiling is known: returns (sizes, warnings, error).
+    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and
+    0.33.0) once the default ceiling is known: returns (sizes, warnings, error).
 
     User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
     min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
@@ -388,11 +398,12 @@ class _V1Policy(SizingPolicy):
     0.12 and 0.13 run model runner V1: where its decode graphs are FULL (cudagraph_mode FULL,
     FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11) and q = 1 + k > 1, it rounds the
     whole configured list to multiples of q at start-up, PIECEWISE sizes included (a fix for vllm
-    issue 28207, first in 0.11.1; `adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py),
-    and refuses to start when no multiple fits: then nothing is captured and `startup_error` says why.
-    `capture_sizes` is that list; graphlab.sizing.dispatch splits it into FULL and PIECEWISE graphs.
-    Every V1 version also refuses max_num_batched_tokens < max_num_seqs (sizes are still reported),
-    and a user-set max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
+    issue 28207, first in 0.11.1; `adjust_cudagraph_sizes_for_spec_decode`,
+    vllm/config/compilation.py), and refuses to start when no multiple fits: then nothing is
+    captured and `startup_error` says why. `capture_sizes` is that list; graphlab.sizing.dispatch
+    splits it into FULL and PIECEWISE graphs. Every V1 version also refuses
+    max_num_batched_tokens < max_num_seqs (sizes are still reported), and a user-set max_cudagraph_capture_size unequal to
+    the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
@@ -427,10 +438,12 @@ class _V1Policy(SizingPolicy):
 
     @abstractmethod
     def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
-        """The version's default ceiling and the sizes it adds to the grid (see _set_cudagraph_sizes)."""
+        """The version's default ceiling and the sizes it adds to the grid (see
+        _set_cudagraph_sizes)."""
 
     def _configured(self, cfg: SizingConfig):
-        """(sizes, warnings, error) of `_set_cudagraph_sizes` for cfg, cached like the capture sizes."""
+        """(sizes, warnings, error) of `_set_cudagraph_sizes` for cfg, cached like the capture
+        sizes."""
         key = ("configured", self.sizing_key(cfg))
         if key not in self._cache:
             tokens = self.effective_max_num_batched_tokens(cfg)
@@ -542,12 +555,13 @@ REFERENCE_DEVICE_MEMORY_GIB = 143771 / 1024
 
 
 class SGLang(SizingPolicy):
-    """sglang 0.4.6, python/sglang/srt/model_executor/cuda_graph_runner.py `get_batch_sizes_to_capture`
-    and `replay_prepare` (bisect): graphs keyed by request count, so no lookup can miss. max_num_seqs
-    maps to max_running_requests, so req_to_token_pool.size = S + 1 (model_runner.py); cuda_graph_max_bs
-    unset, dp_size 1; with k > 0 the speculative list. A GPU with more than 80 GiB
-    (`get_device_memory_capacity() > 81920` MiB) adds 160..256: `device_memory_gib` defaults to the
-    reference device, an H200 (141 GB), so the list reaches 256; pass 80 for an 80 GB A100/H100."""
+    """sglang 0.4.6, python/sglang/srt/model_executor/cuda_graph_runner.py
+    `get_batch_sizes_to_capture` and `replay_prepare` (bisect): graphs keyed by request count, so no
+    lookup can miss. max_num_seqs maps to max_running_requests, so req_to_token_pool.size = S + 1
+    (model_runner.py); cuda_graph_max_bs unset, dp_size 1; with k > 0 the speculative list. A GPU
+    with more than 80 GiB (`get_device_memory_capacity() > 81920` MiB) adds 160..256:
+    `device_memory_gib` defaults to the reference device, an H200 (141 GB), so the list reaches 256;
+    pass 80 for an 80 GB A100/H100."""
 
     name = "sglang"
     batch_unit = "requests"
@@ -602,7 +616,8 @@ class TrtLlm(SizingPolicy):
     `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs. The
     executor then drops sizes above max_batch_size and above max_num_tokens // (1 + draft length)
     (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); with the defaults
-    (max_num_tokens 8192) the second filter keeps every size up to 128 for draft lengths up to 63."""
+    (max_num_tokens 8192) the second filter keeps every size up to 128 for draft lengths up to
+    63."""
 
     name = "trtllm"
     batch_unit = "requests"
@@ -637,7 +652,8 @@ class TrtLlm(SizingPolicy):
 
 @dataclass(frozen=True)
 class EngineRow:
-    """One engine side by side with the others (S = max_num_seqs, k = speculative tokens, q = 1 + k)."""
+    """One engine side by side with the others (S = max_num_seqs, k = speculative tokens,
+    q = 1 + k)."""
 
     policy: SizingPolicy
     captures: str
@@ -705,5 +721,6 @@ V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit
 
 
 def get_engine(name) -> SizingPolicy:
-    """The policy for an engine name (a policy passes through); GraphlabError listing the names otherwise."""
+    """The policy for an engine name (a policy passes through); GraphlabError listing the names
+    otherwise."""
     return lookup("engine", name, ENGINES, SizingPolicy)

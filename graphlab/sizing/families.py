@@ -45,7 +45,8 @@ _FAMILIES = {
 
 @dataclass(frozen=True)
 class GraphFamilies:
-    """The graphs one V1 config captures: FULL uniform-decode sizes, and the mixed family's sizes."""
+    """The graphs one V1 config captures: FULL uniform-decode sizes, and the mixed family's
+    sizes."""
 
     cudagraph_mode: str
     full_sizes: tuple[int, ...]  # FULL graphs for uniform decode batches (separate routine)
@@ -78,7 +79,8 @@ class GraphFamilies:
 
 def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
     """The FULL and mixed graphs of `cfg` (or of `capture_sizes`, a list given to vLLM, which a
-    rounding model runner rounds as at start-up) under the V1 policy's `cudagraph_mode` (a graphlab.sizing.engines V1 policy)."""
+    rounding model runner rounds as at start-up) under the V1 policy's `cudagraph_mode` (a
+    graphlab.sizing.engines V1 policy)."""
     mode, q = policy.cudagraph_mode(cfg), cfg.decode_query_len
     if capture_sizes is None:
         sizes = policy.capture_sizes(cfg)

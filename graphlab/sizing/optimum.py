@@ -1,9 +1,10 @@
 """The capture-size planner's budget and its exact optimum, by dynamic programming over the
 candidate sizes.
 
-`Budget` bounds the graphs and/or their memory; `interval_costs` gives the cost of serving the workload sizes between two chosen sizes with the
-upper one; `optimum` picks at most G sizes (or, under a memory budget, sizes within it) that
-minimise the total (graphlab.sizing.plan's docstring says why the candidates suffice).
+`Budget` bounds the graphs and/or their memory; `interval_costs` gives the cost of serving the
+workload sizes between two chosen sizes with the upper one; `optimum` picks at most G sizes (or,
+under a memory budget, sizes within it) that minimise the total (graphlab.sizing.plan's docstring
+says why the candidates suffice).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ from graphlab.sizing.plan_inputs import SizeTable, Workload
 
 @dataclass(frozen=True)
 class Budget:
-    """At most max_graphs graphs and/or memory_mib MiB of graph memory (shared pool: the largest graph
-    dominates; separate pools: the sum)."""
+    """At most max_graphs graphs and/or memory_mib MiB of graph memory (shared pool: the largest
+    graph dominates; separate pools: the sum)."""
 
     max_graphs: int | None = None
     memory_mib: float | None = None
@@ -43,7 +44,8 @@ class Budget:
 def interval_costs(
     candidates: np.ndarray, workload: Workload, graph_ms: SizeTable | None
 ) -> np.ndarray:
-    """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j (i = 0: from 0)."""
+    """cost[i, j]: weighted cost of the workload n in (candidates[i-1], candidates[j]] on graph j
+    (i = 0: from 0)."""
     covered = np.searchsorted(workload.sizes, candidates, side="right")
     weight = np.concatenate(([0.0], np.cumsum(workload.weights)))[covered]
     tokens = np.concatenate(([0.0], np.cumsum(workload.weights * workload.sizes)))[covered]
@@ -57,7 +59,8 @@ def interval_costs(
 
 
 def _best_by_count(cost: np.ndarray, max_graphs: int) -> tuple[np.ndarray, np.ndarray]:
-    """best[g-1, j]: least cost covering up to candidate j with exactly g graphs, j the largest; parents."""
+    """best[g-1, j]: least cost covering up to candidate j with exactly g graphs, j the largest;
+    parents."""
     m = cost.shape[1]
     best = np.full((max_graphs, m), np.inf)
     parent = np.zeros((max_graphs, m), dtype=np.int64)

@@ -234,7 +234,8 @@ def at_default_footing(result: Plan) -> Plan:
 
 
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:
-    """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in max_num_batched_tokens, once."""
+    """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in
+    max_num_batched_tokens, once."""
     policy = get_engine(engine)
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
@@ -248,7 +249,8 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
 def _checked_workload(
     policy, cfg: SizingConfig, workload: Workload | None, budget: Budget, memory: SizeTable | None
 ) -> Workload:
-    """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget refuses."""
+    """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget
+    refuses."""
     if policy.name not in V1_ENGINES:
         raise GraphlabError(
             f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
@@ -270,7 +272,8 @@ def _checked_workload(
 def _candidates(
     workload: Workload, q: int, ceiling: int, max_capture_size: int | None
 ) -> np.ndarray:
-    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module docstring."""
+    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module
+    docstring."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
         raise GraphlabError(
@@ -303,7 +306,8 @@ def _check_work(num_candidates: int, budget: Budget) -> None:
 def _affordable(
     candidates: np.ndarray, own: np.ndarray, budget: Budget
 ) -> tuple[np.ndarray, np.ndarray, str | None]:
-    """The candidates a memory budget leaves (all in a separate pool), their memory, and why some are eager."""
+    """The candidates a memory budget leaves (all in a separate pool), their memory, and why some
+    are eager."""
     if budget.memory_mib is None:
         return candidates, own, None
     affordable = own <= budget.memory_mib * MIB
@@ -381,12 +385,14 @@ def plan(
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,
 ) -> Plan:
-    """The capture sizes minimising the workload's mean cost within the budget (see the module docstring).
+    """The capture sizes minimising the workload's mean cost within the budget (see the module
+    docstring).
 
     memory: per-size graph memory, needed for a memory budget; latency: (graph, eager) tables, which
     make the cost the mean step latency instead of the mean padding waste. Without a graph or
     memory budget, the plan may capture as many graphs as the engine's default does.
-    max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal coverage).
+    max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal
+    coverage).
     """
     policy = get_engine(engine)
     workload = _checked_workload(policy, cfg, workload, budget, memory)

@@ -32,7 +32,8 @@ V0_STAND_IN = "{what}: V0 rows (one token per request) stand in for V1 token cou
 
 @dataclass(frozen=True)
 class Workload:
-    """Weights over batch sizes n (tokens per decode step), n ascending and unique, weights summing to 1."""
+    """Weights over batch sizes n (tokens per decode step), n ascending and unique, weights summing
+    to 1."""
 
     sizes: np.ndarray
     weights: np.ndarray
@@ -160,7 +161,8 @@ def _positive_ints(
     minimum: int = 1,
     maximum: int = MAX_NUM_BATCHED_TOKENS_LIMIT,
 ) -> np.ndarray:
-    """The column as int64, every value an integer in minimum..maximum, checked as floats before casting."""
+    """The column as int64, every value an integer in minimum..maximum, checked as floats before
+    casting."""
     values = pd.to_numeric(frame[column], errors="coerce").to_numpy(float)
     bad = (
         ~np.isfinite(values)
@@ -190,8 +192,8 @@ def _milliseconds(frame: pd.DataFrame, path) -> np.ndarray:
 def _pick(
     frame: pd.DataFrame, path, columns: tuple[str, ...], pick: dict, unit: bool = False
 ) -> pd.DataFrame:
-    """The rows with the picked value of each column (then, with unit, V1 token rows when any are left);
-    GraphlabError when a column still holds several values."""
+    """The rows with the picked value of each column (then, with unit, V1 token rows when any are
+    left); GraphlabError when a column still holds several values."""
     unknown = set(pick) - set(PICK_COLUMNS)
     if unknown:
         raise GraphlabError(
@@ -218,7 +220,8 @@ def _pick(
 
 
 def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.DataFrame, str]:
-    """One run's rows of a bench CSV and a note: V1 token rows when present, else V0 rows (noted)."""
+    """One run's rows of a bench CSV and a note: V1 token rows when present, else V0 rows
+    (noted)."""
     units = set(frame.batch_unit.astype(str))
     if not units <= {"tokens", "rows"}:
         raise GraphlabError(
@@ -230,7 +233,8 @@ def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.Da
 
 
 def read_batch_sizes(path) -> Workload:
-    """Observed batch sizes in tokens: a `batch_size` column, one step per row, or with a `count` column."""
+    """Observed batch sizes in tokens: a `batch_size` column, one step per row, or with a `count`
+    column."""
     frame = _read_csv(path, ("batch_size",), ("batch_size", "count"))
     counts = (
         _positive_ints(frame, "count", path, 0, MAX_EXACT)
@@ -249,7 +253,8 @@ def read_spec_decode_steps(
     num_seqs + num_speculating*k tokens in V1 (1 + its proposals per request); for the
     batch-expansion scorer that is also the CSV's batch_size in V0 rows. Prefill steps are left
     out (V1 does not run them on full decode graphs). The run must have the plan's max_num_seqs
-    and k, and one model and dtype; of several engines' runs (the same seeded load) the first is read.
+    and k, and one model and dtype; of several engines' runs (the same seeded load) the first is
+    read.
     """
     columns = (
         "engine",

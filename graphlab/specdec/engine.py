@@ -14,11 +14,12 @@ One decode step, as vLLM V0's spec-decode worker ran it:
      target's `ModelRunner.execute_model`, whose engine picks graph, eager or KeyError;
    - MQA (vLLM 0.6.3 `MQAScorer`): one row of k+1 tokens per sequence, speculating and plain
      together, in one eager forward; the batch stays B;
-3. the rejection sampler (graphlab.specdec.rejection) accepts a prefix of the drafts and adds one token.
+3. the rejection sampler (graphlab.specdec.rejection) accepts a prefix of the drafts and adds one
+   token.
 
 A sequence gets no proposals in a step when seq_len + k >= max_model_len (V0 Top1Proposer's
-rule), so steps mix speculating and plain sequences. Requests (graphlab.specdec.requests) arrive over
-time; a step that admits new requests prefills them (eager forwards, prompts of similar length
+rule), so steps mix speculating and plain sequences. Requests (graphlab.specdec.requests) arrive
+over time; a step that admits new requests prefills them (eager forwards, prompts of similar length
 padded together) instead of decoding, as V0's scheduler did without chunked prefill. There is
 no EOS: a request stops at max_tokens.
 """

@@ -1,4 +1,5 @@
-"""What a speculative-decoding run is configured with, and what it returns (graphlab.specdec.engine)."""
+"""What a speculative-decoding run is configured with, and what it returns
+(graphlab.specdec.engine)."""
 
 from __future__ import annotations
 

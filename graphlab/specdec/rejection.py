@@ -163,7 +163,8 @@ class SpecDecodeMetrics:
 
     @property
     def system_efficiency(self) -> float:
-        """V0: emitted tokens / what a perfect draft would emit, k + 1 per draft (NaN before any)."""
+        """V0: emitted tokens / what a perfect draft would emit, k + 1 per draft (NaN before
+        any)."""
         best = self.num_drafts * (self.num_speculative_tokens + 1)
         return self.num_emitted_tokens / best if best else float("nan")
 

@@ -39,7 +39,8 @@ MODE_COLORS = {
 
 
 def inline(*formats: str) -> None:
-    """Show Figures as images in a notebook (PNG unless formats say e.g. "svg"), whatever the backend.
+    """Show Figures as images in a notebook (PNG unless formats say e.g. "svg"), whatever the
+    backend.
 
     Under MPLBACKEND=Agg (the Makefile's) IPython registers no image formatter, so display(fig)
     printed only `<Figure size ...>`. This registers matplotlib_inline's formatter for Figure, and
@@ -440,7 +441,8 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
 
 def reference_figures(folder) -> list[tuple[str, Figure]]:
     """The figures of one reference run (a folder of bench CSVs, e.g. data/cpu): latency and graph
-    memory per model, then speculative decoding; names like 'latency_tiny'. Missing CSVs are skipped."""
+    memory per model, then speculative decoding; names like 'latency_tiny'. Missing CSVs are
+    skipped."""
     from pathlib import Path
 
     folder = Path(folder)
@@ -455,8 +457,9 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
 
 
 def plot_plan(result) -> Figure:
-    """A graphlab.sizing.plan.Plan: padding waste per decode step size, the engine's default against the plan; ticks mark the
-    captured sizes (default below, plan above) and crosses the steps that run eagerly."""
+    """A graphlab.sizing.plan.Plan: padding waste per decode step size, the engine's default against
+    the plan; ticks mark the captured sizes (default below, plan above) and crosses the steps that
+    run eagerly."""
     fig = Figure(figsize=(WIDTH_IN, 4.4), layout="constrained")
     ax = fig.add_subplot()
     ns = result.workload.sizes

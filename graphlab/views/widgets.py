@@ -80,7 +80,8 @@ class ExplorerState:
 
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
-    """Whether the engine sizes with max_num_batched_tokens (vLLM V1 does; V0 and the peers do not)."""
+    """Whether the engine sizes with max_num_batched_tokens (vLLM V1 does; V0 and the peers do
+    not)."""
     return get_engine(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
 
 
@@ -131,7 +132,8 @@ def summary_html(report: AuditReport) -> str:
 
 
 class ExplorerFigure:
-    """The explorer's figure, built once; `update(state)` moves its artists and returns the report."""
+    """The explorer's figure, built once; `update(state)` moves its artists and returns the
+    report."""
 
     def __init__(self, dpi: int = 80):
         self.figure = Figure(figsize=(10, 5.2), dpi=dpi, layout="constrained")
