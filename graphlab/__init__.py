@@ -38,8 +38,8 @@ def _quiet_interrupt(signum, frame):
 if sys.argv[:1] == ["-m"]:
     signal.signal(signal.SIGINT, _quiet_interrupt)
 
-from graphlab.errors import GraphlabError
-from graphlab.lazy import lazy_exports
+from graphlab.errors import GraphlabError  # noqa: E402 (after the Ctrl-C handler, on purpose)
+from graphlab.lazy import lazy_exports  # noqa: E402 (after the Ctrl-C handler, on purpose)
 
 __version__ = "0.1.0"
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from functools import partial
 
 import torch
 
@@ -48,8 +49,8 @@ def bench_preset(preset: str, repeats: int) -> None:
             start = time.perf_counter()
             buffers.run(model, n, step.compile)
             compile_s = time.perf_counter() - start
-            eager = median_ms(lambda: buffers.run(model, n), repeats)
-            compiled = median_ms(lambda: buffers.run(model, n, step), repeats)
+            eager = median_ms(partial(buffers.run, model, n), repeats)
+            compiled = median_ms(partial(buffers.run, model, n, step), repeats)
             print(
                 f"  batch {n:>3}: first call {compile_s:6.2f} s; eager {eager:8.3f} ms, "
                 f"compiled {compiled:8.3f} ms, eager / compiled {eager / compiled:.2f}x",

@@ -17,7 +17,8 @@ def main() -> None:
     frame = crash_map("all", range(1, 513), range(0, 9))
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     print(
-        f"crash map, all engines, max_num_seqs 1..512 x k 0..8: {len(frame)} cells, {wall:.2f} s wall, {cpu:.2f} s CPU"
+        f"crash map, all engines, max_num_seqs 1..512 x k 0..8: {len(frame)} cells, "
+        f"{wall:.2f} s wall, {cpu:.2f} s CPU"
     )
 
 

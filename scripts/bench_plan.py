@@ -10,6 +10,7 @@ import os
 import platform
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -33,13 +34,14 @@ def main() -> None:
     cpu = next(
         (
             line.split(":", 1)[1].strip()
-            for line in open("/proc/cpuinfo")
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
             if line.startswith("model name")
         ),
         platform.processor(),
     )
     print(
-        f"machine: {cpu}, {os.cpu_count()} cores, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+        f"machine: {cpu}, {os.cpu_count()} cores, "
+        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
     )
     # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
@@ -55,7 +57,8 @@ def main() -> None:
         repeats = args.repeats if "separate" not in name else max(1, args.repeats // 10)
         median, best = _time(repeats, **kwargs)
         print(
-            f"S=256 k=8 T=8192 {name}: median {median * 1e3:.1f} ms, best {best * 1e3:.1f} ms over {repeats} runs"
+            f"S=256 k=8 T=8192 {name}: median {median * 1e3:.1f} ms, "
+            f"best {best * 1e3:.1f} ms over {repeats} runs"
         )
     print(f"(1 MiB = {MIB} bytes)")
 

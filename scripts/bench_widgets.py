@@ -44,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     ex = explorer()
     print(
         f"machine: {cpu_name()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}; {args.moves} moves per engine, S in 1..{MAX_NUM_SEQS}, "
+        f"python {platform.python_version()}; {args.moves} moves per engine, "
+        f"S in 1..{MAX_NUM_SEQS}, "
         f"k in 0..{MAX_K}"
     )
     print(f"{'engine':<12} {'median ms':>9} {'p90 ms':>7} {'max ms':>7}")

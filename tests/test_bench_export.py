@@ -219,7 +219,8 @@ def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(writte
 
 def test_the_crash_map_command_can_stamp_without_torch():
     code = (
-        "import sys; from graphlab.bench.provenance import computed_provenance as c; p = c(suite='x');"
+        "import sys; from graphlab.bench.provenance import computed_provenance as c; "
+        "p = c(suite='x');"
         "assert 'torch' not in sys.modules, 'torch imported'; print(p['backend'])"
     )
     done = subprocess.run(

@@ -159,31 +159,32 @@ def lab(tmp_path_factory):
         "JUPYTER_CONFIG_DIR": str(root / "config"),
         "JUPYTER_RUNTIME_DIR": str(root / "runtime"),
     }
-    log = open(root / "server.log", "w")
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyterlab",
-            "--no-browser",
-            "--allow-root",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            f"--LabApp.user_settings_dir={root / 'settings'}",
-            f"--LabApp.workspaces_dir={root / 'workspaces'}",
-            "--LabApp.expose_app_in_browser=True",
-            "--LabApp.news_url=",
-            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
-        ],
-        cwd=root,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-    )
+    # the server holds its own copy of the log's file descriptor
+    with open(root / "server.log", "w") as log:
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jupyterlab",
+                "--no-browser",
+                "--allow-root",
+                "--ServerApp.ip=127.0.0.1",
+                f"--ServerApp.port={port}",
+                "--ServerApp.port_retries=0",
+                f"--IdentityProvider.token={token}",
+                f"--ServerApp.root_dir={root}",
+                f"--LabApp.user_settings_dir={root / 'settings'}",
+                f"--LabApp.workspaces_dir={root / 'workspaces'}",
+                "--LabApp.expose_app_in_browser=True",
+                "--LabApp.news_url=",
+                "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+            ],
+            cwd=root,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + SERVER_START_S
@@ -205,7 +206,6 @@ def lab(tmp_path_factory):
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(timeout=10)
-        log.close()
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,11 @@ import sys
 import pandas as pd
 import pytest
 
+from graphlab import bench as bench_module
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 
 def run_main(capsys, *argv):
@@ -187,9 +189,6 @@ def test_module_entry_point_and_help():
 
 
 # --- parsing helpers and bench --------------------------------------------------------------------
-
-from graphlab import bench as bench_module
-from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT  # noqa: E402
 
 
 def one_line_error(capsys, *argv):

@@ -72,7 +72,8 @@ def test_explicit_capture_sizes_flag(capsys):
         and data["capture_sizes"] == [1, 2, 4]
     )
     assert data["warnings"] == [
-        "cudagraph_capture_sizes specified in compilation_config [8, 1, 4, 2, 4] is overridden by config [1, 2, 4]"
+        "cudagraph_capture_sizes specified in compilation_config [8, 1, 4, 2, 4] "
+        "is overridden by config [1, 2, 4]"
     ]
     code, out, _ = run_main(
         capsys,
@@ -280,7 +281,8 @@ def test_vllm_args_read_by_vllms_parser(capsys):
     pytest.importorskip("vllm")
     line = (
         "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 6 --max-num-batched-tokens 4096 "
-        '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 6, "prompt_lookup_max": 4}\' '
+        '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 6, '
+        '"prompt_lookup_max": 4}\' '
         "-cc.max_cudagraph_capture_size 42"
     )
     code, data = audit_json(capsys, "--engine", "vllm-0.33.0", "--vllm-args", line)

@@ -71,7 +71,8 @@ def test_every_module_the_check_uses_imports_without_optional_packages(stripped_
         "import importlib.util, sys\n"
         "spec = importlib.util.spec_from_file_location('gpu_bench', 'scripts/gpu_bench.py')\n"
         "spec.loader.exec_module(importlib.util.module_from_spec(spec))\n"
-        "import graphlab.bench.sweeps, graphlab.engine.model, graphlab.engine.runner, graphlab.sizing.engines\n"
+        "import graphlab.bench.sweeps, graphlab.engine.model, graphlab.engine.runner, "
+        "graphlab.sizing.engines\n"
         "print(' '.join(sorted(m for m in sys.modules if m.startswith('graphlab'))))"
     )
     done = python(code, stripped_env)

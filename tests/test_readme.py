@@ -76,16 +76,17 @@ def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
     }
     # -o: the venv's stamp counts as up to date; building the venv is `make test`'s step, not this.
     command = ["make", "--no-print-directory", "-o", ".venv/.installed", "lab", f"LAB_PORT={port}"]
-    log = open(tmp_path / "lab.log", "w")
-    server = subprocess.Popen(
-        command,
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        stdin=subprocess.DEVNULL,
-        start_new_session=True,
-    )  # one group to stop
+    # the server holds its own copy of the log's file descriptor
+    with open(tmp_path / "lab.log", "w") as log:
+        server = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )  # one group to stop
     try:
         deadline = time.monotonic() + 90
         while True:
@@ -112,6 +113,5 @@ def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(timeout=10)
-        log.close()
     with pytest.raises(OSError):  # stopped: nothing answers on the port any more
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)

@@ -195,7 +195,10 @@ def test_crash_map_follows_the_token_budget_and_scales_to_its_largest_value():
         ).to_numpy(float)
 
     ex = explorer("vllm-0.33.0", max_num_seqs=8, num_speculative_tokens=4)
-    shown = lambda: np.asarray(ex.view.map_image.get_array(), dtype=float).T  # [S - 1, k]
+
+    def shown():  # [S - 1, k]
+        return np.asarray(ex.view.map_image.get_array(), dtype=float).T
+
     maps = []
     for t in (8192, 64):  # a smaller token budget leaves large batches without a graph
         ex.set(max_num_batched_tokens=t)

@@ -368,7 +368,7 @@ def run_bench(
 def summary(paths: dict[str, Path]) -> str:
     """One line per written CSV: name, rows, backend and (where present) memory kind."""
     lines = []
-    for name, path in paths.items():
+    for path in paths.values():
         frame = read_csv(path)
         kinds = (
             f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"

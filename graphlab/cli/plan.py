@@ -151,8 +151,13 @@ def _same_footing_lines(result, d) -> list[str]:
 
 def _format(result) -> str:
     d = result.to_dict()
-    mib = lambda v: "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
-    ms = lambda v: "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
+
+    def mib(v):
+        return "n/a" if v is None else f"{v:.3f} MiB ({d['memory_kind']})"
+
+    def ms(v):
+        return "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
+
     budget_mib = "no" if d["memory_budget_mib"] is None else d["memory_budget_mib"]
     lines = [
         f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="

@@ -107,7 +107,7 @@ def load_checkpoint(path, dtype: str | torch.dtype | None = None, device="cpu") 
     state = {}
     for file in files:
         with safe_open(str(file), framework="pt") as f:
-            for name in f.keys():
+            for name in f.keys():  # noqa: SIM118 (safe_open is not iterable, only .keys())
                 state[name] = f.get_tensor(name)
     if config.tie_word_embeddings:
         state.pop("lm_head.weight", None)  # some tied checkpoints store it anyway

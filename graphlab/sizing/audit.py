@@ -103,7 +103,8 @@ class RunnerAudit:
         lines.append(
             f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
             f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"eager fraction {s.eager_fraction:.3f}; mean padding waste {s.mean_padding_waste:.2f}; "
+            f"eager fraction {s.eager_fraction:.3f}; "
+            f"mean padding waste {s.mean_padding_waste:.2f}; "
             + (
                 f"first crash at n={s.first_crash_n} ({s.first_crash_error})"
                 if s.first_crash_n

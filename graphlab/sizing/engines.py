@@ -212,7 +212,8 @@ class SizingPolicy(ABC):
         if cfg.sets_capture_sizes and not self.reads_capture_settings:
             readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
             raise GraphlabError(
-                f"engine {self.name!r} has no cudagraph_capture_sizes / max_cudagraph_capture_size / "
+                f"engine {self.name!r} has no cudagraph_capture_sizes / "
+                "max_cudagraph_capture_size / "
                 f"cudagraph_mode setting; only {readers} read them"
             )
 
@@ -378,7 +379,8 @@ def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=())
                 sizes,
                 (),
                 (
-                    f"ValueError: customized max_cudagraph_capture_size(={user_max}) should be consistent "
+                    f"ValueError: customized max_cudagraph_capture_size(={user_max}) "
+                    "should be consistent "
                     f"with the max value of cudagraph_capture_sizes(={largest})"
                 ),
             )
@@ -402,8 +404,8 @@ class _V1Policy(SizingPolicy):
     vllm/config/compilation.py), and refuses to start when no multiple fits: then nothing is
     captured and `startup_error` says why. `capture_sizes` is that list; graphlab.sizing.dispatch
     splits it into FULL and PIECEWISE graphs. Every V1 version also refuses
-    max_num_batched_tokens < max_num_seqs (sizes are still reported), and a user-set max_cudagraph_capture_size unequal to
-    the largest user-set size (nothing captured).
+    max_num_batched_tokens < max_num_seqs (sizes are still reported), and a user-set
+    max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
@@ -484,7 +486,10 @@ class _V1Policy(SizingPolicy):
         sizes, _, error = self._configured(cfg)
         if error or not sizes or len(self.capture_array(cfg)):
             return error  # an empty configured list is not rounded: vLLM returns early
-        return f"ValueError: No valid cudagraph sizes after rounding to multiple of {cfg.decode_query_len}"
+        return (
+            "ValueError: No valid cudagraph sizes after rounding to multiple of "
+            f"{cfg.decode_query_len}"
+        )
 
 
 class Vllm012(_V1Policy):

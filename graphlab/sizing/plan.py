@@ -380,7 +380,7 @@ def plan(
     engine,
     cfg: SizingConfig,
     workload: Workload | None = None,
-    budget: Budget = Budget(),
+    budget: Budget = Budget(),  # noqa: B008 (a frozen dataclass: the shared default cannot change)
     memory: SizeTable | None = None,
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,

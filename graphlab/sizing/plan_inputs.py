@@ -70,7 +70,8 @@ class Workload:
             raise GraphlabError(f"workload {source!r}: sizes must be integers, one count each")
         if counts.dtype.kind not in "iuf" or not (np.isfinite(counts) & (counts >= 0)).all():
             raise GraphlabError(
-                f"workload {source!r}: counts must be finite numbers >= 0, got {counts.tolist()[:8]}"
+                f"workload {source!r}: counts must be finite numbers >= 0, "
+                f"got {counts.tolist()[:8]}"
             )
         frame = pd.DataFrame({"n": sizes.astype(np.int64), "w": counts.astype(float)})
         grouped = frame.groupby("n", sort=True)["w"].sum()
@@ -100,7 +101,8 @@ class SizeTable:
         if outside.any():
             raise GraphlabError(
                 f"{self.what} has sizes {int(self.sizes[0])}..{int(self.sizes[-1])}; size "
-                f"{int(sizes[outside][0])} is outside that range (measure it, or plan a smaller config)"
+                f"{int(sizes[outside][0])} is outside that range "
+                "(measure it, or plan a smaller config)"
             )
         return np.interp(sizes, self.sizes, self.values)
 
@@ -348,9 +350,10 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
         raise GraphlabError(
             f"{str(path)!r} needs rows with path graph (V1: full) and rows with mode and path eager"
         )
-    ms = lambda part, key: pd.Series(
-        _milliseconds(part, path), index=_positive_ints(part, key, path)
-    )
+
+    def ms(part, key):
+        return pd.Series(_milliseconds(part, path), index=_positive_ints(part, key, path))
+
     backend = "/".join(sorted(rows.backend.astype(str).unique()))
     return (
         SizeTable.from_series(

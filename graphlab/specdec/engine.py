@@ -259,7 +259,7 @@ class SpecDecodeEngine:
 
 def run_speculative(
     config: SpecDecodeConfig,
-    load: RequestLoad = RequestLoad(),
+    load: RequestLoad = RequestLoad(),  # noqa: B008 (frozen: the shared default cannot change)
     *,
     preset: str | ModelConfig = "tiny",
     draft: str = "truncated",
@@ -286,7 +286,8 @@ def run_speculative(
             f"{config.engine} on {runner.backend}: target captured {list(runner.capture_sizes)}, "
             f"graph limit {runner.graph_limit}; draft ({draft}, {config.proposer_engine}) "
             f"captured {list(engine.proposer.runner.capture_sizes) if k else []}; "
-            f"{len(requests)} requests ({load.kind} load), max_num_seqs={config.sizing.max_num_seqs}, "
+            f"{len(requests)} requests ({load.kind} load), "
+            f"max_num_seqs={config.sizing.max_num_seqs}, "
             f"k={k}, temperature={config.temperature}"
         )
         log(f"scorer {config.scorer}: {SCORERS[config.scorer]}")

@@ -136,10 +136,10 @@ class GenerateOutput:
             "num_generation_tokens": "generated",
         }
         table = frame[list(columns)].rename(columns=columns)
-        for name in ("graph", "draft"):
-            table[name] = table[name].map(
-                lambda v: "-" if v is None or pd.isna(v) else str(int(v)) if name == "graph" else v
-            )
+        table["graph"] = table["graph"].map(
+            lambda v: "-" if v is None or pd.isna(v) else str(int(v))
+        )
+        table["draft"] = table["draft"].map(lambda v: "-" if v is None or pd.isna(v) else v)
         m = self.metrics
         decode = frame[frame.kind == "decode"]
         sizes = sorted(int(n) for n in decode.batch_size.unique())
@@ -149,7 +149,8 @@ class GenerateOutput:
                 "",
                 f"decode steps: {len(decode)}, on graphs: {int((decode.path == 'graph').sum())}, "
                 f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
-                f"vLLM V1 counts: num_drafts {m.num_drafts}, num_draft_tokens {m.num_draft_tokens}, "
+                f"vLLM V1 counts: num_drafts {m.num_drafts}, "
+                f"num_draft_tokens {m.num_draft_tokens}, "
                 f"num_accepted_tokens {m.num_accepted_tokens} (accepted prefixes), "
                 f"num_accepted_tokens_per_pos {m.num_accepted_tokens_per_pos.tolist()}, "
                 f"mean acceptance length {m.mean_acceptance_length:.3f}",

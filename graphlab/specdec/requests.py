@@ -55,10 +55,8 @@ def make_requests(
     for i in range(num_requests):
         prompt_len = int(rng.integers(2, longest_prompt + 1))
         room = max_model_len - prompt_len
-        if i % 2:
-            tokens = room  # runs into max_model_len: proposals stop near the end
-        else:
-            tokens = int(rng.integers(max(1, max_tokens // 4), max_tokens + 1))
+        # odd requests run into max_model_len: proposals stop near the end
+        tokens = room if i % 2 else int(rng.integers(max(1, max_tokens // 4), max_tokens + 1))
         if i >= max_num_seqs:
             arrival += int(rng.integers(1, 4))
         prompt = tuple(int(t) for t in rng.integers(0, vocab_size, prompt_len))

@@ -469,7 +469,8 @@ def plot_plan(result) -> Figure:
     ):
         on_graph = outcome.padded > 0
         summary = (
-            f"{label}: {len(outcome.capture_sizes)} graphs, mean waste {outcome.mean_padding_waste:.2f}, "
+            f"{label}: {len(outcome.capture_sizes)} graphs, "
+            f"mean waste {outcome.mean_padding_waste:.2f}, "
             f"graph fraction {outcome.graph_fraction:.3f}"
             + (
                 f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"

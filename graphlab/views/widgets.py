@@ -404,7 +404,9 @@ class StaticExplorer:
         return {
             "image/png": base64.b64encode(self.view.png()).decode("ascii"),
             "text/html": summary_html(self.report),
-            "text/plain": f"graphlab explorer (static; install ipywidgets to move it): {self.state}",
+            "text/plain": (
+                f"graphlab explorer (static; install ipywidgets to move it): {self.state}"
+            ),
         }
 
 
