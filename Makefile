@@ -47,7 +47,10 @@ lab: $(STAMP) nbstrip
 notebooks: $(STAMP) nbstrip
 	$(PY) scripts/run_notebooks.py --out $(BUILD)
 
+# Lint and format check first: a violation fails the target before the (longer) tests run.
 test: $(STAMP) nbstrip
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 	$(PY) -m pytest -q
 
 clean:
