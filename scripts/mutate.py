@@ -5,7 +5,7 @@ that cover it (pytest -x), and restores the file, always (also on Ctrl-C or an e
 is caught when those tests fail, survived when they pass. Not part of the test suite: run it by
 hand, e.g. `python scripts/mutate.py` or `python scripts/mutate.py --only plan`.
 
-    usage: python scripts/mutate.py [--only SUBSTRING] [--list]
+    usage: python scripts/mutate.py [--only SUBSTRING] [--list | --check]
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ MUTANTS = [
     Mutant(
         "pad0_array 4",
         S + "engines.py",
-        "np.where(ns <= 4, 4, rounded)",
-        "np.where(ns < 4, 4, rounded)",
+        "np.where(ns <= 4, 4, round_up(ns, _V0_ALIGNMENT))",
+        "np.where(ns < 4, 4, round_up(ns, _V0_ALIGNMENT))",
         SIZING,
     ),
     Mutant(
@@ -103,14 +103,14 @@ MUTANTS = [
     ),
     Mutant(
         "bool as int",
-        S + "engines.py",
-        "if isinstance(value, bool) or not isinstance",
-        "if not isinstance",
+        "graphlab/errors.py",
+        "numbers.Integral) and not isinstance(value, bool)",
+        "numbers.Integral)",
         SIZING + ("tests/test_plan.py", "-k", "bad_planner or budget"),
     ),
     Mutant(
         "limit S off by one",
-        S + "engines.py",
+        S + "limits.py",
         "if value is not None and value > limit:",
         "if value is not None and value > limit + 1:",
         CLI,
@@ -126,8 +126,8 @@ MUTANTS = [
     Mutant(
         "expansion ends",
         S + "batches.py",
-        "ends = max_num_seqs + speculating * num_speculative_tokens",
-        "ends = max_num_seqs + speculating * (num_speculative_tokens - 1)",
+        "ends = seqs + speculating * k",
+        "ends = seqs + speculating * (k - 1)",
         SIZING,
     ),
     Mutant(
@@ -140,8 +140,8 @@ MUTANTS = [
     Mutant(
         "token cap",
         S + "batches.py",
-        "requests = min(requests, max_num_batched_tokens // query_len)",
-        "requests = min(requests, -(-max_num_batched_tokens // query_len))",
+        "requests = min(requests, tokens // query_len)",
+        "requests = min(requests, -(-tokens // query_len))",
         SIZING,
     ),
     Mutant(
@@ -154,14 +154,14 @@ MUTANTS = [
     # sizing/dispatch.py
     Mutant(
         "FULL rounding",
-        S + "dispatch.py",
-        "(-(-s // q) * q for s in sizes)",
-        "(s // q * q for s in sizes)",
+        S + "families.py",
+        "{round_up(s, query_len) for s in sizes}",
+        "{s // query_len * query_len for s in sizes}",
         ("tests/test_v1_runner.py", "tests/test_sizing_vllm.py"),
     ),
     Mutant(
         "FULL limit",
-        S + "dispatch.py",
+        S + "families.py",
         "limit = min(sizes[-1], cfg.max_num_seqs * q)",
         "limit = sizes[-1]",
         ("tests/test_v1_runner.py", "tests/test_sizing_vllm.py"),
@@ -197,14 +197,14 @@ MUTANTS = [
     ),
     Mutant(
         "crash-map bound",
-        S + "audit.py",
+        S + "crash_maps.py",
         "if sweep > CRASH_MAP_MAX_BATCH_SIZES:",
         "if sweep > 2**40:",
         CLI,
     ),
     Mutant(
         "proposer only with k",
-        S + "audit.py",
+        S + "crash_maps.py",
         "p = proposer.summary if proposer is not None and k > 0 else None",
         "p = proposer.summary if proposer is not None else None",
         AUDIT,
@@ -212,7 +212,7 @@ MUTANTS = [
     # sizing/plan.py and plan_inputs.py
     Mutant(
         "tie: most graphs",
-        S + "plan.py",
+        S + "optimum.py",
         "np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[0]",
         "np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[-1]",
         PLAN,
@@ -220,7 +220,7 @@ MUTANTS = [
     Mutant("path code", S + "plan.py", "on_graph = path == GRAPH", "on_graph = path != 2", PLAN),
     Mutant(
         "padding cost",
-        S + "plan.py",
+        S + "optimum.py",
         "cost = candidates[None, :] * span_w - (tokens[1:][None, :] - tokens[:-1][:, None])",
         "cost = candidates[None, :] * span_w",
         PLAN,
@@ -231,7 +231,7 @@ MUTANTS = [
     Mutant(
         "candidates rounding",
         S + "plan.py",
-        "candidates = np.unique(-(-workload.sizes // q) * q)",
+        "candidates = np.unique(round_up(workload.sizes, q))",
         "candidates = np.unique(workload.sizes)",
         PLAN,
     ),
@@ -265,7 +265,7 @@ MUTANTS = [
     ),
     Mutant(
         "Pareto keep",
-        S + "plan.py",
+        S + "optimum.py",
         "ordered[1:] < np.minimum.accumulate(ordered)[:-1]",
         "ordered[1:] <= np.minimum.accumulate(ordered)[:-1]",
         PLAN,
@@ -308,15 +308,16 @@ MUTANTS = [
     Mutant(
         "steps tokens",
         S + "plan_inputs.py",
-        'proposals = _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens',
+        'proposals = _positive_ints(decode, "num_speculating", path, 0) '
+        "* cfg.num_speculative_tokens",
         'proposals = _positive_ints(decode, "num_speculating", path, 0) * cfg.decode_query_len',
         PLAN,
     ),
     Mutant(
         "count exact",
         S + "plan_inputs.py",
-        'counts = _positive_ints(frame, "count", path, 0, MAX_EXACT)',
-        'counts = _positive_ints(frame, "count", path, 1, MAX_EXACT)',
+        '_positive_ints(frame, "count", path, 0, MAX_EXACT)',
+        '_positive_ints(frame, "count", path, 1, MAX_EXACT)',
         PLAN,
     ),
     # specdec
@@ -344,7 +345,7 @@ MUTANTS = [
     Mutant(
         "accepted tokens appended",
         P + "engine.py",
-        "generated += seq.append(tokens[:a + 1])",
+        "generated += seq.append(tokens[: a + 1])",
         "generated += seq.append(tokens[:a])",
         SPEC,
     ),
@@ -408,15 +409,17 @@ MUTANTS = [
     Mutant(
         "versions swapped",
         "graphlab/bench/provenance.py",
-        '"cuda_version": torch.version.cuda or "none",\n        "cudnn_version": str(cudnn or "none"),',
-        '"cuda_version": str(cudnn or "none"),\n        "cudnn_version": torch.version.cuda or "none",',
+        '"cuda_version": torch.version.cuda or "none",\n'
+        '        "cudnn_version": str(cudnn or "none"),',
+        '"cuda_version": str(cudnn or "none"),\n'
+        '        "cudnn_version": torch.version.cuda or "none",',
         PROVENANCE,
     ),
     Mutant(
         "torch_threads bool",
         "graphlab/bench/sweeps.py",
-        "(isinstance(torch_threads, bool) or not",
-        "(not",
+        'check_int("torch_threads (or None)", torch_threads, 1)',
+        'check_int("torch_threads (or None)", torch_threads, 0)',
         PROVENANCE,
     ),
     Mutant(
@@ -501,8 +504,8 @@ MUTANTS = [
     Mutant(
         "S bound 512",
         "graphlab/views/widgets.py",
-        "if not 1 <= self.max_num_seqs <= MAX_NUM_SEQS:",
-        "if not 1 <= self.max_num_seqs < MAX_NUM_SEQS:",
+        'check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)',
+        'check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS - 1)',
         WIDGETS,
     ),
     Mutant(
@@ -515,8 +518,9 @@ MUTANTS = [
     Mutant(
         "T bound",
         "graphlab/views/widgets.py",
-        "if t is not None and not 1 <= t <= MAX_NUM_BATCHED_TOKENS:",
-        "if t is not None and not 1 <= t:",
+        "self.max_num_batched_tokens,\n                1,\n"
+        "                MAX_NUM_BATCHED_TOKENS,\n",
+        "self.max_num_batched_tokens,\n                1,\n",
         WIDGETS,
     ),
     Mutant(
@@ -574,6 +578,9 @@ def main(argv=None) -> int:
         "--only", default="", help="run the mutants whose name or path contains this"
     )
     parser.add_argument("--list", action="store_true", help="list the mutants and exit")
+    parser.add_argument(
+        "--check", action="store_true", help="check that every snippet occurs once, and exit"
+    )
     args = parser.parse_args(argv)
     mutants = [m for m in MUTANTS if args.only in m.name or args.only in m.path]
     if args.list:
@@ -583,6 +590,9 @@ def main(argv=None) -> int:
     for m in mutants:  # every snippet present once, before changing anything
         if (ROOT / m.path).read_text().count(m.old) != 1:
             raise SystemExit(f"mutant {m.name!r}: snippet not found once in {m.path}")
+    if args.check:
+        print(f"{len(mutants)} mutants, every snippet found once")
+        return 0
     survived = []
     for i, m in enumerate(mutants, 1):
         original = apply(m)
