@@ -8,6 +8,8 @@ never mistaken for a GPU measurement.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -66,8 +68,13 @@ def single_value(df: pd.DataFrame, column: str) -> str:
     return values[0]
 
 
+# Characters of 10-pt text that fit across a notebook-width figure (WIDTH_IN at 100 dpi).
+SUBTITLE_CHARS = 110
+
+
 def provenance_title(df: pd.DataFrame, what: str) -> str:
-    """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
+    """'<what>' over a subtitle naming backend, device, model and how memory was obtained (one
+    line where it fits, else wrapped)."""
     backend, device = single_value(df, "backend"), single_value(df, "device")
     emulated = {"cpu-emulated": " (not a GPU measurement)",
                 "cpu-compiled": " (torch.compile'd on CPU: not a CUDA graph, not a GPU "
@@ -78,7 +85,8 @@ def provenance_title(df: pd.DataFrame, what: str) -> str:
     if "memory_kind" in df.columns:
         parts.append("graph memory " + ("PREDICTED" if single_value(df, "memory_kind") == "predicted"
                                         else "measured"))
-    return f"{what}\n{'; '.join(parts)}"
+    # One subtitle line where it fits the notebook's width; longer provenance wraps.
+    return "\n".join([what, *textwrap.wrap("; ".join(parts), SUBTITLE_CHARS)])
 
 
 def require_columns(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
