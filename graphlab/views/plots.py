@@ -235,6 +235,11 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     return fig
 
 
+# What a "capture" is on the backends that record no CUDA graph.
+CAPTURE_TITLES = {"cpu-emulated": "emulated capture: one eager\nstep, no graph recorded",
+                  "cpu-compiled": "compiled capture: one compiled\nstep (the first pays the compile)"}
+
+
 def plot_graph_memory(df: pd.DataFrame) -> Figure:
     """Graph memory per captured size and cumulative, shared vs separate pools; capture time.
 
@@ -245,16 +250,19 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
     """
     require_columns(df, ("graph_pool", "capture_size", "memory_bytes", "cumulative_bytes", "capture_ms",
                   "memory_kind"))
-    measured = single_value(df, "memory_kind") == "measured"
     # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
     engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
     fig = Figure(figsize=(WIDTH_IN, 3.3 * len(engines) + 0.6), layout="constrained")
     for axes, engine in zip(fig.subplots(len(engines), 3, squeeze=False), engines):
         part = df if engine is None else df[df["engine"] == engine]
         per_graph, cumulative, capture = axes
-        for pool, marker in zip(sorted(part["graph_pool"].unique()), "os^"):
-            rows = part[part["graph_pool"] == pool].sort_values("capture_size")
-            style = dict(marker=marker, ms=4, lw=1, label=f"{pool} pool")
+        # V1 captures two families (FULL, PIECEWISE) into one pool: one line per pool and family.
+        families = part["family"].fillna("") if "family" in part.columns else pd.Series("", part.index)
+        lines = part.groupby([part["graph_pool"], families], sort=True)
+        for ((pool, family), rows), marker in zip(lines, "os^vD<"):
+            rows = rows.sort_values("capture_size")
+            label = f"{pool} pool" + (f", {family}" if family else "")
+            style = dict(marker=marker, ms=4, lw=1, label=label)
             per_graph.plot(rows["capture_size"], rows["memory_bytes"] / MIB, **style)
             cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
             capture.plot(rows["capture_size"], rows["capture_ms"], **style)
@@ -263,8 +271,8 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
         per_graph.set_ylabel("graph memory (MiB)")
         cumulative.set_title("this size and all larger\n(captured largest first)", fontsize=9)
         cumulative.set_ylabel("cumulative graph memory (MiB)")
-        capture.set_title("capture time of each graph" if measured
-                          else "emulated capture: one eager\nstep, no graph recorded", fontsize=9)
+        capture.set_title(CAPTURE_TITLES.get(single_value(df, "backend"),
+                                             "capture time of each graph"), fontsize=9)
         capture.set_ylabel("capture time (ms)")
         for ax in axes:
             ax.set_xlabel(f"captured batch size ({batch_unit_of(part)})", fontsize=9)
