@@ -16,6 +16,11 @@ from graphlab.sizing.engines import SizingConfig, get_engine
 from graphlab.views import plots
 
 CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}
+# The longest provenance a CPU run stamps: the compiled backend's label and a real device string.
+COMPILED = {
+    "backend": "cpu-compiled",
+    "device": "cpu: AMD EPYC 9654 96-Core Processor (2 cores, 1 torch thread)",
+}
 GPU = {"backend": "cuda-graph", "device": "NVIDIA H200"}
 
 
@@ -292,6 +297,11 @@ def _every_figure():
     yield "latency", plots.plot_latency(latency_frame())
     yield "memory", plots.plot_graph_memory(memory_frame())
     yield "spec", plots.plot_spec_decode(spec_frame())
+    yield (
+        "latency, compiled",
+        plots.plot_latency(latency_frame(prov=COMPILED).assign(model="tiny", dtype="float32")),
+    )
+    yield "spec, compiled", plots.plot_spec_decode(spec_frame(prov=COMPILED))
     yield (
         "crash map",
         plots.plot_crash_map(crash_map("all", range(1, 33), range(0, 9)), "num_crash"),

@@ -8,6 +8,8 @@ never mistaken for a GPU measurement.
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -76,8 +78,13 @@ def single_value(df: pd.DataFrame, column: str) -> str:
     return values[0]
 
 
+# Characters of 10-pt text that fit across a notebook-width figure (WIDTH_IN at 100 dpi).
+SUBTITLE_CHARS = 110
+
+
 def provenance_title(df: pd.DataFrame, what: str) -> str:
-    """'<what>' over one subtitle line naming backend, device, model and how memory was obtained."""
+    """'<what>' over a subtitle naming backend, device, model and how memory was obtained (one
+    line where it fits, else wrapped)."""
     backend, device = single_value(df, "backend"), single_value(df, "device")
     emulated = {
         "cpu-emulated": " (not a GPU measurement)",
@@ -91,7 +98,8 @@ def provenance_title(df: pd.DataFrame, what: str) -> str:
             "graph memory "
             + ("PREDICTED" if single_value(df, "memory_kind") == "predicted" else "measured")
         )
-    return f"{what}\n{'; '.join(parts)}"
+    # One subtitle line where it fits the notebook's width; longer provenance wraps.
+    return "\n".join([what, *textwrap.wrap("; ".join(parts), SUBTITLE_CHARS)])
 
 
 def require_columns(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
@@ -306,6 +314,13 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     return fig
 
 
+# What a "capture" is on the backends that record no CUDA graph.
+CAPTURE_TITLES = {
+    "cpu-emulated": "emulated capture: one eager\nstep, no graph recorded",
+    "cpu-compiled": "compiled capture: one compiled\nstep (the first pays the compile)",
+}
+
+
 def plot_graph_memory(df: pd.DataFrame) -> Figure:
     """Graph memory per captured size and cumulative, shared vs separate pools; capture time.
 
@@ -325,16 +340,21 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
             "memory_kind",
         ),
     )
-    measured = single_value(df, "memory_kind") == "measured"
     # One row of panels per engine: V0 graphs count rows, V1 graphs count tokens.
     engines = list(dict.fromkeys(df["engine"])) if "engine" in df.columns else [None]
     fig = Figure(figsize=(WIDTH_IN, 3.3 * len(engines) + 0.6), layout="constrained")
     for axes, engine in zip(fig.subplots(len(engines), 3, squeeze=False), engines):
         part = df if engine is None else df[df["engine"] == engine]
         per_graph, cumulative, capture = axes
-        for pool, marker in zip(sorted(part["graph_pool"].unique()), "os^"):
-            rows = part[part["graph_pool"] == pool].sort_values("capture_size")
-            style = dict(marker=marker, ms=4, lw=1, label=f"{pool} pool")
+        # V1 captures two families (FULL, PIECEWISE) into one pool: one line per pool and family.
+        families = (
+            part["family"].fillna("") if "family" in part.columns else pd.Series("", part.index)
+        )
+        lines = part.groupby([part["graph_pool"], families], sort=True)
+        for ((pool, family), rows), marker in zip(lines, "os^vD<"):
+            rows = rows.sort_values("capture_size")
+            label = f"{pool} pool" + (f", {family}" if family else "")
+            style = dict(marker=marker, ms=4, lw=1, label=label)
             per_graph.plot(rows["capture_size"], rows["memory_bytes"] / MIB, **style)
             cumulative.plot(rows["capture_size"], rows["cumulative_bytes"] / MIB, **style)
             capture.plot(rows["capture_size"], rows["capture_ms"], **style)
@@ -344,9 +364,7 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
         cumulative.set_title("this size and all larger\n(captured largest first)", fontsize=9)
         cumulative.set_ylabel("cumulative graph memory (MiB)")
         capture.set_title(
-            "capture time of each graph"
-            if measured
-            else "emulated capture: one eager\nstep, no graph recorded",
+            CAPTURE_TITLES.get(single_value(df, "backend"), "capture time of each graph"),
             fontsize=9,
         )
         capture.set_ylabel("capture time (ms)")
