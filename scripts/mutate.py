@@ -493,31 +493,31 @@ MUTANTS = [
         "return 0",
         CLI,
     ),
-    # views/widgets.py
+    # views/explorer_figure.py, views/widgets.py
     Mutant(
         "stale crash map",
-        "graphlab/views/widgets.py",
+        "graphlab/views/explorer_figure.py",
         "key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])",
         "key = (state.engine, None, MAP_VALUES[state.map_value])",
         WIDGETS,
     ),
     Mutant(
         "S bound 512",
-        "graphlab/views/widgets.py",
+        "graphlab/views/explorer_figure.py",
         'check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)',
         'check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS - 1)',
         WIDGETS,
     ),
     Mutant(
         "colour scale",
-        "graphlab/views/widgets.py",
+        "graphlab/views/explorer_figure.py",
         "max(1.0, float(finite.max(initial=0)))",
         "max(1.0, float(finite.min(initial=0)))",
         WIDGETS,
     ),
     Mutant(
         "T bound",
-        "graphlab/views/widgets.py",
+        "graphlab/views/explorer_figure.py",
         "self.max_num_batched_tokens,\n                1,\n"
         "                MAX_NUM_BATCHED_TOKENS,\n",
         "self.max_num_batched_tokens,\n                1,\n",

@@ -46,7 +46,7 @@ run_notebooks = importlib.util.module_from_spec(_spec)
 sys.modules.setdefault("run_notebooks", run_notebooks)
 _spec.loader.exec_module(run_notebooks)
 
-from graphlab.views.widgets import PATH_COLORS  # noqa: E402
+from graphlab.views.style import PATH_COLORS  # noqa: E402
 
 pytestmark = pytest.mark.notebooks
 SERVER_START_S = 90

@@ -9,7 +9,7 @@ __getattr__, __dir__ = lazy_exports(
     {
         "explorer": "widgets",
         "plot_padding": "padding",
-        "PATH_COLORS": "plots",
+        "PATH_COLORS": "style",
         "plot_step_timeline": "costs",
         "plot_adaptive_price": "costs",
     },

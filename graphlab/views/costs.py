@@ -2,7 +2,7 @@
 adaptive sizing's coverage, graphs, capture time and graph memory over k (adaptive's price).
 
 Takes the frames of graphlab.bench (a run's steps with provenance columns); titles name the
-backend and device as graphlab.views.plots does.
+backend and device as graphlab.views.style does.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from graphlab.sizing.engines import MIB
-from graphlab.views.plots import (
+from graphlab.views.style import (
     PATH_COLORS,
     PATH_MARKERS,
     WIDTH_IN,

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
-from graphlab.views.plots import (
+from graphlab.views.style import (
     PATH_COLORS,
     PATH_MARKERS,
     WIDTH_IN,

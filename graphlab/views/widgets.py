@@ -19,80 +19,29 @@ from __future__ import annotations
 
 import base64
 import html
-import io
-from dataclasses import dataclass, replace
-from functools import lru_cache
+from dataclasses import replace
 
-import numpy as np
-import PIL.Image
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import ListedColormap
-from matplotlib.figure import Figure
-
-from graphlab.errors import check_choice, check_int
-from graphlab.sizing.audit import AuditReport, audit, headline
-from graphlab.sizing.crash_maps import crash_map
+from graphlab.sizing.audit import AuditReport, headline
 from graphlab.sizing.engines import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     ENGINES,
-    PATHS,
     SizingConfig,
     get_engine,
 )
-from graphlab.views.plots import PATH_COLORS
-
-MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
-MAX_K = 8
-MAX_NUM_BATCHED_TOKENS = 16384
-MAP_VALUES = {"graph fraction": "graph_fraction", "crashing sizes": "num_crash"}
-# White: sizes between the smallest and largest n that no batch reaches.
-_STRIP = ListedColormap([PATH_COLORS[p] for p in PATHS]).with_extremes(bad="white")
-
-
-@dataclass(frozen=True)
-class ExplorerState:
-    """What the controls select. max_num_batched_tokens: None for the engine's default."""
-
-    engine: str = "vllm-0.5.5"
-    max_num_seqs: int = 8
-    num_speculative_tokens: int = 4
-    max_num_batched_tokens: int | None = None
-    map_value: str = "graph fraction"
-
-    def __post_init__(self):
-        get_engine(self.engine)
-        check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)
-        check_int("num_speculative_tokens", self.num_speculative_tokens, 0, MAX_K)
-        if self.max_num_batched_tokens is not None:  # the slider's range
-            check_int(
-                "max_num_batched_tokens (or None)",
-                self.max_num_batched_tokens,
-                1,
-                MAX_NUM_BATCHED_TOKENS,
-            )
-        check_choice("map_value", self.map_value, MAP_VALUES)
-
-    @property
-    def config(self) -> SizingConfig:
-        return SizingConfig(
-            self.max_num_seqs, self.num_speculative_tokens, self.max_num_batched_tokens
-        )
+from graphlab.views.explorer_figure import (
+    MAP_VALUES,
+    MAX_K,
+    MAX_NUM_BATCHED_TOKENS,
+    MAX_NUM_SEQS,
+    ExplorerFigure,
+    ExplorerState,
+)
 
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
     """Whether the engine sizes with max_num_batched_tokens (vLLM V1 does; V0 and the peers do
     not)."""
     return get_engine(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
-
-
-@lru_cache(maxsize=32)
-def _crash_grid(engine: str, max_num_batched_tokens: int | None, value: str) -> np.ndarray:
-    """The crash map of one engine as an array [S - 1, k] over S 1..512, k 0..8 (cached: ~0.5 s)."""
-    frame = crash_map(
-        engine, range(1, MAX_NUM_SEQS + 1), range(0, MAX_K + 1), max_num_batched_tokens
-    )
-    grid = frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value)
-    return grid.to_numpy(dtype=float)
 
 
 def summary_html(report: AuditReport) -> str:
@@ -129,153 +78,6 @@ def summary_html(report: AuditReport) -> str:
         f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
         f"captured sizes ({len(report.capture_sizes)}): {sizes}"
     )
-
-
-class ExplorerFigure:
-    """The explorer's figure, built once; `update(state)` moves its artists and returns the
-    report."""
-
-    def __init__(self, dpi: int = 80):
-        self.figure = Figure(figsize=(10, 5.2), dpi=dpi, layout="constrained")
-        self.canvas = FigureCanvasAgg(self.figure)
-        top, bottom = self.figure.subfigures(2, 1, height_ratios=(1.1, 1))
-        top.set_facecolor("white")  # opaque: redrawing it alone covers the previous strip
-        self.top = top
-        self.padded, self.strip = top.subplots(2, 1, sharex=True, height_ratios=(4, 1))
-        self.map = bottom.subplots(1, 1)
-        # One step line per path (NaN elsewhere): markers for thousands of n render too slowly.
-        labels = {
-            "graph": "graph: padded size",
-            "eager": "eager: n",
-            "crash": "crash: key looked up, never captured",
-        }
-        self.lines = {
-            p: self.padded.plot(
-                [], [], color=PATH_COLORS[p], lw=2, drawstyle="steps-mid", label=labels[p]
-            )[0]
-            for p in PATHS
-        }
-        self.diagonal = self.padded.plot([], [], ":", color="black", lw=0.8, label="no padding")[0]
-        self.largest = self.padded.axhline(
-            0, color="grey", ls="--", lw=0.8, label="largest captured"
-        )
-        self.padded.legend(fontsize=9, loc="upper left", ncols=3)
-        self.padded.set_ylabel("padded size")
-        self.strip_image = self.strip.imshow(
-            np.zeros((1, 1)), cmap=_STRIP, vmin=0, vmax=2, aspect="auto", interpolation="nearest"
-        )
-        self.strip.set_yticks([])
-        self.map_image = self.map.imshow(
-            np.zeros((MAX_NUM_SEQS, MAX_K + 1)).T,
-            origin="lower",
-            aspect="auto",
-            interpolation="nearest",
-            cmap="viridis",
-            extent=(0.5, MAX_NUM_SEQS + 0.5, -0.5, MAX_K + 0.5),
-        )
-        self.colorbar = self.figure.colorbar(self.map_image, ax=self.map, pad=0.01)
-        # A cell is 1 of 512 columns, under 2 pixels: a cross-hair and a ring make it findable.
-        self.cell = [
-            self.map.axvline(0, color="red", lw=0.8),
-            self.map.axhline(0, color="red", lw=0.8),
-            self.map.plot([0], [0], "o", ms=14, mfc="none", mec="red", mew=2)[0],
-        ]
-        self.map.set_xlabel("max_num_seqs S")
-        self.map.set_ylabel("k")
-        self.map.set_yticks(range(MAX_K + 1))
-        self._map_key = None
-        self._background = None  # the whole figure without the selected-cell box, after a full draw
-        # Place the axes once, with room for the widest labels (5-digit sizes, titles); solving the
-        # layout again on every move would cost ~40% of a redraw.
-        self.padded.set_ylim(0, 10 * MAX_NUM_SEQS * (MAX_K + 1))
-        self.padded.set_title("title")
-        self.strip.set_xlabel("label")
-        self.map.set_title("crash map title", fontsize=9)  # its room: clear of the strip's label
-        self.canvas.draw()
-        self.figure.set_layout_engine("none")
-
-    def update(self, state: ExplorerState) -> AuditReport:
-        report = audit(state.engine, state.config)
-        ns = np.array([d.batch_size for d in report.outcomes])
-        # The key each n looks up: a crash is the lookup of a padded size that was never captured.
-        path, _, keys = get_engine(state.engine).dispatch_array(ns, state.config)
-        padded = np.where(path == PATHS.index("eager"), ns, np.where(keys > 0, keys, ns))
-        for i, p in enumerate(PATHS):
-            self.lines[p].set_data(ns, np.where(path == i, padded, np.nan))
-        self.diagonal.set_data([ns[0], ns[-1]], [ns[0], ns[-1]])
-        self.largest.set_ydata([max(report.capture_sizes, default=0)] * 2)
-        self.padded.set_xlim(ns[0] - 0.5, ns[-1] + 0.5)
-        self.padded.set_ylim(0, max(int(padded.max()), 1) * 1.25)  # room for the legend
-        # One strip cell per n from the smallest to the largest reachable, blank where none lands.
-        strip = np.full(ns[-1] - ns[0] + 1, np.nan)
-        strip[ns - ns[0]] = path
-        self.strip_image.set_data(np.ma.masked_invalid(strip)[None, :])
-        self.strip_image.set_extent((ns[0] - 0.5, ns[-1] + 0.5, 0, 1))
-        self.strip.set_xlabel(
-            f"batch size n ({report.batch_unit} per decode step); strip: graph "
-            "(blue) / eager (orange) / crash (red)"
-        )
-        s = report.summary
-        self.padded.set_title(
-            f"{report.engine}, S = {state.max_num_seqs}, k = "
-            f"{state.num_speculative_tokens}: graph fraction {s.graph_fraction:.3f}, "
-            + (
-                f"first crash n = {s.first_crash_n} ({s.first_crash_error})"
-                if s.first_crash_n
-                else "no crash"
-            ),
-            fontsize=10,
-        )
-        self._update_map(state)
-        vline, hline, ring = self.cell
-        vline.set_xdata([state.max_num_seqs] * 2)
-        hline.set_ydata([state.num_speculative_tokens] * 2)
-        ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
-        return report
-
-    def _update_map(self, state: ExplorerState) -> None:
-        key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
-        if key == self._map_key:
-            return
-        self._map_key = key
-        self._background = None
-        grid = _crash_grid(*key)
-        finite = grid[np.isfinite(grid)]
-        vmax = 1.0 if key[2] == "graph_fraction" else max(1.0, float(finite.max(initial=0)))
-        self.map_image.set_data(grid.T)
-        fraction = key[2] == "graph_fraction"
-        self.map_image.set_cmap("viridis" if fraction else "Reds")
-        self.map_image.set_clim(0, vmax)
-        for artist in self.cell:  # visible on either colormap
-            artist.set_color("red" if fraction else "blue")
-        self.cell[2].set_markerfacecolor("none")
-        self.colorbar.set_label(state.map_value)
-        self.map.set_title(
-            f"crash map of {state.engine} (computed from its sizing rule): "
-            f"{state.map_value}; ring: the selected (S, k)",
-            fontsize=9,
-        )
-
-    def png(self) -> bytes:
-        """The figure as PNG. Only the strip half is redrawn while the crash map stays the same."""
-        if self._background is None:
-            for artist in self.cell:
-                artist.set_visible(False)
-            self.canvas.draw()
-            self._background = self.canvas.copy_from_bbox(self.figure.bbox)
-            for artist in self.cell:
-                artist.set_visible(True)
-        else:
-            self.canvas.restore_region(self._background)
-            self.top.draw(self.canvas.get_renderer())
-        for artist in self.cell:
-            self.map.draw_artist(artist)
-        image = PIL.Image.frombuffer(
-            "RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba()
-        )
-        buffer = io.BytesIO()
-        image.save(buffer, format="png", compress_level=1)  # zlib's default level 6 costs ~3x
-        return buffer.getvalue()
 
 
 class Explorer:
