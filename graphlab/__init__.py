@@ -45,7 +45,7 @@ __version__ = "0.1.0"
 
 # name -> module that defines it; the sizing layer first (no torch), then the engine and above.
 _EXPORTS = {
-    "SizingConfig": "sizing.engines",
+    "SizingConfig": "sizing.config",
     "ENGINES": "sizing.engines",
     "V0_ENGINES": "sizing.engines",
     "V1_ENGINES": "sizing.engines",
@@ -60,7 +60,7 @@ _EXPORTS = {
     "audit_table": "sizing.audit",
     "decode_graph_sizes": "sizing.dispatch",
     "plan": "sizing.plan",
-    "Plan": "sizing.plan",
+    "Plan": "sizing.plan_result",
     "Budget": "sizing.plan",
     "ModelConfig": "engine.config",
     "PRESETS": "engine.config",

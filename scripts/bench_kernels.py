@@ -25,7 +25,7 @@ from graphlab.bench.provenance import provenance
 from graphlab.engine.device import resolve_device
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 OUTSIDE = "outside"
 HOST_SYNCS = {"_local_scalar_dense"}

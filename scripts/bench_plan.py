@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.plan import MIB, Budget, SizeTable, plan
 
 

@@ -117,7 +117,7 @@ MUTANTS = [
     ),
     Mutant(
         "decode query len",
-        S + "engines.py",
+        S + "config.py",
         "return 1 + self.num_speculative_tokens",
         "return self.num_speculative_tokens",
         SIZING,
@@ -217,7 +217,9 @@ MUTANTS = [
         "np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[-1]",
         PLAN,
     ),
-    Mutant("path code", S + "plan.py", "on_graph = path == GRAPH", "on_graph = path != 2", PLAN),
+    Mutant(
+        "path code", S + "plan_result.py", "on_graph = path == GRAPH", "on_graph = path != 2", PLAN
+    ),
     Mutant(
         "padding cost",
         S + "optimum.py",
@@ -244,7 +246,7 @@ MUTANTS = [
     ),
     Mutant(
         "shared pool",
-        S + "plan.py",
+        S + "plan_result.py",
         'memory_bytes = float(own.max(initial=0.0) if graph_pool == "shared" else own.sum())',
         "memory_bytes = float(own.sum())",
         PLAN,

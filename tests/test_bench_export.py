@@ -20,8 +20,9 @@ from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, w
 from graphlab.cli import main
 from graphlab.engine import runner
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import decode_graph_sizes
-from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.sizing.engines import get_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.

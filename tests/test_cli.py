@@ -11,7 +11,7 @@ import pytest
 from graphlab import bench as bench_module
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 

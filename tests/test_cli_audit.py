@@ -14,7 +14,7 @@ from graphlab.cli import main
 from graphlab.cli.arguments import EXIT_REFUSED
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 

@@ -15,7 +15,7 @@ from graphlab.engine import compiled, graphs
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 NUM_SLOTS, MAX_SEQ_LEN, TOL = 8, 32, 1e-4
 CFG = SizingConfig(4)  # the guard captures 1, 2, 4; batches 5..8 run eagerly

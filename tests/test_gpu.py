@@ -15,7 +15,7 @@ from graphlab.bench.suites import get_suite
 from graphlab.bench.sweeps import LATENCY_ENGINE
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 NUM_SLOTS, MAX_SEQ_LEN = 64, 32
 needs_cuda = [

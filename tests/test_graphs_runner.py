@@ -12,7 +12,8 @@ from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, pred
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import V0_ENGINES, SizingConfig, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import V0_ENGINES, get_engine
 
 NUM_SLOTS, MAX_SEQ_LEN = 32, 16
 

@@ -2,10 +2,8 @@
 layer never imports torch, every layer says what it is, and no module grows past one concept."""
 
 import ast
-import io
 import subprocess
 import sys
-import tokenize
 from pathlib import Path
 
 import pytest
@@ -32,22 +30,6 @@ MAX_LINES, ENGINE_TABLE_MAX_LINES = 400, 650
 
 def modules():
     return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
-
-
-def size_in_lines(path: Path) -> int:
-    """Lines of the module, less those continuing an open bracket: the formatter splits one call
-    over several lines without making the module hold more."""
-    depth, rows, continued = 0, set(), set()
-    for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
-        if token.start[0] not in rows and token.type not in (tokenize.NL, tokenize.NEWLINE):
-            rows.add(token.start[0])
-            if depth:
-                continued.add(token.start[0])
-        if token.type == tokenize.OP and token.string in "([{":
-            depth += 1
-        elif token.type == tokenize.OP and token.string in ")]}":
-            depth -= 1
-    return len(path.read_text().splitlines()) - len(continued)
 
 
 def layer(path: Path) -> str:
@@ -136,7 +118,7 @@ def test_every_layer_says_what_it_is_and_may_import(name):
 
 
 def test_no_module_past_one_concept():
-    sizes = {str(p.relative_to(PACKAGE)): size_in_lines(p) for p in modules()}
+    sizes = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines()) for p in modules()}
     assert sizes.pop("sizing/engines.py") <= ENGINE_TABLE_MAX_LINES
     assert {name: n for name, n in sizes.items() if n > MAX_LINES} == {}
 

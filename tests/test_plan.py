@@ -10,20 +10,21 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig, get_engine, round_for_spec_decode
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine, round_for_spec_decode
 from graphlab.sizing.plan import (
     MIB,
     V1_ENGINES,
     Budget,
     SizeTable,
     Workload,
-    evaluate,
     plan,
     read_graph_memory,
     read_latency,
     read_spec_decode_steps,
     uniform_workload,
 )
+from graphlab.sizing.plan_result import evaluate
 
 V0, V1 = (
     dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0),

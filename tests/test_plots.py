@@ -11,8 +11,9 @@ import pytest
 from matplotlib.figure import Figure
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.sizing.engines import get_engine
 from graphlab.views import plots
 
 CPU = {"backend": "cpu-emulated", "device": "cpu: Test CPU (2 cores)"}

@@ -7,17 +7,9 @@ from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import decode_graph_sizes
-from graphlab.sizing.engines import (
-    ENGINES,
-    V0_ENGINES,
-    SGLang,
-    SizingConfig,
-    TrtLlm,
-    Vllm033,
-    get_engine,
-    pad0,
-)
+from graphlab.sizing.engines import ENGINES, V0_ENGINES, SGLang, TrtLlm, Vllm033, get_engine, pad0
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,

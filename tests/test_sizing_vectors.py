@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from graphlab.sizing.engines import Dispatch, SGLang, SizingConfig, TrtLlm, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import Dispatch, SGLang, TrtLlm, get_engine
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
 ENGINES = {"vllm-0.5.5", "vllm-0.6.0", "vllm-0.12.0", "vllm-0.13.0"}

@@ -12,7 +12,8 @@ import pytest
 
 from graphlab.against_vllm.installed import installed_capture_sizes
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig, Vllm033, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import Vllm033, get_engine
 
 pytestmark = pytest.mark.vllm
 

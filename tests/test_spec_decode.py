@@ -13,7 +13,8 @@ from graphlab.cli import main
 from graphlab.engine.config import ModelConfig
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
-from graphlab.sizing.engines import SizingConfig, pad0
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import pad0
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
 from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
 from graphlab.specdec.requests import (

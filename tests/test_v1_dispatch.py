@@ -14,8 +14,10 @@ from types import SimpleNamespace as ns
 import pytest
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import dispatch_tokens, graph_families
-from graphlab.sizing.engines import CUDAGRAPH_MODES, SizingConfig, get_engine
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.families import CUDAGRAPH_MODES
 
 MODES = (None,) + CUDAGRAPH_MODES
 

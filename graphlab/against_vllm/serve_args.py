@@ -7,7 +7,7 @@ import json
 
 from graphlab.against_vllm.installed import quiet_vllm_import
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 # vLLM's max_num_seqs when a command line leaves it unset, on the reference H200 as an API server
 # (vllm/engine/arg_utils.py `EngineArgs.get_batch_defaults`, 0.32: >= 70 GiB and not an A100).

@@ -27,7 +27,8 @@ from graphlab.engine.memory import graph_memory_bytes
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
-from graphlab.sizing.engines import SizingConfig, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine
 
 
 def guard_cost(

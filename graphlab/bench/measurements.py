@@ -26,7 +26,8 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import StepTimer, replay_check
 from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.sizing.engines import GRAPH_POOLS, MIB, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, MIB
 
 SEED = 0
 

@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, lookup
-from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
@@ -76,7 +77,7 @@ class Suite:
         if self.v1_sizing is not None and not isinstance(self.v1_sizing, SizingConfig):
             raise GraphlabError(
                 f"suite {self.name!r}: v1_sizing must be a "
-                f"graphlab.sizing.engines.SizingConfig or None, got {self.v1_sizing!r}"
+                f"graphlab.sizing.config.SizingConfig or None, got {self.v1_sizing!r}"
             )
         if self.v1_engine not in V1_ENGINES:
             raise GraphlabError(

@@ -51,8 +51,8 @@ from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.progress import progress as progress_bar
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.engines import SizingConfig
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
 

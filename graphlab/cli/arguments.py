@@ -13,7 +13,8 @@ import re
 from pathlib import Path
 
 from graphlab.errors import GraphlabError, check_int
-from graphlab.sizing.engines import CUDAGRAPH_MODES, get_engine
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value

@@ -13,7 +13,8 @@ from graphlab.cli.arguments import (
 )
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
-from graphlab.sizing.engines import ENGINES, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import ENGINES
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,

@@ -6,18 +6,15 @@ import json
 
 from graphlab.cli.arguments import add_config_arguments, int_in, positive_float
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import GRAPH_POOLS, V1_ENGINES, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, V1_ENGINES
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
-from graphlab.sizing.plan import (
-    DEFAULT_GRAPH_CEILING,
-    MAX_CANDIDATES,
-    MAX_PROGRAMME_CELLS,
-    at_default_footing,
-)
+from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS, at_default_footing
+from graphlab.sizing.plan_result import DEFAULT_GRAPH_CEILING
 
 
 def add_parser(subparsers) -> None:

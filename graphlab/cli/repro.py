@@ -14,7 +14,8 @@ from graphlab.cli.arguments import (
 )
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT
 
 

@@ -7,7 +7,8 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import DecodeRunner
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
-from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import V1_ENGINES, SizingPolicy, get_engine
 
 
 def make_runner(

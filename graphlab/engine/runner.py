@@ -17,7 +17,8 @@ from graphlab.engine.graphs import (
 )
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
-from graphlab.sizing.engines import V0_ENGINES, SizingConfig, SizingPolicy, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import V0_ENGINES, SizingPolicy, get_engine
 
 
 @dataclass(frozen=True)
@@ -56,7 +57,7 @@ class DecodeRunner:
         )
         if not isinstance(cfg, SizingConfig):
             raise GraphlabError(
-                f"cfg must be a graphlab.sizing.engines.SizingConfig, got {type(cfg).__name__}"
+                f"cfg must be a graphlab.sizing.config.SizingConfig, got {type(cfg).__name__}"
             )
         self.backend = resolve_backend(model, backend, graph_pool)
         model.kv_cache()  # a clear error now rather than at the first step

@@ -21,7 +21,8 @@ from graphlab.engine.graphs import (
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig, SizingPolicy
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import SizingPolicy
 
 
 class ModelRunner(DecodeRunner):

@@ -27,8 +27,9 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import V1_ENGINES, SizingConfig, SizingPolicy
+from graphlab.sizing.engines import V1_ENGINES, SizingPolicy
 
 
 class V1ModelRunner(DecodeRunner):

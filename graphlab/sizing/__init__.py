@@ -1,9 +1,10 @@
 """Sizing: which batches each engine captures as graphs, and what a batch of n does (torch-free).
 
-The engines' capture rules side by side (`engines`), the batch sizes a config reaches
+The sizing config (`config`) and vLLM V1's reading of its capture settings (`capture_settings`),
+the engines' capture rules side by side (`engines`), the batch sizes a config reaches
 (`batches`), vLLM V1's decode dispatch (`dispatch`), the audit (`audit`), the crash map
 (`crash_maps`), the command line's limits (`limits`) and the capture-size planner with its CSV
-inputs (`plan`, `plan_inputs`). May import numpy, pandas,
+inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
 `graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
 """
 
@@ -12,7 +13,7 @@ from graphlab.lazy import lazy_exports
 __getattr__, __dir__ = lazy_exports(
     __name__,
     {
-        "SizingConfig": "engines",
+        "SizingConfig": "config",
         "SizingPolicy": "engines",
         "ENGINES": "engines",
         "V0_ENGINES": "engines",
@@ -27,7 +28,7 @@ __getattr__, __dir__ = lazy_exports(
         "AuditReport": "audit",
         "crash_map": "crash_maps",
         "audit_table": "audit",
-        "Plan": "plan",
+        "Plan": "plan_result",
         "Budget": "plan",
     },
 )

@@ -29,6 +29,7 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import (
     CRASH,
@@ -38,7 +39,6 @@ from graphlab.sizing.engines import (
     PATHS,
     V0_ENGINES,
     Dispatch,
-    SizingConfig,
     SizingPolicy,
     crash_error,
     get_engine,

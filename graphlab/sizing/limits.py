@@ -4,7 +4,7 @@ sweeping for minutes or allocating GBs; `check_limits` applies them however the 
 from __future__ import annotations
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 MAX_NUM_SEQS_LIMIT = 65536  # S
 NUM_SPECULATIVE_TOKENS_LIMIT = 64  # k

@@ -25,23 +25,14 @@ A plan holds at least one graph (vLLM asserts a non-empty list) and no graph tha
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
-from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import (
-    GRAPH,
-    GRAPH_POOLS,
-    MIB,
-    V1_ENGINES,
-    SizingConfig,
-    get_engine,
-    round_up,
-)
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
 
 # Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
 from graphlab.sizing.optimum import Budget, interval_costs, optimum
@@ -53,27 +44,20 @@ from graphlab.sizing.plan_inputs import (
     read_latency,
     read_spec_decode_steps,
 )
+from graphlab.sizing.plan_result import Outcome, Plan, evaluate
 
-# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
-# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
-DEFAULT_GRAPH_CEILING = 512
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048
 # The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
 MAX_PROGRAMME_CELLS = 2**28
 __all__ = [
-    "DEFAULT_GRAPH_CEILING",
     "GRAPH_POOLS",
     "MIB",
     "V1_ENGINES",
     "Budget",
-    "Outcome",
-    "Plan",
     "SizeTable",
     "Workload",
     "at_default_footing",
-    "evaluate",
     "plan",
     "read_batch_sizes",
     "read_graph_memory",
@@ -81,140 +65,6 @@ __all__ = [
     "read_spec_decode_steps",
     "uniform_workload",
 ]
-
-
-# --- evaluation (the same for the plan and the engine's default) ----------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """A set of capture sizes on a workload: per-n padded size (0 when eager) and the means."""
-
-    capture_sizes: tuple[int, ...]
-    padded: np.ndarray
-    mean_padding_waste: float  # eager steps count 0 (graphlab.sizing.audit's definition)
-    graph_fraction: float  # weighted share of steps replaying a graph
-    mean_step_ms: float | None
-    memory_bytes: float | None
-
-
-def evaluate(
-    engine,
-    cfg: SizingConfig,
-    sizes,
-    workload: Workload,
-    memory: SizeTable | None = None,
-    graph_pool: str = "shared",
-    latency: tuple[SizeTable, SizeTable] | None = None,
-) -> Outcome:
-    """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
-    policy = get_engine(engine)
-    capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
-    path, graph_size, _ = policy.dispatch_array(workload.sizes, cfg, capture)
-    on_graph = path == GRAPH
-    waste = np.where(on_graph, graph_size - workload.sizes, 0)
-    step_ms = None
-    if latency is not None:
-        graph_ms, eager_ms = latency
-        per_step = np.where(
-            on_graph,
-            graph_ms(np.where(on_graph, graph_size, graph_ms.sizes[0])),
-            eager_ms(np.where(on_graph, eager_ms.sizes[0], workload.sizes)),
-        )
-        step_ms = float(workload.weights @ per_step)
-    memory_bytes = None
-    if memory is not None:
-        own = memory(capture)
-        memory_bytes = float(own.max(initial=0.0) if graph_pool == "shared" else own.sum())
-    return Outcome(
-        tuple(capture.tolist()),
-        graph_size,
-        float(workload.weights @ waste),
-        float(workload.weights[on_graph].sum()),
-        step_ms,
-        memory_bytes,
-    )
-
-
-# --- the plan -------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Plan:
-    engine: str
-    config: SizingConfig
-    max_num_batched_tokens: int
-    workload: Workload
-    budget: Budget
-    cost: str
-    plan: Outcome
-    default: Outcome
-    eager_sizes: tuple[int, ...]  # workload sizes left without a graph
-    eager_reason: str | None
-    memory_kind: str | None
-    latency_backend: (
-        str | None
-    )  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
-    notes: tuple[str, ...] = field(default=())
-
-    @property
-    def capture_sizes(self) -> tuple[int, ...]:
-        return self.plan.capture_sizes
-
-    @property
-    def default_full_sizes(self) -> tuple[int, ...]:
-        """The FULL uniform-decode graphs of the engine's default (its capture sizes rounded up to
-        multiples of 1 + k, graphlab.sizing.dispatch): the graphs `default` replays."""
-        return graph_families(self.engine, self.config).full_sizes
-
-    @property
-    def above_ceiling(self) -> tuple[int, ...]:
-        """Planned sizes above the engine's default ceiling (DEFAULT_GRAPH_CEILING tokens)."""
-        return tuple(s for s in self.capture_sizes if s > DEFAULT_GRAPH_CEILING)
-
-    @property
-    def vllm_flag(self) -> str:
-        return (
-            "--compilation-config "
-            + "'"
-            + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)})
-            + "'"
-        )
-
-    def to_dict(self) -> dict:
-        """A JSON-ready dict: the plan, the engine's default at the same config, and the flag."""
-        out = {
-            "engine": self.engine,
-            "max_num_seqs": self.config.max_num_seqs,
-            "num_speculative_tokens": self.config.num_speculative_tokens,
-            "max_num_batched_tokens": self.max_num_batched_tokens,
-            "workload": self.workload.source,
-            "cost": self.cost,
-            "max_graphs": self.budget.max_graphs,
-            "memory_budget_mib": self.budget.memory_mib,
-            "graph_pool": self.budget.graph_pool,
-            "memory_kind": self.memory_kind,
-            "latency_backend": self.latency_backend,
-        }
-        for prefix, outcome in (("", self.plan), ("default_", self.default)):
-            out |= {
-                f"{prefix}capture_sizes": list(outcome.capture_sizes),
-                f"{prefix}num_graphs": len(outcome.capture_sizes),
-                f"{prefix}mean_padding_waste": outcome.mean_padding_waste,
-                f"{prefix}graph_fraction": outcome.graph_fraction,
-                f"{prefix}mean_step_ms": outcome.mean_step_ms,
-                f"{prefix}memory_mib": None
-                if outcome.memory_bytes is None
-                else outcome.memory_bytes / MIB,
-            }
-        return out | {
-            "default_full_sizes": list(self.default_full_sizes),
-            "above_ceiling": list(self.above_ceiling),
-            "eager_batch_sizes": list(self.eager_sizes),
-            "eager_reason": self.eager_reason,
-            "vllm_flag": self.vllm_flag,
-            "notes": list(self.notes),
-        }
 
 
 def at_default_footing(result: Plan) -> Plan:

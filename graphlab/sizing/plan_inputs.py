@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 # Counts and bytes: the largest integers a float64 weight or table value holds exactly.

@@ -10,7 +10,8 @@ import pandas as pd
 
 from graphlab.engine.device import BACKENDS
 from graphlab.errors import GraphlabError, check_choice, check_int
-from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES, SizingConfig
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES
 from graphlab.specdec.rejection import SpecDecodeMetrics
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.

@@ -12,7 +12,7 @@ import numpy as np
 
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.batches import batch_expansion_sizes
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 
 
 @dataclass(frozen=True)

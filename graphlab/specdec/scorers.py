@@ -12,7 +12,7 @@ import torch
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import StepRecord
 from graphlab.engine.v0_runner import ModelRunner
-from graphlab.sizing.engines import SizingConfig
+from graphlab.sizing.config import SizingConfig
 from graphlab.specdec.records import SpecDecodeConfig
 from graphlab.specdec.requests import Request
 

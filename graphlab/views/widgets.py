@@ -22,12 +22,8 @@ import html
 from dataclasses import replace
 
 from graphlab.sizing.audit import AuditReport, headline
-from graphlab.sizing.engines import (
-    DEFAULT_MAX_NUM_BATCHED_TOKENS,
-    ENGINES,
-    SizingConfig,
-    get_engine,
-)
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINES, get_engine
 from graphlab.views.explorer_figure import (
     MAP_VALUES,
     MAX_K,

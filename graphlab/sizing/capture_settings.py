@@ -1,0 +1,58 @@
+"""How vLLM V1 turns a config's capture settings into capture sizes (`VllmConfig.
+_set_cudagraph_sizes`), before any rounding for speculative decoding."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from graphlab.sizing.config import SizingConfig
+
+
+@cache
+def token_grid(max_size: int) -> tuple[int, ...]:
+    """V1's default grid: 1, 2, 4, multiples of 8 below 256, then multiples of 16 up to max_size."""
+    small = [s for s in (1, 2, 4) if s <= max_size]
+    return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
+
+
+def set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
+    """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and
+    0.33.0) once the default ceiling is known: returns (sizes, warnings, error).
+
+    User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
+    min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
+    uniform-decode sizes), none > T. A user maximum unequal to the largest size left is truncated
+    with a WARNING, or refused (ValueError) when the user also set the sizes; shrinking a user list
+    logs a WARNING too (vLLM compares lengths, so duplicates count as a shrink).
+    """
+    user_sizes, user_max = cfg.cudagraph_capture_sizes, cfg.max_cudagraph_capture_size
+    if user_sizes is not None:
+        sizes = sorted(size for size in set(user_sizes) if size <= tokens)
+    else:
+        limit = min(tokens, ceiling if user_max is None else user_max)
+        sizes = sorted(set(token_grid(limit)) | {size for size in extra if size <= tokens})
+    largest, warnings = (sizes[-1] if sizes else 0), []
+    if user_max is not None and user_max != largest:
+        if user_sizes is not None:
+            return (
+                sizes,
+                (),
+                (
+                    f"ValueError: customized max_cudagraph_capture_size(={user_max}) "
+                    "should be consistent "
+                    f"with the max value of cudagraph_capture_sizes(={largest})"
+                ),
+            )
+        warnings.append(f"Truncating max_cudagraph_capture_size to {largest}")
+    if user_sizes is not None and len(sizes) < len(user_sizes):
+        warnings.append(
+            f"cudagraph_capture_sizes specified in compilation_config {list(user_sizes)} "
+            f"is overridden by config {sizes}"
+        )
+    return sizes, tuple(warnings), None
+
+
+def request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
+    """Today's request-count grid for uniform decode sizes, capped at the platform default."""
+    max_reqs = min(max_reqs, default_max_graph_size)
+    return sorted(set(token_grid(max_reqs)) | {max_reqs})

@@ -1,0 +1,64 @@
+"""The knobs capture sizing depends on, as a user gives them to vLLM, validated field by field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.sizing.families import CUDAGRAPH_MODES
+
+# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
+# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
+# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
+
+
+@dataclass(frozen=True)
+class SizingConfig:
+    """The knobs capture sizing depends on, in vLLM's vocabulary."""
+
+    max_num_seqs: int
+    num_speculative_tokens: int = 0
+    # None: engines that read it use DEFAULT_MAX_NUM_BATCHED_TOKENS; the others ignore it.
+    max_num_batched_tokens: int | None = None
+    # vLLM's compilation_config settings, as a user sets them (kept in the given order, since
+    # vLLM logs them so); only the V1 engines read them, the others raise GraphlabError.
+    cudagraph_capture_sizes: tuple[int, ...] | None = None
+    max_cudagraph_capture_size: int | None = None
+    # compilation_config.cudagraph_mode, one of CUDAGRAPH_MODES; None: the engine's default.
+    cudagraph_mode: str | None = None
+
+    def __post_init__(self) -> None:
+        check_int("max_num_seqs", self.max_num_seqs, 1)
+        check_int("num_speculative_tokens", self.num_speculative_tokens, 0)
+        if self.max_num_batched_tokens is not None:
+            check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
+        if self.max_cudagraph_capture_size is not None:
+            check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
+        sizes = self.cudagraph_capture_sizes
+        if sizes is not None:
+            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
+                # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
+                raise GraphlabError(
+                    f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}"
+                )
+            for size in sizes:
+                check_int("every cudagraph_capture_sizes entry", size, 1)
+            object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
+        if self.cudagraph_mode is not None:
+            check_choice("cudagraph_mode", self.cudagraph_mode, CUDAGRAPH_MODES)
+
+    @property
+    def sets_capture_sizes(self) -> bool:
+        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or
+        cudagraph_mode."""
+        return (
+            self.cudagraph_capture_sizes is not None
+            or self.max_cudagraph_capture_size is not None
+            or self.cudagraph_mode is not None
+        )
+
+    @property
+    def decode_query_len(self) -> int:
+        """Tokens a speculating request submits per decode step: 1 + k (vLLM's
+        uniform_decode_query_len)."""
+        return 1 + self.num_speculative_tokens
