@@ -9,9 +9,9 @@ from graphlab.views.style import WIDTH_IN
 
 
 def plot_plan(result) -> Figure:
-    """A graphlab.sizing.plan.Plan: padding waste per decode step size, the engine's default against
-    the plan; ticks mark the captured sizes (default below, plan above) and crosses the steps that
-    run eagerly."""
+    """A graphlab.sizing.plan_result.Plan: padding waste per decode step size, the engine's
+    default against the plan; ticks mark the captured sizes (default below, plan above) and
+    crosses the steps that run eagerly."""
     fig = Figure(figsize=(WIDTH_IN, 4.4), layout="constrained")
     ax = fig.add_subplot()
     ns = result.workload.sizes
