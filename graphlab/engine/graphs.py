@@ -171,6 +171,30 @@ def device_backend(device: torch.device, backend: str) -> str:
     return resolve_compiled(backend, device)
 
 
+def capture_record(size, predicted, predictions, timing, backend, graph_pool, **extra):
+    """The GraphRecord of one capture; `predictions`, the loop's predicted bytes so far, gains
+    this graph's. timing: (capture ms, warm-up ms, measured (drop, pool growth) or None)."""
+    capture_ms, warmup_ms, measured = timing
+    # Emulated, a graph costs what it adds to the predicted pool (nothing more once a larger
+    # graph shares it), as the measured free-memory drop would.
+    added = predict_pool_bytes(predictions + [predicted], graph_pool) - predict_pool_bytes(
+        predictions, graph_pool
+    )
+    predictions.append(predicted)
+    return GraphRecord(
+        size=size,
+        capture_ms=capture_ms,
+        warmup_ms=warmup_ms,
+        memory_bytes=added if measured is None else measured[0],
+        memory_kind="predicted" if measured is None else "measured",
+        pool_bytes=None if measured is None else measured[1],
+        predicted_bytes=predicted,
+        backend=backend,
+        graph_pool=graph_pool,
+        **extra,
+    )
+
+
 def capture_graphs(
     model: LlamaForCausalLM,
     sizes,
@@ -231,26 +255,17 @@ def capture_graphs(
                 predicted = predict_graph_memory(
                     model.config, size, model.max_seq_len, model.dtype, query_len
                 )
-                # Emulated, a graph costs what it adds to the predicted pool (nothing more
-                # once a larger graph shares it), as the measured free-memory drop would.
-                added = predict_pool_bytes(
-                    predictions + [predicted], graph_pool
-                ) - predict_pool_bytes(predictions, graph_pool)
-                predictions.append(predicted)
                 graphs[size] = CapturedGraph(
                     model, buffers, size, graph, None if graph is not None else step
                 )
                 records.append(
-                    GraphRecord(
-                        size=size,
-                        capture_ms=capture_ms,
-                        warmup_ms=warmup_ms,
-                        memory_bytes=added if measured is None else measured[0],
-                        memory_kind="predicted" if measured is None else "measured",
-                        pool_bytes=None if measured is None else measured[1],
-                        predicted_bytes=predicted,
-                        backend=backend,
-                        graph_pool=graph_pool,
+                    capture_record(
+                        size,
+                        predicted,
+                        predictions,
+                        (capture_ms, warmup_ms, measured),
+                        backend,
+                        graph_pool,
                         compile_cache=cache,
                     )
                 )

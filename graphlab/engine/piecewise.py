@@ -22,11 +22,10 @@ import time
 
 import torch
 
-from graphlab.engine.graphs import GraphRecord, resolve_backend
+from graphlab.engine.graphs import capture_record, resolve_backend
 from graphlab.engine.memory import (
     MemorySnapshot,
     predict_graph_memory,
-    predict_pool_bytes,
 )
 from graphlab.engine.model import LlamaForCausalLM
 
@@ -129,22 +128,15 @@ def capture_piecewise(
                     buffers, size, pool if graph_pool == "shared" else None, stream, num_warmups
                 )
                 predicted = predict_graph_memory(model.config, size, model.max_seq_len, model.dtype)
-                added = predict_pool_bytes(
-                    predictions + [predicted], graph_pool
-                ) - predict_pool_bytes(predictions, graph_pool)
-                predictions.append(predicted)
                 graphs[size] = PiecewiseGraph(buffers, size, pieces)
                 records.append(
-                    GraphRecord(
-                        size=size,
-                        capture_ms=capture_ms,
-                        warmup_ms=warmup_ms,
-                        memory_bytes=added if measured is None else measured[0],
-                        memory_kind="predicted" if measured is None else "measured",
-                        pool_bytes=None if measured is None else measured[1],
-                        predicted_bytes=predicted,
-                        backend=backend,
-                        graph_pool=graph_pool,
+                    capture_record(
+                        size,
+                        predicted,
+                        predictions,
+                        (capture_ms, warmup_ms, measured),
+                        backend,
+                        graph_pool,
                         family="piecewise",
                     )
                 )

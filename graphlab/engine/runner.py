@@ -65,6 +65,11 @@ class DecodeRunner:
         self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
         self.graph_records: list[GraphRecord] = []
         self.captured = False
+        self._init_sizes()
+
+    def _init_sizes(self) -> None:
+        """Each runner shape sets its capture sizes and graph limit here (V0 rows, V1 tokens)."""
+        raise NotImplementedError
 
     def _capture(self, sizes, query_len: int = 1, pool=None) -> dict:
         """{size: CapturedGraph} for every size, captured largest first (none if eager)."""

@@ -15,39 +15,17 @@ from __future__ import annotations
 import torch
 
 from graphlab.engine.graphs import (
-    NUM_WARMUPS,
     GraphRecord,
 )
-from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import SizingPolicy
 
 
 class ModelRunner(DecodeRunner):
     """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
 
-    def __init__(
-        self,
-        model: LlamaForCausalLM,
-        engine: str | SizingPolicy,
-        cfg: SizingConfig,
-        *,
-        backend: str = "auto",
-        graph_pool: str = "shared",
-        enforce_eager: bool = False,
-        num_warmups: int = NUM_WARMUPS,
-    ):
-        super().__init__(
-            model,
-            engine,
-            cfg,
-            backend=backend,
-            graph_pool=graph_pool,
-            enforce_eager=enforce_eager,
-            num_warmups=num_warmups,
-        )
+    def _init_sizes(self) -> None:
+        """The engine's sizes for cfg, what to capture, and where graphs stop."""
         self.capture_sizes = self.engine.capture_sizes(self.cfg)
         self.graph_limit = self.engine.graph_limit(self.cfg, self.capture_sizes)
         self.graph_runners: dict = {}

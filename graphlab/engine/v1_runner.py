@@ -21,15 +21,14 @@ from dataclasses import replace
 
 import torch
 
-from graphlab.engine.graphs import NUM_WARMUPS, GraphRecord
+from graphlab.engine.graphs import GraphRecord
 from graphlab.engine.memory import CaptureLoop
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import V1_ENGINES, SizingPolicy
+from graphlab.sizing.engines import V1_ENGINES
 
 
 class V1ModelRunner(DecodeRunner):
@@ -43,26 +42,8 @@ class V1ModelRunner(DecodeRunner):
 
     runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
 
-    def __init__(
-        self,
-        model: LlamaForCausalLM,
-        engine: str | SizingPolicy,
-        cfg: SizingConfig,
-        *,
-        backend: str = "auto",
-        graph_pool: str = "shared",
-        enforce_eager: bool = False,
-        num_warmups: int = NUM_WARMUPS,
-    ):
-        super().__init__(
-            model,
-            engine,
-            cfg,
-            backend=backend,
-            graph_pool=graph_pool,
-            enforce_eager=enforce_eager,
-            num_warmups=num_warmups,
-        )
+    def _init_sizes(self) -> None:
+        """The engine's sizes for cfg, what to capture, and where graphs stop."""
         error = self.engine.startup_error(self.cfg)
         if error:
             raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
