@@ -28,6 +28,7 @@ from graphlab.engine.memory import (
     predict_graph_memory,
 )
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.sdpa import sdpa_context
 
 
 class PieceBuffers:
@@ -86,16 +87,17 @@ class PiecewiseGraph:
         b.input_ids[tokens : self.size].zero_()
         b.positions[tokens : self.size].zero_()
         _, _, cells, mask = model.attention_inputs(positions, seq_slots)
-        for i, piece in enumerate(self.pieces):
-            if piece is None:
-                b.run_piece(i, self.size)
-            else:
-                piece.replay()
-            if i < len(model.model.layers):  # the attention op, outside the graphs
-                attn = model.model.layers[i].self_attn
-                b.attn[:tokens].copy_(
-                    attn.attend(b.q[:tokens], b.k[:tokens], b.v[:tokens], cells, seq_slots, mask)
-                )
+        # the eager attention runs on the same pinned SDPA kernel as the model's own step
+        with sdpa_context(model.device):
+            for i, piece in enumerate(self.pieces):
+                if piece is None:
+                    b.run_piece(i, self.size)
+                else:
+                    piece.replay()
+                if i < len(model.model.layers):  # the attention op, outside the graphs
+                    attn = model.model.layers[i].self_attn
+                    q, k, v = b.q[:tokens], b.k[:tokens], b.v[:tokens]
+                    b.attn[:tokens].copy_(attn.attend(q, k, v, cells, seq_slots, mask))
         return b.hidden_states[:tokens]
 
 
@@ -122,7 +124,8 @@ def capture_piecewise(
     gc.collect()
     gc.freeze()  # as graphs.capture_graphs: little for torch's per-capture gc to scan
     try:
-        with torch.no_grad():
+        # inference_mode, as the FULL captures and vLLM's capture_model
+        with torch.inference_mode():
             for size in sizes:
                 pieces, capture_ms, warmup_ms, measured = _capture_size(
                     buffers, size, pool if graph_pool == "shared" else None, stream, num_warmups
