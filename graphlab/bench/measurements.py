@@ -18,8 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.engine.compiled import COMPILED_CUDA_GRAPH
-from graphlab.engine.device import cost_backend_for
+from graphlab.engine.device import COMPILED_CUDA_GRAPH, cost_backend_for
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM

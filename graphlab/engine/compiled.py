@@ -33,11 +33,8 @@ from pathlib import Path
 
 import torch
 
-CPU_COMPILED, COMPILED_CUDA_GRAPH, CPU_EMULATED = (
-    "cpu-compiled",
-    "compiled-cuda-graph",
-    "cpu-emulated",
-)
+from graphlab.engine.device import CPU_COMPILED, CPU_EMULATED
+
 DESCRIPTION = (
     "each captured size runs a torch.compile'd step: on a CPU this removes per-op "
     "dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is "

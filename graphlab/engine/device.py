@@ -11,7 +11,9 @@ from pathlib import Path
 
 from graphlab.errors import GraphlabError, check_choice
 
-BACKENDS = ("cuda-graph", "compiled-cuda-graph", "cpu-compiled", "cpu-emulated")
+CUDA_GRAPH, COMPILED_CUDA_GRAPH = "cuda-graph", "compiled-cuda-graph"
+CPU_COMPILED, CPU_EMULATED = "cpu-compiled", "cpu-emulated"
+BACKENDS = (CUDA_GRAPH, COMPILED_CUDA_GRAPH, CPU_COMPILED, CPU_EMULATED)
 
 
 DEVICES = ("auto", "cpu", "cuda")
@@ -35,13 +37,13 @@ def resolve_device(device="auto"):
 
 def backend_for(device) -> str:
     """Real graphs only exist on CUDA; everywhere else the runner emulates them eagerly."""
-    return "cuda-graph" if device.type == "cuda" else "cpu-emulated"
+    return CUDA_GRAPH if device.type == "cuda" else CPU_EMULATED
 
 
 def cost_backend_for(device) -> str:
     """Where a cost is measured: real graphs on CUDA, compiled steps on a CPU (which save
     dispatch overhead there as graphs save launches); cpu-emulated saves nothing by design."""
-    return "cuda-graph" if device.type == "cuda" else "cpu-compiled"
+    return CUDA_GRAPH if device.type == "cuda" else CPU_COMPILED
 
 
 def pin_threads(threads: int = 1) -> int:

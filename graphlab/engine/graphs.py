@@ -24,13 +24,8 @@ from dataclasses import dataclass, replace
 
 import torch
 
-from graphlab.engine.compiled import (
-    COMPILED_CUDA_GRAPH,
-    CPU_COMPILED,
-    compiled_step,
-    resolve_compiled,
-)
-from graphlab.engine.device import BACKENDS, backend_for
+from graphlab.engine.compiled import compiled_step, resolve_compiled
+from graphlab.engine.device import BACKENDS, COMPILED_CUDA_GRAPH, CPU_COMPILED, backend_for
 from graphlab.engine.memory import (
     CaptureLoop,
     MemorySnapshot,
