@@ -202,6 +202,36 @@ def test_graph_memory_rows_accumulate_per_pool(written):
     assert (memory["num_reqs"] == memory["capture_size"]).all()
 
 
+def test_v0_graph_memory_rows_hold_one_token_per_row_whatever_k(monkeypatch):
+    # vLLM V0's scorer expands each request's 1 + k tokens into one-token rows (vllm/spec_decode/
+    # batch_expansion.py, v0.6.0); its graphs are keyed by rows, up to pad(S) = 8 whatever k.
+    from graphlab.engine.model import build_model
+
+    model = build_model("tiny", device="cpu")
+    model.allocate_kv_cache(8, 16)
+    probed, probe = [], measurements.probe_sdpa
+    monkeypatch.setattr(
+        measurements, "probe_sdpa", lambda m, rows, q: probed.append((rows, q)) or probe(m, rows, q)
+    )
+    pools = ("shared", "separate")
+    rows = measurements.graph_memory_rows(model, V0, SizingConfig(8, 2), graph_pools=pools)
+    assert [r["capture_size"] for r in rows] == [8, 4, 2, 1] * 2
+    assert [r["num_reqs"] for r in rows] == [8, 4, 2, 1] * 2
+    # Each size's attention probed once, across both pool modes, as rows of one token.
+    assert probed == [(8, 1), (4, 1), (2, 1), (1, 1)]
+
+
+def test_a_run_probes_its_sdpa_kernel_once_per_length(monkeypatch):
+    built, build = [], sweeps.build_model
+    monkeypatch.setattr(sweeps, "build_model", lambda *a, **kw: built.append(a) or build(*a, **kw))
+    with sweeps.bench_run(TINY, "cpu", backend="cpu-emulated") as run:
+        kernel = run.sdpa_backend(24)
+        assert run.sdpa_backend(24) == kernel and len(built) == 1
+        run.sdpa_backend(16)
+        assert len(built) == 2
+    assert kernel in ("cpu_flash_attention", "cpu_math")
+
+
 def test_graph_memory_has_a_row_per_captured_token_count_of_the_v1_engine(written):
     memory = read_csv(written["graph_memory"]).query("engine == 'vllm-0.33.0'")
     for pool in ("shared", "separate"):

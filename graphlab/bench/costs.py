@@ -13,17 +13,12 @@ pays the process's first compile or allocation) and their graph memory.
 
 from __future__ import annotations
 
-import gc
-
 import numpy as np
 import pandas as pd
-import torch
 
-from graphlab.bench.measurements import latency_rows
+from graphlab.bench.measurements import capture_records, capture_summary, latency_rows
 from graphlab.bench.provenance import provenance, with_provenance
-from graphlab.engine.device import cost_backend_for
-from graphlab.engine.factory import make_runner
-from graphlab.engine.memory import graph_memory_bytes
+from graphlab.engine.device import cost_backend
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
@@ -42,16 +37,14 @@ def guard_cost(
 ) -> pd.DataFrame:
     """Latency rows (latency.csv's columns) of `engine` and `covering` at batch sizes
     1..max_num_seqs * (1 + k), with provenance; the model's cache needs that many slots."""
-    backend = cost_backend_for(model.device) if backend == "auto" else backend
     sizes = range(1, cfg.max_num_seqs * cfg.decode_query_len + 1)
     rows = [
         row
         for name in (engine, covering)
         for row in latency_rows(model, name, cfg, sizes, repeats, warmup, backend)
     ]
-    frame = pd.DataFrame(rows)
-    prov = provenance(model.device, dtype=str(model.dtype), backend=frame.backend.iloc[0])
-    return with_provenance(frame, prov)
+    # Each row keeps its own backend (latency_rows resolves "auto"); the block adds the rest.
+    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
 
 
 def eager_ratio(
@@ -94,51 +87,37 @@ def adaptive_price(
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
-    backend = cost_backend_for(model.device) if backend == "auto" else backend
+    backend = cost_backend(model.device, backend)
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
-    records = _capture(model, longest[1], longest[2], backend, graph_pool)
-    warmup_ms = sum(r.capture_ms + r.warmup_ms for r in records)
+    warmup = capture_records(model, longest[1], longest[2], backend, graph_pool)
+    warmup_ms = capture_summary(warmup, graph_pool)["capture_ms"]
     rows = []
     for k, engine, cfg in configs:
         summary = audit(engine, cfg).summary
-        times = []
-        for _ in range(repeats):
-            records = _capture(model, engine, cfg, backend, graph_pool)
-            times.append(sum(r.capture_ms + r.warmup_ms for r in records))
-        memory, kind = graph_memory_bytes(records, graph_pool)
+        costs = [
+            capture_summary(capture_records(model, engine, cfg, backend, graph_pool), graph_pool)
+            for _ in range(repeats)
+        ]
+        cost = costs[-1]  # graphs, memory and compile cache of the last capture
         rows.append(
             dict(
                 engine=engine,
                 max_num_seqs=max_num_seqs,
                 num_speculative_tokens=k,
-                num_graphs=len(records),
-                largest_size=records[0].size,
+                num_graphs=cost["num_graphs"],
+                largest_size=cost["largest_size"],
                 num_reachable=summary.num_reachable,
                 graph_fraction=summary.graph_fraction,
                 eager_fraction=summary.eager_fraction,
-                capture_ms=float(np.median(times)),
+                capture_ms=float(np.median([c["capture_ms"] for c in costs])),
                 repeats=repeats,
-                memory_bytes=memory,
-                memory_kind=kind,
+                memory_bytes=cost["memory_bytes"],
+                memory_kind=cost["memory_kind"],
                 graph_pool=graph_pool,
-                compile_cache=records[0].compile_cache,
+                compile_cache=cost["compile_cache"],
                 warmup_capture_ms=warmup_ms,
             )
         )
-    prov = provenance(
-        model.device, dtype=str(model.dtype), model=preset, backend=records[0].backend
-    )
+    prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
     return with_provenance(rows, prov)
-
-
-def _capture(model, engine: str, cfg: SizingConfig, backend: str, graph_pool: str):
-    """The GraphRecords of one runner's capture; on CUDA its graphs are released before the
-    next (on a CPU there is nothing to release, and a collection per capture costs seconds)."""
-    records = make_runner(
-        model, engine, cfg, backend=backend, graph_pool=graph_pool
-    ).capture_model()
-    if model.device.type == "cuda":
-        gc.collect()
-        torch.cuda.empty_cache()
-    return records

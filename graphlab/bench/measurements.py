@@ -3,9 +3,10 @@
 The row builders behind the latency and graph_memory sweeps (graphlab.bench.sweeps), notebook 03's
 guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per request count in
 eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
-and a SizingConfig and need no run; `capture_cost` sums one engine's captures for a table. The
-device's copy bandwidth (the latency rows' floor) and the timing statistics live here too. The CSV
-columns are documented in data/README.md.
+and a SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
+(`capture_summary`, also behind notebook 04's adaptive price). The device's copy bandwidth (the
+latency rows' floor) and the timing statistics live here too. The CSV columns are documented in
+data/README.md.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.engine.device import COMPILED_CUDA_GRAPH, cost_backend_for
+from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, cost_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
@@ -43,6 +44,18 @@ def _batch(runner, num_reqs: int, seed: int = SEED):
         if runner.batch_unit == "tokens"
         else (ids[:, 0], positions[:, 0], slots)
     )
+
+
+def _query_len(runner) -> int:
+    """Tokens per request in a runner's step: 1 + k on a V1 runner; a V0 runner's rows hold one
+    token whatever k is."""
+    return runner.cfg.decode_query_len if runner.batch_unit == "tokens" else 1
+
+
+def _sdpa_probe(model: LlamaForCausalLM, q: int):
+    """tokens -> the SDPA kernel of the model's step of tokens // q requests of q tokens each,
+    probed once per size (probe_sdpa runs the model)."""
+    return functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
 
 
 def weight_bytes(model: LlamaForCausalLM) -> int:
@@ -112,7 +125,7 @@ def latency_modes(backend: str) -> dict[str, str]:
     mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's
     budget)."""
     if backend == COMPILED_CUDA_GRAPH:
-        return {"eager": "cuda-graph", "graph": "cuda-graph", "compiled-graph": backend}
+        return {"eager": CUDA_GRAPH, "graph": CUDA_GRAPH, "compiled-graph": backend}
     return {"eager": backend, "graph": backend}
 
 
@@ -135,19 +148,17 @@ def latency_rows(
     Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
     its first replay's logits with the eager step's on the same batch (replay_check).
     """
-    if backend == "auto":
-        backend = cost_backend_for(model.device)
+    backend = cost_backend(model.device, backend)
     runners = {
         mode: make_runner(model, engine, cfg, backend=mode_backend, enforce_eager=mode == "eager")
         for mode, mode_backend in latency_modes(backend).items()
     }
     for runner in runners.values():
         runner.capture_model()
-    # The run's backend on every row (a compiled-graph row says so in its mode).
-    # A V0 runner's rows hold one token whatever k is; a V1 runner's rows 1 + k.
-    q = cfg.decode_query_len if runners["graph"].batch_unit == "tokens" else 1
+    # Every row names the graph-mode runner's backend (compiled-graph rows say so in their mode).
+    q = _query_len(runners["graph"])
     fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
-    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
+    sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)
         reference = None
@@ -177,24 +188,62 @@ def latency_rows(
     return rows
 
 
+def release_graphs(device: torch.device) -> None:
+    """Free the graphs of a dropped runner before the next capture: on CUDA collect it and return
+    its pool's blocks (a CPU holds nothing to release, and ~0.1 s per collection adds up)."""
+    if device.type == "cuda":
+        gc.collect()
+        torch.cuda.empty_cache()
+
+
+def capture_records(
+    model: LlamaForCausalLM,
+    engine: str,
+    cfg: SizingConfig,
+    backend: str = "auto",
+    graph_pool: str = "shared",
+):
+    """The GraphRecords of one runner's capture, its graphs released (release_graphs)."""
+    records = make_runner(
+        model, engine, cfg, backend=backend, graph_pool=graph_pool
+    ).capture_model()
+    release_graphs(model.device)
+    return records
+
+
+def capture_summary(records, graph_pool: str) -> dict:
+    """What one capture list cost: graphs, largest size, their memory in graph_pool (measured on
+    CUDA, predicted when emulated: memory_kind), the capture time (each capture plus its warm-up
+    steps, summed), the compile cache and the backend."""
+    memory, kind = graph_memory_bytes(records, graph_pool)
+    return dict(
+        num_graphs=len(records),
+        largest_size=records[0].size,
+        memory_bytes=memory,
+        memory_kind=kind,
+        capture_ms=sum(r.capture_ms + r.warmup_ms for r in records),
+        compile_cache=records[0].compile_cache,
+        backend=records[0].backend,
+    )
+
+
 def capture_cost(
     model: LlamaForCausalLM, engines, cfg: SizingConfig, graph_pool: str = "shared"
 ) -> pd.DataFrame:
-    """Per engine: the graphs its target runner captures for cfg, their memory in graph_pool
-    (measured on CUDA, predicted when emulated: memory_kind) and the capture time, warm-up too."""
+    """Per engine: capture_summary of its target runner's captures for cfg, as a table."""
     rows = []
     for engine in engines:
-        records = make_runner(model, engine, cfg, graph_pool=graph_pool).capture_model()
-        memory, kind = graph_memory_bytes(records, graph_pool)
+        records = capture_records(model, engine, cfg, graph_pool=graph_pool)
+        cost = capture_summary(records, graph_pool)
         rows.append(
             {
                 "engine": engine,
-                "graphs": len(records),
-                "largest": records[0].size,
-                f"graph memory (MiB), {graph_pool} pool": memory / MIB,
-                "memory_kind": kind,
-                "capture time (ms)": sum(r.capture_ms + r.warmup_ms for r in records),
-                "backend": records[0].backend,
+                "graphs": cost["num_graphs"],
+                "largest": cost["largest_size"],
+                f"graph memory (MiB), {graph_pool} pool": cost["memory_bytes"] / MIB,
+                "memory_kind": cost["memory_kind"],
+                "capture time (ms)": cost["capture_ms"],
+                "backend": cost["backend"],
             }
         )
     return pd.DataFrame(rows).set_index("engine")
@@ -214,12 +263,12 @@ def graph_memory_rows(
     (running max for a shared pool, running sum for separate pools); predicted_over_measured
     their ratio where memory was measured. capture_size counts tokens for a V1 engine.
     """
-    rows, q = [], cfg.decode_query_len
-    sdpa = functools.cache(lambda tokens: probe_sdpa(model, tokens // q, q).backend)
+    rows, sdpa = [], None
     for graph_pool in graph_pools:
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
-        fixed = _sizing_columns(runner)
+        fixed, q = _sizing_columns(runner), _query_len(runner)
+        sdpa = sdpa or _sdpa_probe(model, q)  # one probe per size across the pool modes
         for order, record in enumerate(records):
             done = records[: order + 1]
             fields = asdict(record)
@@ -248,7 +297,5 @@ def graph_memory_rows(
                 )
             )
         del runner, records
-        gc.collect()
-        if model.device.type == "cuda":
-            torch.cuda.empty_cache()  # the next pool mode starts from released graphs
+        release_graphs(model.device)  # the next pool mode starts from released graphs
     return rows

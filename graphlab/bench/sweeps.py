@@ -42,10 +42,8 @@ from graphlab.bench.measurements import (
 )
 from graphlab.bench.provenance import as_computed, provenance, with_provenance
 from graphlab.bench.spec_decode import spec_decode_benchmark
-
-# The suites belong to bench's interface: bench.SUITES, bench.get_suite, bench.replace_suite.
 from graphlab.bench.suites import Suite, get_suite
-from graphlab.engine.device import BACKENDS, cost_backend_for, resolve_device
+from graphlab.engine.device import BACKENDS, cost_backend, resolve_device
 from graphlab.engine.graphs import device_backend
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
@@ -84,6 +82,7 @@ class BenchRun:
     backend: str
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
+    _sdpa: dict[int, str] = field(default_factory=dict, repr=False)  # sdpa_backend(), once each
     out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
     def stamp(self, rows) -> pd.DataFrame:
@@ -96,8 +95,11 @@ class BenchRun:
             export_csvs({name: self.stamp(rows)}, self.out)
 
     def sdpa_backend(self, max_seq_len: int) -> str:
-        """The SDPA kernel of a one-token decode step of the run's model at max_seq_len."""
-        return probe_sdpa(self.model(1, max_seq_len)).backend
+        """The SDPA kernel of a one-token decode step of the run's model at max_seq_len, probed
+        at the first call per length (the probe builds a model)."""
+        if max_seq_len not in self._sdpa:
+            self._sdpa[max_seq_len] = probe_sdpa(self.model(1, max_seq_len)).backend
+        return self._sdpa[max_seq_len]
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
         """The run's model with a KV cache of num_slots slots."""
@@ -138,7 +140,7 @@ def bench_run(
     try:
         preset, dtype = suite.model_for(dev.type)
         # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
-        backend = device_backend(dev, cost_backend_for(dev) if backend == "auto" else backend)
+        backend = device_backend(dev, cost_backend(dev, backend))
         run = BenchRun(
             suite,
             dev,

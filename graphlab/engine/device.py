@@ -46,6 +46,12 @@ def cost_backend_for(device) -> str:
     return CUDA_GRAPH if device.type == "cuda" else CPU_COMPILED
 
 
+def cost_backend(device, backend: str) -> str:
+    """The backend a cost is measured on: `backend`, or cost_backend_for the device when
+    "auto"."""
+    return cost_backend_for(device) if backend == "auto" else backend
+
+
 def pin_threads(threads: int = 1) -> int:
     """Set torch's CPU thread count (one by default, as `make notebooks` runs): small steps
     gain nothing from more, and on a shared machine extra threads stall. Returns it."""
