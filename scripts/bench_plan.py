@@ -7,13 +7,12 @@ comparison), and the same with a shared-pool memory budget and with the separate
 
 import argparse
 import os
-import platform
 import statistics
 import time
-from pathlib import Path
 
 import numpy as np
 
+from graphlab.engine.device import cpu_name
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.plan import MIB, Budget, SizeTable, plan
 
@@ -31,18 +30,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20)
     args = parser.parse_args()
-    cpu = next(
-        (
-            line.split(":", 1)[1].strip()
-            for line in Path("/proc/cpuinfo").read_text().splitlines()
-            if line.startswith("model name")
-        ),
-        platform.processor(),
-    )
-    print(
-        f"machine: {cpu}, {os.cpu_count()} cores, "
-        f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
-    )
+    print(f"machine: {cpu_name()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
     # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
     memory = SizeTable(sizes, 1e6 + 2e4 * sizes, "linear memory", "predicted")

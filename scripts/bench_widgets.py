@@ -13,24 +13,14 @@ median, p90 and max per engine over random (S, k) moves.
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import random
 import statistics
 import time
 
+from graphlab.engine.device import cpu_name
 from graphlab.sizing.engines import ENGINES
 from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer
-
-
-def cpu_name() -> str:
-    try:
-        with open("/proc/cpuinfo") as info:
-            return next(
-                line.split(":", 1)[1].strip() for line in info if line.startswith("model name")
-            )
-    except (OSError, StopIteration):
-        return platform.processor() or platform.machine()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = random.Random(args.seed)
     ex = explorer()
     print(
-        f"machine: {cpu_name()}, {os.cpu_count()} cores, "
-        f"python {platform.python_version()}; {args.moves} moves per engine, "
+        f"machine: {cpu_name()}, python {platform.python_version()}; "
+        f"{args.moves} moves per engine, "
         f"S in 1..{MAX_NUM_SEQS}, "
         f"k in 0..{MAX_K}"
     )

@@ -263,24 +263,14 @@ def sdpa_choice(device, preset: str) -> str:
 
 
 def environment(args) -> int:
-    import torch
-
     from graphlab.bench.provenance import provenance
     from graphlab.engine.device import resolve_device
 
     device = resolve_device(args.device)
-    cudnn = torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None
+    prov = provenance(device, suite="environment")
     print(
-        "python",
-        platform.python_version(),
-        "| torch",
-        torch.__version__,
-        "| cuda",
-        torch.version.cuda,
-        "| cudnn",
-        cudnn,
-        "| device",
-        torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
+        f"python {platform.python_version()} | torch {prov['torch_version']} | cuda "
+        f"{prov['cuda_version']} | cudnn {prov['cudnn_version']} | device {prov['device']}"
     )
     versions = []
     for name in PACKAGES:
@@ -290,7 +280,7 @@ def environment(args) -> int:
             versions.append(f"{name} not installed")
     print(" | ".join(versions))
     print(sdpa_choice(device, args.preset))
-    print("provenance:", provenance(device, suite="environment"))
+    print("provenance:", prov)
     return 0
 
 
@@ -378,7 +368,7 @@ def main() -> int:
     sweep = steps.add_parser("sweep", help="run sweeps of a bench suite")
     sweep.add_argument("--out", type=Path, required=True, help="folder for the CSVs")
     sweep.add_argument(
-        "--suite", default="full", help="a graphlab.bench.sweeps suite (default full)"
+        "--suite", default="full", help="a graphlab.bench.suites.SUITES suite (default full)"
     )
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
