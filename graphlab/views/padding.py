@@ -1,7 +1,7 @@
 """The padding staircase: the size each batch of one engine runs at, from its sizing rule.
 
-A view of `graphlab.sizing.audit`'s outcomes, no device involved; plots.py holds the figures of
-measured frames, this one the figure of a rule.
+A view of `graphlab.sizing.audit`'s outcomes, no device involved: the figure of a rule, not of a
+measured frame; plots.py gathers it with the others.
 """
 
 from __future__ import annotations
