@@ -18,13 +18,9 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab.engine.device import backend_for, cpu_name, device_name, resolve_device
-from graphlab.errors import check_choice
 
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
 COMPUTED = "computed"
-
-
-MEMORY_KINDS = ("measured", "predicted")
 
 
 # Column order of the provenance block appended to every tidy row.
@@ -177,10 +173,6 @@ def with_provenance(rows, prov: dict) -> pd.DataFrame:
     return frame[own + list(FIELDS)]
 
 
-def describe(prov: dict[str, str], memory_kind: str | None = None) -> str:
-    """One line for a plot title or a printout: backend and device, plus what the memory is."""
-    text = f"{prov['backend']} on {prov['device']}"
-    if memory_kind is not None:
-        check_choice("memory_kind", memory_kind, MEMORY_KINDS)
-        text += f", memory {memory_kind}"
-    return text
+def describe(prov: dict[str, str]) -> str:
+    """One line for a plot title or a printout: the backend and the device."""
+    return f"{prov['backend']} on {prov['device']}"
