@@ -182,14 +182,13 @@ class ExplorerFigure:
         self._background = None
         grid = _crash_grid(*key)
         finite = grid[np.isfinite(grid)]
-        vmax = 1.0 if key[2] == "graph_fraction" else max(1.0, float(finite.max(initial=0)))
-        self.map_image.set_data(grid.T)
         fraction = key[2] == "graph_fraction"
+        vmax = 1.0 if fraction else max(1.0, float(finite.max(initial=0)))
+        self.map_image.set_data(grid.T)
         self.map_image.set_cmap("viridis" if fraction else "Reds")
         self.map_image.set_clim(0, vmax)
-        for artist in self.cell:  # visible on either colormap
+        for artist in self.cell:  # the cross-hair's colour; the ring's edge stays red (mec)
             artist.set_color("red" if fraction else "blue")
-        self.cell[2].set_markerfacecolor("none")
         self.colorbar.set_label(state.map_value)
         self.map.set_title(
             f"crash map of {state.engine} (computed from its sizing rule): "
