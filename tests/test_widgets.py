@@ -3,6 +3,7 @@
 import base64
 import io
 
+import matplotlib.colors
 import numpy as np
 import PIL.Image
 import PIL.ImageColor
@@ -156,6 +157,20 @@ def test_the_selected_cell_is_marked_larger_than_a_cell():
     vline, hline, ring = ex.view.cell
     assert vline.get_xdata()[0] == 100 and hline.get_ydata()[0] == 2
     assert ring.get_markersize() * ex.view.figure.dpi / 72 >= 10  # pixels across, not 1.5
+
+
+@pytest.mark.parametrize("map_value", ["graph fraction", "crashing sizes"])
+def test_the_selected_cell_stands_out_on_either_colour_map(map_value):
+    ex = StaticExplorer(ExplorerState("vllm-0.5.5", 100, 2, map_value=map_value))
+    vline, hline, ring = ex.view.cell
+    edge = np.array(matplotlib.colors.to_rgb(ring.get_markeredgecolor()))
+    assert matplotlib.colors.same_color(vline.get_color(), edge)
+    assert matplotlib.colors.same_color(hline.get_color(), edge)
+    # RGB distance to every colour of the map, its maximum included (a red ring on Reds: 0.25).
+    cmap = ex.view.map_image.get_cmap()
+    colours = cmap(np.linspace(0, 1, 256))[:, :3]
+    assert np.linalg.norm(colours - edge, axis=1).min() > 0.5
+    assert not matplotlib.colors.same_color(cmap(1.0), edge)
 
 
 def test_the_crash_map_title_clears_the_strip_label():

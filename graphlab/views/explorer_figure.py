@@ -187,8 +187,10 @@ class ExplorerFigure:
         self.map_image.set_data(grid.T)
         self.map_image.set_cmap("viridis" if fraction else "Reds")
         self.map_image.set_clim(0, vmax)
-        for artist in self.cell:  # the cross-hair's colour; the ring's edge stays red (mec)
-            artist.set_color("red" if fraction else "blue")
+        colour = "red" if fraction else "blue"  # far from every colour of viridis / of Reds
+        for artist in self.cell:
+            artist.set_color(colour)
+        self.cell[2].set_markeredgecolor(colour)  # set_color leaves the ring's edge as it was
         self.colorbar.set_label(state.map_value)
         self.map.set_title(
             f"crash map of {state.engine} (computed from its sizing rule): "
