@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The prepared GPU check, one script: environment (versions, cuDNN, the SDPA kernel of a decode
 # call), the GPU tests, copy bandwidth, latency and graph memory of the 100m and 1b presets
-# (the V1 engine's token-count graphs and their cliff on 100m), the crash map, speculative decoding guard vs adaptive (summary and per step), and the
-# target table. Everything lands in ONE archive $OUT/gpu_check.tar.gz (CSVs, logs,
-# environment) plus $OUT/summary.txt, which ends with the target table and is printed last.
+# (the V1 engine's token-count graphs and their cliff on 100m), the crash map, speculative
+# decoding guard vs adaptive (summary and per step), and the target table. Everything lands in
+# ONE archive $OUT/gpu_check.tar.gz (CSVs, logs, environment) plus $OUT/summary.txt, which ends
+# with the target table and is printed last.
 # Run from the repository root:
 #   GPU machine:  GRAPHLAB_GIT_COMMIT=<sha> PYTHONPATH=. OUT=$OUT bash scripts/gpu_check.sh
-#                 (<sha>: `git rev-parse --short=12 HEAD` of the clean tree sent; the copy has no .git)
+#                 (<sha>: `git rev-parse --short=12 HEAD` of the clean tree sent; the copy
+#                 has no .git)
 #   CPU dry run:  PYTHONPATH=. OUT=build/gpu_check bash scripts/gpu_check.sh --device cpu --small
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
 # Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback

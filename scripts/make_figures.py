@@ -56,9 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, plot in plot_from.items():
         path = source(args.data, f"{name}.csv")
         figures[name] = (plot(pd.read_csv(path)), path)
-    path = (
-        args.data / "cpu" / "crash_map.csv"
-    )  # computed from the sizing rules: any machine's will do
+    # Computed from the sizing rules: any machine's will do.
+    path = args.data / "cpu" / "crash_map.csv"
     grid = pd.read_csv(path)
     grid = grid[grid["engine"].isin(list(V0_ENGINES))]
     figures["crash_map"] = (plots.plot_crash_map(grid, "num_crash"), path)

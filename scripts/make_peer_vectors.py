@@ -44,70 +44,21 @@ TRTLLM_COMMIT = "0004396720054fd8e205cbf616f21f0b57c6b412"
 TRTLLM_PATH = "tensorrt_llm/llmapi/llm_args.py"
 # nvidia-smi memory.total in MiB: an H200 (the kit's reference device) and an 80 GB A100/H100.
 DEVICE_MEMORY_MIB = (143771, 81920)
+# fmt: off
 EDGE_SEQS = (
-    1,
-    2,
-    3,
-    4,
-    5,
-    7,
-    8,
-    9,
-    15,
-    16,
-    17,
-    20,
-    31,
-    32,
-    33,
-    48,
-    64,
-    100,
-    127,
-    128,
-    129,
-    159,
-    160,
-    161,
-    200,
-    255,
-    256,
-    257,
-    300,
-    496,
-    511,
-    512,
-    513,
-    600,
+    1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 20, 31, 32, 33, 48, 64, 100, 127, 128, 129, 159, 160, 161,
+    200, 255, 256, 257, 300, 496, 511, 512, 513, 600,
 )
+# fmt: on
 MAX_NUM_SEQS = tuple(
     sorted(set(EDGE_SEQS) | set(random.Random("graphlab-peer-vectors").sample(range(1, 700), 8)))
 )
+# fmt: off
 TRTLLM_MAX_BATCH = (
-    1,
-    2,
-    3,
-    8,
-    31,
-    32,
-    33,
-    64,
-    100,
-    127,
-    128,
-    129,
-    191,
-    192,
-    193,
-    255,
-    256,
-    257,
-    300,
-    512,
-    513,
-    1000,
-    1024,
+    1, 2, 3, 8, 31, 32, 33, 64, 100, 127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 512, 513,
+    1000, 1024,
 )
+# fmt: on
 
 
 def function_node(source: str, name: str, cls: str | None = None) -> ast.FunctionDef:
@@ -298,8 +249,7 @@ NOTES = (
     "request count n in 1..max_num_seqs mirror CudaGraphRunner.can_run (n <= max_bs, padding on) "
     "and replay_prepare (bisect_left). "
     "nano-vllm: verbatim expressions from ModelRunner.capture_cudagraph (max_bs, self.graph_bs) "
-    "and "
-    "run_model (the eager if-test with is_prefill False, enforce_eager False; the "
+    "and run_model (the eager if-test with is_prefill False, enforce_eager False; the "
     "self.graphs[next(...)] lookup, a StopIteration recorded as the crash); outcomes per decode "
     "batch n in 1..max_num_seqs. "
     "trtllm: _generate_cuda_graph_batch_sizes verbatim (from the excerpt); outcomes for n in "

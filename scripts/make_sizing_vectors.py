@@ -39,33 +39,12 @@ V0_VERSIONS = ("0.5.5", "0.6.0")
 V1_VERSIONS = ("0.12.0", "0.13.0")
 # Edge values around the padding steps (1, 2, 4, multiples of 8), 128/256/512 and the V0 cap,
 # plus five seeded random values so that no policy can be tuned to the edge list alone.
+# fmt: off
 EDGE_MAX_NUM_SEQS = (
-    1,
-    2,
-    3,
-    4,
-    5,
-    7,
-    8,
-    9,
-    15,
-    16,
-    17,
-    31,
-    32,
-    33,
-    100,
-    127,
-    128,
-    129,
-    255,
-    256,
-    257,
-    300,
-    512,
-    1000,
-    1024,
+    1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 32, 33, 100, 127, 128, 129, 255, 256, 257, 300, 512,
+    1000, 1024,
 )
+# fmt: on
 MAX_NUM_SEQS = tuple(
     sorted(
         set(EDGE_MAX_NUM_SEQS)

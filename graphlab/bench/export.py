@@ -43,9 +43,8 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
         os.replace(tmp, path)
     except BaseException as error:
         os.unlink(tmp)
-        if isinstance(
-            error, OSError
-        ):  # name the CSV, not the temporary file (a full disk says neither)
+        # Name the CSV, not the temporary file (a full disk says neither).
+        if isinstance(error, OSError):
             error.filename = str(path)
         raise
     return path
