@@ -20,8 +20,6 @@ smallest capture size >= n in the mixed family; above the largest capture size, 
 
 from __future__ import annotations
 
-import bisect
-
 import numpy as np
 
 from graphlab.errors import check_choice
@@ -58,12 +56,6 @@ def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[i
     """Token counts of the FULL uniform-decode graphs vLLM captures for `cfg` (none when its
     cudagraph_mode has no separate FULL decode graphs)."""
     return graph_families(engine, cfg).full_sizes
-
-
-def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:
-    """The smallest size in `capture_sizes` >= num_tokens, or None above the largest."""
-    i = bisect.bisect_left(capture_sizes, num_tokens)
-    return capture_sizes[i] if i < len(capture_sizes) else None
 
 
 def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:

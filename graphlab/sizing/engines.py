@@ -21,7 +21,13 @@ import numpy as np
 from graphlab.errors import GraphlabError, check_int, lookup
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.families import families_for, family_arrays, round_for_spec_decode, round_up
+from graphlab.sizing.families import (
+    families_for,
+    family_arrays,
+    round_for_spec_decode,
+    round_up,
+    smallest_at_least,
+)
 
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
@@ -129,11 +135,7 @@ class SizingPolicy(ABC):
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none
         fits."""
-        sizes = np.asarray(capture_sizes)
-        if len(sizes) == 0:
-            return np.zeros_like(ns)
-        idx = np.searchsorted(sizes, ns, side="left")
-        return np.where(idx < len(sizes), sizes[np.minimum(idx, len(sizes) - 1)], 0)
+        return smallest_at_least(capture_sizes, ns)
 
     def startup_error(self, cfg: SizingConfig) -> str | None:
         """The error the engine refuses to start with for cfg (then nothing is captured), else

@@ -103,17 +103,17 @@ def family_arrays(families: GraphFamilies, ns, uniform_decode: bool = True):
     "full" | "piecewise" | None)."""
     ns = np.asarray(ns, dtype=np.int64)
     within = ns <= families.limit
-    full = _smallest_at_least(families.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
+    full = smallest_at_least(families.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
     full = np.where(within, full, 0)
-    mixed = _smallest_at_least(families.mixed_sizes, ns) if families.mixed_family else 0
+    mixed = smallest_at_least(families.mixed_sizes, ns) if families.mixed_family else 0
     size = np.where(full > 0, full, np.where(within, mixed, 0))
     family = np.where(full > 0, "full", np.where(size > 0, families.mixed_family or "", ""))
     return size, np.array([f or None for f in family.tolist()], dtype=object)
 
 
-def _smallest_at_least(sizes, ns: np.ndarray) -> np.ndarray:
+def smallest_at_least(sizes, ns: np.ndarray) -> np.ndarray:
     """Per n, the smallest of the sorted sizes >= n, 0 when none."""
-    if not sizes:
+    if len(sizes) == 0:
         return np.zeros_like(ns)
     sizes = np.asarray(sizes, dtype=np.int64)
     i = np.searchsorted(sizes, ns, side="left")
