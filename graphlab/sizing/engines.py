@@ -24,6 +24,7 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
     families_for,
     family_arrays,
+    has_full_decode,
     round_for_spec_decode,
     round_up,
     smallest_at_least,
@@ -332,7 +333,7 @@ class _V1Policy(SizingPolicy):
         return (
             self.rounds_for_spec_decode
             and cfg.decode_query_len > 1
-            and self.cudagraph_mode(cfg) in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+            and has_full_decode(self.cudagraph_mode(cfg))
         )
 
     @abstractmethod

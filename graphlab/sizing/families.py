@@ -43,6 +43,11 @@ _FAMILIES = {
 }
 
 
+def has_full_decode(mode: str) -> bool:
+    """Whether the mode's uniform decode batches replay FULL graphs (`decode_mode() == FULL`)."""
+    return _FAMILIES[mode][0] == "full"
+
+
 @dataclass(frozen=True)
 class GraphFamilies:
     """The graphs one V1 config captures: FULL uniform-decode sizes, and the mixed family's
@@ -88,11 +93,12 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    decode, mixed = _FAMILIES[mode]
+    mixed = _FAMILIES[mode][1]
     if not sizes or mode == "NONE":
         return GraphFamilies(mode, (), (), None, 0)
     full = ()
-    if decode == "full" and mixed != "full":  # separate_routine(): FULL graphs for uniform decode
+    # separate_routine(): FULL graphs for uniform decode
+    if has_full_decode(mode) and mixed != "full":
         limit = min(sizes[-1], cfg.max_num_seqs * q)
         full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
     return GraphFamilies(mode, full, tuple(sizes) if mixed else (), mixed, int(sizes[-1]))
