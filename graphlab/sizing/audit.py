@@ -283,7 +283,7 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
 def summarize(
     ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray, families=None
 ) -> AuditSummary:
-    """Summary of `dispatch_array`'s columns (and V1's families) for the batch sizes ns."""
+    """Summary of `dispatch_columns` for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
     crashes = int(counts[CRASH])
@@ -316,7 +316,7 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 def _runner_audit(
     policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool
 ) -> RunnerAudit:
-    columns = (*policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg))
+    columns = policy.dispatch_columns(ns, cfg)
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
         outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),

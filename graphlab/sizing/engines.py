@@ -2,8 +2,9 @@
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
 naming its source. A policy answers three questions, and `dispatch_array` is derived from them
-only (`dispatch`, for one batch, from it), so a model runner that performs the real dictionary
-lookup with the same answers reproduces the same outcome (including the V0 `KeyError`):
+only (`dispatch_columns` adds V1's graph family; `dispatch`, for one batch, reads them), so a model
+runner that performs the real dictionary lookup with the same answers reproduces the same outcome
+(including the V0 `KeyError`):
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
 - `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
@@ -92,7 +93,7 @@ class Dispatch:
 
     @staticmethod
     def from_arrays(ns, path, graph_size, keys, families=None) -> tuple[Dispatch, ...]:
-        """One Dispatch per n from `dispatch_array`'s columns (and V1's `graph_family_array`)."""
+        """One Dispatch per n from `dispatch_columns`."""
         families = [None] * len(path) if families is None else list(families)
         return tuple(
             Dispatch(
@@ -207,17 +208,14 @@ class SizingPolicy(ABC):
         found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
         return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
 
-    def graph_family_array(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """Per n, the graph family it replays ("full" | "piecewise" for vLLM V1), else None."""
-        return None
+    def dispatch_columns(self, ns, cfg: SizingConfig, capture_sizes=None):
+        """`dispatch_array`'s columns and the graph family per n ("full" | "piecewise" for vLLM V1;
+        None for the other engines)."""
+        return (*self.dispatch_array(ns, cfg, capture_sizes), None)
 
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """`dispatch_array` for one batch of n."""
-        return Dispatch.from_arrays(
-            [n],
-            *self.dispatch_array([n], cfg, capture_sizes),
-            self.graph_family_array([n], cfg, capture_sizes),
-        )[0]
+        """`dispatch_columns` for one batch of n."""
+        return Dispatch.from_arrays([n], *self.dispatch_columns([n], cfg, capture_sizes))[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -360,15 +358,14 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_array(self, ns, cfg, capture_sizes=None):
-        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.dispatch): FULL at the
+    def dispatch_columns(self, ns, cfg, capture_sizes=None):
+        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.families): FULL at the
         smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
-        size, _ = family_arrays(families_for(self, cfg, capture_sizes), ns)
-        path = np.where(size > 0, GRAPH, EAGER)
-        return path, size, size
+        size, family = family_arrays(families_for(self, cfg, capture_sizes), ns)
+        return np.where(size > 0, GRAPH, EAGER), size, size, family
 
-    def graph_family_array(self, ns, cfg, capture_sizes=None):
-        return family_arrays(families_for(self, cfg, capture_sizes), ns)[1]
+    def dispatch_array(self, ns, cfg, capture_sizes=None):
+        return self.dispatch_columns(ns, cfg, capture_sizes)[:3]
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
