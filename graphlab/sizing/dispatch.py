@@ -13,9 +13,11 @@ runner V1, vllm/v1/worker/gpu/cudagraph_utils.py `CudaGraphManager` for model ru
   capture sizes themselves: PIECEWISE graphs (all but attention) for PIECEWISE and
   FULL_AND_PIECEWISE; FULL graphs for FULL; none for FULL_DECODE_ONLY and NONE.
 
-`dispatch_tokens` is the rule every V1 surface uses: a uniform decode batch of n tokens replays the
-smallest FULL size >= n; any other batch (and a uniform one without such a FULL graph) the
-smallest capture size >= n in the mixed family; above the largest capture size, no graph.
+`GraphFamilies.dispatch` (graphlab.sizing.families; `family_arrays` over many batches) is the rule
+every V1 surface uses (the V1 policies' `dispatch_columns`, the V1 model runner, the planner): a
+uniform decode batch of n tokens replays the smallest FULL size >= n; any other batch (and a uniform
+one without such a FULL graph) the smallest capture size >= n in the mixed family; above the
+largest capture size, no graph. `dispatch_tokens` applies it by engine name, to any kind of batch.
 """
 
 from __future__ import annotations
@@ -40,14 +42,14 @@ def _policy(engine) -> SizingPolicy:
 def graph_families(
     engine: str | SizingPolicy, cfg: SizingConfig, capture_sizes=None
 ) -> GraphFamilies:
-    """The FULL and mixed graphs of `cfg` (or of `capture_sizes`, a list given to vLLM, which a
-    rounding model runner rounds as at start-up) under the engine's `cudagraph_mode`."""
+    """`families_for` the engine, a vLLM V1 one (GraphlabError naming them otherwise)."""
     return families_for(_policy(engine), cfg, capture_sizes)
 
 
 def dispatch_tokens(engine, cfg: SizingConfig, ns, capture_sizes=None, uniform_decode=True):
-    """`GraphFamilies.dispatch` over many batches at once: (path code GRAPH/EAGER per n, replayed
-    size or 0, family per n: "full" | "piecewise" | None)."""
+    """`GraphFamilies.dispatch` over many batches at once, uniform decode (as a V1 policy's
+    `dispatch_columns`) or not: (path code GRAPH/EAGER per n, replayed size or 0, family per n:
+    "full" | "piecewise" | None)."""
     size, family = family_arrays(graph_families(engine, cfg, capture_sizes), ns, uniform_decode)
     return np.where(size > 0, GRAPH, EAGER), size, family
 
