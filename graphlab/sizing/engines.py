@@ -39,6 +39,11 @@ PATHS = ("graph", "eager", "crash")
 # used by the V1 engines when the config leaves it unset.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
+# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
+# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
+# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
+DEFAULT_GRAPH_CEILING = 512
+
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
 # graph_pool_handle), or one pool per graph.
 GRAPH_POOLS = ("shared", "separate")
@@ -393,7 +398,7 @@ class Vllm012(_V1Policy):
     name = "vllm-0.12.0"
 
     def _default_sizing(self, cfg, tokens):
-        return min(2 * cfg.max_num_seqs, 512), []
+        return min(2 * cfg.max_num_seqs, DEFAULT_GRAPH_CEILING), []
 
 
 class Vllm013(_V1Policy):
@@ -403,7 +408,7 @@ class Vllm013(_V1Policy):
     name = "vllm-0.13.0"
 
     def _default_sizing(self, cfg, tokens):
-        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512), []
+        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
 
 
 class Vllm033(_V1Policy):
@@ -418,9 +423,9 @@ class Vllm033(_V1Policy):
     name = "vllm-0.33.0"
     rounds_for_spec_decode = False
 
-    def __init__(self, default_max_graph_size: int = 512) -> None:
+    def __init__(self, default_max_graph_size: int = DEFAULT_GRAPH_CEILING) -> None:
         super().__init__()
-        # 512 stands for a Hopper-class device; pass 1024 for data-center Blackwell.
+        # The default stands for a Hopper-class device; pass 1024 for data-center Blackwell.
         self.default_max_graph_size = default_max_graph_size
 
     def _default_sizing(self, cfg, tokens):
