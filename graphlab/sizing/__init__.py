@@ -28,6 +28,6 @@ __getattr__, __dir__ = lazy_exports(
         "crash_map": "crash_maps",
         "audit_table": "audit",
         "Plan": "plan_result",
-        "Budget": "plan",
+        "Budget": "optimum",
     },
 )
