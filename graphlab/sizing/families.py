@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
+# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
+# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
 CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 
