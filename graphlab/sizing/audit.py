@@ -203,9 +203,9 @@ class AuditReport:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
         if cfg.cudagraph_mode is not None:
             settings.append(f"cudagraph_mode={cfg.cudagraph_mode}")
-        lines = [f"engine {self.engine}: {' '.join(settings)}"]
-        if headline(self):
-            lines.append(headline(self))
+        lines, first = [f"engine {self.engine}: {' '.join(settings)}"], headline(self)
+        if first:
+            lines.append(first)
         if self.startup_error:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
@@ -222,7 +222,7 @@ class AuditReport:
         )
         lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
         lines += self.proposer.format_lines("rows")
-        lines.append(headline(self) or "fails first: neither")
+        lines.append(first or "fails first: neither")
         return "\n".join(lines)
 
 

@@ -33,9 +33,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
+from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
 # Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
-from graphlab.sizing.optimum import Budget, interval_costs, optimum
 from graphlab.sizing.plan_inputs import (
     SizeTable,
     Workload,
@@ -130,9 +130,8 @@ def _candidates(
             f"max_capture_size={max_capture_size} is below the smallest graph the workload "
             f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
         )
-    candidates = candidates[
-        candidates <= ceiling
-    ]  # a multiple of q above T: only the steps above it are lost
+    # A multiple of q above T: only the steps above it are lost.
+    candidates = candidates[candidates <= ceiling]
     if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
         raise GraphlabError(
             f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
@@ -214,9 +213,8 @@ def _default_outcome(
         default = evaluate(
             policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency
         )
-    except (
-        GraphlabError
-    ) as missing:  # the default's sizes may lie outside a table the plan stays within
+    except GraphlabError as missing:
+        # The default's sizes may lie outside a table the plan stays within.
         default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
         notes.append(f"default's memory/latency not computed: {missing}")
     if not default.capture_sizes:

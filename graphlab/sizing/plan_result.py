@@ -83,9 +83,8 @@ class Plan:
     eager_sizes: tuple[int, ...]  # workload sizes left without a graph
     eager_reason: str | None
     memory_kind: str | None
-    latency_backend: (
-        str | None
-    )  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
+    # The latency.csv's backend: cpu-emulated steps are no GPU measurement.
+    latency_backend: str | None
     notes: tuple[str, ...] = field(default=())
 
     @property
