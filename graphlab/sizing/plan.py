@@ -119,15 +119,13 @@ def _checked_workload(
     return workload
 
 
-def _candidates(
-    workload: Workload, q: int, ceiling: int, max_capture_size: int | None
-) -> np.ndarray:
-    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module
-    docstring."""
+def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndarray:
+    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling, the value of the
+    setting `bound` names; see the module docstring."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
         raise GraphlabError(
-            f"max_capture_size={max_capture_size} is below the smallest graph the workload "
+            f"{bound}={ceiling} is below the smallest graph the workload "
             f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
         )
     # A multiple of q above T: only the steps above it are lost.
@@ -248,7 +246,8 @@ def plan(
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
     tokens = policy.effective_max_num_batched_tokens(cfg)
     ceiling = min(tokens, max_capture_size or tokens)
-    candidates = _candidates(workload, cfg.decode_query_len, ceiling, max_capture_size)
+    bound = "max_capture_size" if ceiling == max_capture_size else "max_num_batched_tokens"
+    candidates = _candidates(workload, cfg.decode_query_len, ceiling, bound)
     _check_work(len(candidates), budget)
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
