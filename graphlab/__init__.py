@@ -61,7 +61,7 @@ _EXPORTS = {
     "decode_graph_sizes": "sizing.dispatch",
     "plan": "sizing.plan",
     "Plan": "sizing.plan_result",
-    "Budget": "sizing.plan",
+    "Budget": "sizing.optimum",
     "ModelConfig": "engine.config",
     "PRESETS": "engine.config",
     "build_model": "engine.model",

@@ -631,6 +631,25 @@ def test_bad_input_one_line_exit_2(capsys, tmp_path, bench, argv, content, named
     ), err
 
 
+@pytest.mark.parametrize(
+    "extra, named",
+    [
+        ([], "max_num_batched_tokens=10 is below"),
+        (["--max-capture-size", "20"], "max_num_batched_tokens=10 is below"),
+        (["--max-capture-size", "8"], "max_capture_size=8 is below"),
+    ],
+)
+def test_a_step_rounding_past_the_ceiling_names_the_setting_that_sets_it(
+    capsys, tmp_path, extra, named
+):
+    # 9 tokens fit in max_num_batched_tokens=10, but their graph is a multiple of 1+k=4: 12.
+    (tmp_path / "in.csv").write_text("batch_size\n9\n")
+    argv = ["--max-num-seqs", "2", "--num-speculative-tokens", "3", "--max-num-batched-tokens"]
+    code, out, err = run(capsys, *argv, "10", "--batch-sizes", str(tmp_path / "in.csv"), *extra)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert named in err and "the smallest graph the workload can use (12 tokens" in err, err
+
+
 ROUND_TRIP = [
     (256, 4, None, 40),
     (256, 4, None, None),

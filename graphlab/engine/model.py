@@ -308,11 +308,13 @@ class LlamaForCausalLM(nn.Module):
 
     def attention_inputs(self, positions: torch.Tensor, seq_slots: torch.Tensor):
         """(cos, sin, cache cells, additive causal mask) of one step's [n, L] positions."""
-        length = positions.shape[1]
+        cos, sin = self.rotary(positions.flatten())
+        return cos, sin, self.cache_cells(positions, seq_slots), self.attention_mask(positions)
+
+    def cache_cells(self, positions: torch.Tensor, seq_slots: torch.Tensor):
+        """The KV cache cells (slot, all heads, position) of one step's [n, L] tokens."""
         tokens = positions.flatten()
-        cos, sin = self.rotary(tokens)
-        cells = (seq_slots.repeat_interleave(length), slice(None), tokens)
-        return cos, sin, cells, self.attention_mask(positions)
+        return seq_slots.repeat_interleave(positions.shape[1]), slice(None), tokens
 
     def attention_mask(self, positions: torch.Tensor) -> torch.Tensor:
         """The additive mask SDPA gets, [n, 1, group * L, max_seq_len] in the model dtype: 0 at
@@ -363,9 +365,11 @@ def build_model(
     seed: int = 0,
     dtype: str | torch.dtype = torch.float32,
     device="cpu",
+    weight_std: float | None = None,
 ) -> LlamaForCausalLM:
-    """A model with seeded random weights (same seed and device -> same weights)."""
+    """A model with seeded random weights (same seed and device -> same weights); weight_std
+    as init_weights' std."""
     config = resolve_config(preset_or_config)
     model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))
-    init_weights(model, seed)
+    init_weights(model, seed, std=weight_std)
     return model.eval().requires_grad_(False)

@@ -17,16 +17,20 @@ eagerly on the same buffers.
 
 from __future__ import annotations
 
-import gc
-import time
+from functools import partial
 
 import torch
 
-from graphlab.engine.graphs import capture_record, resolve_backend
-from graphlab.engine.memory import (
-    MemorySnapshot,
-    predict_graph_memory,
+from graphlab.engine.device import CUDA_GRAPH
+from graphlab.engine.graphs import (
+    NUM_WARMUPS,
+    capture_context,
+    capture_record,
+    capture_stream_and_pool,
+    record_graphs,
+    resolve_backend,
 )
+from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.sdpa import sdpa_context
 
@@ -86,7 +90,7 @@ class PiecewiseGraph:
         b.positions[:tokens].copy_(positions.flatten())
         b.input_ids[tokens : self.size].zero_()
         b.positions[tokens : self.size].zero_()
-        _, _, cells, mask = model.attention_inputs(positions, seq_slots)
+        cells, mask = model.cache_cells(positions, seq_slots), model.attention_mask(positions)
         # the eager attention runs on the same pinned SDPA kernel as the model's own step
         with sdpa_context(model.device):
             for i, piece in enumerate(self.pieces):
@@ -106,7 +110,7 @@ def capture_piecewise(
     sizes,
     backend: str = "auto",
     graph_pool: str = "shared",
-    num_warmups: int = 2,
+    num_warmups: int = NUM_WARMUPS,
     pool=None,
 ):
     """PIECEWISE graphs of every size, largest first: ({size: PiecewiseGraph}, [GraphRecord]).
@@ -116,68 +120,25 @@ def capture_piecewise(
     if not sizes:
         return {}, []
     buffers = PieceBuffers(model, sizes[0])
-    cuda = backend == "cuda-graph"
-    stream = torch.cuda.Stream(model.device) if cuda else None
-    if cuda and graph_pool == "shared" and pool is None:
-        pool = torch.cuda.graph_pool_handle()
+    stream, pool = capture_stream_and_pool(model, backend == CUDA_GRAPH, graph_pool, pool)
     graphs, records, predictions = {}, [], []
-    gc.collect()
-    gc.freeze()  # as graphs.capture_graphs: little for torch's per-capture gc to scan
-    try:
-        # inference_mode, as the FULL captures and vLLM's capture_model
-        with torch.inference_mode():
-            for size in sizes:
-                pieces, capture_ms, warmup_ms, measured = _capture_size(
-                    buffers, size, pool if graph_pool == "shared" else None, stream, num_warmups
+    with capture_context():
+        for size in sizes:
+            runs = [partial(buffers.run_piece, i, size) for i in range(buffers.num_pieces)]
+            pieces, capture_ms, warmup_ms, measured = record_graphs(
+                runs, model.device, pool, stream, num_warmups
+            )
+            predicted = predict_graph_memory(model.config, size, model.max_seq_len, model.dtype)
+            graphs[size] = PiecewiseGraph(buffers, size, pieces)
+            records.append(
+                capture_record(
+                    size,
+                    predicted,
+                    predictions,
+                    (capture_ms, warmup_ms, measured),
+                    backend,
+                    graph_pool,
+                    family="piecewise",
                 )
-                predicted = predict_graph_memory(model.config, size, model.max_seq_len, model.dtype)
-                graphs[size] = PiecewiseGraph(buffers, size, pieces)
-                records.append(
-                    capture_record(
-                        size,
-                        predicted,
-                        predictions,
-                        (capture_ms, warmup_ms, measured),
-                        backend,
-                        graph_pool,
-                        family="piecewise",
-                    )
-                )
-    finally:
-        gc.unfreeze()
+            )
     return graphs, records
-
-
-def _capture_size(buffers: PieceBuffers, size: int, pool, stream, num_warmups: int):
-    """(pieces, capture ms, warm-up ms, (free-memory drop, reserved growth) or None)."""
-    if stream is None:  # emulated: each piece runs once, eagerly
-        start = time.perf_counter()
-        for i in range(buffers.num_pieces):
-            buffers.run_piece(i, size)
-        return [None] * buffers.num_pieces, (time.perf_counter() - start) * 1e3, 0.0, None
-    device = buffers.model.device
-    start = time.perf_counter()
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        for _ in range(num_warmups):
-            for i in range(buffers.num_pieces):
-                buffers.run_piece(i, size)
-    torch.cuda.synchronize(device)
-    warmup_ms = (time.perf_counter() - start) * 1e3
-    torch.cuda.empty_cache()
-    before = MemorySnapshot.take(device)
-    start, pieces = time.perf_counter(), []
-    for i in range(buffers.num_pieces):
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=pool, stream=stream):
-            buffers.run_piece(i, size)
-        pieces.append(graph)
-    torch.cuda.synchronize(device)
-    capture_ms = (time.perf_counter() - start) * 1e3
-    after = MemorySnapshot.take(device)
-    return (
-        pieces,
-        capture_ms,
-        warmup_ms,
-        (before.free_bytes - after.free_bytes, after.reserved_bytes - before.reserved_bytes),
-    )

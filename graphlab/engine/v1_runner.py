@@ -21,6 +21,7 @@ from dataclasses import replace
 
 import torch
 
+from graphlab.engine.device import CUDA_GRAPH
 from graphlab.engine.graphs import GraphRecord
 from graphlab.engine.memory import CaptureLoop
 from graphlab.engine.model import LlamaForCausalLM
@@ -35,9 +36,8 @@ class V1ModelRunner(DecodeRunner):
     """Uniform decode steps of one model (whose KV cache is allocated) under one V1 engine.
 
     `capture_sizes` are the token counts of its FULL uniform-decode graphs, `piecewise_sizes`
-    those of its PIECEWISE graphs, `engine_capture_sizes` the engine's configured list, and
-    `graph_limit` the largest token count that replays a FULL graph. StepRecord.batch_size counts
-    tokens, V1's dispatch unit.
+    those of its PIECEWISE graphs, and `graph_limit` the largest token count that replays a FULL
+    graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
     runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
@@ -55,7 +55,6 @@ class V1ModelRunner(DecodeRunner):
                 "FULL_DECODE_ONLY, FULL_AND_PIECEWISE"
             )
         self.query_len = self.cfg.decode_query_len
-        self.engine_capture_sizes = self.engine.capture_sizes(self.cfg)
         self.capture_sizes = self.families.full_sizes
         self.piecewise_sizes = self.families.by_family["piecewise"]
         self.graph_limit = self.capture_sizes[-1] if self.capture_sizes else 0
@@ -66,7 +65,7 @@ class V1ModelRunner(DecodeRunner):
         """Capture the FULL graphs, then the PIECEWISE ones, largest first, into one pool (none
         if eager); graph_records hold both, each with its family."""
         pool = None
-        on_cuda = self.backend == "cuda-graph" and not self.enforce_eager
+        on_cuda = self.backend == CUDA_GRAPH and not self.enforce_eager
         if on_cuda and self.graph_pool == "shared":
             pool = torch.cuda.graph_pool_handle()
         loop = CaptureLoop(self.model.device if on_cuda else torch.device("cpu"), self.graph_pool)
@@ -131,9 +130,9 @@ class V1ModelRunner(DecodeRunner):
                     f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], got {counts}"
                 )
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
-        path, graph_size = self.dispatch(num_tokens if uniform else num_reqs * q, uniform)
-        graphs = {"full": self.graphs, "piecewise": self.piecewise_graphs}.get(path, {})
-        graph = graphs.get(graph_size)
+        # uniform: num_tokens is B * q; otherwise the rows still carry B * q tokens
+        path, graph_size = self.dispatch(num_reqs * q, uniform)
+        graph = (self.piecewise_graphs if path == "piecewise" else self.graphs).get(graph_size)
         logits, ms = self.timed_step(graph, input_ids, positions, seq_slots)
         return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
 

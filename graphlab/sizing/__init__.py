@@ -23,12 +23,11 @@ __getattr__, __dir__ = lazy_exports(
         "reachable_batch_sizes": "batches",
         "batch_expansion_sizes": "batches",
         "decode_graph_sizes": "dispatch",
-        "decode_dispatch": "dispatch",
         "verify_batches": "dispatch",
         "AuditReport": "audit",
         "crash_map": "crash_maps",
         "audit_table": "audit",
         "Plan": "plan_result",
-        "Budget": "plan",
+        "Budget": "optimum",
     },
 )

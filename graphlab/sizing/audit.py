@@ -203,9 +203,9 @@ class AuditReport:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
         if cfg.cudagraph_mode is not None:
             settings.append(f"cudagraph_mode={cfg.cudagraph_mode}")
-        lines = [f"engine {self.engine}: {' '.join(settings)}"]
-        if headline(self):
-            lines.append(headline(self))
+        lines, first = [f"engine {self.engine}: {' '.join(settings)}"], headline(self)
+        if first:
+            lines.append(first)
         if self.startup_error:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
@@ -222,7 +222,7 @@ class AuditReport:
         )
         lines += ["proposer (draft model: B_s + B_bonus rows, graphs sized by max_num_seqs):"]
         lines += self.proposer.format_lines("rows")
-        lines.append(headline(self) or "fails first: neither")
+        lines.append(first or "fails first: neither")
         return "\n".join(lines)
 
 
@@ -283,7 +283,7 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
 def summarize(
     ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray, families=None
 ) -> AuditSummary:
-    """Summary of `dispatch_array`'s columns (and V1's families) for the batch sizes ns."""
+    """Summary of `dispatch_columns` for the batch sizes ns."""
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
     crashes = int(counts[CRASH])
@@ -316,7 +316,7 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 def _runner_audit(
     policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool
 ) -> RunnerAudit:
-    columns = (*policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg))
+    columns = policy.dispatch_columns(ns, cfg)
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
         outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),

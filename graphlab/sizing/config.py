@@ -7,10 +7,6 @@ from dataclasses import dataclass
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.families import CUDAGRAPH_MODES
 
-# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
-# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
-# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
-
 
 @dataclass(frozen=True)
 class SizingConfig:

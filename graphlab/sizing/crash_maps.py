@@ -53,8 +53,8 @@ def crash_map(
     error: the scorer's first crash; startup_error: why the engine would refuse the config
     (vLLM V1 only; its row then shows what the sizing rule leaves: no graphs after a failed
     rounding). proposer_first_crash_n / proposer_error: the V0 draft runner's first crash (null
-    elsewhere); fails_first: "scorer" or "proposer" (see the module docstring), null without a
-    crash.
+    elsewhere); fails_first: "scorer" or "proposer" (graphlab.sizing.audit's docstring says why),
+    null without a crash.
 
     engine: a name, a policy, a list of them, or "all". The *_n columns are nullable integers.
     progress: a tqdm bar on stderr, one step per engine.
@@ -91,9 +91,7 @@ def crash_map(
                 key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
                 if key not in summaries:
                     ns = reachable_batch_sizes(policy, cfg)
-                    summaries[key] = summarize(
-                        ns, *policy.dispatch_array(ns, cfg), policy.graph_family_array(ns, cfg)
-                    )
+                    summaries[key] = summarize(ns, *policy.dispatch_columns(ns, cfg))
                 s = summaries[key]
                 p = proposer.summary if proposer is not None and k > 0 else None
                 rows.append(

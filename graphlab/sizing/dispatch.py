@@ -13,14 +13,14 @@ runner V1, vllm/v1/worker/gpu/cudagraph_utils.py `CudaGraphManager` for model ru
   capture sizes themselves: PIECEWISE graphs (all but attention) for PIECEWISE and
   FULL_AND_PIECEWISE; FULL graphs for FULL; none for FULL_DECODE_ONLY and NONE.
 
-`dispatch_tokens` is the rule every V1 surface uses: a uniform decode batch of n tokens replays the
-smallest FULL size >= n; any other batch (and a uniform one without such a FULL graph) the
-smallest capture size >= n in the mixed family; above the largest capture size, no graph.
+`GraphFamilies.dispatch` (graphlab.sizing.families; `family_arrays` over many batches) is the rule
+every V1 surface uses (the V1 policies' `dispatch_columns`, the V1 model runner, the planner): a
+uniform decode batch of n tokens replays the smallest FULL size >= n; any other batch (and a uniform
+one without such a FULL graph) the smallest capture size >= n in the mixed family; above the
+largest capture size, no graph. `dispatch_tokens` applies it by engine name, to any kind of batch.
 """
 
 from __future__ import annotations
-
-import bisect
 
 import numpy as np
 
@@ -42,14 +42,14 @@ def _policy(engine) -> SizingPolicy:
 def graph_families(
     engine: str | SizingPolicy, cfg: SizingConfig, capture_sizes=None
 ) -> GraphFamilies:
-    """The FULL and mixed graphs of `cfg` (or of `capture_sizes`, a list given to vLLM, which a
-    rounding model runner rounds as at start-up) under the engine's `cudagraph_mode`."""
+    """`families_for` the engine, a vLLM V1 one (GraphlabError naming them otherwise)."""
     return families_for(_policy(engine), cfg, capture_sizes)
 
 
 def dispatch_tokens(engine, cfg: SizingConfig, ns, capture_sizes=None, uniform_decode=True):
-    """`GraphFamilies.dispatch` over many batches at once: (path code GRAPH/EAGER per n, replayed
-    size or 0, family per n: "full" | "piecewise" | None)."""
+    """`GraphFamilies.dispatch` over many batches at once, uniform decode (as a V1 policy's
+    `dispatch_columns`) or not: (path code GRAPH/EAGER per n, replayed size or 0, family per n:
+    "full" | "piecewise" | None)."""
     size, family = family_arrays(graph_families(engine, cfg, capture_sizes), ns, uniform_decode)
     return np.where(size > 0, GRAPH, EAGER), size, family
 
@@ -58,12 +58,6 @@ def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[i
     """Token counts of the FULL uniform-decode graphs vLLM captures for `cfg` (none when its
     cudagraph_mode has no separate FULL decode graphs)."""
     return graph_families(engine, cfg).full_sizes
-
-
-def decode_dispatch(capture_sizes, num_tokens: int) -> int | None:
-    """The smallest size in `capture_sizes` >= num_tokens, or None above the largest."""
-    i = bisect.bisect_left(capture_sizes, num_tokens)
-    return capture_sizes[i] if i < len(capture_sizes) else None
 
 
 def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:

@@ -2,8 +2,9 @@
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
 naming its source. A policy answers three questions, and `dispatch_array` is derived from them
-only (`dispatch`, for one batch, from it), so a model runner that performs the real dictionary
-lookup with the same answers reproduces the same outcome (including the V0 `KeyError`):
+only (`dispatch_columns` adds V1's graph family; `dispatch`, for one batch, reads them), so a model
+runner that performs the real dictionary lookup with the same answers reproduces the same outcome
+(including the V0 `KeyError`):
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
 - `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
@@ -21,7 +22,14 @@ import numpy as np
 from graphlab.errors import GraphlabError, check_int, lookup
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.families import families_for, family_arrays, round_for_spec_decode, round_up
+from graphlab.sizing.families import (
+    families_for,
+    family_arrays,
+    has_full_decode,
+    round_for_spec_decode,
+    round_up,
+    smallest_at_least,
+)
 
 # Path codes of `dispatch_array`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
@@ -30,6 +38,11 @@ PATHS = ("graph", "eager", "crash")
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
+
+# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
+# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
+# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
+DEFAULT_GRAPH_CEILING = 512
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
 # graph_pool_handle), or one pool per graph.
@@ -85,7 +98,7 @@ class Dispatch:
 
     @staticmethod
     def from_arrays(ns, path, graph_size, keys, families=None) -> tuple[Dispatch, ...]:
-        """One Dispatch per n from `dispatch_array`'s columns (and V1's `graph_family_array`)."""
+        """One Dispatch per n from `dispatch_columns`."""
         families = [None] * len(path) if families is None else list(families)
         return tuple(
             Dispatch(
@@ -129,11 +142,7 @@ class SizingPolicy(ABC):
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none
         fits."""
-        sizes = np.asarray(capture_sizes)
-        if len(sizes) == 0:
-            return np.zeros_like(ns)
-        idx = np.searchsorted(sizes, ns, side="left")
-        return np.where(idx < len(sizes), sizes[np.minimum(idx, len(sizes) - 1)], 0)
+        return smallest_at_least(capture_sizes, ns)
 
     def startup_error(self, cfg: SizingConfig) -> str | None:
         """The error the engine refuses to start with for cfg (then nothing is captured), else
@@ -204,17 +213,14 @@ class SizingPolicy(ABC):
         found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
         return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
 
-    def graph_family_array(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """Per n, the graph family it replays ("full" | "piecewise" for vLLM V1), else None."""
-        return None
+    def dispatch_columns(self, ns, cfg: SizingConfig, capture_sizes=None):
+        """`dispatch_array`'s columns and the graph family per n ("full" | "piecewise" for vLLM V1;
+        None for the other engines)."""
+        return (*self.dispatch_array(ns, cfg, capture_sizes), None)
 
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """`dispatch_array` for one batch of n."""
-        return Dispatch.from_arrays(
-            [n],
-            *self.dispatch_array([n], cfg, capture_sizes),
-            self.graph_family_array([n], cfg, capture_sizes),
-        )[0]
+        """`dispatch_columns` for one batch of n."""
+        return Dispatch.from_arrays([n], *self.dispatch_columns([n], cfg, capture_sizes))[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -330,7 +336,7 @@ class _V1Policy(SizingPolicy):
         return (
             self.rounds_for_spec_decode
             and cfg.decode_query_len > 1
-            and self.cudagraph_mode(cfg) in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+            and has_full_decode(self.cudagraph_mode(cfg))
         )
 
     @abstractmethod
@@ -357,15 +363,14 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_array(self, ns, cfg, capture_sizes=None):
-        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.dispatch): FULL at the
+    def dispatch_columns(self, ns, cfg, capture_sizes=None):
+        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.families): FULL at the
         smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
-        size, _ = family_arrays(families_for(self, cfg, capture_sizes), ns)
-        path = np.where(size > 0, GRAPH, EAGER)
-        return path, size, size
+        size, family = family_arrays(families_for(self, cfg, capture_sizes), ns)
+        return np.where(size > 0, GRAPH, EAGER), size, size, family
 
-    def graph_family_array(self, ns, cfg, capture_sizes=None):
-        return family_arrays(families_for(self, cfg, capture_sizes), ns)[1]
+    def dispatch_array(self, ns, cfg, capture_sizes=None):
+        return self.dispatch_columns(ns, cfg, capture_sizes)[:3]
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -393,7 +398,7 @@ class Vllm012(_V1Policy):
     name = "vllm-0.12.0"
 
     def _default_sizing(self, cfg, tokens):
-        return min(2 * cfg.max_num_seqs, 512), []
+        return min(2 * cfg.max_num_seqs, DEFAULT_GRAPH_CEILING), []
 
 
 class Vllm013(_V1Policy):
@@ -403,7 +408,7 @@ class Vllm013(_V1Policy):
     name = "vllm-0.13.0"
 
     def _default_sizing(self, cfg, tokens):
-        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, 512), []
+        return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
 
 
 class Vllm033(_V1Policy):
@@ -418,9 +423,9 @@ class Vllm033(_V1Policy):
     name = "vllm-0.33.0"
     rounds_for_spec_decode = False
 
-    def __init__(self, default_max_graph_size: int = 512) -> None:
+    def __init__(self, default_max_graph_size: int = DEFAULT_GRAPH_CEILING) -> None:
         super().__init__()
-        # 512 stands for a Hopper-class device; pass 1024 for data-center Blackwell.
+        # The default stands for a Hopper-class device; pass 1024 for data-center Blackwell.
         self.default_max_graph_size = default_max_graph_size
 
     def _default_sizing(self, cfg, tokens):

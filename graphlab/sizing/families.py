@@ -15,6 +15,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
+# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
+# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
 CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 
 
@@ -41,6 +44,11 @@ _FAMILIES = {
     "FULL_DECODE_ONLY": ("full", None),
     "FULL_AND_PIECEWISE": ("full", "piecewise"),
 }
+
+
+def has_full_decode(mode: str) -> bool:
+    """Whether the mode's uniform decode batches replay FULL graphs (`decode_mode() == FULL`)."""
+    return _FAMILIES[mode][0] == "full"
 
 
 @dataclass(frozen=True)
@@ -88,11 +96,12 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    decode, mixed = _FAMILIES[mode]
+    mixed = _FAMILIES[mode][1]
     if not sizes or mode == "NONE":
         return GraphFamilies(mode, (), (), None, 0)
     full = ()
-    if decode == "full" and mixed != "full":  # separate_routine(): FULL graphs for uniform decode
+    # separate_routine(): FULL graphs for uniform decode
+    if has_full_decode(mode) and mixed != "full":
         limit = min(sizes[-1], cfg.max_num_seqs * q)
         full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
     return GraphFamilies(mode, full, tuple(sizes) if mixed else (), mixed, int(sizes[-1]))
@@ -103,17 +112,17 @@ def family_arrays(families: GraphFamilies, ns, uniform_decode: bool = True):
     "full" | "piecewise" | None)."""
     ns = np.asarray(ns, dtype=np.int64)
     within = ns <= families.limit
-    full = _smallest_at_least(families.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
+    full = smallest_at_least(families.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
     full = np.where(within, full, 0)
-    mixed = _smallest_at_least(families.mixed_sizes, ns) if families.mixed_family else 0
+    mixed = smallest_at_least(families.mixed_sizes, ns) if families.mixed_family else 0
     size = np.where(full > 0, full, np.where(within, mixed, 0))
     family = np.where(full > 0, "full", np.where(size > 0, families.mixed_family or "", ""))
     return size, np.array([f or None for f in family.tolist()], dtype=object)
 
 
-def _smallest_at_least(sizes, ns: np.ndarray) -> np.ndarray:
+def smallest_at_least(sizes, ns: np.ndarray) -> np.ndarray:
     """Per n, the smallest of the sorted sizes >= n, 0 when none."""
-    if not sizes:
+    if len(sizes) == 0:
         return np.zeros_like(ns)
     sizes = np.asarray(sizes, dtype=np.int64)
     i = np.searchsorted(sizes, ns, side="left")

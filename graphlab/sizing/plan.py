@@ -33,9 +33,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
+from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
 # Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
-from graphlab.sizing.optimum import Budget, interval_costs, optimum
 from graphlab.sizing.plan_inputs import (
     SizeTable,
     Workload,
@@ -119,20 +119,17 @@ def _checked_workload(
     return workload
 
 
-def _candidates(
-    workload: Workload, q: int, ceiling: int, max_capture_size: int | None
-) -> np.ndarray:
-    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling; see the module
-    docstring."""
+def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndarray:
+    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling, the value of the
+    setting `bound` names; see the module docstring."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
         raise GraphlabError(
-            f"max_capture_size={max_capture_size} is below the smallest graph the workload "
+            f"{bound}={ceiling} is below the smallest graph the workload "
             f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
         )
-    candidates = candidates[
-        candidates <= ceiling
-    ]  # a multiple of q above T: only the steps above it are lost
+    # A multiple of q above T: only the steps above it are lost.
+    candidates = candidates[candidates <= ceiling]
     if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
         raise GraphlabError(
             f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
@@ -214,9 +211,8 @@ def _default_outcome(
         default = evaluate(
             policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency
         )
-    except (
-        GraphlabError
-    ) as missing:  # the default's sizes may lie outside a table the plan stays within
+    except GraphlabError as missing:
+        # The default's sizes may lie outside a table the plan stays within.
         default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
         notes.append(f"default's memory/latency not computed: {missing}")
     if not default.capture_sizes:
@@ -250,7 +246,8 @@ def plan(
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
     tokens = policy.effective_max_num_batched_tokens(cfg)
     ceiling = min(tokens, max_capture_size or tokens)
-    candidates = _candidates(workload, cfg.decode_query_len, ceiling, max_capture_size)
+    bound = "max_capture_size" if ceiling == max_capture_size else "max_num_batched_tokens"
+    candidates = _candidates(workload, cfg.decode_query_len, ceiling, bound)
     _check_work(len(candidates), budget)
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note

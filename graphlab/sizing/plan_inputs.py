@@ -90,9 +90,8 @@ class SizeTable:
     sizes: np.ndarray  # ascending
     values: np.ndarray
     what: str  # names the figure and its source in error messages
-    kind: str = (
-        ""  # memory_kind (measured | predicted) or latency backend (cuda-graph | cpu-emulated)
-    )
+    # memory_kind (measured | predicted) or latency backend (cuda-graph | cpu-emulated)
+    kind: str = ""
     note: str = ""  # what a plan built on it should say about the rows read
 
     def __call__(self, sizes) -> np.ndarray:

@@ -10,14 +10,9 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import GRAPH, MIB, get_engine
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH, MIB, get_engine
 from graphlab.sizing.optimum import Budget
 from graphlab.sizing.plan_inputs import SizeTable, Workload
-
-# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
-# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
-DEFAULT_GRAPH_CEILING = 512
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
 
@@ -88,9 +83,8 @@ class Plan:
     eager_sizes: tuple[int, ...]  # workload sizes left without a graph
     eager_reason: str | None
     memory_kind: str | None
-    latency_backend: (
-        str | None
-    )  # the latency.csv's backend: cpu-emulated steps are no GPU measurement
+    # The latency.csv's backend: cpu-emulated steps are no GPU measurement.
+    latency_backend: str | None
     notes: tuple[str, ...] = field(default=())
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 from graphlab.engine.config import ModelConfig
-from graphlab.engine.model import LlamaForCausalLM, build_model, init_weights
+from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.errors import check_choice, check_int
 
 DRAFT_KINDS = ("truncated", "target", "random")
@@ -23,9 +23,7 @@ def build_target(
     weight_std: float = SPEC_WEIGHT_STD,
 ) -> LlamaForCausalLM:
     """build_model with weights of std `weight_std` (see SPEC_WEIGHT_STD)."""
-    model = build_model(preset, seed=seed, dtype=dtype, device=device)
-    init_weights(model, seed, std=weight_std)
-    return model
+    return build_model(preset, seed=seed, dtype=dtype, device=device, weight_std=weight_std)
 
 
 def build_draft(
@@ -47,10 +45,8 @@ def build_draft(
     check_int("num_layers (of the target's)", num_layers, 1, layers)
     config = dataclasses.replace(target.config, num_hidden_layers=num_layers)
     if kind == "random":
-        draft = build_model(config, seed=seed, dtype=target.dtype, device=target.device)
-        std = float(target.model.embed_tokens.weight.std())
-        init_weights(draft, seed, std=std)  # same scale as the target, different values
-        return draft
+        std = float(target.model.embed_tokens.weight.std())  # the target's scale, other values
+        return build_model(config, seed, target.dtype, target.device, weight_std=std)
     draft = LlamaForCausalLM(config, device=target.device, dtype=target.dtype)
     shapes = draft.state_dict()
     draft.load_state_dict({name: t for name, t in target.state_dict().items() if name in shapes})

@@ -1,4 +1,5 @@
-"""Speculative decoding on the V0-shaped runner: propose, score, verify, with continuous batching.
+"""Speculative decoding on the target's runner (V0- or V1-shaped, by its engine): propose, score,
+verify, with continuous batching.
 
 One decode step, as vLLM V0's spec-decode worker ran it:
 
@@ -13,7 +14,8 @@ One decode step, as vLLM V0's spec-decode worker ran it:
      parent's KV cache slot; the others stay one row. The n = B_s*(k+1) + B_0 rows go through the
      target's `ModelRunner.execute_model`, whose engine picks graph, eager or KeyError;
    - MQA (vLLM 0.6.3 `MQAScorer`): one row of k+1 tokens per sequence, speculating and plain
-     together, in one eager forward; the batch stays B;
+     together; the batch stays B. One eager forward beside a V0 engine; on the V1-shaped runner
+     (V1 engines) vLLM V1's verify step, dispatched to FULL or PIECEWISE graphs by token count;
 3. the rejection sampler (graphlab.specdec.rejection) accepts a prefix of the drafts and adds one
    token.
 

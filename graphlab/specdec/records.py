@@ -148,7 +148,7 @@ class GenerateOutput:
             [
                 table.to_string(index=False, float_format=lambda x: f"{x:.2f}"),
                 "",
-                f"decode steps: {len(decode)}, on graphs: {int((decode.path == 'graph').sum())}, "
+                f"decode steps: {len(decode)}, on graphs: {int((decode.path != 'eager').sum())}, "
                 f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
                 f"vLLM V1 counts: num_drafts {m.num_drafts}, "
                 f"num_draft_tokens {m.num_draft_tokens}, "
