@@ -68,9 +68,9 @@ MUTANTS = [
     ),
     Mutant(
         "padded lookup side",
-        S + "engines.py",
-        'idx = np.searchsorted(sizes, ns, side="left")',
-        'idx = np.searchsorted(sizes, ns, side="right")',
+        S + "families.py",
+        'i = np.searchsorted(sizes, ns, side="left")',
+        'i = np.searchsorted(sizes, ns, side="right")',
         SIZING,
     ),
     Mutant(
