@@ -1,39 +1,148 @@
 """A `vllm serve` command line read by the installed vLLM's own argument parser into a
-SizingConfig."""
+SizingConfig, with the line's compilation config kept whole for the planner's flag."""
 
 from __future__ import annotations
 
 import json
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import quiet_vllm_import
 from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.batch_defaults import (
+    DEFAULT_DEVICE_TIER,
+    assumed_defaults_note,
+    batch_defaults,
+)
+from graphlab.sizing.config import PERFORMANCE_MODES, SizingConfig
+from graphlab.sizing.families import CUDAGRAPH_MODES
 
-# vLLM's max_num_seqs when a command line leaves it unset, on the reference H200 as an API server
-# (vllm/engine/arg_utils.py `EngineArgs.get_batch_defaults`, 0.32: >= 70 GiB and not an A100).
-DEFAULT_MAX_NUM_SEQS = 1024
+# The older spelling of `vllm serve` (vllm/entrypoints/openai/api_server.py, 0.32).
+API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+# Both spellings of the compilation config flag (vllm/engine/arg_utils.py, 0.32).
+COMPILATION_FLAGS = ("--compilation-config", "-cc")
+# Top-level flags vLLM copies into compilation_config; a compilation config with capture sizes on
+# the same line is vLLM's "mutually exclusive" error (`EngineArgs.create_engine_config`).
+CAPTURE_FLAGS = ("--cudagraph-capture-sizes", "--max-cudagraph-capture-size")
 
 
-def config_from_vllm_args(command_line: str) -> SizingConfig:
-    """The sizing-relevant options of a `vllm serve` command line, parsed by the installed vLLM's
-    own argument parser (`AsyncEngineArgs.add_cli_args` on a `FlexibleArgumentParser`; no model is
-    resolved or loaded): max_num_seqs (unset: DEFAULT_MAX_NUM_SEQS), max_num_batched_tokens,
-    speculative_config's num_speculative_tokens, and cudagraph_capture_sizes /
-    max_cudagraph_capture_size given as flags or inside compilation_config (both at once is
-    vLLM's "mutually exclusive" error), and compilation_config's cudagraph_mode. GraphlabError for
-    anything vLLM rejects, or without vllm.
-    """
-    import shlex
+@dataclass(frozen=True)
+class ServeLine:
+    """What a `vllm serve` line says about CUDA graphs: the config, and what the planner keeps."""
 
+    config: SizingConfig
+    # The compilation config vLLM receives (the last --compilation-config / -cc, dotted keys
+    # merged into it), as JSON values; {} when the line sets none.
+    compilation_config: dict = field(default_factory=dict)
+    # How the line reached its settings: defaults assumed, -O levels, --enforce-eager.
+    notes: tuple[str, ...] = ()
+    # The words after the entrypoint, and the flags a planned compilation config replaces.
+    words: tuple[str, ...] = ()
+    replaced_flags: tuple[str, ...] = ()
+
+    def with_flag(self, flag_words: list[str]) -> str:
+        """The line as `vllm serve ...` with its capture and compilation flags (and their values)
+        replaced by flag_words: appending alone loses to a top-level capture flag (vLLM's
+        "mutually exclusive" error) or a dotted -cc.KEY (merged and appended after it)."""
+        kept, values = [], 0  # values: how many of the next words are a dropped flag's
+        for word in self.words:
+            key = word.partition("=")[0].partition(".")[0]
+            key = key.replace("_", "-") if key.startswith("--") else key
+            if key in CAPTURE_FLAGS + COMPILATION_FLAGS:
+                # --cudagraph-capture-sizes takes every size that follows (nargs="+").
+                many = key == "--cudagraph-capture-sizes"
+                values = 0 if "=" in word else len(self.words) if many else 1
+            elif values and not word.startswith("-"):
+                values -= 1
+            else:
+                values = 0
+                kept.append(word)
+        return shlex.join(["vllm", "serve", *kept, *flag_words])
+
+
+def _entrypoint_words(command_line: str) -> list[str]:
+    """The line's words after `vllm serve` or `python -m vllm.entrypoints.openai.api_server`."""
     try:
         words = shlex.split(command_line)
     except ValueError as error:  # shlex's "No closing quotation" / "No escaped character"
         raise GraphlabError(
             f"--vllm-args {command_line!r} is not a shell command line: {error}"
         ) from None
+    if words[:2] == ["vllm", "serve"]:
+        return words[2:]
+    if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
+        if words[1:3] != ["-m", API_SERVER_MODULE]:
+            raise GraphlabError(
+                f"--vllm-args: a python command line must run `-m {API_SERVER_MODULE}`, got "
+                f"{' '.join(words[:3])!r}"
+            )
+        return words[3:]
+    if words[:1] == ["vllm"]:
+        raise GraphlabError(
+            f"--vllm-args: the vllm command must be `vllm serve`, got {' '.join(words[:2])!r}"
+        )
+    return words
+
+
+def _flag_values(words: list[str], names) -> list[tuple[str, str | None]]:
+    """(flag, value) for every `NAME VALUE`, `NAME=VALUE` and dotted `NAME.KEY VALUE` word, with
+    underscores read as dashes (vLLM's FlexibleArgumentParser)."""
+    found = []
+    for i, word in enumerate(words):
+        key, eq, value = word.partition("=")
+        head, dot, rest = key.partition(".")
+        head = head.replace("_", "-") if head.startswith("--") else head
+        key = head + dot + rest
+        if head in names:
+            found.append((key, value if eq else (words[i + 1] if i + 1 < len(words) else None)))
+    return found
+
+
+def _check_before_import(words: list[str]) -> None:
+    """The checks that need no vLLM (importing it takes ~20 s): JSON configs, cudagraph_mode."""
+    for key, value in _flag_values(words, (*COMPILATION_FLAGS, "--speculative-config", "-sc")):
+        if value is None:
+            raise GraphlabError(f"--vllm-args: {key} needs a value")
+        name = key.split(".", 1)[0]
+        what = "compilation_config" if name in COMPILATION_FLAGS else "speculative_config"
+        if "." in key:
+            mode = value.strip("'\"") if key == f"{name}.cudagraph_mode" else None
+        else:
+            try:
+                value = json.loads(value)
+            except json.JSONDecodeError as error:
+                raise GraphlabError(
+                    f"--vllm-args: {name} {value!r} is not JSON ({error.msg} at character "
+                    f"{error.pos})"
+                ) from None
+            if not isinstance(value, dict):
+                raise GraphlabError(
+                    f"--vllm-args: {what} must be a JSON object, got {json.dumps(value)}"
+                )
+            mode = value.get("cudagraph_mode") if name in COMPILATION_FLAGS else None
+        if isinstance(mode, str) and mode.upper() not in CUDAGRAPH_MODES:
+            # vLLM's validator raises a bare KeyError here (CompilationConfig, 0.32).
+            raise GraphlabError(
+                f"--vllm-args: cudagraph_mode {mode!r} is not one of {', '.join(CUDAGRAPH_MODES)} "
+                "(any case)"
+            )
+    for _, value in _flag_values(words, ("--performance-mode",)):
+        if value not in PERFORMANCE_MODES:
+            raise GraphlabError(
+                f"--vllm-args: --performance-mode {value!r} is not one of "
+                f"{', '.join(PERFORMANCE_MODES)}"
+            )
+
+
+def _parse(words: list[str]):
+    """(args, the argument list vLLM's parser ended with) from vLLM's own `vllm serve` parser."""
+    if sys.stderr.isatty():
+        print("reading --vllm-args: importing vllm (~20 s)...", file=sys.stderr, flush=True)
     quiet_vllm_import()
     try:
-        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.entrypoints.launchers.cli_args import make_arg_parser
         from vllm.utils.argparse_utils import FlexibleArgumentParser
     except ImportError as error:
         raise GraphlabError(
@@ -51,18 +160,101 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
                 f"vLLM's argument parser rejects --vllm-args: {'; '.join(filter(None, lines))}"
             )
 
-    if words[:2] == ["vllm", "serve"]:
-        words = words[2:]
-    if words and not words[0].startswith("-"):  # `vllm serve MODEL`: the model tag comes first
-        words = ["--model", *words]
+        # FlexibleArgumentParser hands argparse its rewritten list (dotted keys merged to JSON).
+        def parse_known_args(self, args=None, namespace=None):
+            self.processed = list(args or [])
+            return super().parse_known_args(args, namespace)
+
+    parser = Parser(prog="vllm serve")
     try:
-        args = AsyncEngineArgs.add_cli_args(Parser(prog="vllm serve")).parse_args(words)
+        args = make_arg_parser(parser).parse_args(words)
     except OSError as error:  # `--config FILE` is read while parsing
         raise GraphlabError(
             f"--vllm-args: cannot read {error.filename!r}: {error.strerror}"
         ) from None
+    except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
+        raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {error}") from None
+    return args, parser.processed
+
+
+def _compilation_dict(processed: list[str]) -> dict:
+    """The last compilation config argparse saw, as JSON values (argparse keeps the last)."""
+    from vllm.engine.arg_utils import _expand_json_human_readable_numbers
+
+    found = _flag_values(processed, COMPILATION_FLAGS)
+    return json.loads(_expand_json_human_readable_numbers(found[-1][1])) if found else {}
+
+
+def _cudagraph_mode(args, notes: list[str]) -> str | None:
+    """The mode vLLM runs with (`VllmConfig.__post_init__`, 0.32): --enforce-eager NONE; else the
+    user's, or the optimization level's default; PIECEWISE parts dropped without compilation."""
+    from pydantic import TypeAdapter, ValidationError
+    from vllm.config.compilation import CompilationMode, CUDAGraphMode
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel
+
+    try:
+        level = TypeAdapter(OptimizationLevel).validate_python(int(args.optimization_level))
+    except (ValueError, ValidationError):
+        raise GraphlabError(
+            f"--vllm-args: optimization level {args.optimization_level!r} is not one of 0, 1, 2, 3"
+        ) from None
     compilation = args.compilation_config
-    settings = {}
+    if args.enforce_eager:
+        notes.append("--enforce-eager: vLLM captures no CUDA graphs (cudagraph_mode NONE)")
+        return "NONE"
+    mode = user_mode = compilation.cudagraph_mode
+    if mode is None:
+        mode = OPTIMIZATION_LEVEL_TO_CONFIG[level]["compilation_config"]["cudagraph_mode"]
+        if level != OptimizationLevel.O2:
+            notes.append(f"-O{int(level)}: vLLM's default cudagraph_mode there is {mode.name}")
+    compile_mode = compilation.mode
+    if compile_mode is None:
+        compile_mode = CompilationMode.VLLM_COMPILE if level > 0 else CompilationMode.NONE
+    if mode.requires_piecewise_compilation() and compile_mode != CompilationMode.VLLM_COMPILE:
+        notes.append(
+            f"cudagraph_mode {mode.name} without vLLM's compilation becomes "
+            f"{mode.without_piecewise().name} (`_normalize_piecewise_cudagraph_mode`)"
+        )
+        mode = mode.without_piecewise()
+    # Left unset, the mode is each engine's own default (FULL_AND_PIECEWISE from 0.11 on).
+    return None if user_mode is None and mode == CUDAGraphMode.FULL_AND_PIECEWISE else mode.name
+
+
+def _num_speculative_tokens(speculative_config) -> int:
+    if speculative_config is None:
+        return 0
+    if not isinstance(speculative_config, dict):  # e.g. from a --config YAML file
+        raise GraphlabError(
+            f"--vllm-args: speculative_config must be a JSON object, got "
+            f"{json.dumps(speculative_config)}"
+        )
+    k = speculative_config.get("num_speculative_tokens")
+    if k is None:
+        raise GraphlabError(
+            "--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
+            "read it from the draft model's config, which is not loaded here)"
+        )
+    return k
+
+
+def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) -> ServeLine:
+    """The sizing-relevant options of a `vllm serve` line (or `python -m
+    vllm.entrypoints.openai.api_server ...`), parsed by the installed vLLM's own `vllm serve`
+    parser (`make_arg_parser`; no model is resolved or loaded): max_num_seqs and
+    max_num_batched_tokens (unset: vLLM's defaults on `device_tier`, graphlab.sizing.
+    batch_defaults), speculative_config's num_speculative_tokens, cudagraph_capture_sizes /
+    max_cudagraph_capture_size as flags or inside compilation_config (both at once is vLLM's
+    "mutually exclusive" error), cudagraph_mode after -O levels and --enforce-eager, and
+    --performance-mode. Malformed JSON and an unknown cudagraph_mode are refused before vLLM is
+    imported. GraphlabError for anything vLLM rejects, or without vllm.
+    """
+    batch_defaults(device_tier)  # an unknown tier fails before the slow import
+    words = _entrypoint_words(command_line)
+    _check_before_import(words)
+    args, processed = _parse(words)
+    notes: list[str] = []
+    settings = {"cudagraph_mode": _cudagraph_mode(args, notes)}
+    compilation = args.compilation_config
     for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         flag, nested = getattr(args, name), getattr(compilation, name, None)
         if flag is not None and nested is not None:
@@ -70,29 +262,38 @@ def config_from_vllm_args(command_line: str) -> SizingConfig:
                 f"--vllm-args: {name} and compilation_config.{name} are mutually exclusive"
             )
         settings[name] = flag if flag is not None else nested
-    mode = getattr(compilation, "cudagraph_mode", None)
-    settings["cudagraph_mode"] = None if mode is None else getattr(mode, "name", str(mode).upper())
-    if args.enforce_eager:
-        raise GraphlabError("--vllm-args sets --enforce-eager: vLLM captures no CUDA graphs at all")
-    k = 0
-    if args.speculative_config is not None:
-        if not isinstance(args.speculative_config, dict):
-            raise GraphlabError(
-                f"--vllm-args: speculative_config must be a JSON object, got "
-                f"{json.dumps(args.speculative_config)}"
-            )
-        k = args.speculative_config.get("num_speculative_tokens")
-        if k is None:
-            raise GraphlabError(
-                "--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
-                "read it from the draft model's config, which is not loaded here)"
-            )
+    mode = args.performance_mode
+    settings["performance_mode"] = None if mode == "balanced" else mode
+    defaults = batch_defaults(device_tier, mode)
+    note = assumed_defaults_note(
+        device_tier,
+        mode,
+        seqs_unset=args.max_num_seqs is None,
+        tokens_unset=args.max_num_batched_tokens is None,
+    )
     try:
-        return SizingConfig(
-            DEFAULT_MAX_NUM_SEQS if args.max_num_seqs is None else args.max_num_seqs,
-            k,
-            args.max_num_batched_tokens,
+        config = SizingConfig(
+            max_num_seqs=defaults.max_num_seqs if args.max_num_seqs is None else args.max_num_seqs,
+            num_speculative_tokens=_num_speculative_tokens(args.speculative_config),
+            max_num_batched_tokens=defaults.max_num_batched_tokens
+            if args.max_num_batched_tokens is None
+            else args.max_num_batched_tokens,
             **settings,
         )
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
+    replaced = [key for key, _ in _flag_values(words, CAPTURE_FLAGS + COMPILATION_FLAGS)]
+    return ServeLine(
+        config=config,
+        compilation_config=_compilation_dict(processed),
+        notes=tuple(filter(None, [note, *notes])),
+        words=tuple(words),
+        replaced_flags=tuple(dict.fromkeys(replaced)),
+    )
+
+
+def config_from_vllm_args(
+    command_line: str, device_tier: str = DEFAULT_DEVICE_TIER
+) -> SizingConfig:
+    """`read_vllm_args(...).config`: the line's SizingConfig."""
+    return read_vllm_args(command_line, device_tier).config

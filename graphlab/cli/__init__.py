@@ -11,6 +11,7 @@ torch-free.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from graphlab.cli import audit, bench, crash_map, plan, repro
@@ -20,12 +21,23 @@ from graphlab.errors import GraphlabError
 COMMANDS = (audit, crash_map, repro, bench, plan)  # in the order `--help` lists them
 
 
-def build_parser() -> argparse.ArgumentParser:
+def program_name(argv0: str) -> str:
+    """How the user ran the kit, for usage lines: `python -m graphlab` or the console script's
+    name."""
+    name = os.path.basename(argv0)
+    return "python -m graphlab" if name in ("__main__.py", "-c", "") else name
+
+
+def build_parser(prog: str = "python -m graphlab") -> argparse.ArgumentParser:
+    from graphlab import __version__
+
     parser = Parser(
-        prog="python -m graphlab",
+        prog=prog,
         description="CUDA graphs and speculative decoding: capture sizes, crashes and coverage per "
         "engine.",
+        epilog=f"`{prog} COMMAND --help` shows a command's options and examples.",
     )
+    parser.add_argument("--version", action="version", version=f"graphlab {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(subparsers)
@@ -34,7 +46,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(program_name(sys.argv[0])).parse_args(
+            sys.argv[1:] if argv is None else argv
+        )
         return args.handler(args)
     except GraphlabError as error:
         print(f"error: {error}", file=sys.stderr)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
+import math
 import os
 import re
 from pathlib import Path
@@ -29,6 +31,10 @@ CRASH_MAP_MAX_NUM_SEQS = 4096  # a crash map sweeps every S in its range: keep i
 
 # Exit status of `audit` when the engine would refuse to start with the config.
 EXIT_REFUSED = 3
+# The `schema` key of every --json object; raised when a key changes meaning or goes.
+JSON_SCHEMA = 2
+# An option's name as typed, `--max_num_seqs` or `--max-num-seqs=4` (vLLM takes both spellings).
+_OPTION = re.compile(r"--[A-Za-z0-9][A-Za-z0-9_-]*(=.*)?", re.DOTALL)
 
 
 class Parser(argparse.ArgumentParser):
@@ -41,6 +47,18 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message):
         raise GraphlabError(message)
+
+    def parse_known_args(self, args=None, namespace=None):
+        # vLLM's FlexibleArgumentParser reads --max_num_seqs as --max-num-seqs: so does the kit,
+        # except in the value of --vllm-args, which vLLM's own parser reads.
+        if args is not None:
+            args = [
+                word
+                if i and args[i - 1] == "--vllm-args" or not _OPTION.fullmatch(word)
+                else word.partition("=")[0].replace("_", "-") + "".join(word.partition("=")[1:])
+                for i, word in enumerate(args)
+            ]
+        return super().parse_known_args(args, namespace)
 
 
 def engine(value: str) -> str:
@@ -101,7 +119,7 @@ def checked(convert, valid, allowed: str):
     return parse
 
 
-# '1,2,4,8' -> (1, 2, 4, 8), in the given order.
+# '1,2,4,8' -> (1, 2, 4, 8), in the given order; vLLM's own spelling `1 2 4 8` is nargs="+".
 capture_sizes = checked(
     lambda value: tuple(int(part) for part in value.split(",")),
     lambda sizes: min(sizes) >= 1 and max(sizes) <= MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -168,8 +186,89 @@ def add_config_arguments(parser: argparse.ArgumentParser) -> None:
 def add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--cudagraph-mode",
+        type=str.upper,  # vLLM's validator takes any case (CompilationConfig, 0.32)
         choices=CUDAGRAPH_MODES,
         default=None,
-        help="vLLM's compilation_config.cudagraph_mode (vLLM V1 engines only; default: the "
-        "version's, FULL_AND_PIECEWISE)",
+        help="vLLM's compilation_config.cudagraph_mode, any case (vLLM V1 engines only; default: "
+        "the version's, FULL_AND_PIECEWISE)",
     )
+
+
+def add_capture_sizes(parser: argparse.ArgumentParser) -> None:
+    """--cudagraph-capture-sizes as vLLM spells it (`1 2 4 8`), or comma-separated."""
+    parser.add_argument(
+        "--cudagraph-capture-sizes",
+        type=capture_sizes,
+        nargs="+",
+        default=None,
+        metavar="N",
+        help="vLLM's compilation_config.cudagraph_capture_sizes, space-separated as vLLM takes "
+        "them (1 2 4 8) or comma-separated (vLLM V1 engines only)",
+    )
+
+
+def joined_sizes(groups) -> tuple[int, ...] | None:
+    """--cudagraph-capture-sizes' groups (`1 2,4 8`) as one tuple, in the given order."""
+    return None if groups is None else tuple(size for group in groups for size in group)
+
+
+def add_vllm_args(parser: argparse.ArgumentParser) -> None:
+    """--vllm-args and --device-tier, the defaults a line without max_num_seqs is sized with."""
+    from graphlab.sizing.batch_defaults import DEFAULT_DEVICE_TIER, DEVICE_TIERS, describe_tiers
+
+    parser.add_argument(
+        "--vllm-args",
+        default=None,
+        metavar='"..."',
+        help="a `vllm serve` (or `python -m vllm.entrypoints.openai.api_server`) command line: "
+        "its sizing options (max_num_seqs, max_num_batched_tokens, speculative_config, capture "
+        "sizes, cudagraph_mode, -O level, --enforce-eager, --performance-mode) are read with the "
+        "installed vLLM's own parser; importing vLLM takes ~20 s, so malformed JSON and "
+        "unknown modes are refused before it; not combinable with the config options above",
+    )
+    parser.add_argument(
+        "--device-tier",
+        choices=tuple(DEVICE_TIERS),
+        default=DEFAULT_DEVICE_TIER,
+        help="vLLM's defaults for what --vllm-args leaves unset, max_num_seqs / "
+        f"max_num_batched_tokens by device (EngineArgs.get_batch_defaults): {describe_tiers()}; "
+        f"default {DEFAULT_DEVICE_TIER}",
+    )
+
+
+def read_serve_line(args, given: dict):
+    """The ServeLine of args.vllm_args (None without it); GraphlabError naming any of the
+    config options in `given` (name -> value) that are set as well, or a value over the kit's
+    limits."""
+    from graphlab.sizing.limits import check_limits
+
+    if args.vllm_args is None:
+        return None
+    flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+    if flags:
+        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args(args.vllm_args, args.device_tier)
+    try:  # the flags' own bounds, which vLLM's parser does not know
+        check_limits(line.config)
+    except GraphlabError as error:
+        raise GraphlabError(f"--vllm-args: {error}") from None
+    return line
+
+
+def _finite(value):
+    """value with every NaN or infinity replaced by None, in nested dicts and lists."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(item) for item in value]
+    return value
+
+
+def json_text(command: str, data: dict) -> str:
+    """The one JSON object a command's --json prints: `schema` and `command` first, strict JSON
+    (null where a number is undefined, never NaN)."""
+    return json.dumps({"schema": JSON_SCHEMA, "command": command, **_finite(data)}, allow_nan=False)

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
+    add_capture_sizes,
     add_config_arguments,
-    capture_sizes,
+    add_vllm_args,
     engine,
     int_in,
+    joined_sizes,
+    json_text,
+    read_serve_line,
 )
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
@@ -21,6 +25,9 @@ from graphlab.sizing.limits import (
     NUM_SPECULATIVE_TOKENS_LIMIT,
     check_limits,
 )
+
+# The kit's engines with --performance-mode: VllmConfig has no such field in 0.12.0 or 0.13.0.
+PERFORMANCE_MODE_ENGINES = ("vllm-0.33.0",)
 
 
 def add_parser(subparsers) -> None:
@@ -35,9 +42,17 @@ def add_parser(subparsers) -> None:
             "raises), then a summary. For V0 engines with speculation the draft runner "
             "(proposer) too."
         ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
             f"exit status: 0 audited; 2 bad input; {EXIT_REFUSED} the engine refuses to start with "
-            "this config (the reason is printed first; the JSON's startup_error holds it)."
+            "this config\n(the reason is printed first; the JSON's startup_error holds it).\n\n"
+            "examples:\n"
+            "  %(prog)s --engine vllm-0.5.5 --max-num-seqs 8 --num-speculative-tokens 4\n"
+            "  %(prog)s --engine vllm-0.33.0 --max-num-seqs 64 --cudagraph-capture-sizes 1 2 4 8 "
+            "--json\n"
+            "  %(prog)s --engine vllm-0.33.0 --device-tier small --vllm-args \\\n"
+            '      "vllm serve meta-llama/Llama-3.1-8B -O1 --speculative-config '
+            '\'{\\"method\\": \\"ngram\\", \\"num_speculative_tokens\\": 3}\'"'
         ),
     )
     parser.add_argument(
@@ -58,13 +73,7 @@ def add_parser(subparsers) -> None:
         help="k, draft tokens per step (default 0: no speculative decoding)",
     )
     add_config_arguments(parser)
-    parser.add_argument(
-        "--cudagraph-capture-sizes",
-        type=capture_sizes,
-        default=None,
-        metavar="N,N,...",
-        help="vLLM's compilation_config.cudagraph_capture_sizes (vLLM V1 engines only)",
-    )
+    add_capture_sizes(parser)
     parser.add_argument(
         "--max-cudagraph-capture-size",
         type=int_in(1, MAX_NUM_BATCHED_TOKENS_LIMIT),
@@ -72,47 +81,50 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
-    parser.add_argument(
-        "--vllm-args",
-        default=None,
-        metavar='"..."',
-        help="a `vllm serve` command line: its sizing options (max_num_seqs, "
-        "max_num_batched_tokens, speculative_config, capture sizes) are read with the "
-        "installed vLLM's own parser; not combinable with the options above",
-    )
+    add_vllm_args(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
     parser.set_defaults(handler=run)
 
 
-def _config(args) -> SizingConfig:
+def check_performance_mode(engine_name: str, cfg: SizingConfig) -> None:
+    """GraphlabError when cfg asks a release without --performance-mode for one."""
+    if cfg.performance_mode is not None and engine_name not in PERFORMANCE_MODE_ENGINES:
+        raise GraphlabError(
+            f"--vllm-args sets --performance-mode {cfg.performance_mode}, which {engine_name} "
+            f"does not have (only {', '.join(PERFORMANCE_MODE_ENGINES)} of the kit's engines)"
+        )
+
+
+def _config(args) -> tuple[SizingConfig, tuple[str, ...]]:
+    """The config to audit, and the notes on how a --vllm-args line reached it."""
     flags = {
         "max_num_seqs": args.max_num_seqs,
         "num_speculative_tokens": args.num_speculative_tokens,
         "max_num_batched_tokens": args.max_num_batched_tokens,
-        "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
+        "cudagraph_capture_sizes": joined_sizes(args.cudagraph_capture_sizes),
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
         "cudagraph_mode": args.cudagraph_mode,
     }
-    given = [f"--{name.replace('_', '-')}" for name, value in flags.items() if value is not None]
-    if args.vllm_args is not None:
-        if given:
-            raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(given)}")
-        from graphlab.against_vllm.serve_args import config_from_vllm_args
-
-        cfg = config_from_vllm_args(args.vllm_args)
-        try:  # the flags' own bounds, which vLLM's parser does not know
-            return check_limits(cfg)
-        except GraphlabError as error:
-            raise GraphlabError(f"--vllm-args: {error}") from None
+    line = read_serve_line(args, flags)
+    if line is not None:
+        check_performance_mode(args.engine, line.config)
+        return line.config, line.notes
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
     k = args.num_speculative_tokens or 0
-    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k}))
+    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), ()
 
 
 def run(args) -> int:
-    report = audit(args.engine, _config(args))
-    print(json.dumps(report.to_dict()) if args.json else report.format_table())
+    cfg, notes = _config(args)
+    report = audit(args.engine, cfg)
+    if args.json:
+        data = report.to_dict()
+        if cfg.performance_mode is not None:
+            data["performance_mode"] = cfg.performance_mode
+        print(json_text("audit", data | {"notes": list(notes)}))
+    else:
+        print("\n".join([*(f"note: {note}" for note in notes), report.format_table()]))
     return EXIT_REFUSED if report.startup_error else 0

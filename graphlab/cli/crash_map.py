@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+import sys
 from pathlib import Path
 
 from graphlab.cli.arguments import (
@@ -10,8 +12,10 @@ from graphlab.cli.arguments import (
     check_out_file,
     engine,
     int_range,
+    json_text,
     writing_out,
 )
+from graphlab.errors import GraphlabError
 from graphlab.sizing.crash_maps import CRASH_MAP_MAX_BATCH_SIZES, crash_map
 from graphlab.sizing.engines import ENGINES
 from graphlab.sizing.limits import NUM_SPECULATIVE_TOKENS_LIMIT
@@ -24,7 +28,16 @@ def add_parser(subparsers) -> None:
         "graphs",
         description=(
             "Sweeps max_num_seqs x num_speculative_tokens and writes one CSV row per cell: first "
-            "crashing batch size and its error, crash count, graph fraction, mean padding waste."
+            "crashing batch size and its error, crash count, graph fraction, mean padding waste, "
+            "then the provenance columns. data/README.md (crash_map.csv) documents every column; "
+            "--json prints the same rows as one JSON object instead."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  %(prog)s --out build/crash_map.csv\n"
+            "  %(prog)s --engine vllm-0.5.5 --max-num-seqs-range 1:64 --k-range 1:4 --out -\n"
+            "  %(prog)s --engine vllm-0.13.0 --cudagraph-mode full_decode_only --json"
         ),
     )
     parser.add_argument(
@@ -50,8 +63,14 @@ def add_parser(subparsers) -> None:
     add_config_arguments(parser)
     parser.add_argument(
         "--out",
-        required=True,
-        help="CSV path, written atomically (missing folders are created); rows carry provenance",
+        help="CSV path, written atomically (missing folders are created), or - for standard "
+        "output; rows carry provenance. Required unless --json",
+    )
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (schema, command, rows: one object per CSV row; empty cells "
+        "are null) instead of writing a CSV",
     )
     parser.set_defaults(handler=run)
 
@@ -60,7 +79,11 @@ def run(args) -> int:
     from graphlab.bench.export import write_csv_atomic
     from graphlab.bench.provenance import computed_provenance, with_provenance
 
-    check_out_file(args.out)
+    if args.json == (args.out is not None):
+        raise GraphlabError("crash-map needs exactly one of --out CSV (or --out -) and --json")
+    to_file = args.out is not None and args.out != "-"
+    if to_file:
+        check_out_file(args.out)
     frame = crash_map(
         args.engine,
         args.max_num_seqs_range,
@@ -71,6 +94,13 @@ def run(args) -> int:
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))
+    if not to_file:
+        if args.json:
+            rows = frame.astype(object).where(frame.notna(), None).to_dict("records")
+            print(json_text("crash-map", {"rows": rows}))
+        else:
+            frame.to_csv(sys.stdout, index=False)
+        return 0
     with writing_out(args.out):
         Path(args.out).parent.mkdir(parents=True, exist_ok=True)
         write_csv_atomic(frame, args.out)

@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 
-from graphlab.cli.arguments import add_config_arguments, int_in, positive_float
+from graphlab.cli.arguments import (
+    add_config_arguments,
+    add_vllm_args,
+    int_in,
+    json_text,
+    positive_float,
+    read_serve_line,
+)
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH_POOLS, V1_ENGINES
@@ -27,7 +35,18 @@ def add_parser(subparsers) -> None:
             "latency) exactly, and compares it with the engine's default sizing at the same "
             "config. Without a budget the plan may capture as many graphs as the default. Limits, "
             f"so that a plan takes seconds: at most {MAX_CANDIDATES} candidate sizes (multiples "
-            f"of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}."
+            f"of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}. "
+            "With --vllm-args the config is your `vllm serve` line's, and the printed flag is its "
+            "whole compilation config with the planned capture sizes."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  %(prog)s --max-num-seqs 64 --num-speculative-tokens 3\n"
+            "  %(prog)s --max-num-seqs 256 --max-graphs 8 --batch-sizes observed.csv --json\n"
+            "  %(prog)s --engine vllm-0.33.0 --vllm-args \\\n"
+            '      "vllm serve Qwen/Qwen3-8B --max-num-seqs 128 -cc \'{\\"cudagraph_mode\\": '
+            '\\"FULL_DECODE_ONLY\\"}\'"'
         ),
     )
     parser.add_argument(
@@ -35,17 +54,18 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--max-num-seqs",
-        required=True,
         type=int_in(1, MAX_NUM_SEQS_LIMIT),
-        help=f"S (1..{MAX_NUM_SEQS_LIMIT})",
+        default=None,
+        help=f"S (1..{MAX_NUM_SEQS_LIMIT}); required unless --vllm-args",
     )
     parser.add_argument(
         "--num-speculative-tokens",
         type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
-        default=0,
+        default=None,
         help="k (default 0)",
     )
     add_config_arguments(parser)
+    add_vllm_args(parser)
     workload = parser.add_mutually_exclusive_group()
     workload.add_argument(
         "--batch-sizes",
@@ -155,7 +175,8 @@ def _format(result) -> str:
         return "" if v is None else f", mean step {v:.4f} ms ({d['latency_backend']})"
 
     budget_mib = "no" if d["memory_budget_mib"] is None else d["memory_budget_mib"]
-    lines = [
+    lines = [f"WARNING: {warning}" for warning in d["warnings"]]
+    lines += [
         f"engine {d['engine']}: max_num_seqs={d['max_num_seqs']} num_speculative_tokens="
         f"{d['num_speculative_tokens']} max_num_batched_tokens={d['max_num_batched_tokens']}; "
         f"workload {d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
@@ -179,15 +200,67 @@ def _format(result) -> str:
     return "\n".join(lines + [f"vllm: {d['vllm_flag']}"])
 
 
-def run(args) -> int:
-    from graphlab.sizing import plan
+def _config(args):
+    """(config, the ServeLine of --vllm-args or None)."""
+    given = {
+        "max_num_seqs": args.max_num_seqs,
+        "num_speculative_tokens": args.num_speculative_tokens,
+        "max_num_batched_tokens": args.max_num_batched_tokens,
+        "cudagraph_mode": args.cudagraph_mode,
+    }
+    line = read_serve_line(args, given)
+    if line is not None:
+        from graphlab.cli.audit import check_performance_mode
 
+        check_performance_mode(args.engine, line.config)
+        return line.config, line
+    if args.max_num_seqs is None:
+        raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
     cfg = SizingConfig(
-        args.max_num_seqs,
-        args.num_speculative_tokens,
-        args.max_num_batched_tokens,
+        max_num_seqs=args.max_num_seqs,
+        num_speculative_tokens=args.num_speculative_tokens or 0,
+        max_num_batched_tokens=args.max_num_batched_tokens,
         cudagraph_mode=args.cudagraph_mode,
     )
+    return cfg, None
+
+
+def _line_lines(line, result) -> list[str]:
+    """How the planned flag meets the user's own line."""
+    lines = [f"note: {note}" for note in line.notes]
+    if line.replaced_flags:
+        lines.append(
+            f"the flag replaces the line's {', '.join(line.replaced_flags)}; the whole line:"
+        )
+    else:
+        lines.append("append the flag to the line; the whole line:")
+    return [*lines, f"  {line.with_flag(['--compilation-config', json.dumps(result.compilation)])}"]
+
+
+def _no_graphs(args, line) -> int:
+    """cudagraph_mode NONE: no flag, and why."""
+    from graphlab.sizing.plan import NO_GRAPHS
+
+    notes = list(line.notes) if line is not None else []
+    if args.json:
+        print(
+            json_text(
+                "plan",
+                {"engine": args.engine, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes},
+            )
+        )
+    else:
+        print("\n".join([*(f"note: {note}" for note in notes), NO_GRAPHS]))
+    return 0
+
+
+def run(args) -> int:
+    from graphlab.sizing import plan
+    from graphlab.sizing.engines import get_engine
+
+    cfg, line = _config(args)
+    if get_engine(args.engine).cudagraph_mode(cfg) == "NONE":
+        return _no_graphs(args, line)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -211,6 +284,22 @@ def run(args) -> int:
         memory=plan.read_graph_memory(args.graph_memory, **pick) if args.graph_memory else None,
         latency=plan.read_latency(args.latency, **pick) if args.latency else None,
         max_capture_size=args.max_capture_size,
+        compilation_config=line.compilation_config if line is not None else None,
     )
-    print(json.dumps(result.to_dict()) if args.json else _format(result))
+    if args.json:
+        extra = (
+            {}
+            if line is None
+            else {
+                "vllm_command": line.with_flag(
+                    ["--compilation-config", json.dumps(result.compilation)]
+                ),
+                "replaced_flags": list(line.replaced_flags),
+                "notes": [*line.notes, *result.notes],
+            }
+        )
+        print(json_text("plan", result.to_dict() | extra))
+    else:
+        text = _format(result)
+        print(text if line is None else "\n".join([text, *_line_lines(line, result)]))
     return 0

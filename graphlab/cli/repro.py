@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import argparse
 
 from graphlab.cli.arguments import (
     REPRO_MAX_MODEL_LEN,
@@ -11,6 +11,7 @@ from graphlab.cli.arguments import (
     REPRO_MAX_TOKENS,
     add_cudagraph_mode,
     int_in,
+    json_text,
 )
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError
@@ -31,7 +32,16 @@ def add_parser(subparsers) -> None:
             "max_num_seqs sequences speculating sends max_num_seqs*(k+1) rows and the graph lookup "
             "raises KeyError (traceback, exit 1); the other engines finish and print a per-step "
             "table and acceptance metrics (vLLM V1's counts and V0's rates), or with --json one "
-            "object: engine, capture_sizes and each decode step's num_tokens, path, graph_size."
+            "object: engine, capture_sizes (the configured sizes, as audit's), full_sizes and "
+            "piecewise_sizes (V1: the graphs captured), each decode step's num_tokens, path, "
+            "graph_size, and error (null, or the crash after the last step; exit 1)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  %(prog)s                                  # vllm-0.5.5, S 8, k 4: KeyError\n"
+            "  %(prog)s --engine vllm-0.6.0 --max-num-seqs 8 --num-speculative-tokens 4\n"
+            "  %(prog)s --engine vllm-0.33.0 --cudagraph-mode full_decode_only --json"
         ),
     )
     parser.add_argument(
@@ -114,6 +124,36 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+def _steps_json(steps, q: int) -> list[dict]:
+    """Each decode step's tokens the target scores (1 + k per speculating sequence and 1 per
+    other, whatever the scorer), path and graph size."""
+    return [
+        {
+            "num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
+            "path": s.path,
+            "graph_size": s.graph_size,
+        }
+        for s in steps
+        if s.kind == "decode"
+    ]
+
+
+def _sizes_json(config) -> dict:
+    """The configured capture sizes (as audit's capture_sizes) and, for V1, the graphs the runner
+    captures from them: FULL uniform-decode sizes (multiples of 1 + k) and PIECEWISE sizes."""
+    from graphlab.sizing.dispatch import graph_families
+    from graphlab.sizing.engines import get_engine
+
+    out = {"capture_sizes": list(get_engine(config.engine).capture_sizes(config.sizing))}
+    if config.engine in V1_ENGINES:
+        families = graph_families(config.engine, config.sizing)
+        out |= {
+            "full_sizes": list(families.full_sizes),
+            "piecewise_sizes": list(families.by_family["piecewise"]),
+        }
+    return out
+
+
 def run(args) -> int:
     import traceback
 
@@ -144,35 +184,22 @@ def run(args) -> int:
     load = RequestLoad(
         kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens, seed=args.seed
     )
+    data = {"engine": config.engine, **_sizes_json(config)}
+    q = sizing.decode_query_len
     try:
-        engine, output = run_speculative(
+        _, output = run_speculative(
             config, load, draft=args.draft, device=args.device, log=None if args.json else print
         )
-    except KeyError:
+    except KeyError as error:
         # A runner's own failed graph lookup (vllm-0.5.5): show it as the engine would.
-        traceback.print_exc()
+        if not args.json:
+            traceback.print_exc()
+            return 1
+        steps = _steps_json(getattr(error, "steps", []), q)
+        print(json_text("repro", data | {"steps": steps, "error": f"KeyError: {error}"}))
         return 1
     if not args.json:
         print(output.format_report())
         return 0
-    # Tokens the target scores, 1 + k per speculating sequence and 1 per other, whatever the scorer.
-    q = sizing.decode_query_len
-    steps = [
-        {
-            "num_tokens": s.num_speculating * q + s.num_seqs - s.num_speculating,
-            "path": s.path,
-            "graph_size": s.graph_size,
-        }
-        for s in output.steps
-        if s.kind == "decode"
-    ]
-    print(
-        json.dumps(
-            {
-                "engine": config.engine,
-                "capture_sizes": list(engine.runner.capture_sizes),
-                "steps": steps,
-            }
-        )
-    )
+    print(json_text("repro", data | {"steps": _steps_json(output.steps, q), "error": None}))
     return 0

@@ -9,15 +9,23 @@ from graphlab.sizing.config import SizingConfig
 
 
 @cache
-def token_grid(max_size: int) -> tuple[int, ...]:
-    """V1's default grid: 1, 2, 4, multiples of 8 below 256, then multiples of 16 up to max_size."""
-    small = [s for s in (1, 2, 4) if s <= max_size]
-    return (*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16))
+def token_grid(max_size: int, interactivity: bool = False) -> tuple[int, ...]:
+    """V1's default grid: 1, 2, 4 (interactivity: every size 1..32), multiples of 8 below 256, then
+    multiples of 16 up to max_size."""
+    small = (
+        range(1, min(max_size, 32) + 1)
+        if interactivity
+        else [s for s in (1, 2, 4) if s <= max_size]
+    )
+    return tuple(
+        sorted({*small, *range(8, min(max_size + 1, 256), 8), *range(256, max_size + 1, 16)})
+    )
 
 
 def set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
     """`VllmConfig._set_cudagraph_sizes` (vllm/config/vllm.py; the same in 0.12.0, 0.13.0 and
-    0.33.0) once the default ceiling is known: returns (sizes, warnings, error).
+    0.33.0, which adds --performance-mode interactivity's sizes 1..32) once the default ceiling is
+    known: returns (sizes, warnings, error).
 
     User sizes are deduplicated, those > T dropped, sorted; otherwise the grid up to
     min(T, max_cudagraph_capture_size or the default ceiling) plus `extra` (0.33: T and the
@@ -30,7 +38,8 @@ def set_cudagraph_sizes(cfg: SizingConfig, tokens: int, ceiling: int, extra=()):
         sizes = sorted(size for size in set(user_sizes) if size <= tokens)
     else:
         limit = min(tokens, ceiling if user_max is None else user_max)
-        sizes = sorted(set(token_grid(limit)) | {size for size in extra if size <= tokens})
+        grid = token_grid(limit, cfg.performance_mode == "interactivity")
+        sizes = sorted(set(grid) | {size for size in extra if size <= tokens})
     largest, warnings = (sizes[-1] if sizes else 0), []
     if user_max is not None and user_max != largest:
         if user_sizes is not None:

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.families import CUDAGRAPH_MODES
 
+# vLLM's PerformanceMode (vllm/config/vllm.py, 0.32 and 0.33; absent from 0.12.0 and 0.13.0).
+PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
+
 
 @dataclass(frozen=True)
 class SizingConfig:
@@ -22,6 +25,8 @@ class SizingConfig:
     max_cudagraph_capture_size: int | None = None
     # compilation_config.cudagraph_mode, one of CUDAGRAPH_MODES; None: the engine's default.
     cudagraph_mode: str | None = None
+    # vLLM's --performance-mode (0.33: "interactivity" captures every size 1..32); None: balanced.
+    performance_mode: str | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -42,15 +47,18 @@ class SizingConfig:
             object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
         if self.cudagraph_mode is not None:
             check_choice("cudagraph_mode", self.cudagraph_mode, CUDAGRAPH_MODES)
+        if self.performance_mode is not None:
+            check_choice("performance_mode", self.performance_mode, PERFORMANCE_MODES)
 
     @property
     def sets_capture_sizes(self) -> bool:
-        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size or
-        cudagraph_mode."""
+        """Whether the user set cudagraph_capture_sizes, max_cudagraph_capture_size,
+        cudagraph_mode or the interactivity performance mode."""
         return (
             self.cudagraph_capture_sizes is not None
             or self.max_cudagraph_capture_size is not None
             or self.cudagraph_mode is not None
+            or self.performance_mode == "interactivity"
         )
 
     @property

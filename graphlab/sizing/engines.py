@@ -324,6 +324,7 @@ class _V1Policy(SizingPolicy):
             cfg.cudagraph_capture_sizes,
             cfg.max_cudagraph_capture_size,
             self.cudagraph_mode(cfg),
+            cfg.performance_mode == "interactivity",
         )
 
     def cudagraph_mode(self, cfg: SizingConfig) -> str:

@@ -48,6 +48,12 @@ from graphlab.sizing.plan_result import Outcome, Plan, evaluate
 
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048
+# Why `plan` has no sizes for cudagraph_mode NONE (-O0, --enforce-eager set it too).
+NO_GRAPHS = (
+    "cudagraph_mode NONE: vLLM captures no CUDA graphs (its capture list is empty), so there are "
+    "no capture sizes to plan and no flag to print; every step runs eagerly. Plan with another "
+    "mode (drop -O0, --enforce-eager or cudagraph_mode NONE) to size graphs"
+)
 # The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
 MAX_PROGRAMME_CELLS = 2**28
 __all__ = [
@@ -230,6 +236,7 @@ def plan(
     memory: SizeTable | None = None,
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,
+    compilation_config: dict | None = None,
 ) -> Plan:
     """The capture sizes minimising the workload's mean cost within the budget (see the module
     docstring).
@@ -238,9 +245,12 @@ def plan(
     make the cost the mean step latency instead of the mean padding waste. Without a graph or
     memory budget, the plan may capture as many graphs as the engine's default does.
     max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal
-    coverage).
+    coverage). compilation_config: the user's (JSON values), which the plan's flag keeps whole.
+    GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
     policy = get_engine(engine)
+    if policy.name in V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
+        raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
@@ -284,4 +294,5 @@ def plan(
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
         tuple(notes),
+        dict(compilation_config or {}),
     )

@@ -86,6 +86,8 @@ class Plan:
     # The latency.csv's backend: cpu-emulated steps are no GPU measurement.
     latency_backend: str | None
     notes: tuple[str, ...] = field(default=())
+    # The user's compilation_config (a `vllm serve` line's, as JSON values): the flag keeps it.
+    compilation_config: dict = field(default_factory=dict)
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -103,12 +105,38 @@ class Plan:
         return tuple(s for s in self.capture_sizes if s > DEFAULT_GRAPH_CEILING)
 
     @property
+    def compilation(self) -> dict:
+        """The user's compilation_config with only the capture sizes changed (and a user-set
+        max_cudagraph_capture_size moved to the largest, which vLLM requires to agree); the
+        config's cudagraph_mode added when the user's config does not name one."""
+        sizes = list(self.capture_sizes)
+        out = dict(self.compilation_config)
+        if self.config.cudagraph_mode is not None and "cudagraph_mode" not in out:
+            out["cudagraph_mode"] = self.config.cudagraph_mode
+        if "max_cudagraph_capture_size" in out:
+            out["max_cudagraph_capture_size"] = sizes[-1]
+        return out | {"cudagraph_capture_sizes": sizes}
+
+    @property
     def vllm_flag(self) -> str:
+        """One --compilation-config flag holding the whole compilation config: vLLM keeps the
+        last of a repeated flag (logging "Found duplicate keys"), so a flag of sizes alone would
+        drop the user's other settings."""
+        return f"--compilation-config '{json.dumps(self.compilation)}'"
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        """What a user must not miss: a workload of one step size plans one graph."""
+        if len(self.workload.sizes) != 1:
+            return ()
+        n, top = int(self.workload.sizes[0]), self.capture_sizes[-1]
         return (
-            "--compilation-config "
-            + "'"
-            + json.dumps({"cudagraph_capture_sizes": list(self.capture_sizes)})
-            + "'"
+            f"every step of the workload is {n} tokens, so the plan captures ONE graph, of {top} "
+            f"tokens; with this flag every batch above {top} tokens (a larger decode step, a "
+            "prefill, a mixed batch) runs EAGERLY, each kernel launched from the CPU with no "
+            f"graph, and every smaller batch pads up to {top} tokens; if real traffic varies, "
+            "plan a workload that shows it (--batch-sizes with counts, --steps, or none for every "
+            "reachable step)",
         )
 
     def to_dict(self) -> dict:
@@ -142,6 +170,8 @@ class Plan:
             "above_ceiling": list(self.above_ceiling),
             "eager_batch_sizes": list(self.eager_sizes),
             "eager_reason": self.eager_reason,
+            "compilation_config": self.compilation,
             "vllm_flag": self.vllm_flag,
+            "warnings": list(self.warnings),
             "notes": list(self.notes),
         }

@@ -231,7 +231,11 @@ class SpecDecodeEngine:
                     )
                     running += admitted
                 elif running:
-                    steps.append(self._decode_step(step, running, metrics, start))
+                    try:
+                        steps.append(self._decode_step(step, running, metrics, start))
+                    except KeyError as error:  # vllm-0.5.5's lookup: the steps before it go along
+                        error.steps = steps
+                        raise
                 for seq in [s for s in running if s.finished]:
                     running.remove(seq)
                     free_slots.append(seq.slot)
