@@ -500,6 +500,8 @@ def test_git_commit_is_dirty_by_tracked_content_not_by_status(tmp_path, monkeypa
     (tmp_path / ".gitattributes").write_text("*.nb filter=strip\n")
     notebook = tmp_path / "a.nb"
     notebook.write_text("cell\n")
+    (tmp_path / "graphlab").mkdir()
+    (tmp_path / "graphlab" / "__init__.py").write_text("")  # the kit's own checkout
     git("add", "-A")
     git("commit", "-q", "-m", "one")
     head = git("rev-parse", "--short=12", "HEAD").strip()
@@ -513,6 +515,32 @@ def test_git_commit_is_dirty_by_tracked_content_not_by_status(tmp_path, monkeypa
     (tmp_path / "new.txt").write_text("untracked\n")  # untracked files are not the commit's
     assert git_commit(tmp_path) == head
     assert git_commit(tmp_path / "no-such-folder") == "unknown"
+
+
+def test_git_commit_of_a_copy_inside_another_repository_is_none(tmp_path, monkeypatch):
+    """graphlab installed in a venv inside someone's project records no commit, not theirs."""
+    monkeypatch.delenv("GRAPHLAB_GIT_COMMIT", raising=False)
+
+    def git(*args):
+        subprocess.run(
+            ["git", "-c", "user.name=t", "-c", "user.email=t@t", *args],
+            cwd=tmp_path,
+            check=True,
+            capture_output=True,
+        )
+
+    site = tmp_path / "venv" / "site-packages"
+    (site / "graphlab").mkdir(parents=True)
+    (site / "graphlab" / "__init__.py").write_text("")
+    (tmp_path / "app.py").write_text("")
+    git("init", "-q")
+    git("add", "app.py")
+    git("commit", "-q", "-m", "their project")
+    assert git_commit(site) == "none"
+    git("add", "-A")  # even when their repository tracks the copy: it is not the top
+    git("commit", "-q", "-m", "vendored")
+    assert git_commit(site) == "none"
+    assert git_commit(tmp_path) == "none"  # their top: no graphlab/ package tracked there
 
 
 def test_package_version_of_a_missing_package():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as _dt
 import importlib.metadata
 import os
+import platform
 import secrets
 import subprocess
 from pathlib import Path
@@ -34,6 +35,8 @@ FIELDS = (
     "cudnn_version",
     "torch_threads",
     "vllm_version",
+    "graphlab_version",
+    "python_version",
     "dtype",
     "model",
     "git_commit",
@@ -42,6 +45,8 @@ FIELDS = (
 
 
 _REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
+# What git_commit records when graphlab is not a checkout of its own repository (an installed copy).
+NOT_A_CHECKOUT = "none"
 
 
 def package_version(import_name: str) -> str:
@@ -58,31 +63,42 @@ def package_version(import_name: str) -> str:
     return "not installed"
 
 
+def _git(repo: Path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=timeout)
+
+
 def git_commit(repo: Path = _REPO) -> str:
-    """HEAD of the checkout, '+dirty' when tracked content differs from HEAD;
+    """HEAD of the kit's own checkout, '+dirty' when tracked content differs from HEAD;
     GRAPHLAB_GIT_COMMIT overrides (copies of the tree without .git: the lent GPU machine).
 
-    Content, not `git status`: a notebook run in place is listed by status until `git add`,
-    though the strip filter makes its content equal HEAD's.
+    Only when `repo` is the top of its git worktree and tracks graphlab/__init__.py: graphlab
+    installed inside another repository (a venv in a project's tree) records NOT_A_CHECKOUT, not
+    that repository's HEAD. Content, not `git status`: a notebook run in place is listed by status
+    until `git add`, though the strip filter makes its content equal HEAD's.
     """
     if os.environ.get("GRAPHLAB_GIT_COMMIT"):
         return os.environ["GRAPHLAB_GIT_COMMIT"]
     try:
-        head = subprocess.run(
-            ["git", "rev-parse", "--short=12", "HEAD"],
-            cwd=repo,
-            capture_output=True,
-            text=True,
-            timeout=10,
-        )
-        if head.returncode != 0:
+        top = _git(repo, "rev-parse", "--show-toplevel")
+        head = _git(repo, "rev-parse", "--short=12", "HEAD")
+        if top.returncode != 0 or head.returncode != 0:
             return "unknown"
+        ours = _git(repo, "ls-files", "--error-unmatch", "graphlab/__init__.py")
+        if Path(top.stdout.strip()).resolve() != Path(repo).resolve() or ours.returncode != 0:
+            return NOT_A_CHECKOUT
         diff = subprocess.run(
             ["git", "diff", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=30
         )
     except (OSError, subprocess.TimeoutExpired):
         return "unknown"
     return head.stdout.strip() + ("+dirty" if diff.returncode != 0 else "")
+
+
+def _own_versions() -> dict:
+    """graphlab's version (the package's own, which an installed copy keeps) and Python's."""
+    from graphlab import __version__
+
+    return {"graphlab_version": __version__, "python_version": platform.python_version()}
 
 
 def new_run_id() -> str:
@@ -122,6 +138,7 @@ def provenance(
         "cudnn_version": str(cudnn or "none"),
         "torch_threads": torch.get_num_threads(),
         "vllm_version": package_version("vllm"),
+        **_own_versions(),
         "dtype": str(dtype).removeprefix("torch."),
         "model": model,
         "git_commit": git_commit(),
@@ -150,6 +167,7 @@ def computed_provenance(*, suite: str, run_id: str | None = None) -> dict:
             "cudnn_version": "none",
             "torch_threads": None,
             "vllm_version": package_version("vllm"),
+            **_own_versions(),
             "git_commit": git_commit(),
             "timestamp": _now(),
         }
