@@ -38,10 +38,9 @@ def _quiet_interrupt(signum, frame):
 if sys.argv[:1] == ["-m"]:
     signal.signal(signal.SIGINT, _quiet_interrupt)
 
+from graphlab.checkout import VERSION as __version__  # noqa: E402
 from graphlab.errors import GraphlabError  # noqa: E402 (after the Ctrl-C handler, on purpose)
 from graphlab.lazy import lazy_exports  # noqa: E402 (after the Ctrl-C handler, on purpose)
-
-__version__ = "0.1.0"
 
 # name -> module that defines it; the sizing layer first (no torch), then the engine and above.
 _EXPORTS = {

@@ -14,6 +14,7 @@ RANKS = {
     "errors": 0,
     "progress": 0,
     "lazy": 0,
+    "checkout": 0,
     "sizing": 1,
     "engine": 2,
     "specdec": 3,

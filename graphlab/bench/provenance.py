@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from graphlab.checkout import VERSION
 from graphlab.engine.device import backend_for, cpu_name, device_name, resolve_device
 
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
@@ -96,9 +97,7 @@ def git_commit(repo: Path = _REPO) -> str:
 
 def _own_versions() -> dict:
     """graphlab's version (the package's own, which an installed copy keeps) and Python's."""
-    from graphlab import __version__
-
-    return {"graphlab_version": __version__, "python_version": platform.python_version()}
+    return {"graphlab_version": VERSION, "python_version": platform.python_version()}
 
 
 def new_run_id() -> str:

@@ -14,6 +14,7 @@ import argparse
 import os
 import sys
 
+from graphlab.checkout import VERSION
 from graphlab.cli import audit, bench, crash_map, plan, repro
 from graphlab.cli.arguments import Parser
 from graphlab.errors import GraphlabError
@@ -29,15 +30,13 @@ def program_name(argv0: str) -> str:
 
 
 def build_parser(prog: str = "python -m graphlab") -> argparse.ArgumentParser:
-    from graphlab import __version__
-
     parser = Parser(
         prog=prog,
         description="CUDA graphs and speculative decoding: capture sizes, crashes and coverage per "
         "engine.",
         epilog=f"`{prog} COMMAND --help` shows a command's options and examples.",
     )
-    parser.add_argument("--version", action="version", version=f"graphlab {__version__}")
+    parser.add_argument("--version", action="version", version=f"graphlab {VERSION}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in COMMANDS:
         command.add_parser(subparsers)
