@@ -11,8 +11,9 @@ the decoder only; the LM head runs after replay on the real tokens. Padding requ
 model's pad slot.
 
 Of vLLM V1's draft side the kit models none: its speculative engine drafts on the V0-shaped runner
-(graphlab.specdec). vLLM V1 ran draft models eagerly every step until PR 47460 gave them graphs,
-and issue 32591 reports a draft model's batch leaving the graph range.
+(graphlab.specdec). vLLM V1's native draft_model method ran its draft model eagerly (PIECEWISE
+graphs captured, never dispatched) until PR 47460; EAGLE drafters already had graphs. Issue 32591
+reports a draft model's batch leaving the graph range.
 """
 
 from __future__ import annotations

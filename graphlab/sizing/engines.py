@@ -513,9 +513,8 @@ class TrtLlm(SizingPolicy):
     batch of exactly a captured size replays (_torch/pyexecutor/cuda_graph_runner.py
     `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs. The
     executor then drops sizes above max_batch_size and above max_num_tokens // (1 + draft length)
-    (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); with the defaults
-    (max_num_tokens 8192) the second filter keeps every size up to 128 for draft lengths up to
-    63."""
+    (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); the second filter keeps
+    every size up to 128 while max_num_tokens >= 128 * (1 + draft length)."""
 
     name = "trtllm"
     batch_unit = "requests"
