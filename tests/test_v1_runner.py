@@ -434,8 +434,11 @@ def test_repro_json_shape(capsys, budget, eager_above):
     ]
     assert main(argv + (["--max-num-batched-tokens", budget] if budget else [])) == 0
     result = json.loads(capsys.readouterr().out)
-    assert set(result) == {"engine", "capture_sizes", "steps"}
-    sizes = result["capture_sizes"]
+    assert set(result) == {
+        "schema", "command", "engine", "capture_sizes", "full_sizes", "piecewise_sizes", "steps",
+        "error",
+    }  # fmt: skip
+    sizes = result["full_sizes"]  # the FULL graphs; capture_sizes are the configured ones
     assert result["engine"] == "vllm-0.33.0" and sizes == sorted(sizes) and sizes
     assert all(s % 5 == 0 for s in sizes)  # k = 4: whole requests of 5 tokens
     assert result["steps"] and any(s["num_tokens"] == 40 for s in result["steps"])

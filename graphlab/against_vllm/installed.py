@@ -49,11 +49,12 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
 
     Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
     attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set
-    cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, "balanced"
-    performance mode, static speculation with k = cfg.num_speculative_tokens, and
-    cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is
-    read straight after that call, before any CPU-platform step could empty it; warnings are read
-    from a handler on the `vllm.config.vllm` logger, removed afterwards.
+    cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, cfg's
+    performance mode ("balanced" when unset), static speculation with k =
+    cfg.num_speculative_tokens, and cfg.max_num_batched_tokens (graphlab's
+    DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is read straight after that call, before
+    any CPU-platform step could empty it; warnings are read from a handler on the
+    `vllm.config.vllm` logger, removed afterwards.
     `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
     `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
@@ -94,7 +95,7 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         else None,
         uniform_decode_query_len=1 + k,
         num_speculative_tokens=k,
-        performance_mode="balanced",
+        performance_mode=cfg.performance_mode or "balanced",
     )
     # Family 100 is what vLLM tests for data-center Blackwell (the 1024 ceiling).
     platform = SimpleNamespace(

@@ -245,7 +245,8 @@ def plan(
     make the cost the mean step latency instead of the mean padding waste. Without a graph or
     memory budget, the plan may capture as many graphs as the engine's default does.
     max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal
-    coverage). compilation_config: the user's (JSON values), which the plan's flag keeps whole.
+    coverage). compilation_config: the user's (JSON values), which the plan's flag keeps whole
+    (None: no user line; the flag then names cfg's cudagraph_mode).
     GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
     policy = get_engine(engine)
@@ -294,5 +295,5 @@ def plan(
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
         tuple(notes),
-        dict(compilation_config or {}),
+        None if compilation_config is None else dict(compilation_config),
     )

@@ -86,8 +86,9 @@ class Plan:
     # The latency.csv's backend: cpu-emulated steps are no GPU measurement.
     latency_backend: str | None
     notes: tuple[str, ...] = field(default=())
-    # The user's compilation_config (a `vllm serve` line's, as JSON values): the flag keeps it.
-    compilation_config: dict = field(default_factory=dict)
+    # The user's compilation_config (a `vllm serve` line's, as JSON values), which the flag keeps;
+    # None: no line, so the flag names the config's cudagraph_mode itself.
+    compilation_config: dict | None = None
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -107,11 +108,11 @@ class Plan:
     @property
     def compilation(self) -> dict:
         """The user's compilation_config with only the capture sizes changed (and a user-set
-        max_cudagraph_capture_size moved to the largest, which vLLM requires to agree); the
-        config's cudagraph_mode added when the user's config does not name one."""
+        max_cudagraph_capture_size moved to the largest, which vLLM requires to agree); without a
+        user's config, the config's cudagraph_mode when it sets one."""
         sizes = list(self.capture_sizes)
-        out = dict(self.compilation_config)
-        if self.config.cudagraph_mode is not None and "cudagraph_mode" not in out:
+        out = dict(self.compilation_config or {})
+        if self.compilation_config is None and self.config.cudagraph_mode is not None:
             out["cudagraph_mode"] = self.config.cudagraph_mode
         if "max_cudagraph_capture_size" in out:
             out["max_cudagraph_capture_size"] = sizes[-1]
