@@ -15,6 +15,7 @@ from graphlab.cli.arguments import (
 )
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH_POOLS, V1_ENGINES
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -148,7 +149,14 @@ def _same_footing_lines(result, d) -> list[str]:
             f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
             f"{', '.join(map(str, full))}",
         ]
-    if raw:
+    mixed = graph_families(result.engine, result.config).mixed_family
+    if raw and mixed != "piecewise":
+        lines.append(
+            f"prefill and mixed batches: no PIECEWISE graphs under cudagraph_mode "
+            f"{d['cudagraph_mode']}"
+            + (", they run eagerly" if mixed is None else f", {mixed.upper()} graphs")
+        )
+    elif raw:
         lines.append(
             f"PIECEWISE graphs (prefill and mixed batches): the flag replaces the "
             f"default's {len(raw)} sizes up to {raw[-1]} tokens with the plan's "

@@ -147,6 +147,7 @@ class Plan:
             "max_num_seqs": self.config.max_num_seqs,
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
+            "cudagraph_mode": get_engine(self.engine).cudagraph_mode(self.config),
             "workload": self.workload.source,
             "cost": self.cost,
             "max_graphs": self.budget.max_graphs,
