@@ -316,7 +316,7 @@ def test_vllm_args_read_by_vllms_parser(capsys):
 
 
 def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
-    from graphlab.against_vllm.serve_args import config_from_vllm_args
+    from graphlab.against_vllm.serve_args import read_vllm_args
 
     for name in (
         "vllm",
@@ -324,10 +324,13 @@ def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
         "vllm.engine.arg_utils",
         "vllm.utils",
         "vllm.utils.argparse_utils",
+        "vllm.entrypoints",
+        "vllm.entrypoints.launchers",
+        "vllm.entrypoints.launchers.cli_args",
     ):
         monkeypatch.setitem(sys.modules, name, None)
     with pytest.raises(GraphlabError, match="--vllm-args needs the vllm package"):
-        config_from_vllm_args("--max-num-seqs 4")
+        read_vllm_args("--max-num-seqs 4")
 
 
 @pytest.mark.vllm

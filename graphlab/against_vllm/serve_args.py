@@ -290,10 +290,3 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         words=tuple(words),
         replaced_flags=tuple(dict.fromkeys(replaced)),
     )
-
-
-def config_from_vllm_args(
-    command_line: str, device_tier: str = DEFAULT_DEVICE_TIER
-) -> SizingConfig:
-    """`read_vllm_args(...).config`: the line's SizingConfig."""
-    return read_vllm_args(command_line, device_tier).config
