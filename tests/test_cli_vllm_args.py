@@ -111,6 +111,8 @@ LINES = [
     "--speculative_config.prompt_lookup_max 4 --max-num-seqs 128",
     'vllm serve m -cc \'{"cudagraph_mode": "piecewise", "max_cudagraph_capture_size": 64}\'',
     "vllm serve m --max-num-batched-tokens 2k --max-num-seqs 300",
+    # vLLM expands bare 1k-style numbers inside a compilation config: not malformed JSON.
+    "vllm serve m --max-num-seqs 600 -cc '{\"max_cudagraph_capture_size\": 1k}'",
 ]
 
 

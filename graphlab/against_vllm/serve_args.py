@@ -100,6 +100,14 @@ def _flag_values(words: list[str], names) -> list[tuple[str, str | None]]:
     return found
 
 
+def _with_suffixed_numbers_as_zero(text: str) -> str:
+    """A compilation config with its bare `8k`-style numbers as 0, so that its JSON shape can be
+    checked: vLLM expands them in dataclass configs (`_expand_json_human_readable_numbers`)."""
+    parts = re.split(r'("(?:[^"\\]|\\.)*")', text)  # quoted strings at the odd indices
+    parts[::2] = [re.sub(r"\b\d+(?:\.\d+)?[kKmMgGtT]\b", "0", part) for part in parts[::2]]
+    return "".join(parts)
+
+
 def _check_before_import(words: list[str]) -> None:
     """The checks that need no vLLM (importing it takes ~20 s): JSON configs, cudagraph_mode."""
     for key, value in _flag_values(words, (*COMPILATION_FLAGS, "--speculative-config", "-sc")):
@@ -111,7 +119,9 @@ def _check_before_import(words: list[str]) -> None:
             mode = value.strip("'\"") if key == f"{name}.cudagraph_mode" else None
         else:
             try:
-                value = json.loads(value)
+                value = json.loads(
+                    _with_suffixed_numbers_as_zero(value) if name in COMPILATION_FLAGS else value
+                )
             except json.JSONDecodeError as error:
                 raise GraphlabError(
                     f"--vllm-args: {name} {value!r} is not JSON ({error.msg} at character "
