@@ -465,7 +465,7 @@ def test_version_help_examples_and_program_name(capsys):
     assert done.value.code == 0 and capsys.readouterr().out == "graphlab 0.1.0\n"
     assert program_name("/usr/bin/graphlab") == "graphlab"
     assert program_name("/x/graphlab/__main__.py") == "python -m graphlab"
-    for command in ("audit", "plan", "crash-map", "repro"):
+    for command in ("audit", "plan", "crash-map", "repro", "bench"):
         with pytest.raises(SystemExit):
             build_parser("graphlab").parse_args([command, "--help"])
         text = capsys.readouterr().out

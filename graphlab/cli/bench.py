@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -25,6 +26,12 @@ def add_parser(subparsers) -> None:
             "V1 engine's (vllm-0.33.0, batch_unit tokens: 1 + k per request, past its largest "
             "graph). Every row carries provenance (device, backend, "
             "versions, dtype, model, git commit, timestamp); columns in data/README.md."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "examples:\n"
+            "  %(prog)s --suite quick --out build/bench\n"
+            "  %(prog)s --suite full --device cuda --out build/h200"
         ),
     )
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")
