@@ -329,6 +329,9 @@ MALFORMED = {
     "vllm run m": "the vllm command must be `vllm serve`",
     "python -m vllm.entrypoints.cli.main serve m": "must run `-m vllm.entrypoints.openai",
     "vllm serve m -cc": "-cc needs a value",
+    "vllm serve m --max-num-seqs many": "--max-num-seqs 'many' is not an integer",
+    "vllm serve m --max_num_seqs=100000": "max_num_seqs must be an integer in 1..65536, got 100000",
+    "vllm serve m -O5": "optimization level '5' is not one of 0, 1, 2, 3",
     "vllm serve 'm": "is not a shell command line",
 }
 

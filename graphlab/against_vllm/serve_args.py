@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import quiet_vllm_import
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     assumed_defaults_note,
@@ -18,6 +18,7 @@ from graphlab.sizing.batch_defaults import (
 )
 from graphlab.sizing.config import PERFORMANCE_MODES, SizingConfig
 from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.limits import MAX_NUM_SEQS_LIMIT
 
 # The older spelling of `vllm serve` (vllm/entrypoints/openai/api_server.py, 0.32).
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
@@ -137,6 +138,21 @@ def _check_before_import(words: list[str]) -> None:
             raise GraphlabError(
                 f"--vllm-args: cudagraph_mode {mode!r} is not one of {', '.join(CUDAGRAPH_MODES)} "
                 "(any case)"
+            )
+    for _, value in _flag_values(words, ("--max-num-seqs",)):
+        if not (value or "").isdigit():  # vLLM's type is int
+            raise GraphlabError(f"--vllm-args: --max-num-seqs {value!r} is not an integer")
+        try:  # the kit's bound (graphlab.sizing.limits)
+            check_int("max_num_seqs", int(value), 1, MAX_NUM_SEQS_LIMIT)
+        except GraphlabError as error:
+            raise GraphlabError(f"--vllm-args: {error}") from None
+    for i, word in enumerate(words):  # -O3, -O 3, -O=3 (FlexibleArgumentParser)
+        level = word[2:].lstrip("=") if word.startswith("-O") and word != "-O" else None
+        if word == "-O" and i + 1 < len(words):
+            level = words[i + 1]
+        if level is not None and level not in ("0", "1", "2", "3"):
+            raise GraphlabError(
+                f"--vllm-args: optimization level {level!r} is not one of 0, 1, 2, 3"
             )
     for _, value in _flag_values(words, ("--performance-mode",)):
         if value not in PERFORMANCE_MODES:
