@@ -33,19 +33,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import (
-    CRASH,
-    EAGER,
-    ENGINES,
-    GRAPH,
-    PATHS,
-    V0_ENGINES,
-    Dispatch,
-    Dispatches,
-    SizingPolicy,
-    get_engine,
-)
+from graphlab.sizing.engines import ENGINES, V0_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.limits import check_limits
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, PATHS, Dispatch, Dispatches
 
 # Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
 # size (V0's batch expansion: 1..S*(1+k)).

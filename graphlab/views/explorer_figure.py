@@ -21,7 +21,8 @@ from graphlab.errors import check_choice, check_int
 from graphlab.sizing.audit import AuditReport, audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.engines import PATHS, get_engine
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.outcomes import PATHS
 from graphlab.views.style import PATH_COLORS
 
 MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
