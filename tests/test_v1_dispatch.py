@@ -12,13 +12,19 @@ only what they read.
 import random
 from types import SimpleNamespace as ns
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.engines import V1_ENGINES, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
 MODES = (None,) + CUDAGRAPH_MODES
 
@@ -176,3 +182,43 @@ def test_issue_example_one_answer():
         [21, 35], uniform_decode=False
     )
     assert (sizes.tolist(), list(paths)) == ([24, 40], ["piecewise", "piecewise"])
+
+
+def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
+    # vllm 0.12.0, S 13, k 2, plain FULL: the raw list 1, 2, 4, 8, 16, 24 is not rounded, so the
+    # 3-token batch pads to 4 and fails _create_padded_batch_descriptor's assertion (the wheel's
+    # own dispatcher says the same: data/vllm_sizing_vectors.json "modes").
+    cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
+    for engine, crashes in (("vllm-0.12.0", 5), ("vllm-0.13.0", 10)):
+        s = audit(engine, cfg).summary
+        assert (s.first_crash_n, s.num_crash) == (3, crashes), engine
+        assert s.first_crash_error.startswith(
+            "AssertionError: num_tokens_padded % uniform_decode_query_len == 0 "
+            "(vllm/v1/cudagraph_dispatcher.py)"
+        )
+    assert audit("vllm-0.33.0", cfg).summary.num_crash == 0
+    frame = crash_map(["vllm-0.12.0", "vllm-0.33.0"], range(13, 14), [2], cudagraph_mode="FULL")
+    assert frame["error"].str.startswith("AssertionError").tolist() == [True, False]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    engine=st.sampled_from(V1_ENGINES),
+    seqs=st.integers(1, 200),
+    k=st.integers(0, 8),
+    mode=st.sampled_from(CUDAGRAPH_MODES),
+)
+def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
+    policy, cfg, q = get_engine(engine), _cfg(seqs, k, None, mode), k + 1
+    batches = policy.dispatch_batches(np.arange(1, seqs + 1) * q, cfg)
+    sizes = policy.capture_sizes(cfg)
+    if mode == "NONE":  # the list is [] and every batch runs eagerly
+        assert sizes == () and (batches.path == EAGER).all()
+    crash = batches.path == CRASH
+    if crash.any():  # only plain FULL with q > 1, on the releases whose dispatcher asserts
+        assert policy.asserts_uniform_padding and mode == "FULL" and q > 1
+        assert (batches.key[crash] % q != 0).all() and np.isin(batches.key[crash], sizes).all()
+    on_graph = batches.path == GRAPH
+    assert (batches.graph_size[on_graph] >= batches.batch_size[on_graph]).all()
+    if mode == "FULL" and policy.asserts_uniform_padding and q > 1:
+        assert (batches.graph_size[on_graph] % q == 0).all()

@@ -245,12 +245,12 @@ def headline(report: AuditReport) -> str | None:
     if full is not None and full.error:
         line = (
             f"fails first: the scorer (target model), {full.error} on the first decode step of a "
-            f"full batch ({full.batch_size} rows)"
+            f"full batch ({full.batch_size} {report.batch_unit})"
         )
     elif scorer.summary.num_crash:
         line = (
             f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
-            f"n = {scorer.summary.first_crash_n} rows"
+            f"n = {scorer.summary.first_crash_n} {report.batch_unit}"
         )
     else:
         line = "fails first: the proposer (draft model), once bonus tokens widen its batch"

@@ -23,12 +23,12 @@ from graphlab.errors import GraphlabError, check_int, lookup
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
-    UNIFORM_PADDING_ASSERTION,
     families_for,
     round_for_spec_decode,
     round_up,
     separate_routine,
     smallest_at_least,
+    uniform_padding_assertion,
 )
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
@@ -330,7 +330,7 @@ class _V1Policy(SizingPolicy):
         q = families.asserted_query_len
 
         def error(key):
-            return f"{UNIFORM_PADDING_ASSERTION}: padded to {key} tokens, q = {q}"
+            return f"AssertionError: {uniform_padding_assertion(key, q)}"
 
         return Dispatches(ns, code, np.where(code == GRAPH, size, 0), size, family, error)
 

@@ -64,12 +64,13 @@ def separate_routine(mode: str) -> bool:
     return decode == "full" and mixed != "full"
 
 
-# What the dispatcher raises where a uniform batch pads to a size that is not a multiple of q:
-# model runner V1 0.12.0 and 0.13.0 under plain FULL, whose sizes are not rounded.
-UNIFORM_PADDING_ASSERTION = (
-    "AssertionError: num_tokens_padded % uniform_decode_query_len == 0 "
-    "(vllm/v1/cudagraph_dispatcher.py, _create_padded_batch_descriptor)"
-)
+def uniform_padding_assertion(padded: int, query_len: int) -> str:
+    """The assertion model runner V1's dispatcher fails (0.12.0 and 0.13.0 under plain FULL,
+    whose sizes are not rounded) where a uniform batch pads to a non-multiple of q."""
+    return (
+        "num_tokens_padded % uniform_decode_query_len == 0 (vllm/v1/cudagraph_dispatcher.py): "
+        f"{padded} % {query_len} != 0"
+    )
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ class GraphFamilies:
     mixed_sizes: tuple[int, ...]  # the raw capture sizes, for every other batch
     mixed_family: str | None  # "piecewise" | "full" | None (no mixed graphs)
     limit: int  # the largest capture size: above it, no graph
-    # q when a uniform batch padded to a non-multiple of q fails UNIFORM_PADDING_ASSERTION, else 0
+    # q when a uniform batch padded to a non-multiple of q fails uniform_padding_assertion, else 0
     asserted_query_len: int = 0
 
     def dispatch_batches(self, ns, uniform_decode: bool = True):
