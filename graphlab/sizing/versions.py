@@ -91,9 +91,12 @@ RANGES = (
         "0.15.0",
         "0.31.0",
         None,
-        "CudagraphDispatcher rewritten in 0.15.0 (_bs_to_padded_graph_size); "
-        "_set_cudagraph_sizes changed in 0.17.0, 0.21.0, 0.24.0, 0.28.0, 0.29.0 and 0.31.0; "
-        "model runner V2 the default where supported from 0.22.0",
+        "CudagraphDispatcher rewritten in 0.15.0 (_bs_to_padded_graph_size); under plain FULL "
+        "with k > 0 its uniform-padding assertion is reached through 0.17.0, whose FULL keys keep "
+        "num_reqs, so no uniform batch matches one (eager) until 0.18.0 stops marking plain FULL "
+        "batches uniform; _set_cudagraph_sizes changed in 0.17.0, 0.21.0, 0.24.0, 0.28.0 (1024 "
+        "on data-center Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 "
+        "the default where supported from 0.22.0",
     ),
     ReleaseRange(
         "0.32.0",
