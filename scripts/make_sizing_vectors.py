@@ -38,9 +38,10 @@ DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
-# (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.14.1: 0.13's rules, V2 runner off).
+# (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
+# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged).
 V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
-V1_VERSIONS = ("0.12.0", "0.13.0", "0.14.1")
+V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0")
 # cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
@@ -361,19 +362,24 @@ def v1_engine(src: WheelSource):
     module_ns: dict = {"enum": enum, "logger": log}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
-    cc_methods = src.exec_defs(
-        comp,
-        [
+    # 0.16 moved the padding table into CudagraphDispatcher: then the dispatcher pads.
+    cc_names = [
+        name
+        for name in (
             "post_init_cudagraph_sizes",
             "compute_bs_to_padded_graph_size",
             "adjust_cudagraph_sizes_for_spec_decode",
-        ],
-        dict(module_ns),
-        cls="CompilationConfig",
-    )
-    vc_methods = src.exec_defs(
-        vcfg, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(module_ns), cls="VllmConfig"
-    )
+        )
+        if src.has(comp, name, "CompilationConfig")
+    ]
+    cc_methods = src.exec_defs(comp, cc_names, dict(module_ns), cls="CompilationConfig")
+    vc_names = [
+        name
+        for name in ("_set_cudagraph_sizes", "pad_for_cudagraph")
+        if src.has(vcfg, name, "VllmConfig")
+    ]
+    vc_methods = src.exec_defs(vcfg, vc_names, dict(module_ns), cls="VllmConfig")
+    pads_in_config = "compute_bs_to_padded_graph_size" in cc_names
     mode = module_ns["CUDAGraphMode"]
 
     usage = enum.Enum("UsageContext", ["LLM_CLASS", "OPENAI_API_SERVER"])
@@ -423,7 +429,7 @@ def v1_engine(src: WheelSource):
         # CudagraphDispatcher.dispatch: the first `if`, whose body returns NONE (eager).
         return node.test if isinstance(node, ast.If) else None
 
-    eager_test = src.expr(
+    eager_test = pads_in_config and src.expr(
         disp,
         "dispatch",
         "CudagraphDispatcher",
@@ -431,21 +437,8 @@ def v1_engine(src: WheelSource):
         "first if-test (returns CUDAGraphMode.NONE)",
     )
 
-    compilation_cls = type(
-        "CompilationConfig",
-        (),
-        {
-            k: cc_methods[k]
-            for k in (
-                "post_init_cudagraph_sizes",
-                "compute_bs_to_padded_graph_size",
-                "adjust_cudagraph_sizes_for_spec_decode",
-            )
-        },
-    )
-    vllm_cls = type(
-        "VllmConfig", (), {k: vc_methods[k] for k in ("_set_cudagraph_sizes", "pad_for_cudagraph")}
-    )
+    compilation_cls = type("CompilationConfig", (), {k: cc_methods[k] for k in cc_names})
+    vllm_cls = type("VllmConfig", (), {k: vc_methods[k] for k in vc_names})
 
     def resolve_max_num_batched_tokens(max_num_seqs: int, tokens: int | None) -> int:
         engine_args = ns(
@@ -515,13 +508,21 @@ def v1_engine(src: WheelSource):
             cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
         return vc, config_sizes
 
-    def dispatch(n: int, vc) -> list:
-        dispatcher = ns(
+    last = []  # [(vc, its dispatcher)]: one dispatcher per built config
+
+    def dispatch(n: int, vc, k: int) -> list:
+        if not pads_in_config:  # the wheel's own dispatcher pads (uniform decode)
+            if not last or last[0][0] is not vc:
+                last[:] = [(vc, dispatcher(vc, k))]
+            runtime, desc = last[0][1].dispatch(n, uniform_decode=True, has_lora=False)
+            graph = runtime.name != "NONE"
+            return [n, "graph" if graph else "eager", desc.num_tokens if graph else None, None]
+        dispatcher_ns = ns(
             keys_initialized=True,
             cudagraph_mode=vc.compilation_config.cudagraph_mode,
             compilation_config=vc.compilation_config,
         )
-        if evaluate(eager_test, {"self": dispatcher, "num_tokens": n, "CUDAGraphMode": mode}):
+        if evaluate(eager_test, {"self": dispatcher_ns, "num_tokens": n, "CUDAGraphMode": mode}):
             return [n, "eager", None, None]
         return [n, "graph", vc.pad_for_cudagraph(n), None]
 
@@ -657,7 +658,7 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
                 vector = {**head, "capture_sizes": sizes}
                 if config_sizes != sizes:
                     vector["config_capture_sizes"] = config_sizes
-                vectors.append({**vector, "outcomes": [dispatch(n, vc) for n in batch_sizes]})
+                vectors.append({**vector, "outcomes": [dispatch(n, vc, k) for n in batch_sizes]})
     if len(defaults) != 1:
         raise SystemExit(f"max_num_batched_tokens=None resolved to {sorted(defaults)}")
     return vectors, startup_errors, defaults.pop()
@@ -726,8 +727,11 @@ NOTES = (
     "__init__ sets given by hand, lora off) after initialize_cudagraph_keys(mode, k+1): "
     "[n, 'full' | 'piecewise' | 'eager' | 'crash', padded size, 'AssertionError' on a crash]. "
     "Configs refused at start-up are left out. "
-    "0.5.4, 0.6.3 and 0.14.1 stand for the wider release ranges of graphlab.sizing.versions; "
-    "0.6.3's _use_captured_graph takes decode_only as an argument (passed True)."
+    "0.5.4, 0.6.3, 0.15.1 and 0.16.0 stand for the wider release ranges of "
+    "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
+    "(passed True). From 0.16.0 the padding table lives in CudagraphDispatcher "
+    "(_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph is gone: there the "
+    "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do."
 )
 
 

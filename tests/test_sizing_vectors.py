@@ -1,9 +1,9 @@
 """Historical vLLM versions against vectors computed from the released wheels' own functions.
 
 data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py from the modelled
-releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and one release inside each wider range of
-graphlab.sizing.versions (0.5.4, 0.6.3, 0.14.1): each release's vectors are checked against the
-engine `engine_for_version` maps it to. A missing file is a failure, never a skip.
+releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
+graphlab.sizing.versions (0.5.4, 0.6.3, 0.15.1, 0.16.0): each release's vectors are checked
+against the engine `engine_for_version` maps it to. A missing file is a failure, never a skip.
 """
 
 import json
@@ -18,8 +18,8 @@ from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
-RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.12.0", "0.13.0", "0.14.1"}
-V1_RELEASES = ("0.12.0", "0.13.0", "0.14.1")
+RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.12.0", "0.13.0", "0.15.1", "0.16.0"}
+V1_RELEASES = ("0.12.0", "0.13.0", "0.15.1", "0.16.0")
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_user_set_capture_settings_match_the_wheels(data):
     # The V1 releases on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
     explicit = data["explicit"]
     assert {v["engine"] for v in explicit} == {f"vllm-{r}" for r in V1_RELEASES}
-    assert len(explicit) >= 300
+    assert len(explicit) >= 600
     assert (
         sum(bool(v["error"]) for v in explicit) >= 10
         and sum(bool(v["warnings"]) for v in explicit) >= 50

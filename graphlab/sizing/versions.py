@@ -3,7 +3,8 @@
 Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
-(0.5.4, 0.6.3, 0.14.1), which tests/test_sizing_vectors.py checks against the mapped engine.
+(0.5.4, 0.6.3, 0.15.1, 0.16.0), which tests/test_sizing_vectors.py checks against the mapped
+engine.
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -81,22 +82,23 @@ RANGES = (
     ),
     ReleaseRange(
         "0.13.0",
-        "0.14.1",
+        "0.16.0",
         "vllm-0.13.0",
-        "0.14: the same _set_cudagraph_sizes, adjust_cudagraph_sizes_for_spec_decode, "
-        "CudagraphDispatcher and _check_and_update_cudagraph_mode as 0.13.0; model runner V2 off "
-        "(VLLM_USE_V2_MODEL_RUNNER defaults to 0)",
+        "0.14.x: the same _set_cudagraph_sizes, adjust_cudagraph_sizes_for_spec_decode, "
+        "CudagraphDispatcher and _check_and_update_cudagraph_mode as 0.13.0; 0.15.0 pads in "
+        "CudagraphDispatcher (_bs_to_padded_graph_size) with the same answers; model runner V2 "
+        "off (VLLM_USE_V2_MODEL_RUNNER defaults to 0)",
     ),
     ReleaseRange(
-        "0.15.0",
+        "0.17.0",
         "0.31.0",
         None,
-        "CudagraphDispatcher rewritten in 0.15.0 (_bs_to_padded_graph_size); under plain FULL "
-        "with k > 0 its uniform-padding assertion is reached through 0.17.0, whose FULL keys keep "
-        "num_reqs, so no uniform batch matches one (eager) until 0.18.0 stops marking plain FULL "
-        "batches uniform; _set_cudagraph_sizes changed in 0.17.0, 0.21.0, 0.24.0, 0.28.0 (1024 "
-        "on data-center Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 "
-        "the default where supported from 0.22.0",
+        "0.17.0's _set_cudagraph_sizes differs, and under plain FULL with k > 0 its FULL keys "
+        "keep num_reqs, so no uniform batch matches one (eager; the uniform-padding assertion "
+        "still fires first) until 0.18.0 stops marking plain FULL batches uniform; "
+        "_set_cudagraph_sizes changed again in 0.21.0, 0.24.0, 0.28.0 (1024 on data-center "
+        "Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 the default where "
+        "supported from 0.22.0",
     ),
     ReleaseRange(
         "0.32.0",
