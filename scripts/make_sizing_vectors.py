@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import dataclasses
 import datetime
 import enum
 import hashlib
@@ -39,9 +40,9 @@ DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
 # (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
-# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged).
+# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules).
 V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
-V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0")
+V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
 # cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
@@ -61,6 +62,8 @@ MAX_NUM_SEQS = tuple(
 )
 NUM_SPECULATIVE_TOKENS = tuple(range(9))
 MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
+# Releases past 0.13.0 (read for the version map): the default and one budget below the ceiling.
+LATER_MAX_NUM_BATCHED_TOKENS = (None, 512)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
 EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
 SAMPLE_CAP = 300
@@ -447,6 +450,7 @@ def v1_engine(src: WheelSource):
             max_num_batched_tokens=tokens,
             max_num_seqs=max_num_seqs,
             enable_chunked_prefill=True,
+            performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
         )
         # A classmethod in vLLM, called as self.get_batch_defaults(world_size).
         engine_args.get_batch_defaults = types.MethodType(
@@ -492,6 +496,7 @@ def v1_engine(src: WheelSource):
             speculative_config=ns(num_speculative_tokens=k) if k else None,
             parallel_config=ns(tensor_parallel_size=1),
             lora_config=None,
+            performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
         )
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
@@ -530,6 +535,8 @@ def v1_engine(src: WheelSource):
         """The wheel's own CudagraphDispatcher (its __init__'s attributes set by hand), keys
         initialized for the config's mode as GPUModelRunner does after capture-size resolution."""
         names = {"enum": enum, "NamedTuple": NamedTuple, "logger": _Logger()}
+        # 0.17.0 made BatchDescriptor a frozen dataclass and the dispatcher `replace`s it
+        names |= {"dataclass": dataclasses.dataclass, "replace": dataclasses.replace}
         src.exec_defs("vllm/forward_context.py", ["BatchDescriptor"], names)
         names |= {"CUDAGraphMode": mode, "VllmConfig": object, "product": itertools.product}
         cls = src.exec_defs(disp, ["CudagraphDispatcher"], names)["CudagraphDispatcher"]
@@ -633,7 +640,8 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
     vectors, startup_errors, defaults = [], [], set()
     for max_num_seqs in MAX_NUM_SEQS:
         for k in NUM_SPECULATIVE_TOKENS:
-            for tokens in MAX_NUM_BATCHED_TOKENS:
+            later = version not in ("0.12.0", "0.13.0")
+            for tokens in LATER_MAX_NUM_BATCHED_TOKENS if later else MAX_NUM_BATCHED_TOKENS:
                 head = {
                     "engine": f"vllm-{version}",
                     "max_num_seqs": max_num_seqs,
@@ -707,7 +715,8 @@ NOTES = (
     "adjust_cudagraph_sizes_for_spec_decode finds no multiple of k+1 <= the largest size) are "
     "listed under startup_errors, not vectors. "
     f"Grid: max_num_seqs in {list(MAX_NUM_SEQS)}, num_speculative_tokens 0..8, "
-    "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null). "
+    "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null; V1 releases "
+    "after 0.13.0: [null, 512]). "
     f"Sample of n per vector, within 1..reach (reach = max_num_seqs*(k+1), the most rows "
     f"(V0) or tokens (V1) a decode step can send): {list(EDGE_BATCH_SIZES)}, the graph limit L "
     f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "
@@ -727,7 +736,7 @@ NOTES = (
     "__init__ sets given by hand, lora off) after initialize_cudagraph_keys(mode, k+1): "
     "[n, 'full' | 'piecewise' | 'eager' | 'crash', padded size, 'AssertionError' on a crash]. "
     "Configs refused at start-up are left out. "
-    "0.5.4, 0.6.3, 0.15.1 and 0.16.0 stand for the wider release ranges of "
+    "0.5.4, 0.6.3, 0.15.1, 0.16.0 and 0.19.0 stand for the wider release ranges of "
     "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
     "(passed True). From 0.16.0 the padding table lives in CudagraphDispatcher "
     "(_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph is gone: there the "

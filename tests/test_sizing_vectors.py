@@ -2,7 +2,7 @@
 
 data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py from the modelled
 releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
-graphlab.sizing.versions (0.5.4, 0.6.3, 0.15.1, 0.16.0): each release's vectors are checked
+graphlab.sizing.versions (0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0): each release's vectors are checked
 against the engine `engine_for_version` maps it to. A missing file is a failure, never a skip.
 """
 
@@ -18,8 +18,8 @@ from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
-RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.12.0", "0.13.0", "0.15.1", "0.16.0"}
-V1_RELEASES = ("0.12.0", "0.13.0", "0.15.1", "0.16.0")
+V1_RELEASES = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
+RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", *V1_RELEASES}
 
 
 @pytest.fixture(scope="module")
@@ -75,7 +75,7 @@ def test_user_set_capture_settings_match_the_wheels(data):
     # The V1 releases on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
     explicit = data["explicit"]
     assert {v["engine"] for v in explicit} == {f"vllm-{r}" for r in V1_RELEASES}
-    assert len(explicit) >= 600
+    assert len(explicit) >= 150 * len(V1_RELEASES)
     assert (
         sum(bool(v["error"]) for v in explicit) >= 10
         and sum(bool(v["warnings"]) for v in explicit) >= 50
@@ -119,7 +119,8 @@ def test_every_cudagraph_mode_matches_the_wheels_dispatcher(data, release):
         ]
         assert got == v["outcomes"], v
         crashes += sum(o[1] == "crash" for o in v["outcomes"])
-    assert crashes >= 50
+    # 0.12.0 to 0.17.0 assert; from 0.18.0 plain FULL batches are not marked uniform
+    assert crashes >= 50 if policy.asserts_uniform_padding else crashes == 0
 
 
 # --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code)

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES
 from graphlab.sizing.versions import RANGES, RELEASES, engine_for_version, release, resolve_engine
 
 
@@ -29,7 +29,7 @@ def test_every_release_maps_to_an_engine_or_is_refused_by_name(version):
         message = str(error)
         assert version in message and "modelled releases: 0.5.0..0.5.5 (vllm-0.5.5)" in message
         return
-    assert engine in ENGINES and engine.startswith("vllm-")
+    assert engine in {**ENGINES, **RELEASE_ENGINES} and engine.startswith("vllm-")
 
 
 def test_known_releases():
@@ -41,10 +41,12 @@ def test_known_releases():
         "0.12.0": "vllm-0.12.0",
         "0.14.1": "vllm-0.13.0",
         "0.16.0": "vllm-0.13.0",
+        "0.17.1": "vllm-0.17.0",
+        "0.19.1": "vllm-0.18.0",
         "0.32.0": "vllm-0.33.0",
     }
     assert {v: engine_for_version(v) for v in expected} == expected
-    for version in ("0.6.5", "0.11.2", "0.17.0", "0.20.1", "0.31.0"):
+    for version in ("0.6.5", "0.11.2", "0.20.0", "0.25.1", "0.31.0"):
         with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
             engine_for_version(version)
 

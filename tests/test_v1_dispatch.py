@@ -22,7 +22,7 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import V1_ENGINES, get_engine
+from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
@@ -197,13 +197,19 @@ def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
             "(vllm/v1/cudagraph_dispatcher.py)"
         )
     assert audit("vllm-0.33.0", cfg).summary.num_crash == 0
+    # 0.17.0: the same crashes, and the batches the assertion lets through run eagerly; 0.18.0:
+    # FULL graphs, no assertion (data/vllm_sizing_vectors.json "modes" from both wheels).
+    s = audit("vllm-0.17.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (10, 0)
+    s = audit("vllm-0.18.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (0, 13)
     frame = crash_map(["vllm-0.12.0", "vllm-0.33.0"], range(13, 14), [2], cudagraph_mode="FULL")
     assert frame["error"].str.startswith("AssertionError").tolist() == [True, False]
 
 
 @settings(max_examples=150, deadline=None)
 @given(
-    engine=st.sampled_from(V1_ENGINES),
+    engine=st.sampled_from(V1_ENGINES + tuple(RELEASE_ENGINES)),
     seqs=st.integers(1, 200),
     k=st.integers(0, 8),
     mode=st.sampled_from(CUDAGRAPH_MODES),

@@ -1,14 +1,17 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
-naming its source. A policy answers three questions, and `dispatch_batches` (many batches at once;
-`dispatch` is one batch's answer, its [0]) is derived from them only, so a model runner that
-performs the real dictionary lookup with the same answers reproduces the same outcome (including
-the V0 `KeyError`); vLLM V1 policies dispatch by graphlab.sizing.families' rule instead:
+naming its source (`RELEASE_ENGINES` adds 0.17.0 and 0.18.0, which differ only under plain FULL;
+graphlab.sizing.versions maps releases to them). A policy answers three questions, and
+`dispatch_batches` (many batches at once; `dispatch` is one batch's answer, its [0]) is derived
+from them only, so a model runner that performs the real dictionary lookup with the same answers
+reproduces the same outcome (including the V0 `KeyError`):
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
 - `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
 - `padded_size(n, capture_sizes)`: the key the engine then looks up (it may be absent: a crash).
+
+vLLM V1 policies dispatch by graphlab.sizing.families' rule instead.
 """
 
 from __future__ import annotations
@@ -263,8 +266,9 @@ class _V1Policy(SizingPolicy):
     reads_capture_settings = True
     rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
     # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
-    # (0.12.0 to 0.17.0); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
+    # (0.12.0 to 0.17.x); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
     asserts_uniform_padding = True
+    uniform_full_eager = False  # 0.17.x: plain FULL keys keep num_reqs, few uniform batches match
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = "FULL_AND_PIECEWISE"
 
@@ -371,6 +375,25 @@ class Vllm013(_V1Policy):
 
     def _default_sizing(self, cfg, tokens):
         return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
+
+
+class Vllm017(Vllm013):
+    """vllm 0.17.0: 0.13.0's sizing (with the default performance_mode), but plain FULL's keys
+    keep num_reqs = min(size, S) (vllm/v1/cudagraph_dispatcher.py, "Only relax for PIECEWISE
+    mode") while a uniform batch asks for min(size // q, S): one that passes the padding assertion
+    replays its graph only where size // q >= S, and runs eagerly otherwise."""
+
+    name = "vllm-0.17.0"
+    uniform_full_eager = True
+
+
+class Vllm018(Vllm013):
+    """vllm 0.18.0: 0.13.0's sizing; `dispatch` marks a batch uniform only where the mode keeps a
+    separate decode routine (`normalized_uniform`), so plain FULL replays its FULL graph at the
+    padded size and no assertion fires."""
+
+    name = "vllm-0.18.0"
+    asserts_uniform_padding = False
 
 
 class Vllm033(_V1Policy):
@@ -578,9 +601,12 @@ ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGIN
 V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
 # The vLLM V1 engines: graphs keyed by token count (uniform decode).
 V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+# Releases whose rules differ from the table's only under plain FULL (graphlab.sizing.versions);
+# reached by name or version, not part of "all".
+RELEASE_ENGINES: dict[str, SizingPolicy] = {p.name: p for p in (Vllm017(), Vllm018())}
 
 
 def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names
     otherwise."""
-    return lookup("engine", name, ENGINES, SizingPolicy)
+    return lookup("engine", name, {**ENGINES, **RELEASE_ENGINES}, SizingPolicy)

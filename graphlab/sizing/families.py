@@ -85,6 +85,9 @@ class GraphFamilies:
     limit: int  # the largest capture size: above it, no graph
     # q when a uniform batch padded to a non-multiple of q fails uniform_padding_assertion, else 0
     asserted_query_len: int = 0
+    # 0.17.x's plain FULL: its keys hold num_reqs = min(size, S), a uniform batch's min(size // q,
+    # S), so one matches only where size // q >= S (this value); 0: off
+    uniform_min_reqs: int = 0
 
     def dispatch_batches(self, ns, uniform_decode: bool = True):
         """Per batch of n tokens: (path per n: "full" | "piecewise" | "eager" | "crash", the padded
@@ -99,7 +102,12 @@ class GraphFamilies:
         size = np.where(full > 0, full, np.where(within, mixed, 0))
         path = np.where(full > 0, "full", np.where(size > 0, self.mixed_family or "", "eager"))
         if uniform_decode and self.asserted_query_len:
-            path = np.where((size > 0) & (size % self.asserted_query_len > 0), "crash", path)
+            crash = (size > 0) & (size % self.asserted_query_len > 0)
+            if self.uniform_min_reqs:  # the batches whose key matches no graph run eagerly
+                size = np.where(
+                    crash | (size // self.asserted_query_len >= self.uniform_min_reqs), size, 0
+                )
+            path = np.where(crash, "crash", np.where(size > 0, path, "eager"))
         return path.astype(object), size
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
@@ -135,8 +143,17 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
     if separate_routine(mode):
         limit = min(sizes[-1], cfg.max_num_seqs * q)
         full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
-    asserted = q if q > 1 and mode == "FULL" and policy.asserts_uniform_padding else 0
-    return GraphFamilies(mode, full, tuple(sizes) if mixed else (), mixed, int(sizes[-1]), asserted)
+    plain = q > 1 and mode == "FULL"
+    asserted = q if plain and policy.asserts_uniform_padding else 0
+    return GraphFamilies(
+        mode,
+        full,
+        tuple(sizes) if mixed else (),
+        mixed,
+        int(sizes[-1]),
+        asserted,
+        cfg.max_num_seqs if plain and policy.uniform_full_eager else 0,
+    )
 
 
 def smallest_at_least(sizes, ns: np.ndarray) -> np.ndarray:

@@ -3,8 +3,8 @@
 Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
-(0.5.4, 0.6.3, 0.15.1, 0.16.0), which tests/test_sizing_vectors.py checks against the mapped
-engine.
+(0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0), which tests/test_sizing_vectors.py checks against the
+mapped engine.
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES
 
 # Every vllm release on PyPI from 0.5.0 to the newest, oldest first (`pip index versions vllm`).
 # fmt: off
@@ -91,14 +91,27 @@ RANGES = (
     ),
     ReleaseRange(
         "0.17.0",
+        "0.17.1",
+        "vllm-0.17.0",
+        "0.13.0's sizing with the default performance_mode (0.17.0 adds 'interactivity'); under "
+        "plain FULL with k > 0 its FULL keys keep num_reqs, so a uniform batch the padding "
+        "assertion lets through runs eagerly unless its padded size // (1 + k) >= max_num_seqs",
+    ),
+    ReleaseRange(
+        "0.18.0",
+        "0.19.1",
+        "vllm-0.18.0",
+        "0.18.0's dispatch marks a batch uniform only with a separate decode routine "
+        "(normalized_uniform): plain FULL replays FULL graphs, no assertion; otherwise 0.13.0's",
+    ),
+    ReleaseRange(
+        "0.20.0",
         "0.31.0",
         None,
-        "0.17.0's _set_cudagraph_sizes differs, and under plain FULL with k > 0 its FULL keys "
-        "keep num_reqs, so no uniform batch matches one (eager; the uniform-padding assertion "
-        "still fires first) until 0.18.0 stops marking plain FULL batches uniform; "
-        "_set_cudagraph_sizes changed again in 0.21.0, 0.24.0, 0.28.0 (1024 on data-center "
-        "Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 the default where "
-        "supported from 0.22.0",
+        "0.20.0 moves the rounding into CompilationConfig.resolve_cudagraph_mode_and_sizes; "
+        "_set_cudagraph_sizes changed in 0.21.0, 0.24.0, 0.28.0 (1024 on data-center Blackwell), "
+        "0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 the default where supported "
+        "from 0.22.0",
     ),
     ReleaseRange(
         "0.32.0",
@@ -130,7 +143,7 @@ def release(version: str) -> str:
 def resolve_engine(value: str) -> str:
     """An engine name as given, or the engine of a vLLM release ("0.14.1", "vllm==0.14.1",
     "vllm-0.14.1" when that is no engine name)."""
-    if value in ENGINES:
+    if value in ENGINES or value in RELEASE_ENGINES:
         return value
     if re.match(r"^(vllm(-cpu)?(==|-)|v)?\d", str(value)):
         return engine_for_version(re.sub(r"^vllm-(?=\d)", "", value))
