@@ -141,12 +141,14 @@ def release(version: str) -> str:
 
 
 def resolve_engine(value: str) -> str:
-    """An engine name as given, or the engine of a vLLM release ("0.14.1", "vllm==0.14.1",
-    "vllm-0.14.1" when that is no engine name)."""
+    """An engine name as given, or the engine of a vLLM release ("0.14.1", "vllm==0.14.1", and
+    "vllm-0.14.1" when that is a release but no engine name)."""
     if value in ENGINES or value in RELEASE_ENGINES:
         return value
-    if re.match(r"^(vllm(-cpu)?(==|-)|v)?\d", str(value)):
-        return engine_for_version(re.sub(r"^vllm-(?=\d)", "", value))
+    if value.startswith("vllm-") and value.removeprefix("vllm-") in RELEASES:
+        return engine_for_version(value.removeprefix("vllm-"))
+    if re.match(r"^(vllm(-cpu)?==|v)?\d", str(value)):
+        return engine_for_version(value)
     return value  # get_engine names the engines
 
 
