@@ -16,7 +16,7 @@ batch only widens once bonus tokens exist.
 
 vLLM V1 batches follow graphlab.sizing.families: a uniform decode batch replays a FULL graph (at a
 capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
-the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 / 0.13.0 crashes where a
+the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 to 0.17.x crashes where a
 uniform batch pads to a non-multiple of 1 + k (the dispatcher's assertion, the V1 heir of V0's
 KeyError). V1 runs the draft model through its own proposer,
 whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).

@@ -15,9 +15,11 @@ compilation.py `CUDAGraphMode`, a (decode, mixed) pair). Per `cudagraph_mode`:
 `GraphFamilies.dispatch_batches` is that rule over many batches (`dispatch` is its [0]): a uniform
 decode batch of n tokens replays the smallest FULL size >= n, any other batch (and a uniform one
 without such a FULL graph) the smallest mixed size >= n; above the largest capture size, no graph.
-Plain FULL on 0.12.0 / 0.13.0 asserts that a uniform batch's padded size is a multiple of q
-(`_create_padded_batch_descriptor`): where it is not, the step crashes. This module knows no engine
-by name: it takes a V1 policy's answers (graphlab.sizing.engines).
+Plain FULL with q > 1 on model runner V1 from 0.12.0 to 0.17.x asserts that a uniform batch's
+padded size is a multiple of q (`_create_padded_batch_descriptor`): where it is not, the step
+crashes; 0.17.x also runs eagerly the batches the assertion lets through whose size // q < S
+(its keys keep num_reqs). This module knows no engine by name: it takes a V1 policy's answers
+(graphlab.sizing.engines).
 """
 
 from __future__ import annotations
