@@ -26,8 +26,9 @@ from graphlab.sizing.limits import (
     check_limits,
 )
 
-# The kit's engines with --performance-mode: VllmConfig has no such field in 0.12.0 or 0.13.0.
-PERFORMANCE_MODE_ENGINES = ("vllm-0.33.0",)
+# The kit's engines with --performance-mode: 0.17.0 added it (graphlab.sizing.versions); its 1..32
+# interactivity grid reads the same in the 0.20.0 and 0.33.0 wheels; 0.12.0 and 0.13.0 lack it.
+PERFORMANCE_MODE_ENGINES = ("vllm-0.17.0", "vllm-0.18.0", "vllm-0.33.0")
 
 
 def add_parser(subparsers) -> None:
