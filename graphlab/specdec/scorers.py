@@ -10,7 +10,6 @@ from __future__ import annotations
 import torch
 
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.engine.runner import StepRecord
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.sizing.config import SizingConfig
 from graphlab.specdec.records import SpecDecodeConfig
@@ -199,19 +198,7 @@ class MQAScorer:
             k + 1, device=device
         )
         slots = long_tensor([s.slot for s in seqs], device)
-        if self.runner.batch_unit == "tokens":
-            # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
-            scheduled = [k + 1] * len(spec) + [1] * len(plain)
-            logits, record = self.runner.execute_model(ids, positions, slots, scheduled)
-            return logits[: len(spec)], logits[len(spec) :, 0], record
-        # Checked before the timer starts: the check reads values, which syncs a GPU.
-        model.check_inputs(ids, positions, slots)
-        logits, ms = self.runner.timed_step(None, ids, positions, slots)
-        record = StepRecord(
-            batch_size=len(seqs),
-            path="eager",
-            graph_size=None,
-            time_ms=ms,
-            backend=self.runner.backend,
-        )
+        # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
+        scheduled = [k + 1] * len(spec) + [1] * len(plain)
+        logits, record = self.runner.execute_requests(ids, positions, slots, scheduled)
         return logits[: len(spec)], logits[len(spec) :, 0], record
