@@ -112,6 +112,7 @@ class CapturedGraph:
         model: LlamaForCausalLM,
         buffers: StaticBuffers,
         size: int,
+        *,
         graph: torch.cuda.CUDAGraph | None,
         step=None,
     ):
@@ -297,7 +298,8 @@ def capture_full(session: CaptureSession, sizes, query_len: int = 1, family: str
         # the compiled backends compile at the model's first size and at batch 1
         run = partial(buffers.run, model, size, None if step is None else step.compile)
         (graph,) = session.capture(size, [run], family, query_len=query_len, compile_cache=cache)
-        graphs[size] = CapturedGraph(model, buffers, size, graph, step if graph is None else None)
+        replay_step = step if graph is None else None  # a real graph has recorded the step
+        graphs[size] = CapturedGraph(model, buffers, size, graph=graph, step=replay_step)
     return graphs
 
 
