@@ -37,7 +37,7 @@ from graphlab.sizing.engines import GRAPH_POOLS
 NUM_WARMUPS = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GraphRecord:
     """What capturing one size cost (see graphlab.engine.memory for how each byte count is
     taken)."""
