@@ -313,7 +313,6 @@ def capture_graphs(
 ):
     """Capture every size of one family, largest first, in a session of its own (vLLM V0's
     capture_model); returns ({size: CapturedGraph}, [GraphRecord])."""
-    check_choice("graph_pool", graph_pool, GRAPH_POOLS)
     session = CaptureSession(model, resolve_backend(backend, model.device), graph_pool, num_warmups)
     with session:
         graphs = capture_full(session, sizes, query_len)

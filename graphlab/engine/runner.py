@@ -1,5 +1,6 @@
-"""The decode runner base of the V0- and V1-shaped runners: config checks, graph capture into
-one pool, and the timed replay-or-eager step with the LM head after it (`StepRecord` per step).
+"""The decode runner base of the V0- and V1-shaped runners: config checks, graph capture in one
+CaptureSession, dispatch, and the timed replay-or-eager step with the LM head after it
+(`StepRecord` per step).
 """
 
 from __future__ import annotations
