@@ -150,7 +150,9 @@ class CaptureSession:
     stream that freed it: two streams would split a shared pool) into one pool ("shared") or one
     pool per size ("separate": a PIECEWISE size's pieces share theirs, so a size costs one
     prediction either way). Elsewhere a capture runs its runnables once; memory is predicted.
-    Used as a context manager; on exit every record carries the loop's figure.
+    Used as a context manager; on exit every record carries the loop's figure, measured from
+    entry as vLLM's is, so it holds the one capture stream's cuBLAS workspace (made at the first
+    warm-up) as vLLM's does, and no per-capture figure does.
     """
 
     def __init__(
@@ -176,6 +178,9 @@ class CaptureSession:
         # freezes it around its loop too).
         gc.collect()
         gc.freeze()
+        if self.stream is not None:  # the loop's start, cache emptied first, as vLLM measures
+            torch.cuda.empty_cache()
+            self._start = MemorySnapshot.take(self.model.device)
         return self
 
     def __exit__(self, *exc) -> None:
@@ -249,8 +254,6 @@ class CaptureSession:
         # Cached blocks released now, as torch.cuda.graph does on entry: the drop is the capture's.
         torch.cuda.empty_cache()
         before = MemorySnapshot.take(device)
-        # The loop starts after its first warm-up: the stream's cuBLAS workspace is not a graph's.
-        self._start = self._start or before
         pool = self.pool if self.graph_pool == "shared" else torch.cuda.graph_pool_handle()
         start, graphs = time.perf_counter(), []
         for run in runnables:

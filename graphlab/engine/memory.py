@@ -6,9 +6,10 @@ Measured (CUDA), per capture:
   objects;
 - ``pool_bytes``: the growth of the caching allocator's reserved bytes
   (``torch.cuda.memory_reserved``) across the capture: the segments the graph's private pool took;
-- ``capture_loop_bytes`` (graphlab.engine.graphs.CaptureSession): the free-memory drop from the
-  first capture's start (after its warm-up, so the capture stream's cuBLAS workspace is not in
-  it) to the loop's end, the figure vLLM V1 logs once ("Graph capturing finished in ... took").
+- ``capture_loop_bytes`` (graphlab.engine.graphs.CaptureSession): the free-memory drop across
+  the whole loop, the figure vLLM V1 logs once ("Graph capturing finished in ... took"). Like
+  vLLM's it holds the cuBLAS workspace of the loop's one capture stream, made at its first
+  warm-up (one stream per runner for all families, as vLLM's graph_capture has).
 
 Predicted (any device): the peak bytes of live intermediate tensors of graphlab's own decode step
 at batch ``size``, counted analytically from the config (no allocator rounding, no cuBLAS
