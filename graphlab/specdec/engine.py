@@ -144,7 +144,8 @@ class SpecDecodeEngine:
         with torch.no_grad():
             while not scheduler.is_finished():
                 record = self.step(step, scheduler, metrics)
-                steps += [record] if record is not None else []
+                if record is not None:
+                    steps.append(record)
                 step += 1
         return GenerateOutput(scheduler.outputs(), steps, metrics)
 
