@@ -90,7 +90,9 @@ def resolve_backend(backend: str | Backend, device, purpose: str = "logic") -> B
         name = AUTO[purpose][device.type]
     chosen = BACKEND_VALUES[name]
     if chosen.device_type != device.type:
-        where = "needs the model on a CUDA device" if chosen.captures_graphs else "runs on a CPU"
+        where = (
+            "needs the model on a CUDA device" if chosen.device_type == "cuda" else "runs on a CPU"
+        )
         allowed = [b for b, v in BACKEND_VALUES.items() if v.device_type == device.type]
         raise GraphlabError(
             f"backend {name!r} {where}, not {device}; use {' or '.join(map(repr, allowed))}"
