@@ -26,6 +26,7 @@ from graphlab.engine.runner import DecodeRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import V1_ENGINES
+from graphlab.sizing.families import uniform_padding_assertion
 
 
 class V1ModelRunner(DecodeRunner):
@@ -107,6 +108,8 @@ class V1ModelRunner(DecodeRunner):
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
         # uniform: num_tokens is B * q; otherwise the rows still carry B * q tokens
         path, graph_size = self.dispatch(num_reqs * q, uniform)
+        if path == "crash":  # vLLM 0.12/0.13's dispatcher assertion (graphlab.sizing.families)
+            raise AssertionError(uniform_padding_assertion(graph_size, q))
         graph = None
         if path != "eager":
             graph = (self.piecewise_graphs if path == "piecewise" else self.graphs)[graph_size]
