@@ -40,9 +40,9 @@ import pandas as pd
 import torch
 
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
-from graphlab.engine.compiled import compile_unavailable, compiled_step
+from graphlab.engine.compiled import compiled_step
 from graphlab.engine.config import PRESETS
-from graphlab.engine.device import device_name, pin_threads
+from graphlab.engine.device import compile_unavailable, device_name, pin_threads
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError, check_choice, check_int
 
