@@ -40,9 +40,20 @@ DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
 # (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
-# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules).
+# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules;
+# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules).
 V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
-V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
+V1_VERSIONS = (
+    "0.12.0",
+    "0.13.0",
+    "0.15.1",
+    "0.16.0",
+    "0.17.0",
+    "0.18.0",
+    "0.19.0",
+    "0.20.0",
+    "0.21.0",
+)
 # cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
@@ -62,8 +73,9 @@ MAX_NUM_SEQS = tuple(
 )
 NUM_SPECULATIVE_TOKENS = tuple(range(9))
 MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
-# Releases past 0.13.0 (read for the version map): the default and one budget below the ceiling.
-LATER_MAX_NUM_BATCHED_TOKENS = (None, 512)
+# Releases past 0.13.0 (read for the version map): the default and two budgets below the ceiling
+# (300 is off the grid: 0.20.1 on capture it).
+LATER_MAX_NUM_BATCHED_TOKENS = (None, 300, 512)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
 EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
 SAMPLE_CAP = 300
@@ -420,10 +432,12 @@ def v1_engine(src: WheelSource):
             return node.test
         return None
 
+    # 0.20.0 moved the rounding into CompilationConfig.resolve_cudagraph_mode_and_sizes.
+    resolves = src.has(comp, "resolve_cudagraph_mode_and_sizes", "CompilationConfig")
     adjust_test = src.expr(
-        runner,
-        "_check_and_update_cudagraph_mode",
-        "GPUModelRunner",
+        comp if resolves else runner,
+        "resolve_cudagraph_mode_and_sizes" if resolves else "_check_and_update_cudagraph_mode",
+        "CompilationConfig" if resolves else "GPUModelRunner",
         adjust_pick,
         "if-test guarding adjust_cudagraph_sizes_for_spec_decode",
     )
@@ -456,8 +470,15 @@ def v1_engine(src: WheelSource):
         engine_args.get_batch_defaults = types.MethodType(
             args_ns["get_batch_defaults"], engine_args
         )
-        args_ns["_set_default_max_num_seqs_and_batched_tokens_args"](
-            engine_args, usage.OPENAI_API_SERVER, ns(max_model_len=STAND_IN_MAX_MODEL_LEN)
+        set_defaults = args_ns["_set_default_max_num_seqs_and_batched_tokens_args"]
+        extra = ()
+        if "parallel_config" in set_defaults.__code__.co_varnames:  # 0.20.0 on: no batched DP MoE
+            extra = (ns(use_batched_dp_moe=False),)
+        set_defaults(
+            engine_args,
+            usage.OPENAI_API_SERVER,
+            ns(max_model_len=STAND_IN_MAX_MODEL_LEN),
+            *extra,
         )
         scheduler = ns(
             max_num_batched_tokens=engine_args.max_num_batched_tokens,
@@ -508,6 +529,7 @@ def v1_engine(src: WheelSource):
                 "cudagraph_mode": cc.cudagraph_mode,
                 "CUDAGraphMode": mode,
                 "self": ns(uniform_decode_query_len=q),
+                "uniform_decode_query_len": q,  # a parameter of resolve_cudagraph_mode_and_sizes
             },
         ):
             cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
@@ -716,7 +738,7 @@ NOTES = (
     "listed under startup_errors, not vectors. "
     f"Grid: max_num_seqs in {list(MAX_NUM_SEQS)}, num_speculative_tokens 0..8, "
     "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null; V1 releases "
-    "after 0.13.0: [null, 512]). "
+    "after 0.13.0: [null, 300, 512]). "
     f"Sample of n per vector, within 1..reach (reach = max_num_seqs*(k+1), the most rows "
     f"(V0) or tokens (V1) a decode step can send): {list(EDGE_BATCH_SIZES)}, the graph limit L "
     f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "

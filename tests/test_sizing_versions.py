@@ -43,10 +43,13 @@ def test_known_releases():
         "0.16.0": "vllm-0.13.0",
         "0.17.1": "vllm-0.17.0",
         "0.19.1": "vllm-0.18.0",
+        "0.20.0": "vllm-0.20.0",
+        "0.20.2": "vllm-0.20.1",
+        "0.21.0": "vllm-0.20.1",
         "0.32.0": "vllm-0.33.0",
     }
     assert {v: engine_for_version(v) for v in expected} == expected
-    for version in ("0.6.5", "0.11.2", "0.20.0", "0.25.1", "0.31.0"):
+    for version in ("0.6.5", "0.11.2", "0.22.0", "0.25.1", "0.31.0"):
         with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
             engine_for_version(version)
 
@@ -73,9 +76,9 @@ def _cli(*args):
 def test_cli_engine_takes_a_release_and_auto():
     done = _cli("audit", "--engine", "0.14.1", "--max-num-seqs", "8")
     assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.13.0:"), done.stderr
-    refused = _cli("audit", "--engine", "0.20.1", "--max-num-seqs", "8")
+    refused = _cli("audit", "--engine", "0.22.1", "--max-num-seqs", "8")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "vLLM 0.20.1's graph sizing is not modelled" in refused.stderr
+    assert "vLLM 0.22.1's graph sizing is not modelled" in refused.stderr
 
 
 @pytest.mark.vllm
