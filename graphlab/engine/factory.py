@@ -8,7 +8,7 @@ from graphlab.engine.runner import DecodeRunner
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import V1_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import ALL_V1_ENGINES, SizingPolicy, get_engine
 
 
 def make_runner(
@@ -17,5 +17,5 @@ def make_runner(
     """The runner `engine` needs for `model` under `cfg`; options are the runners' keywords
     (backend, graph_pool, enforce_eager, num_warmups)."""
     policy = get_engine(engine)
-    runner_class = V1ModelRunner if policy.name in V1_ENGINES else ModelRunner
+    runner_class = V1ModelRunner if policy.name in ALL_V1_ENGINES else ModelRunner
     return runner_class(model, policy, cfg, **options)

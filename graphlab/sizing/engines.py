@@ -634,6 +634,8 @@ V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit
 RELEASE_ENGINES: dict[str, SizingPolicy] = {
     p.name: p for p in (Vllm017(), Vllm018(), Vllm020(), Vllm0201())
 }
+# Every vLLM V1 engine, the table's and the releases': what the V1 runner and the planner take.
+ALL_V1_ENGINES = V1_ENGINES + tuple(RELEASE_ENGINES)
 
 
 def get_engine(name) -> SizingPolicy:
