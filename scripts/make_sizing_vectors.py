@@ -41,8 +41,9 @@ DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
 # (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
 # a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules;
-# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules).
-V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
+# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules; 0.6.6.post1: V0
+# sized in vllm/config.py, as from 0.6.5).
+V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1")
 V1_VERSIONS = (
     "0.12.0",
     "0.13.0",
@@ -274,8 +275,58 @@ def sample_batch_sizes(
 V0_MEMBER = "vllm/worker/model_runner.py"
 
 
+def v0_config_sizing(src: WheelSource):
+    """0.6.5 on: runner(S) and pad(runner, n) from vllm/config.py's VllmConfig._set_cudagraph_sizes
+    (the V0 branch), CompilationConfig.init_with_cudagraph_sizes and VllmConfig.pad_for_cudagraph;
+    the runner's max_batchsize_to_capture is compilation_config.max_capture_size (its __init__)."""
+    config = "vllm/config.py"
+    names = {"envs": ns(VLLM_USE_V1=False), "logger": _Logger()}
+    cc_cls = type(
+        "CompilationConfig",
+        (),
+        src.exec_defs(config, ["init_with_cudagraph_sizes"], dict(names), cls="CompilationConfig"),
+    )
+    vc_cls = type(
+        "VllmConfig",
+        (),
+        src.exec_defs(
+            config, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(names), cls="VllmConfig"
+        ),
+    )
+
+    def runner(max_num_seqs: int):
+        cc = cc_cls()
+        cc.__dict__.update(cudagraph_capture_sizes=None, candidate_compile_sizes=None)
+        vc = vc_cls()
+        vc.__dict__.update(
+            scheduler_config=ns(max_num_seqs=max_num_seqs),
+            model_config=ns(enforce_eager=False),
+            compilation_config=cc,
+        )
+        vc._set_cudagraph_sizes()
+        return ns(
+            model_config=vc.model_config,
+            max_seq_len_to_capture=8192,
+            max_batchsize_to_capture=cc.max_capture_size,
+            vllm_config=vc,
+        )
+
+    return runner, lambda r, n: r.vllm_config.pad_for_cudagraph(n)
+
+
 def v0_engine(src: WheelSource):
     """capture_sizes(S), graph_limit(S) and dispatch(n, ...) built from one V0 model_runner.py."""
+    if not src.has(V0_MEMBER, "_BATCH_SIZES_TO_CAPTURE"):  # 0.6.5 on: sized in vllm/config.py
+        runner, pad = v0_config_sizing(src)
+        module_ns = src.exec_defs(
+            V0_MEMBER, ["_use_captured_graph"], {}, cls="ModelInputForGPUBuilder"
+        )
+        return _v0_functions(
+            runner,
+            lambda s: sorted(runner(s).vllm_config.compilation_config.capture_sizes),
+            pad,
+            module_ns["_use_captured_graph"],
+        )
     names = ["_BATCH_SIZE_ALIGNMENT", "_BATCH_SIZES_TO_CAPTURE", "_get_graph_batch_size"]
     if src.has(V0_MEMBER, "_get_max_graph_batch_size"):
         names.append("_get_max_graph_batch_size")
@@ -311,9 +362,20 @@ def v0_engine(src: WheelSource):
         local["graph_batch_size"] = evaluate(capture_exprs[0], local)
         return sorted(evaluate(capture_exprs[1], local))
 
+    return _v0_functions(
+        runner,
+        capture_sizes,
+        lambda _, n: module_ns["_get_graph_batch_size"](n),
+        module_ns["_use_captured_graph"],
+    )
+
+
+def _v0_functions(runner, capture_sizes, pad, verbatim):
+    """graph_limit and dispatch from a release's runner stand-in, its padding and its verbatim
+    _use_captured_graph."""
+
     def use(builder, n: int) -> bool:
         # 0.6.3 added a decode_only parameter; the others read builder.decode_only.
-        verbatim = module_ns["_use_captured_graph"]
         if "decode_only" in verbatim.__code__.co_varnames[: verbatim.__code__.co_argcount]:
             return verbatim(builder, n, True, 1)
         return verbatim(builder, n, 1)
@@ -330,7 +392,7 @@ def v0_engine(src: WheelSource):
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
         if not use(builder, n):
             return [n, "eager", None, None]
-        graph_batch_size = module_ns["_get_graph_batch_size"](n)
+        graph_batch_size = pad(builder.runner, n)
         try:
             graph_runners[graph_batch_size]  # execute_model: self.graph_runners[ve][size]
         except KeyError as exc:
@@ -760,8 +822,13 @@ NOTES = (
     "Configs refused at start-up are left out. "
     "0.5.4, 0.6.3, 0.15.1, 0.16.0 and 0.19.0 stand for the wider release ranges of "
     "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
-    "(passed True). From 0.16.0 the padding table lives in CudagraphDispatcher "
-    "(_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph is gone: there the "
+    "(passed True). 0.6.6.post1 (as from 0.6.5) sizes V0 graphs in vllm/config.py: verbatim "
+    "VllmConfig._set_cudagraph_sizes (envs.VLLM_USE_V1 False, its V0 default), "
+    "CompilationConfig.init_with_cudagraph_sizes (no user sizes) and VllmConfig.pad_for_cudagraph, "
+    "with the runner's max_batchsize_to_capture = compilation_config.max_capture_size and the "
+    "padded size looked up among the captured sizes. From 0.16.0 the padding table lives in "
+    "CudagraphDispatcher (_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph "
+    "is gone: there the "
     "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do."
 )
 
