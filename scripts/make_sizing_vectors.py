@@ -41,9 +41,9 @@ DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
 # (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
 # a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules;
-# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules; 0.6.6.post1: V0
-# sized in vllm/config.py, as from 0.6.5).
-V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1")
+# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules; 0.6.6.post1 and
+# 0.7.3: V0 sized in vllm/config.py, as from 0.6.5).
+V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1", "0.7.3")
 V1_VERSIONS = (
     "0.12.0",
     "0.13.0",
@@ -296,7 +296,9 @@ def v0_config_sizing(src: WheelSource):
 
     def runner(max_num_seqs: int):
         cc = cc_cls()
-        cc.__dict__.update(cudagraph_capture_sizes=None, candidate_compile_sizes=None)
+        cc.__dict__.update(
+            cudagraph_capture_sizes=None, candidate_compile_sizes=None, compile_sizes=None
+        )
         vc = vc_cls()
         vc.__dict__.update(
             scheduler_config=ns(max_num_seqs=max_num_seqs),
@@ -323,7 +325,11 @@ def v0_engine(src: WheelSource):
         )
         return _v0_functions(
             runner,
-            lambda s: sorted(runner(s).vllm_config.compilation_config.capture_sizes),
+            # 0.7.0 renamed the captured list capture_sizes -> cudagraph_capture_sizes
+            lambda s: sorted(
+                vars(runner(s).vllm_config.compilation_config).get("capture_sizes")
+                or runner(s).vllm_config.compilation_config.cudagraph_capture_sizes
+            ),
             pad,
             module_ns["_use_captured_graph"],
         )
@@ -822,10 +828,12 @@ NOTES = (
     "Configs refused at start-up are left out. "
     "0.5.4, 0.6.3, 0.15.1, 0.16.0 and 0.19.0 stand for the wider release ranges of "
     "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
-    "(passed True). 0.6.6.post1 (as from 0.6.5) sizes V0 graphs in vllm/config.py: verbatim "
+    "(passed True). 0.6.6.post1 and 0.7.3 (as from 0.6.5) size V0 graphs in vllm/config.py: "
+    "verbatim "
     "VllmConfig._set_cudagraph_sizes (envs.VLLM_USE_V1 False, its V0 default), "
     "CompilationConfig.init_with_cudagraph_sizes (no user sizes) and VllmConfig.pad_for_cudagraph, "
-    "with the runner's max_batchsize_to_capture = compilation_config.max_capture_size and the "
+    "with the runner's max_batchsize_to_capture = compilation_config.max_capture_size (0.7.0 "
+    "renamed the captured list to cudagraph_capture_sizes) and the "
     "padded size looked up among the captured sizes. From 0.16.0 the padding table lives in "
     "CudagraphDispatcher (_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph "
     "is gone: there the "

@@ -39,6 +39,7 @@ def test_known_releases():
         "0.6.3": "vllm-0.6.0",
         "0.6.4.post1": "vllm-0.6.0",
         "0.6.6.post1": "vllm-0.6.0",
+        "0.7.3": "vllm-0.6.0",
         "0.12.0": "vllm-0.12.0",
         "0.14.1": "vllm-0.13.0",
         "0.16.0": "vllm-0.13.0",
@@ -50,7 +51,7 @@ def test_known_releases():
         "0.32.0": "vllm-0.33.0",
     }
     assert {v: engine_for_version(v) for v in expected} == expected
-    for version in ("0.7.0", "0.11.2", "0.22.0", "0.25.1", "0.31.0"):
+    for version in ("0.8.0", "0.11.2", "0.22.0", "0.25.1", "0.31.0"):
         with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
             engine_for_version(version)
 

@@ -3,8 +3,8 @@
 Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
-(0.5.4, 0.6.3, 0.6.6.post1, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which tests/test_sizing_vectors.py
-checks against the mapped engine.
+(0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which
+tests/test_sizing_vectors.py checks against the mapped engine.
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -61,20 +61,22 @@ RANGES = (
     ),
     ReleaseRange(
         "0.6.0",
-        "0.6.6.post1",
+        "0.7.3",
         "vllm-0.6.0",
         "vllm/worker/model_runner.py: the guard compares with max_batchsize_to_capture (0.6.2 adds "
         "a redundant <= _BATCH_SIZES_TO_CAPTURE[-1]); 0.6.3's MQA scorer is disabled unless the "
         "target runs eagerly (spec_decode/spec_decode_worker.py), so graphs see batch expansion; "
         "0.6.5 moves the sizing to vllm/config.py (VllmConfig._set_cudagraph_sizes' V0 branch, "
-        "pad_for_cudagraph) with the same sizes and padding (its user-set "
-        "cudagraph_capture_sizes are not modelled)",
+        "pad_for_cudagraph) with the same sizes and padding, unchanged to 0.7.3 (0.7.0 renames "
+        "the list cudagraph_capture_sizes; user-set capture sizes are not modelled); "
+        "VLLM_USE_V1 defaults to 0",
     ),
     ReleaseRange(
-        "0.7.0",
+        "0.8.0",
         "0.11.2",
         None,
-        "not read in the wheels: V0's sizing from 0.7.0 and V1's before 0.12.0",
+        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1 defaults to 1); V1's sizing "
+        "before 0.12.0 is not modelled",
     ),
     ReleaseRange(
         "0.12.0",
