@@ -58,6 +58,7 @@ _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)]
 def pad0(n: int) -> int:
     """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of
     8."""
+    n = check_int("n", n, 1)  # a batch of 2.5 sequences or "3" would pad to a wrong answer
     return n if n <= 2 else 4 if n <= 4 else round_up(n, _V0_ALIGNMENT)
 
 
