@@ -64,8 +64,6 @@ SIZING_CALLS = {
         "cfg must be",
     ),
     "batch_expansion_sizes cfg=None": (lambda: g.batch_expansion_sizes(None), "cfg must be"),
-    "pad0 text": (lambda: g.pad0("3"), "n must be an integer"),
-    "pad0 2.5": (lambda: g.pad0(2.5), "n must be an integer"),
     "capture sizes dict": (
         lambda: g.SizingConfig(8, cudagraph_capture_sizes={8: 1}),
         "cudagraph_capture_sizes",
