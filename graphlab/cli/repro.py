@@ -10,13 +10,14 @@ from graphlab.cli.arguments import (
     REPRO_MAX_NUM_SEQS_LIMIT,
     REPRO_MAX_TOKENS,
     add_cudagraph_mode,
+    engine,
     int_in,
     json_text,
 )
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES, V0_ENGINES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT
 
 
@@ -46,9 +47,10 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--engine",
-        choices=V0_ENGINES + V1_ENGINES,
+        type=engine,
+        choices=V0_ENGINES + ALL_V1_ENGINES,
         default="vllm-0.5.5",
-        help="the target's sizing, default vllm-0.5.5",
+        help="the target's sizing (an engine, or a vLLM release X.Y.Z, auto), default vllm-0.5.5",
     )
     parser.add_argument(
         "--proposer-engine",
@@ -145,7 +147,7 @@ def _sizes_json(config) -> dict:
     from graphlab.sizing.engines import get_engine
 
     out = {"capture_sizes": list(get_engine(config.engine).capture_sizes(config.sizing))}
-    if config.engine in V1_ENGINES:
+    if config.engine in ALL_V1_ENGINES:
         families = graph_families(config.engine, config.sizing)
         out |= {
             "full_sizes": list(families.full_sizes),
@@ -157,7 +159,8 @@ def _sizes_json(config) -> dict:
 def run(args) -> int:
     import traceback
 
-    from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
+    # Torch-free: every argument is checked before the engine (and torch, 3-5 s) loads.
+    from graphlab.specdec.records import SpecDecodeConfig
     from graphlab.specdec.requests import RequestLoad
 
     if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:
@@ -184,6 +187,8 @@ def run(args) -> int:
     load = RequestLoad(
         kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens, seed=args.seed
     )
+    from graphlab.specdec.engine import run_speculative
+
     data = {"engine": config.engine, **_sizes_json(config)}
     q = sizing.decode_query_len
     try:

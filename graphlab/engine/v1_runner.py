@@ -24,9 +24,9 @@ from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
 
 
@@ -38,7 +38,7 @@ class V1ModelRunner(DecodeRunner):
     graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
+    runner_shape, engines, batch_unit = "V1", ALL_V1_ENGINES, "tokens"
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""
@@ -126,6 +126,8 @@ def uniform_decode_batch(
     num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int, seed: int = 0
 ):
     """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1."""
+    num_reqs, query_len = check_int("num_reqs", num_reqs, 1), check_int("query_len", query_len, 1)
+    position = check_int("position", position, 0)
     if num_reqs > model.num_slots:
         raise GraphlabError(
             f"{num_reqs} requests need {num_reqs} slots; the cache has {model.num_slots}"

@@ -29,10 +29,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance, check_int
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
+from graphlab.sizing.engines import (
+    ALL_V1_ENGINES,
+    GRAPH_POOLS,
+    MIB,
+    V1_ENGINES,
+    get_engine,
+    round_up,
+)
 from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
 # Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
@@ -102,14 +109,32 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
 
 
+def _check_arguments(cfg, workload, budget, memory, latency, max_capture_size) -> None:
+    """GraphlabError naming the first argument of plan() of the wrong type or value."""
+    check_instance("cfg", cfg, SizingConfig)
+    check_instance("budget", budget, Budget)
+    for name, value, kind in (("workload", workload, Workload), ("memory", memory, SizeTable)):
+        if value is not None:
+            check_instance(name, value, kind)
+    if latency is not None:
+        pair = isinstance(latency, tuple) and len(latency) == 2
+        if not pair or not all(isinstance(table, SizeTable) for table in latency):
+            raise GraphlabError(
+                f"latency must be a (graph, eager) pair of SizeTables (read_latency), "
+                f"got {type(latency).__name__}"
+            )
+    if max_capture_size is not None:  # 0 would read as no cap, 12.5 as a cap of 12
+        check_int("max_capture_size", max_capture_size, 1)
+
+
 def _checked_workload(
     policy, cfg: SizingConfig, workload: Workload | None, budget: Budget, memory: SizeTable | None
 ) -> Workload:
     """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget
     refuses."""
-    if policy.name not in V1_ENGINES:
+    if policy.name not in ALL_V1_ENGINES:
         raise GraphlabError(
-            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
+            f"plan supports the vLLM V1 engines {', '.join(ALL_V1_ENGINES)}, got {policy.name!r}"
         )
     error = policy.startup_error(cfg)
     if error and "max_num_batched_tokens" in error:
@@ -250,8 +275,9 @@ def plan(
     GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
     policy = get_engine(engine)
-    if policy.name in V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
+    if policy.name in ALL_V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
         raise GraphlabError(NO_GRAPHS)
+    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
