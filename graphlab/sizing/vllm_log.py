@@ -298,7 +298,8 @@ def _read(stream, source: str) -> VllmLog:
             reader.line += 1
         if b"\0" in raw:
             reader.fail("binary data (a NUL byte), not a text log")
-        was_partial, partial = partial, not raw.endswith(b"\n")
+        # only a line cut at MAX_LINE_BYTES continues; the last line may lack its newline
+        was_partial, partial = partial, len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n")
         if was_partial or partial or not _MARKERS.search(raw):
             if reader.header is not None or reader.pending is not None:
                 reader.feed("")  # any other line ends a table
