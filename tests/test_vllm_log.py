@@ -59,9 +59,10 @@ def one_error_line(capsys, *argv):
 
 def test_intervals_are_summed_and_engines_kept_apart(tmp_path):
     log = ARGS
+    docker = "2026-07-08T22:40:03.166647879Z " + PREFIX  # `docker logs -t`
     for engine, rows in ((0, [(21, 21, "FULL", 3)]), (1, [(21, 21, "FULL", 2)])):
         log += f"{PREFIX}Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s\n"
-        log += prefixed(table(rows + [(5, 8, "PIECEWISE", 1)]))
+        log += prefixed(table(rows + [(5, 8, "PIECEWISE", 1)]), docker if engine else PREFIX)
     log += f"{PREFIX}Engine 000: Avg prompt throughput: 1.0 tokens/s\n"
     log += prefixed(table([(21, 21, "FULL", 4)]))
     log += f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
@@ -228,3 +229,23 @@ def test_the_audit_of_an_empty_capture_list_runs_every_step_without_a_graph(tmp_
     assert report.summary()["steps_without_graph"] == 3 and report.rows.agrees.all()
     with pytest.raises(GraphlabError, match="refuses"):
         audit_log(read_vllm_log(log), {"max_num_batched_tokens": (2, "--x")})
+
+
+def test_the_figure_counts_every_logged_step_by_mode(tmp_path):
+    from graphlab.views.plots import plot_logged_steps
+
+    rows = [
+        (21, 21, "FULL", 5),
+        (35, 35, "FULL", 4),
+        (36, 40, "PIECEWISE", 2),
+        (700, 700, "NONE", 3),
+    ]
+    frame = read_vllm_log(write(tmp_path, ARGS + prefixed(table(rows)))).frame()
+    fig = plot_logged_steps(frame, "pasted table, not a GPU run")
+    top = fig.axes[0]
+    heights = {}
+    for container, label in zip(top.containers, ("FULL", "PIECEWISE", "NONE")):
+        heights[label] = sum(bar.get_height() for bar in container)
+    assert heights == {"FULL": 9, "PIECEWISE": 2, "NONE": 3}
+    title = fig._suptitle.get_text()
+    assert "14 steps, 3 without a graph" in title and "not a GPU run" in title

