@@ -175,3 +175,28 @@ def test_a_real_vllm_engine_run_is_read_and_audited(tmp_path, capsys):
     data = json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(c))
     s = data["summary"]
     assert code == 0 and s["disagreements"] == 0 and s["steps_without_graph"] == s["steps"]
+
+
+def test_vllm_args_fill_what_a_pasted_table_lacks_and_conflicts_name_both(tmp_path, capsys):
+    from vllm.compilation.cuda_graph import CUDAGraphLogging, CUDAGraphStat
+    from vllm.config.compilation import CUDAGraphMode
+
+    table = CUDAGraphLogging(CUDAGraphMode.FULL_AND_PIECEWISE, [7, 14, 21, 28])
+    table.observe(CUDAGraphStat(21, 21, 0, "FULL"))
+    path = tmp_path / "pasted.md"
+    path.write_text(table.generate_metric_table())
+    spec = '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 6}\''
+    code = main(
+        ["audit", "--vllm-log", str(path), "--vllm-args", f"vllm serve m --max-num-seqs 6 {spec}"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and "max_num_seqs=6 num_speculative_tokens=6" in out
+    # the row agrees (FULL 21); only the pasted capture list differs from the kit's default sizing
+    assert "kit: " not in out and "capture sizes: vLLM logged [7, 14, 21, 28]" in out
+    text = "non-default args: {'max_num_seqs': 4}\n" + path.read_text()
+    path.write_text(text)
+    code = main(
+        ["audit", "--vllm-log", str(path), "--vllm-args", f"vllm serve m {spec} --max_num_seqs 6"]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and f"max_num_seqs: the log says 4 ({path}:1), --vllm-args says 6" in err

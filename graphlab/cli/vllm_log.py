@@ -11,7 +11,7 @@ import json
 import re
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import FIELDS, audit_log, logged_config
+from graphlab.sizing.log_audit import FIELDS, audit_log, engine_for_version, logged_config
 from graphlab.sizing.vllm_log import read_vllm_log
 
 HELP = (
@@ -63,7 +63,6 @@ def run_audit(args) -> int:
 def plan_inputs(args):
     """`plan --vllm-log`: (engine, SizingConfig, Workload) of the log's deployment, its observed
     steps (unpadded tokens weighted by count, every engine together) as the workload."""
-    from graphlab.sizing.log_audit import engine_for_version
     from graphlab.sizing.plan_inputs import Workload
 
     log = read_vllm_log(args.vllm_log)

@@ -161,7 +161,7 @@ class LogAudit:
 
     def format_table(self) -> str:
         s, log = self.summary(), self.log
-        version = log.value("vllm_version") or "unknown"
+        version = log.value("vllm_version") or "(version not in the log)"
         lines = []
         bad = self.rows[~self.rows.agrees]
         if not bad.empty or not self.capture_sizes_agree:
@@ -182,11 +182,12 @@ class LogAudit:
                     f"{row.kit_padded_tokens}"
                 )
         cfg = self.cfg
+        tokens = get_engine(self.engine).effective_max_num_batched_tokens(cfg)
         lines += [
             f"vLLM {version} log {log.source}: {log.intervals} stats intervals, engines "
             f"{', '.join(log.engines)}; audited with {self.engine} at max_num_seqs="
             f"{cfg.max_num_seqs} num_speculative_tokens={cfg.num_speculative_tokens} "
-            f"max_num_batched_tokens={cfg.max_num_batched_tokens} "
+            f"max_num_batched_tokens={tokens} "
             f"cudagraph_mode={cfg.cudagraph_mode}",
             f"steps {s['steps']} ({s['tokens']} tokens); without a graph: "
             f"{s['steps_without_graph']} steps ({s['tokens_without_graph']} tokens); padding "
