@@ -77,6 +77,12 @@ def test_intervals_are_summed_and_engines_kept_apart(tmp_path):
     assert (parsed.value("capture_seconds"), parsed.value("capture_gib")) == (7.0, 0.45)
 
 
+def test_a_data_parallel_aggregate_is_its_own_engine(tmp_path):
+    log = f"{PREFIX}2 Engines Aggregated: Avg prompt throughput: 1.0 tokens/s\n"
+    log += prefixed(table([(21, 21, "FULL", 3)]))
+    assert read_vllm_log(write(tmp_path, log)).engines == ("aggregated",)
+
+
 def test_a_pasted_table_without_num_paddings_reads_as_the_same_steps(tmp_path):
     rows = [(35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
     with_column = read_vllm_log(write(tmp_path, table(rows), "a.md")).frame()
@@ -113,6 +119,13 @@ def test_a_disagreement_is_printed_first_with_the_version_assumed(tmp_path, caps
     assert "assumed vllm-0.33.0" in first
     assert "21 tokens ran FULL at 24 (5 steps); kit: FULL at 21" in out
     assert "note: vLLM 0.21.0 is not a release the kit models" in out
+
+
+def test_the_server_version_line_names_the_version(tmp_path):
+    log = (
+        f"{PREFIX}vLLM server version 0.13.0, serving model m\n" + ARGS + table([(7, 7, "FULL", 1)])
+    )
+    assert read_vllm_log(write(tmp_path, log)).value("vllm_version") == "0.13.0"
 
 
 def test_versions_map_to_the_kits_engines():

@@ -49,7 +49,8 @@ _PREFIX = re.compile(
     r"\[[^\]]*\]\s?)?"
 )
 _ENGINE = re.compile(r"\bEngine (\d+): |\b(\d+) Engines Aggregated: ")
-_VERSION = re.compile(r"LLM engine \(v([^)\s]+)\)|vLLM API server version (\S+)")
+# core.py's config dump; api_utils.py's `vLLM server version X, serving model M` (older: API server)
+_VERSION = re.compile(r"LLM engine \(v([^)\s]+)\)|vLLM (?:API )?server version ([\w.+-]+)")
 _CAPTURED = re.compile(r"Graph capturing finished in (\d+(?:\.\d+)?) secs?, took (-?[\d.]+) GiB")
 _INT_KEYS = ("max_num_seqs", "max_num_batched_tokens", "max_cudagraph_capture_size")
 # A config dump's max_cudagraph_capture_size is vLLM's resolved one, not a user setting.
