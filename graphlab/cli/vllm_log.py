@@ -46,9 +46,10 @@ def given_values(args) -> dict:
         for name in FIELDS
         if getattr(cfg, name) is not None
     }
-    # config_from_vllm_args fills an unset max_num_seqs with a device default: not the user's.
-    if not re.search(r"--max[-_]num[-_]seqs\b", line):
-        given.pop("max_num_seqs", None)
+    # config_from_vllm_args fills these with device defaults when unset: not the user's values.
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        if not re.search(rf"--{name.replace('_', '[-_]')}\b", line):
+            given.pop(name, None)
     return given
 
 
