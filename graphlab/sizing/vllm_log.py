@@ -33,8 +33,10 @@ from graphlab.sizing.families import CUDAGRAPH_MODES
 RUNTIME_MODES = ("NONE", "PIECEWISE", "FULL")
 COLUMNS = ("Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count")
 OPTIONAL_COLUMNS = ("Num Paddings",)  # tables pasted from before it was added lack it
-# Lines longer than this are read in pieces (never whole): a vLLM line is a few KiB at most.
+# Lines longer than this are skipped (never held whole): a vLLM line is a few KiB at most.
 MAX_LINE_BYTES = 1 << 20
+BLOCK_BYTES = 1 << 20  # read at a time
+BINARY = "binary data (a NUL byte), not a text log"
 # What a line must hold to be parsed at all; every other line is only checked for binary data.
 _MARKERS = re.compile(
     rb"\||CUDAGraph|- Mode:|- Capture sizes:|non-default args|LLM engine \(v|version|"
@@ -296,22 +298,53 @@ def read_vllm_log(path) -> VllmLog:
 
 
 def _read(stream, source: str) -> VllmLog:
-    reader, partial = _Reader(source), False
-    while raw := stream.readline(MAX_LINE_BYTES):
-        if not partial:
-            reader.line += 1
-        if b"\0" in raw:
-            reader.fail("binary data (a NUL byte), not a text log")
-        # only a line cut at MAX_LINE_BYTES continues; the last line may lack its newline
-        was_partial, partial = partial, len(raw) == MAX_LINE_BYTES and not raw.endswith(b"\n")
-        if was_partial or partial or not _MARKERS.search(raw):
-            if reader.header is not None or reader.pending is not None:
-                reader.feed("")  # any other line ends a table
-            continue
+    """Blocks of whole lines; a line over MAX_LINE_BYTES is skipped to its end, never held."""
+    reader, carry, skipping = _Reader(source), b"", False
+    while block := stream.read(BLOCK_BYTES):
+        if skipping:
+            cut = block.find(b"\n")
+            if b"\0" in (block if cut < 0 else block[:cut]):
+                reader.line += 1
+                reader.fail(BINARY)
+            if cut < 0:
+                continue
+            reader.line, skipping, block = reader.line + 1, False, block[cut + 1 :]
+        block = carry + block
+        end = block.rfind(b"\n") + 1
+        block, carry = block[:end], block[end:]
+        _feed_lines(reader, block)
+        if len(carry) > MAX_LINE_BYTES:
+            if b"\0" in carry:
+                reader.line += 1
+                reader.fail(BINARY)
+            carry, skipping = b"", True
+            reader.feed("")  # not a table line: it ends any table
+    if carry and not skipping:
+        _feed_lines(reader, carry + b"\n")
+    return reader.result()
+
+
+def _feed_lines(reader: _Reader, block: bytes) -> None:
+    """The lines of block (whole lines, each ending in a newline) that can matter to the reader:
+    those holding a marker (found in the block at once), and any line while a table is open."""
+    nul = block.find(b"\0")
+    if nul >= 0:
+        reader.line += block.count(b"\n", 0, nul) + 1
+        reader.fail(BINARY)
+    first, counted, start = reader.line, 0, 0
+    while start < len(block):
+        if reader.header is None and reader.pending is None:
+            found = _MARKERS.search(block, start)
+            if found is None:
+                break
+            start = block.rfind(b"\n", 0, found.start()) + 1
+        end = block.index(b"\n", start)
+        first, counted = first + block.count(b"\n", counted, start), start
+        reader.line = first + 1
         try:
-            text = raw.decode("utf-8")
+            text = block[start:end].decode("utf-8")
         except UnicodeDecodeError:
             reader.fail("not UTF-8 text (a binary file?)")
-        message = _PREFIX.sub("", _ANSI.sub("", text).rstrip("\r\n"), count=1).rstrip()
-        reader.feed(message)
-    return reader.result()
+        reader.feed(_PREFIX.sub("", _ANSI.sub("", text).rstrip("\r"), count=1).rstrip())
+        start = end + 1
+    reader.line = first + block.count(b"\n", counted)
