@@ -262,3 +262,12 @@ def test_the_figure_counts_every_logged_step_by_mode(tmp_path):
     assert heights == {"FULL": 9, "PIECEWISE": 2, "NONE": 3}
     title = fig._suptitle.get_text()
     assert "14 steps, 3 without a graph" in title and "not a GPU run" in title
+
+
+def test_an_over_long_line_is_skipped_and_lines_still_counted(tmp_path, capsys):
+    long_line = "x" * (3 * 2**20) + "\n"  # three reads' worth, one line
+    text = ARGS + long_line + table([(21, 21, "FULL", 2)], mode="BOGUS")
+    err = one_error_line(capsys, "audit", "--vllm-log", write(tmp_path, text))
+    assert ":5: cudagraph mode 'BOGUS'" in err  # ARGS 1, the long line 2, the settings 3..
+    text = ARGS + long_line + table([(21, 21, "FULL", 2)])
+    assert read_vllm_log(write(tmp_path, text)).frame()["count"].sum() == 2
