@@ -75,6 +75,7 @@ def test_intervals_are_summed_and_engines_kept_apart(tmp_path):
     assert parsed.value("speculative_method") == "ngram"
     assert parsed.value("capture_sizes") == (1, 2, 4, 8, 16, 24, 32, 40)
     assert (parsed.value("capture_seconds"), parsed.value("capture_gib")) == (7.0, 0.45)
+    assert any(note.startswith("data parallel") for note in audit_log(parsed).notes)
 
 
 def test_a_data_parallel_aggregate_is_its_own_engine(tmp_path):

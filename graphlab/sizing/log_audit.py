@@ -227,6 +227,12 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     if engine is None:
         engine, note = engine_for_version(log.value("vllm_version"))
         notes = (note,) * (note is not None) + notes
+    if len(log.engines) > 1 or "aggregated" in log.engines:
+        notes += (
+            "data parallel: vLLM pads each rank's step to the largest rank's token count "
+            "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not "
+            "model; such rows may disagree",
+        )
     policy = get_engine(engine)
     error = policy.startup_error(cfg)
     if error:
