@@ -31,5 +31,7 @@ __getattr__, __dir__ = lazy_exports(
         "audit_table": "audit",
         "Plan": "plan_result",
         "Budget": "optimum",
+        "read_vllm_log": "vllm_log",
+        "audit_log": "log_audit",
     },
 )
