@@ -88,6 +88,7 @@ def logged_run(
         **os.environ,
         **VLLM_ENV,
         "VLLM_LOGGING_LEVEL": "INFO",  # the tables are INFO lines
+        "VLLM_LOGGING_COLOR": "0",  # a plain log to show (the reader strips colours too)
         "VLLM_LOG_STATS_INTERVAL": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(_REPO), os.environ.get("PYTHONPATH")])),
     }
