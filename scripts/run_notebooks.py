@@ -45,7 +45,14 @@ EXPECTED = {
     "01_cuda_graphs_first_principles": Expected(2, ("padding.png", "graph_pool.png")),
     "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
     "03_the_guard_fix": Expected(
-        3, ("guard_steps.csv", "guard_timeline.png", "guard_latency.csv", "guard_latency.png")
+        3,
+        (
+            "guard_steps.csv",
+            "guard_timeline.png",
+            "guard_latency.csv",
+            "guard_price.csv",
+            "guard_latency.png",
+        ),
     ),
     "04_adaptive_sizing": Expected(
         6,

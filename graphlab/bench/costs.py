@@ -1,9 +1,10 @@
 """What the two fixes cost, measured on this machine's backend: the data behind notebooks 03, 04.
 
-`guard_cost` times the decode step of a V0 engine (the guard) at every batch size its scorer can
-send, in eager and graph mode, and beside it the same sizes replayed by an engine that captures
-them all (adaptive); at the batch sizes the guard runs eagerly, its step time over the covering
-engine's replayed step is the guard's price per step (`eager_ratio`). On CUDA a replay is a CUDA
+`guard_cost` times the decode step of a V0 engine (the guard) and of an engine that captures every
+size (adaptive), both in graph mode, stepping in turn at every batch size the scorer can send, and
+keeps each sample; `eager_ratio` turns them into the guard's price per size (its step over the
+covering engine's, with a bootstrap interval and the verdict of graphlab.bench.stats), and
+`guard_run_cost` into the milliseconds a run paid at the sizes it met. On CUDA a replay is a CUDA
 graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph.
 
 `adaptive_price` is the other side: per k, the coverage adaptive sizing gains over the guard
@@ -16,14 +17,35 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from graphlab.bench.measurements import capture_records, capture_summary, latency_rows
+from graphlab.bench.measurements import (
+    batch_of,
+    capture_records,
+    capture_summary,
+    comparison_columns,
+    interleaved_steps,
+    sample_rows,
+)
 from graphlab.bench.provenance import provenance, with_provenance
+from graphlab.bench.stats import (
+    FASTER,
+    NO_DIFFERENCE,
+    SLOWER,
+    compare,
+    load_warning,
+    machine_load,
+    median_ci,
+    pooled,
+)
 from graphlab.engine.device import cost_backend
+from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
+
+# What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
+PROVENANCE_COLUMNS = ("backend", "device", "model", "dtype", "load_avg_1m", "cpus")
 
 
 def guard_cost(
@@ -34,35 +56,79 @@ def guard_cost(
     repeats: int = 10,
     warmup: int = 3,
     backend: str = "auto",
+    precision: float | None = 0.05,
+    preset: str = "custom",
 ) -> pd.DataFrame:
-    """Latency rows (latency.csv's columns) of `engine` and `covering` at batch sizes
-    1..max_num_seqs * (1 + k), with provenance; the model's cache needs that many slots."""
-    sizes = range(1, cfg.max_num_seqs * cfg.decode_query_len + 1)
-    rows = [
-        row
-        for name in (engine, covering)
-        for row in latency_rows(model, name, cfg, sizes, repeats, warmup, backend)
-    ]
-    # Each row keeps its own backend (latency_rows resolves "auto"); the block adds the rest.
-    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+    """Every timed step (long format: engine, batch_size, path, sample, time_ms, load) of
+    `engine` and `covering`, both in graph mode, at batch sizes 1..max_num_seqs * (1 + k),
+    the two stepping in turn (interleaved_steps, to `precision` at the sizes `engine` runs
+    eagerly), with provenance (`preset`: the model's name); the model's cache needs that many
+    slots."""
+    backend = cost_backend(model.device, backend)
+    runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
+    for runner in runners.values():
+        runner.capture_model()
+    rows = []
+    for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
+        batch = batch_of(runners[engine], size)
+        eager = runners[engine].execute_model(*batch)[1].path == "eager"
+        load = machine_load()
+        steps = interleaved_steps(runners, batch, repeats, warmup, precision if eager else None)
+        rows += sample_rows(
+            steps, "engine", batch_size=size, backend=runners[engine].backend, **load
+        )
+    prov = provenance(model.device, dtype=str(model.dtype), model=preset)
+    return with_provenance(rows, prov)
 
 
 def eager_ratio(
-    frame: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
+    samples: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
 ) -> pd.DataFrame:
-    """Per batch size `engine` runs eagerly in graph mode: its median step, the covering
-    engine's replayed step, and their ratio (the guard's price per step at that size)."""
-    graph_mode = frame[frame["mode"] == "graph"]
-    mine = graph_mode[(graph_mode.engine == engine) & (graph_mode.path == "eager")]
-    theirs = graph_mode[(graph_mode.engine == covering) & (graph_mode.path == "graph")]
-    table = mine.set_index("batch_size")[["median_ms"]].join(
-        theirs.set_index("batch_size")[["median_ms"]],
-        lsuffix="_eager",
-        rsuffix="_replayed",
-        how="inner",
+    """Per batch size, from guard_cost's samples: each engine's median step with its bootstrap
+    interval and path, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
+    the guard's price per step at that size; the provenance columns of the samples."""
+    rows = []
+    for size, at in samples.groupby("batch_size"):
+        mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))
+        row = dict(
+            batch_size=size,
+            path=mine.path.iloc[0],
+            covering_path=theirs.path.iloc[0],
+            **{c: at[c].iloc[0] for c in PROVENANCE_COLUMNS if c in at},
+        )
+        for name, part in (("guard", mine), ("covering", theirs)):
+            median, low, high = median_ci(part.time_ms)
+            row |= {f"{name}_ms": median, f"{name}_ci_low": low, f"{name}_ci_high": high}
+        comparison = compare(mine.time_ms.to_numpy(), theirs.time_ms.to_numpy())
+        rows.append(row | comparison_columns(comparison, "guard_over") | {"samples": len(mine)})
+    return pd.DataFrame(rows).set_index("batch_size")
+
+
+def guard_run_cost(
+    samples: pd.DataFrame,
+    steps_met,
+    engine: str = "vllm-0.6.0",
+    covering: str = "adaptive",
+) -> dict:
+    """What the guard cost over a run, from guard_cost's samples and {batch size: steps} the
+    run met: `ms`, the sum of steps x (guard's median step - covering's) with its bootstrap
+    interval (ms_ci_low, ms_ci_high), and the pooled comparison of the two engines' time over
+    those steps (guard_over_*: ratio, interval, verdict, and its `sentence`); the
+    milliseconds' interval and the ratio's come from the same resamples, so they agree."""
+    steps_met, groups = {int(n): int(c) for n, c in dict(steps_met).items()}, []
+    for size, count in steps_met.items():
+        at = samples[samples.batch_size == size]
+        mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))
+        groups.append((mine.time_ms.to_numpy(), theirs.time_ms.to_numpy(), int(count)))
+    comparison, (total, low, high) = pooled(groups)
+    return dict(
+        ms=total,
+        ms_ci_low=low,
+        ms_ci_high=high,
+        steps=int(sum(steps_met.values())),
+        **comparison_columns(comparison, "guard_over"),
+        sentence=comparison.sentence("the guard's step", "adaptive's at the same sizes"),
     )
-    table["eager_over_replayed"] = table["median_ms_eager"] / table["median_ms_replayed"]
-    return table
 
 
 def adaptive_price(
@@ -121,3 +187,42 @@ def adaptive_price(
         )
     prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
     return with_provenance(rows, prov)
+
+
+def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)) -> list[str]:
+    """The lines notebook 03 prints under the guard's price: a load warning when the machine
+    was busy, the pooled comparison at the eager sizes in `window` (each size once), saying
+    plainly when the interval cannot resolve it, and the per-size verdicts counted."""
+    lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
+    eager = price[price.path == "eager"]
+    sizes = [n for n in window if n in eager.index]
+    if sizes:
+        pooled_cost = guard_run_cost(samples, dict.fromkeys(sizes, 1))
+        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {pooled_cost['sentence']}")
+        if pooled_cost["guard_over_verdict"] == NO_DIFFERENCE:
+            lines.append(
+                "This machine cannot resolve the guard's per-step price at these sizes: the "
+                "interval holds 1 under this load and noise."
+            )
+    counts = eager.guard_over_verdict.value_counts()
+    lines.append(
+        f"per size, at the {len(eager)} eager sizes (95% intervals; about 1 size in 20 crosses "
+        "by chance): "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+    )
+    return [line for line in lines if line]
+
+
+def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.DataFrame:
+    """A committed latency CSV's V0 rows (batch_unit rows: never V1 tokens) at batch sizes
+    smallest..largest where graph mode replayed a graph (sizes where both modes ran eagerly
+    say nothing about a graph), one row per (model, batch_size) with eager over graph."""
+    rows = reference[reference.get("batch_unit", "rows").fillna("rows").eq("rows")]
+    near = rows[rows.batch_size.between(smallest, largest)]
+    replayed = near[(near["mode"] == "graph") & (near.path != "eager")][["model", "batch_size"]]
+    kept = near.merge(replayed, on=["model", "batch_size"])
+    table = kept.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
+    if table.empty:
+        return table.assign(**{"eager / graph": []})
+    table["eager / graph"] = table["eager"] / table["graph"]
+    return table

@@ -5,8 +5,10 @@ guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per 
 eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
 and a SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
 (`capture_summary`, also behind notebook 04's adaptive price). The device's copy bandwidth (the
-latency rows' floor) and the timing statistics live here too. The CSV columns are documented in
-data/README.md.
+latency rows' floor) live here too. Every timed comparison goes through `interleaved_steps`:
+the compared runners step in turn (ABAB..., after warm-up rounds), so a pair of samples shares the
+machine's load of its moment, and sampling goes on until the ratio's bootstrap interval reaches a
+stated precision (graphlab.bench.stats). The CSV columns are documented in data/README.md.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from graphlab.bench.stats import compare, machine_load, median_ci, relative_half_width
 from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, cost_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
@@ -32,7 +35,7 @@ from graphlab.sizing.engines import GRAPH_POOLS, MIB
 SEED = 0
 
 
-def _batch(runner, num_reqs: int, seed: int = SEED):
+def batch_of(runner, num_reqs: int, seed: int = SEED):
     """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
     rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
     model = runner.model
@@ -64,13 +67,70 @@ def weight_bytes(model: LlamaForCausalLM) -> int:
 
 
 def timing_stats(times_ms) -> dict:
-    """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
+    """median_ms with its bootstrap interval (ci_low_ms, ci_high_ms), p90_ms (linear
+    interpolation between order statistics) and min_ms."""
     times = np.asarray(times_ms, dtype=float)
+    median, low, high = median_ci(times)
     return dict(
-        median_ms=float(np.median(times)),
+        median_ms=median,
+        ci_low_ms=low,
+        ci_high_ms=high,
         p90_ms=float(np.percentile(times, 90)),
         min_ms=float(times.min()),
     )
+
+
+def interleaved_steps(
+    runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
+) -> dict[str, list]:
+    """{label: StepRecords} of each runner's step on one batch, taken in turn (ABAB...) after
+    `warmup` rounds: `repeats` rounds, then, with `precision`, more rounds until the bootstrap
+    interval of the first runner's median over the second's is within +-precision of the ratio
+    or `max_repeats` rounds (default 4 x repeats) are taken."""
+    for _ in range(warmup):
+        for runner in runners.values():
+            runner.execute_model(*batch)
+    steps = {label: [] for label in runners}
+    first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            for label, runner in runners.items():
+                steps[label].append(runner.execute_model(*batch)[1])
+
+    rounds(repeats)
+    limit = max_repeats or 4 * repeats
+    while (
+        precision is not None
+        and first is not None
+        and len(steps[first]) < limit
+        and relative_half_width(compare(*(_times(steps[k]) for k in (first, second)))) > precision
+    ):
+        rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
+    return steps
+
+
+def _times(steps) -> list[float]:
+    return [step.time_ms for step in steps]
+
+
+def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
+    """Long format: one row per timed step, `label` naming its runner, `sample` its round."""
+    return [
+        dict(fixed, **{label: name}, sample=i, path=step.path, time_ms=step.time_ms)
+        for name, records in steps.items()
+        for i, step in enumerate(records)
+    ]
+
+
+def comparison_columns(comparison, prefix: str) -> dict:
+    """A comparison's ratio, interval and verdict as row columns named prefix_*."""
+    return {
+        f"{prefix}_ratio": comparison.ratio,
+        f"{prefix}_ci_low": comparison.low,
+        f"{prefix}_ci_high": comparison.high,
+        f"{prefix}_verdict": comparison.verdict,
+    }
 
 
 def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
@@ -137,6 +197,8 @@ def latency_rows(
     repeats: int = 20,
     warmup: int = 3,
     backend: str = "auto",
+    precision: float | None = None,
+    samples: list | None = None,
 ) -> list[dict]:
     """Step latency per request count, one row per (count, mode): eager and graph mode (and
     compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
@@ -145,8 +207,12 @@ def latency_rows(
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
-    Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
-    its first replay's logits with the eager step's on the same batch (replay_check).
+    The modes step in turn (interleaved_steps, to `precision` when given); each replayed mode's
+    row holds eager over it (eager_over_*: ratio, bootstrap interval, verdict), and every row
+    the load average of its point. `samples`, when given, receives every timed step
+    (sample_rows, long format). Each row names the SDPA kernel of its step's shape
+    (sdpa_backend); a graph-path row compares its first replay's logits with the eager step's
+    on the same batch (replay_check).
     """
     backend = cost_backend(model.device, backend)
     runners = {
@@ -160,29 +226,40 @@ def latency_rows(
     fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch = _batch(runners["graph"], reqs)
-        reference = None
+        batch = batch_of(runners["graph"], reqs)
+        checks, reference = {}, None
         for mode, runner in runners.items():  # eager first: its logits are the reference
             logits, first = runner.execute_model(*batch)
             reference = logits if mode == "eager" else reference
             # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
-            check = replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
-            for _ in range(warmup):
-                runner.execute_model(*batch)
-            steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
+            checks[mode] = (
+                replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
+            )
+        load = machine_load()
+        steps = interleaved_steps(runners, batch, repeats, warmup, precision)
+        if samples is not None:
+            samples += sample_rows(steps, "mode", **fixed, num_reqs=reqs, **load)
+        for mode, records in steps.items():
+            versus = (
+                comparison_columns(compare(_times(steps["eager"]), _times(records)), "eager_over")
+                if mode != "eager"
+                else {}
+            )
             rows.append(
                 dict(
                     fixed,
                     mode=mode,
                     num_reqs=reqs,
-                    batch_size=steps[0].batch_size,
-                    path=steps[0].path,
-                    graph_size=steps[0].graph_size,
-                    **timing_stats([step.time_ms for step in steps]),
-                    repeats=repeats,
+                    batch_size=records[0].batch_size,
+                    path=records[0].path,
+                    graph_size=records[0].graph_size,
+                    **timing_stats(_times(records)),
+                    repeats=len(records),
                     warmup=warmup,
-                    sdpa_backend=sdpa(steps[0].graph_size or reqs * q),
-                    **check,
+                    **versus,
+                    **load,
+                    sdpa_backend=sdpa(records[0].graph_size or reqs * q),
+                    **checks[mode],
                 )
             )
     return rows
