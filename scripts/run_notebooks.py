@@ -65,6 +65,7 @@ EXPECTED = {
             "adaptive_price.png",
             "vllm_v1_graph_fraction.png",
             "v1_verify_cliff.png",
+            "v1_verify_samples.csv",
         ),
     ),
     "05_latency_and_memory": Expected(

@@ -30,6 +30,7 @@ from graphlab.bench.stats import (
     FASTER,
     NO_DIFFERENCE,
     SLOWER,
+    Comparison,
     compare,
     load_warning,
     machine_load,
@@ -226,3 +227,55 @@ def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.
         return table.assign(**{"eager / graph": []})
     table["eager / graph"] = table["eager"] / table["graph"]
     return table
+
+
+def mode_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per graph-mode row of latency_rows: its size, the graph it replayed (or none),
+    and the sentence of eager mode over graph mode, verdict and interval included."""
+    lines = []
+    for _, row in rows[rows["mode"] == "graph"].iterrows():
+        unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
+        where = (
+            f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
+            if row.path != "eager"
+            else f"{row.batch_size} {unit}, no graph"
+        )
+        comparison = Comparison(
+            row.eager_over_ratio, row.eager_over_ci_low, row.eager_over_ci_high, row.repeats
+        )
+        lines.append(f"{where} ({row.path}): {comparison.sentence('eager mode', 'graph mode')}")
+    return lines
+
+
+def mode_summary(rows: pd.DataFrame) -> list[str]:
+    """Per (engine, path) of latency_rows' graph-mode rows: how many sizes' eager-over-graph
+    intervals say slower, faster or no difference beyond noise (each from its own interval)."""
+    graph_mode = rows[rows["mode"] == "graph"]
+    lines = []
+    for (engine, path), part in graph_mode.groupby(["engine", "path"], sort=False):
+        counts = part.eager_over_verdict.value_counts()
+        lines.append(
+            f"{engine}, graph mode {path} at {len(part)} sizes, eager mode against it (95% "
+            "intervals): "
+            + ", ".join(f"{v} at {counts.get(v, 0)}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+        )
+    return lines
+
+
+def throughput_lines(spec: pd.DataFrame) -> list[str]:
+    """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
+    run measured back to back): each engine's time per token against the engine with the
+    highest median throughput, paired by run, as the verdict's sentence."""
+    lines = []
+    for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
+        ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
+            index="run", columns="engine", values="ms_per_token"
+        )
+        best = ms.median().idxmin()
+        for other in ms.columns.drop(best):
+            comparison = compare(ms[other].to_numpy(), ms[best].to_numpy())
+            lines.append(
+                f"S={seqs}, k={k}, time per token: {comparison.sentence(other, best)}; backend "
+                f"{cell.backend.iloc[0]}"
+            )
+    return lines

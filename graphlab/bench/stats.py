@@ -76,11 +76,14 @@ class Comparison:
 
     @property
     def interval(self) -> str:
-        return f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.2f}-{self.high:.2f})"
+        return (
+            f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.2f}-{self.high:.2f}, "
+            f"{self.num_samples} pairs)"
+        )
 
     def sentence(self, subject: str, reference: str) -> str:
-        """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55)', or 'shows no
-        difference beyond noise from' when the interval holds 1."""
+        """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
+        no difference beyond noise from' when the interval holds 1 (or pairs are too few)."""
         if self.verdict == NO_DIFFERENCE:
             return f"{subject} shows no difference beyond noise from {reference}: {self.interval}"
         return f"{subject} is {self.verdict} than {reference}: {self.interval}"

@@ -72,5 +72,7 @@ def plot_graph_memory(df: pd.DataFrame) -> Figure:
             ax.set_xlabel(f"captured batch size ({batch_unit_of(part)})", fontsize=9)
             ax.set_ylim(bottom=0)
             ax.legend(fontsize=8)
-    fig.suptitle(provenance_title(df, "CUDA graph memory against batch size"), fontsize=9)
+    # Only a cuda-graph run holds CUDA graphs; other backends' memory is the graphs' prediction.
+    what = "CUDA graph memory" if single_value(df, "backend") == "cuda-graph" else "Graph memory"
+    fig.suptitle(provenance_title(df, f"{what} against batch size"), fontsize=9)
     return fig
