@@ -94,6 +94,7 @@ _EXPORTS = {
     "mode_lines": "bench.costs",
     "mode_summary": "bench.costs",
     "throughput_lines": "bench.costs",
+    "piecewise_cost": "bench.costs",
     "compare": "bench.stats",
     "verdict": "bench.stats",
     "machine_load": "bench.stats",

@@ -279,3 +279,72 @@ def throughput_lines(spec: pd.DataFrame) -> list[str]:
                 f"{cell.backend.iloc[0]}"
             )
     return lines
+
+
+class _Scheduled:
+    """A V1 runner stepping a mixed batch: requests scheduled with num_scheduled_tokens each."""
+
+    def __init__(self, runner, num_scheduled_tokens):
+        self.runner, self.counts = runner, num_scheduled_tokens
+
+    def execute_model(self, *batch):
+        return self.runner.execute_model(*batch, self.counts)
+
+
+def piecewise_cost(
+    model: LlamaForCausalLM,
+    engine: str,
+    cfg: SizingConfig,
+    num_reqs: int,
+    repeats: int = 10,
+    warmup: int = 3,
+    precision: float | None = 0.05,
+    backend: str = "auto",
+) -> pd.DataFrame:
+    """One V1 step of num_reqs requests three ways, stepping in turn: uniform (every request
+    1 + k tokens: a FULL graph), mixed (the first request without drafts, 1 token: PIECEWISE
+    graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
+    median with interval, and (mixed, eager) its time over the FULL step's (over_full_*:
+    ratio, interval, verdict, and its sentence), with provenance."""
+    backend = cost_backend(model.device, backend)
+    graph = make_runner(model, engine, cfg, backend=backend)
+    eager = make_runner(model, engine, cfg, backend=backend, enforce_eager=True)
+    for runner in (graph, eager):
+        runner.capture_model()
+    q = cfg.decode_query_len
+    mixed = [1] + [q] * (num_reqs - 1)
+    runners = {"uniform": graph, "mixed": _Scheduled(graph, mixed), "eager": eager}
+    batch = batch_of(graph, num_reqs)
+    load = machine_load()
+    steps = interleaved_steps(runners, batch, repeats, warmup, precision)
+    full = [s.time_ms for s in steps["uniform"]]
+    rows = []
+    for way, records in steps.items():
+        times = [s.time_ms for s in records]
+        median, low, high = median_ci(times)
+        rows.append(
+            dict(
+                step=way,
+                num_reqs=num_reqs,
+                num_tokens=records[0].batch_size,
+                path=records[0].path,
+                graph_size=records[0].graph_size,
+                median_ms=median,
+                ci_low_ms=low,
+                ci_high_ms=high,
+                samples=len(times),
+                **(
+                    comparison_columns(compare(times, full), "over_full")
+                    if way != "uniform"
+                    else {}
+                ),
+                sentence=(
+                    compare(times, full).sentence(f"the {way} step", "the uniform FULL step")
+                    if way != "uniform"
+                    else None
+                ),
+                backend=graph.backend,
+                **load,
+            )
+        )
+    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))

@@ -217,7 +217,7 @@ def latency_sweep(suite, device) -> pd.DataFrame:
     """
     run = _current()
     s = run.suite
-    rows = []
+    rows, samples = [], []  # samples: every timed step, latency_samples.csv
     for engine, cfg, num_reqs in _configs(
         s, s.latency_max_num_seqs or max(s.latency_batch_sizes), s.latency_batch_sizes
     ):
@@ -230,10 +230,13 @@ def latency_sweep(suite, device) -> pd.DataFrame:
                 copy_bytes_per_s=bandwidth,
                 bandwidth_floor_ms=weights / bandwidth * 1e3,
             )
-            for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend)
+            for row in latency_rows(
+                model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
+            )
         ]
         del model
         run.checkpoint("latency", rows)
+        run.checkpoint("latency_samples", samples)
     return run.stamp(rows)
 
 

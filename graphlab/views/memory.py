@@ -17,7 +17,7 @@ from graphlab.views.style import (
 # What a "capture" is on the backends that record no CUDA graph.
 CAPTURE_TITLES = {
     "cpu-emulated": "emulated capture: one eager\nstep, no graph recorded",
-    "cpu-compiled": "compiled capture: one compiled\nstep (the first pays the compile)",
+    "cpu-compiled": "compiled capture: one compiled\nstep (compile in a warm-up before)",
 }
 
 
