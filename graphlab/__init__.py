@@ -95,6 +95,7 @@ _EXPORTS = {
     "mode_summary": "bench.costs",
     "throughput_lines": "bench.costs",
     "piecewise_cost": "bench.costs",
+    "priced_sizing": "bench.costs",
     "compare": "bench.stats",
     "verdict": "bench.stats",
     "machine_load": "bench.stats",

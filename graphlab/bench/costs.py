@@ -44,6 +44,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
+from graphlab.sizing.plan import uniform_workload
+from graphlab.sizing.plan_inputs import SizeTable
+from graphlab.sizing.plan_result import evaluate
 
 # What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
 PROVENANCE_COLUMNS = ("backend", "device", "model", "dtype", "load_avg_1m", "cpus")
@@ -348,3 +351,34 @@ def piecewise_cost(
             )
         )
     return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+
+
+def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataFrame:
+    """Per engine, every reachable batch n once: graph fraction, mean padding waste (an eager
+    step counts 0 there) and the mean step priced with measured step times (latency_rows'
+    frame: graph mode's median at each replayed size, eager mode's at each n), which charges an
+    eager step its eager time. An engine whose config crashes gets no price."""
+    graph = latency[(latency["mode"] == "graph") & (latency.path != "eager")]
+    eager = latency[(latency["mode"] == "eager") & (latency.path == "eager")]
+    backend = "/".join(sorted(latency.backend.unique()))
+    prices = (
+        SizeTable.from_series(graph.set_index("graph_size").median_ms, "graph steps", backend),
+        SizeTable.from_series(eager.set_index("batch_size").median_ms, "eager steps", backend),
+    )
+    rows = []
+    for engine in engines:
+        summary = audit(engine, cfg).summary
+        outcome = evaluate(
+            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg),
+            latency=None if summary.num_crash else prices,
+        )  # fmt: skip
+        rows.append(
+            dict(
+                engine=engine,
+                graph_fraction=outcome.graph_fraction,
+                mean_padding_waste=outcome.mean_padding_waste,
+                mean_step_ms=outcome.mean_step_ms,
+                priced_on=backend,
+            )
+        )
+    return pd.DataFrame(rows).set_index("engine")
