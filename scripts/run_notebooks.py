@@ -214,9 +214,44 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this notebook (name without .ipynb); repeatable",
     )
     args = parser.parse_args(argv)
+    before = os.getloadavg()[0]
     results = run_notebooks(args.out, args.ci, args.only)
     print(summary(results))
+    path = record_times(results, args.out, args.ci, before)
+    print(f"times recorded in {path}")
     return 0 if all(r.ok for r in results) else 1
+
+
+def record_times(results: list[Result], out: Path, ci: bool, load_before: float) -> Path:
+    """<out>/notebook_times.json: each notebook's seconds and status, their total, and the
+    machine they ran on (CPU, cores, load average before and after): what the README quotes."""
+    import platform
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    record = {
+        "ci": ci,
+        "machine": f"{_cpu_name() or platform.machine()}, {cpus} cores",
+        "load_avg_1m_before": round(load_before, 2),
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "default (/tmp)"),
+        "seconds": {r.notebook: round(r.seconds, 1) for r in results},
+        "status": {r.notebook: r.status for r in results},
+        "total_seconds": round(sum(r.seconds for r in results), 1),
+    }
+    path = Path(out) / "notebook_times.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else ''."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else ""
 
 
 if __name__ == "__main__":
