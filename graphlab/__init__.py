@@ -96,6 +96,7 @@ _EXPORTS = {
     "throughput_lines": "bench.costs",
     "piecewise_cost": "bench.costs",
     "priced_sizing": "bench.costs",
+    "capped_cost": "bench.costs",
     "compare": "bench.stats",
     "verdict": "bench.stats",
     "machine_load": "bench.stats",

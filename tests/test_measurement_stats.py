@@ -9,7 +9,7 @@ small effect drowned in noise must not be called.
 import numpy as np
 import pytest
 
-from graphlab.bench import measurements
+from graphlab.bench import sampling
 from graphlab.bench.stats import (
     FASTER,
     MIN_SAMPLES,
@@ -105,7 +105,7 @@ class _Step:
 
 def test_modes_are_sampled_in_turn_after_warm_up():
     log = []
-    steps = measurements.interleaved_steps(
+    steps = sampling.interleaved_steps(
         {"a": _Step("a", log), "b": _Step("b", log)}, (), repeats=4, warmup=2
     )
     assert log == ["a", "b"] * 6  # two warm-up rounds, then four timed ones: ABAB...
@@ -116,7 +116,7 @@ def test_sampling_stops_at_the_precision_or_the_cap():
     log = []
     runners = {"a": _Step("a", log), "b": _Step("b", log)}
     # Identical times: the interval is a point, precision reached after the first rounds.
-    assert len(measurements.interleaved_steps(runners, (), 6, 0, precision=0.05)["a"]) == 6
+    assert len(sampling.interleaved_steps(runners, (), 6, 0, precision=0.05)["a"]) == 6
     noisy = iter(np.random.default_rng(6).lognormal(0, 2, 1000))
 
     class Noisy(_Step):
@@ -126,5 +126,5 @@ def test_sampling_stops_at_the_precision_or_the_cap():
             return None, record
 
     noisy_runners = {"a": Noisy("a", log), "b": Noisy("b", log)}
-    taken = measurements.interleaved_steps(noisy_runners, (), 6, 0, precision=0.01)
+    taken = sampling.interleaved_steps(noisy_runners, (), 6, 0, precision=0.01)
     assert len(taken["a"]) == 24  # never precise enough: stops at 4 x repeats

@@ -339,3 +339,18 @@ def test_the_readme_table_gives_each_notebooks_figure_count():
         assert int(count) == run_notebooks.EXPECTED[name].figures, name
         if run_notebooks.EXPECTED[name].reference_figures:
             assert int(reference) == len(reference_figures(ROOT / "data" / "cpu")), name
+
+
+def test_the_readme_quotes_the_recorded_notebook_times():
+    """The README's `make notebooks` time is docs/notebook_times.json's, which
+    scripts/run_notebooks.py wrote on the machine it names, for every notebook."""
+    record = json.loads((ROOT / "docs" / "notebook_times.json").read_text())
+    assert sorted(record["seconds"]) == NAMES and set(record["status"].values()) == {"ok"}
+    assert record["ci"] is False  # what `make notebooks` runs
+    total = record["total_seconds"]
+    assert total == pytest.approx(sum(record["seconds"].values()), abs=0.5)
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{int(total // 60)} min {round(total % 60)} s" in readme
+    assert record["machine"] in readme
+    slowest = max(record["seconds"], key=record["seconds"].get)
+    assert f"{slowest} {record['seconds'][slowest]:.0f} s" in readme

@@ -17,15 +17,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from graphlab.bench.measurements import (
-    batch_of,
-    capture_records,
-    capture_summary,
+from graphlab.bench.measurements import batch_of, capture_records, capture_summary
+from graphlab.bench.provenance import provenance, with_provenance
+from graphlab.bench.sampling import (
+    compared_steps,
     comparison_columns,
     interleaved_steps,
     sample_rows,
 )
-from graphlab.bench.provenance import provenance, with_provenance
 from graphlab.bench.stats import (
     FASTER,
     NO_DIFFERENCE,
@@ -307,8 +306,8 @@ def piecewise_cost(
     """One V1 step of num_reqs requests three ways, stepping in turn: uniform (every request
     1 + k tokens: a FULL graph), mixed (the first request without drafts, 1 token: PIECEWISE
     graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
-    median with interval, and (mixed, eager) its time over the FULL step's (over_full_*:
-    ratio, interval, verdict, and its sentence), with provenance."""
+    median with interval, and (mixed, eager) its time over the FULL step's (compared_steps'
+    over_ref_*: ratio, interval, verdict, and its sentence), with provenance."""
     backend = cost_backend(model.device, backend)
     graph = make_runner(model, engine, cfg, backend=backend)
     eager = make_runner(model, engine, cfg, backend=backend, enforce_eager=True)
@@ -317,39 +316,35 @@ def piecewise_cost(
     q = cfg.decode_query_len
     mixed = [1] + [q] * (num_reqs - 1)
     runners = {"uniform": graph, "mixed": _Scheduled(graph, mixed), "eager": eager}
-    batch = batch_of(graph, num_reqs)
-    load = machine_load()
-    steps = interleaved_steps(runners, batch, repeats, warmup, precision)
-    full = [s.time_ms for s in steps["uniform"]]
-    rows = []
-    for way, records in steps.items():
-        times = [s.time_ms for s in records]
-        median, low, high = median_ci(times)
-        rows.append(
-            dict(
-                step=way,
-                num_reqs=num_reqs,
-                num_tokens=records[0].batch_size,
-                path=records[0].path,
-                graph_size=records[0].graph_size,
-                median_ms=median,
-                ci_low_ms=low,
-                ci_high_ms=high,
-                samples=len(times),
-                **(
-                    comparison_columns(compare(times, full), "over_full")
-                    if way != "uniform"
-                    else {}
-                ),
-                sentence=(
-                    compare(times, full).sentence(f"the {way} step", "the uniform FULL step")
-                    if way != "uniform"
-                    else None
-                ),
-                backend=graph.backend,
-                **load,
-            )
-        )
+    rows = compared_steps(
+        runners, batch_of(graph, num_reqs), "uniform", "the uniform FULL step", repeats, warmup,
+        precision,
+    )  # fmt: skip
+    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+
+
+def capped_cost(
+    model: LlamaForCausalLM,
+    engine: str,
+    configs: dict,
+    num_reqs: int,
+    repeats: int = 10,
+    warmup: int = 3,
+    precision: float | None = 0.05,
+    backend: str = "auto",
+) -> pd.DataFrame:
+    """One uniform step of num_reqs requests under each of `configs` ({label: SizingConfig} of
+    one engine, e.g. an explicit max_cudagraph_capture_size against the default), the runners
+    stepping in turn; rows as compared_steps, each against the first config's step."""
+    backend = cost_backend(model.device, backend)
+    runners = {
+        label: make_runner(model, engine, c, backend=backend) for label, c in configs.items()
+    }
+    for runner in runners.values():
+        runner.capture_model()
+    first = next(iter(runners))
+    batch = batch_of(runners[first], num_reqs)
+    rows = compared_steps(runners, batch, first, f"the {first} step", repeats, warmup, precision)
     return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
 
 

@@ -5,10 +5,9 @@ guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per 
 eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
 and a SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
 (`capture_summary`, also behind notebook 04's adaptive price). The device's copy bandwidth (the
-latency rows' floor) live here too. Every timed comparison goes through `interleaved_steps`:
-the compared runners step in turn (ABAB..., after warm-up rounds), so a pair of samples shares the
-machine's load of its moment, and sampling goes on until the ratio's bootstrap interval reaches a
-stated precision (graphlab.bench.stats). The CSV columns are documented in data/README.md.
+latency rows' floor) lives here too. Every timed comparison goes through
+graphlab.bench.sampling.interleaved_steps (the compared runners step in turn, to a stated
+precision). The CSV columns are documented in data/README.md.
 """
 
 from __future__ import annotations
@@ -21,7 +20,8 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.bench.stats import compare, machine_load, median_ci, relative_half_width
+from graphlab.bench.sampling import comparison_columns, interleaved_steps, sample_rows, step_times
+from graphlab.bench.stats import compare, machine_load, median_ci
 from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, cost_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
@@ -78,59 +78,6 @@ def timing_stats(times_ms) -> dict:
         p90_ms=float(np.percentile(times, 90)),
         min_ms=float(times.min()),
     )
-
-
-def interleaved_steps(
-    runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
-) -> dict[str, list]:
-    """{label: StepRecords} of each runner's step on one batch, taken in turn (ABAB...) after
-    `warmup` rounds: `repeats` rounds, then, with `precision`, more rounds until the bootstrap
-    interval of the first runner's median over the second's is within +-precision of the ratio
-    or `max_repeats` rounds (default 4 x repeats) are taken."""
-    for _ in range(warmup):
-        for runner in runners.values():
-            runner.execute_model(*batch)
-    steps = {label: [] for label in runners}
-    first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
-
-    def rounds(n: int) -> None:
-        for _ in range(n):
-            for label, runner in runners.items():
-                steps[label].append(runner.execute_model(*batch)[1])
-
-    rounds(repeats)
-    limit = max_repeats or 4 * repeats
-    while (
-        precision is not None
-        and first is not None
-        and len(steps[first]) < limit
-        and relative_half_width(compare(*(_times(steps[k]) for k in (first, second)))) > precision
-    ):
-        rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
-    return steps
-
-
-def _times(steps) -> list[float]:
-    return [step.time_ms for step in steps]
-
-
-def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
-    """Long format: one row per timed step, `label` naming its runner, `sample` its round."""
-    return [
-        dict(fixed, **{label: name}, sample=i, path=step.path, time_ms=step.time_ms)
-        for name, records in steps.items()
-        for i, step in enumerate(records)
-    ]
-
-
-def comparison_columns(comparison, prefix: str) -> dict:
-    """A comparison's ratio, interval and verdict as row columns named prefix_*."""
-    return {
-        f"{prefix}_ratio": comparison.ratio,
-        f"{prefix}_ci_low": comparison.low,
-        f"{prefix}_ci_high": comparison.high,
-        f"{prefix}_verdict": comparison.verdict,
-    }
 
 
 def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
@@ -241,7 +188,9 @@ def latency_rows(
             samples += sample_rows(steps, "mode", **fixed, num_reqs=reqs, **load)
         for mode, records in steps.items():
             versus = (
-                comparison_columns(compare(_times(steps["eager"]), _times(records)), "eager_over")
+                comparison_columns(
+                    compare(step_times(steps["eager"]), step_times(records)), "eager_over"
+                )
                 if mode != "eager"
                 else {}
             )
@@ -253,7 +202,7 @@ def latency_rows(
                     batch_size=records[0].batch_size,
                     path=records[0].path,
                     graph_size=records[0].graph_size,
-                    **timing_stats(_times(records)),
+                    **timing_stats(step_times(records)),
                     repeats=len(records),
                     warmup=warmup,
                     **versus,
