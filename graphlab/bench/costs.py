@@ -258,7 +258,7 @@ def mode_summary(rows: pd.DataFrame) -> list[str]:
         counts = part.eager_over_verdict.value_counts()
         lines.append(
             f"{engine}, graph mode {path} at {len(part)} sizes, eager mode against it (95% "
-            "intervals): "
+            f"intervals, {part.repeats.min()}+ pairs each): "
             + ", ".join(f"{v} at {counts.get(v, 0)}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
         )
     return lines

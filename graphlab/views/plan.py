@@ -22,7 +22,7 @@ def plot_plan(result) -> Figure:
         on_graph = outcome.padded > 0
         summary = (
             f"{label}: {len(outcome.capture_sizes)} graphs, "
-            f"mean waste {outcome.mean_padding_waste:.2f} (eager: 0), "
+            f"mean waste {outcome.mean_padding_waste:.2f}, "
             f"graph fraction {outcome.graph_fraction:.3f}"
             + (
                 f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
@@ -43,7 +43,7 @@ def plot_plan(result) -> Figure:
             np.zeros((~on_graph).sum()),
             "x",
             color=color,
-            label=f"{label}: eager steps (no padding, no graph: drawn at 0, not free)",
+            label=f"{label}: eager steps (drawn at 0, not free)",
         )
         ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
         for size in outcome.capture_sizes:
