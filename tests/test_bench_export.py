@@ -437,7 +437,9 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     assert "crash_map.csv: 24 rows, computed on cpu" in out
     assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
+    # One CSV per sweep, and the latency sweep's every timed step beside its summary rows.
+    expected = [f"{s}.csv" for s in bench.SWEEPS] + ["latency_samples.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(expected)
 
 
 def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():
