@@ -188,3 +188,11 @@ def test_padding_priced_in_time_charges_eager_steps():
     assert guard.mean_step_ms == pytest.approx(2 - guard.graph_fraction)
     assert adaptive.mean_step_ms == pytest.approx(1.0)
     assert guard.mean_padding_waste < adaptive.mean_padding_waste  # waste alone says the reverse
+
+
+def test_capture_times_are_compared_with_their_interval(price):
+    adaptive, guard = price[price.engine == "adaptive"], price[price.engine == "vllm-0.6.0"]
+    assert guard.capture_sentence.isna().all()
+    # One capture per engine and k here: too few pairs for a direction, whatever the times.
+    assert (adaptive.capture_over_first_verdict == "no difference beyond noise").all()
+    assert adaptive.capture_sentence.str.startswith("adaptive's capture shows no difference").all()

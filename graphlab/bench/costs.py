@@ -146,8 +146,9 @@ def adaptive_price(
 ) -> pd.DataFrame:
     """One row per (k, engine): coverage of the scorer's reachable batches (graph and eager
     fraction, from the sizing rules), graphs captured, their capture time on `model` (capture
-    plus warm-up steps summed over the list, compile included where a size compiles; median of
-    `repeats` captures) and graph memory (measured on CUDA, predicted otherwise), with
+    plus warm-up steps summed over the list; median of `repeats` captures, the engines of one k
+    capturing in turn; each engine after the first against it: capture_over_first_* and
+    capture_sentence) and graph memory (measured on CUDA, predicted otherwise), with
     provenance (`preset`: the model's name). Captures write only the pad slot.
 
     First one warm-up capture of the longest list (its time is the warmup_capture_ms column):
@@ -158,36 +159,47 @@ def adaptive_price(
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
     backend = cost_backend(model.device, backend)
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
+    engines = list(engines)
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
     warmup = capture_records(model, longest[1], longest[2], backend, graph_pool)
     warmup_ms = capture_summary(warmup, graph_pool)["capture_ms"]
     rows = []
-    for k, engine, cfg in configs:
-        summary = audit(engine, cfg).summary
-        costs = [
-            capture_summary(capture_records(model, engine, cfg, backend, graph_pool), graph_pool)
-            for _ in range(repeats)
-        ]
-        cost = costs[-1]  # graphs, memory and compile cache of the last capture
-        rows.append(
-            dict(
-                engine=engine,
-                max_num_seqs=max_num_seqs,
-                num_speculative_tokens=k,
-                num_graphs=cost["num_graphs"],
-                largest_size=cost["largest_size"],
-                num_reachable=summary.num_reachable,
-                graph_fraction=summary.graph_fraction,
-                eager_fraction=summary.eager_fraction,
-                capture_ms=float(np.median([c["capture_ms"] for c in costs])),
-                repeats=repeats,
-                memory_bytes=cost["memory_bytes"],
-                memory_kind=cost["memory_kind"],
-                graph_pool=graph_pool,
-                compile_cache=cost["compile_cache"],
-                warmup_capture_ms=warmup_ms,
+    for k in ks:
+        cfg, costs = SizingConfig(max_num_seqs, k), {engine: [] for engine in engines}
+        for _ in range(repeats):  # the engines capture in turn: a pair shares its moment's load
+            for engine in engines:
+                records = capture_records(model, engine, cfg, backend, graph_pool)
+                costs[engine].append(capture_summary(records, graph_pool))
+        first = [c["capture_ms"] for c in costs[engines[0]]]
+        for engine in engines:
+            summary, cost = audit(engine, cfg).summary, costs[engine][-1]
+            times = [c["capture_ms"] for c in costs[engine]]
+            versus = compare(times, first) if engine != engines[0] else None
+            rows.append(
+                dict(
+                    engine=engine,
+                    max_num_seqs=max_num_seqs,
+                    num_speculative_tokens=k,
+                    num_graphs=cost["num_graphs"],
+                    largest_size=cost["largest_size"],
+                    num_reachable=summary.num_reachable,
+                    graph_fraction=summary.graph_fraction,
+                    eager_fraction=summary.eager_fraction,
+                    capture_ms=float(np.median(times)),
+                    repeats=repeats,
+                    **(comparison_columns(versus, "capture_over_first") if versus else {}),
+                    capture_sentence=(
+                        versus.sentence(f"{engine}'s capture", f"{engines[0]}'s")
+                        if versus
+                        else None
+                    ),
+                    memory_bytes=cost["memory_bytes"],
+                    memory_kind=cost["memory_kind"],
+                    graph_pool=graph_pool,
+                    compile_cache=cost["compile_cache"],
+                    warmup_capture_ms=warmup_ms,
+                )
             )
-        )
     prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
     return with_provenance(rows, prov)
 
