@@ -85,7 +85,14 @@ class Comparison:
         """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
         no difference beyond noise from' when the interval holds 1 (or pairs are too few)."""
         if self.verdict == NO_DIFFERENCE:
-            return f"{subject} shows no difference beyond noise from {reference}: {self.interval}"
+            few = (
+                f" (fewer than {MIN_SAMPLES} pairs: too few to call a direction)"
+                if self.num_samples < MIN_SAMPLES
+                else ""
+            )
+            return (
+                f"{subject} shows no difference beyond noise from {reference}: {self.interval}{few}"
+            )
         return f"{subject} is {self.verdict} than {reference}: {self.interval}"
 
 
