@@ -36,10 +36,10 @@ from graphlab.bench.stats import (
     median_ci,
     pooled,
 )
-from graphlab.engine.device import cost_backend
+from graphlab.engine.device import resolve_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
@@ -67,7 +67,8 @@ def guard_cost(
     the two stepping in turn (interleaved_steps, to `precision` at the sizes `engine` runs
     eagerly), with provenance (`preset`: the model's name); the model's cache needs that many
     slots."""
-    backend = cost_backend(model.device, backend)
+    check_instance("cfg", cfg, SizingConfig)
+    backend = resolve_backend(backend, model.device, "costs").name
     runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
     for runner in runners.values():
         runner.capture_model()
@@ -78,7 +79,7 @@ def guard_cost(
         load = machine_load()
         steps = interleaved_steps(runners, batch, repeats, warmup, precision if eager else None)
         rows += sample_rows(
-            steps, "engine", batch_size=size, backend=runners[engine].backend, **load
+            steps, "engine", batch_size=size, backend=runners[engine].backend.name, **load
         )
     prov = provenance(model.device, dtype=str(model.dtype), model=preset)
     return with_provenance(rows, prov)
@@ -91,7 +92,7 @@ def eager_ratio(
     interval and path, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
     the guard's price per step at that size; the provenance columns of the samples."""
     rows = []
-    for size, at in samples.groupby("batch_size"):
+    for size, at in check_instance("samples", samples, pd.DataFrame).groupby("batch_size"):
         mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))
         row = dict(
             batch_size=size,
@@ -157,7 +158,7 @@ def adaptive_price(
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
-    backend = cost_backend(model.device, backend)
+    backend = resolve_backend(backend, model.device, "costs").name
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
     engines = list(engines)
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
@@ -320,7 +321,7 @@ def piecewise_cost(
     graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
     median with interval, and (mixed, eager) its time over the FULL step's (compared_steps'
     over_ref_*: ratio, interval, verdict, and its sentence), with provenance."""
-    backend = cost_backend(model.device, backend)
+    backend = resolve_backend(backend, model.device, "costs").name
     graph = make_runner(model, engine, cfg, backend=backend)
     eager = make_runner(model, engine, cfg, backend=backend, enforce_eager=True)
     for runner in (graph, eager):
@@ -348,7 +349,7 @@ def capped_cost(
     """One uniform step of num_reqs requests under each of `configs` ({label: SizingConfig} of
     one engine, e.g. an explicit max_cudagraph_capture_size against the default), the runners
     stepping in turn; rows as compared_steps, each against the first config's step."""
-    backend = cost_backend(model.device, backend)
+    backend = resolve_backend(backend, model.device, "costs").name
     runners = {
         label: make_runner(model, engine, c, backend=backend) for label, c in configs.items()
     }
