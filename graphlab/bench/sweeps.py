@@ -201,6 +201,8 @@ def _latency(run: BenchRun) -> pd.DataFrame:
         del model
         run.checkpoint("latency", rows)
         run.checkpoint("latency_samples", samples)
+    if run.out is not None and samples:  # every timed step beside latency.csv, complete now
+        export_csvs({"latency_samples": run.stamp(samples)}, run.out)
     return run.stamp(rows)
 
 
