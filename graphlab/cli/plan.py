@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from graphlab.cli.arguments import add_config_arguments, int_in, positive_float
+from graphlab.cli.arguments import add_config_arguments, engine, int_in, positive_float
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH_POOLS, V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES, DEFAULT_GRAPH_CEILING, GRAPH_POOLS
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
@@ -31,7 +31,11 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0"
+        "--engine",
+        default="vllm-0.33.0",
+        type=engine,
+        choices=ALL_V1_ENGINES,
+        help="a vLLM V1 engine or release (X.Y.Z, auto), default vllm-0.33.0",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -140,7 +144,8 @@ def _same_footing_lines(result, d) -> list[str]:
             f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
             f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes "
             "above it (2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped "
-            f"the default to {DEFAULT_GRAPH_CEILING}: check graph memory before capturing them"
+            f"the default to {DEFAULT_GRAPH_CEILING} (PR 49390's 1024 on data-center Blackwell): "
+            "check graph memory before capturing them"
         )
     return lines
 
