@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
     add_capture_sizes,
@@ -57,7 +58,10 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "--engine", required=True, type=engine, help=f"one of: {', '.join(ENGINES)}"
+        "--engine",
+        type=engine,
+        default=None,
+        help=f"one of: {', '.join(ENGINES)}; required unless --vllm-log (then: the log's version)",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -83,6 +87,7 @@ def add_parser(subparsers) -> None:
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
     add_vllm_args(parser)
+    vllm_log.add_option(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
@@ -119,6 +124,10 @@ def _config(args) -> tuple[SizingConfig, tuple[str, ...]]:
 
 
 def run(args) -> int:
+    if args.vllm_log is not None:
+        return vllm_log.run_audit(args)
+    if args.engine is None:
+        raise GraphlabError("--engine is required (or give --vllm-log)")
     cfg, notes = _config(args)
     report = audit(args.engine, cfg)
     if args.json:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     add_config_arguments,
     add_vllm_args,
@@ -53,16 +54,17 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--engine",
-        default="vllm-0.33.0",
+        default=None,
         type=engine,
         choices=ALL_V1_ENGINES,
-        help="a vLLM V1 engine or release (X.Y.Z, auto), default vllm-0.33.0",
+        help="a vLLM V1 engine or release (X.Y.Z, auto), default vllm-0.33.0 (with --vllm-log: "
+        "the log's version)",
     )
     parser.add_argument(
         "--max-num-seqs",
         type=int_in(1, MAX_NUM_SEQS_LIMIT),
         default=None,
-        help=f"S (1..{MAX_NUM_SEQS_LIMIT}); required unless --vllm-args",
+        help=f"S (1..{MAX_NUM_SEQS_LIMIT}); required unless --vllm-args or --vllm-log gives it",
     )
     parser.add_argument(
         "--num-speculative-tokens",
@@ -80,6 +82,7 @@ def add_parser(subparsers) -> None:
         "per row) and optionally count (default workload: every reachable "
         "step once)",
     )
+    workload.add_argument("--vllm-log", metavar="FILE", help=vllm_log.HELP)
     workload.add_argument(
         "--steps",
         metavar="CSV",
@@ -226,7 +229,7 @@ def _config(args):
     if line is not None:
         from graphlab.cli.audit import check_performance_mode
 
-        check_performance_mode(args.engine, line.config)
+        check_performance_mode(args.engine or "vllm-0.33.0", line.config)
         return line.config, line
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
@@ -272,8 +275,14 @@ def run(args) -> int:
     from graphlab.sizing import plan
     from graphlab.sizing.engines import get_engine
 
-    cfg, line = _config(args)
-    if get_engine(args.engine).cudagraph_mode(cfg) == "NONE":
+    line = None
+    if args.vllm_log is not None and args.vllm_args is not None:
+        raise GraphlabError("give --vllm-args or --vllm-log, not both")
+    if args.vllm_log is not None:
+        args.engine, cfg, workload = vllm_log.plan_inputs(args)
+    else:
+        cfg, line = _config(args)
+    if get_engine(args.engine or "vllm-0.33.0").cudagraph_mode(cfg) == "NONE":
         return _no_graphs(args, line)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
@@ -283,15 +292,16 @@ def run(args) -> int:
         engine=args.bench_engine,
         num_speculative_tokens=args.bench_k,
     )
-    workload = (
-        plan.read_batch_sizes(args.batch_sizes)
-        if args.batch_sizes
-        else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
-        if args.steps
-        else None
-    )
+    if args.vllm_log is None:
+        workload = (
+            plan.read_batch_sizes(args.batch_sizes)
+            if args.batch_sizes
+            else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
+            if args.steps
+            else None
+        )
     result = plan.plan(
-        args.engine,
+        args.engine or "vllm-0.33.0",
         cfg,
         workload,
         plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
