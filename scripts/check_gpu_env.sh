@@ -16,11 +16,11 @@ VENV="${VENV:-/tmp/gpuenv312}"
 PACKAGES=(torch==2.11.0 numpy==2.5.2 transformers==5.17.0 pandas matplotlib tqdm pytest
     hypothesis pytest-xdist)
 find_python312() {  # python3.12 on PATH, else pyenv's
-    local candidate
-    for candidate in "${PY312:-}" python3.12 "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12
-    do
-        [[ -n "$candidate" ]] && "$candidate" -c 'import sys; assert sys.version_info[:2] == (3, 12)' \
-            2>/dev/null && { echo "$candidate"; return; }
+    local candidate check='import sys; assert sys.version_info[:2] == (3, 12)'
+    for candidate in "${PY312:-}" python3.12 \
+        "$(pyenv root 2>/dev/null)"/versions/3.12*/bin/python3.12; do
+        [[ -n "$candidate" ]] && "$candidate" -c "$check" 2>/dev/null \
+            && { echo "$candidate"; return; }
     done
     echo "check_gpu_env.sh: no Python 3.12 found (set PY312, or install it with pyenv)" >&2
     exit 2
@@ -38,8 +38,8 @@ print(f"python {platform.python_version()}, torch {torch.__version__}, "
 assert platform.python_version_tuple()[:2] == ("3", "12") and torch.__version__.startswith("2.11.")
 EOF
 export PYTHONPATH=. OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MPLBACKEND=Agg
-# test_gpu_check.py runs the CPU dry run of scripts/gpu_check.sh with this Python (and again
-# without the optional packages); the GPU-marked files run their CPU parts.
+# test_gpu_check.py runs the CPU dry run of scripts/gpu_check.sh with this Python, its optional
+# packages blocked; the GPU-marked files run their CPU parts.
 # shellcheck disable=SC2046  # one word per file
 "$PY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/test_gpu_check.py \
     $(grep -l "mark.gpu" tests/test_*.py) tests/test_gpu_compiled.py tests/test_bench_timings.py

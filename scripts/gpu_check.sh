@@ -42,7 +42,9 @@ set -uo pipefail
 OUT="${OUT:-build/gpu_check}"
 # python3 first: on the lent GPU machine it is the interpreter that holds torch.
 PYTHON="${PYTHON:-$(command -v python3 || command -v python)}"
-BUDGET_S="${BUDGET_S:-480}"
+# LIMIT_SCALE: every limit and the budget times this, for a CPU dry run on a loaded machine.
+LIMIT_SCALE="${LIMIT_SCALE:-1}"
+BUDGET_S="${BUDGET_S:-$((480 * LIMIT_SCALE))}"
 DEVICE=auto SUITE=full SMALL=100m LARGE=1b
 while (($#)); do
     case "$1" in
@@ -76,7 +78,7 @@ WORK="$(mktemp -d)"
 RESULTS="$WORK/gpu_check"
 mkdir -p "$RESULTS/logs"
 START=$SECONDS
-RESERVE_S=35  # 20 s for the report, 15 for a kill
+RESERVE_S=$((35 * LIMIT_SCALE))  # 20 s for the report, 15 for a kill
 status=0
 declare -A PIDS LIMITS T0
 trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done; rm -rf "$WORK"' EXIT
@@ -88,10 +90,10 @@ pack() {  # the archive of everything so far, replaced atomically
 }
 
 launch() {  # launch NAME MAX_SECONDS COMMAND...: start a step under timeout, in the background
-    local name="$1" limit="$2" left
+    local name="$1" limit="$(($2 * LIMIT_SCALE))" left
     shift 2
     left=$((BUDGET_S - (SECONDS - START) - RESERVE_S))
-    ((limit > left)) && limit=$left
+    ((limit > left)) && limit=$((left > 0 ? left : 0))
     LIMITS[$name]=$limit T0[$name]=$SECONDS PIDS[$name]=""
     ((limit < 5)) && return
     echo "== $name (limit ${limit} s)"
@@ -175,12 +177,12 @@ finish gpu_compiled optional
 
 # The report: budgeted apart (20 s of what every step leaves), its target table printed last.
 t0=$SECONDS
-timeout -s INT --kill-after=5 15 "${RUN[@]}" report --out "$RESULTS" --small "$SMALL" \
-    --large "$LARGE" --suite "$SUITE" >"$RESULTS/report.txt" 2>&1
+timeout -s INT --kill-after=5 $((15 * LIMIT_SCALE)) "${RUN[@]}" report --out "$RESULTS" \
+    --small "$SMALL" --large "$LARGE" --suite "$SUITE" >"$RESULTS/report.txt" 2>&1
 rc=$?
 ((rc == 0)) || status=1
-printf 'report\t%s\t%s\t15\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
-    "$((SECONDS - t0))" >>"$RESULTS/steps.tsv"
+printf 'report\t%s\t%s\t%s\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
+    "$((SECONDS - t0))" "$((15 * LIMIT_SCALE))" >>"$RESULTS/steps.tsv"
 {
     cat "$RESULTS/environment.txt"
     echo
