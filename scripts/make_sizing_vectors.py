@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_sizing_vectors.json from the released vLLM wheels' own sizing code.
 
-Developer script, never run by tests or at run time. It downloads the vllm wheels 0.5.5, 0.6.0,
-0.12.0 and 0.13.0 from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
+Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS and
+V1_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
 with zipfile WITHOUT importing vllm (the wheels need CUDA), pulls the sizing definitions out with
 `ast`, execs them in small namespaces with stand-in config objects, and records, per
 (engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens), the captured sizes and
@@ -18,9 +18,11 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
+import dataclasses
 import datetime
 import enum
 import hashlib
+import itertools
 import json
 import os
 import random
@@ -30,13 +32,20 @@ import tempfile
 import types
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
-V0_VERSIONS = ("0.5.5", "0.6.0")
-V1_VERSIONS = ("0.12.0", "0.13.0")
+# The modelled releases, and one release inside each wider range of graphlab.sizing.versions
+# (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
+# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules).
+V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
+V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
+# cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
+MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
 # Edge values around the padding steps (1, 2, 4, multiples of 8), 128/256/512 and the V0 cap,
 # plus five seeded random values so that no policy can be tuned to the edge list alone.
 # fmt: off
@@ -53,6 +62,8 @@ MAX_NUM_SEQS = tuple(
 )
 NUM_SPECULATIVE_TOKENS = tuple(range(9))
 MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
+# Releases past 0.13.0 (read for the version map): the default and one budget below the ceiling.
+LATER_MAX_NUM_BATCHED_TOKENS = (None, 512)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
 EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
 SAMPLE_CAP = 300
@@ -288,18 +299,24 @@ def v0_engine(src: WheelSource):
         local["graph_batch_size"] = evaluate(capture_exprs[0], local)
         return sorted(evaluate(capture_exprs[1], local))
 
+    def use(builder, n: int) -> bool:
+        # 0.6.3 added a decode_only parameter; the others read builder.decode_only.
+        verbatim = module_ns["_use_captured_graph"]
+        if "decode_only" in verbatim.__code__.co_varnames[: verbatim.__code__.co_argcount]:
+            return verbatim(builder, n, True, 1)
+        return verbatim(builder, n, 1)
+
     def graph_limit(max_num_seqs: int) -> int:
         # The largest n for which _use_captured_graph holds (it is monotone in n).
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
-        use = module_ns["_use_captured_graph"]
         n = 1
-        while use(builder, n + 1, 1):
+        while use(builder, n + 1):
             n += 1
-        return n if use(builder, n, 1) else 0
+        return n if use(builder, n) else 0
 
     def dispatch(n: int, max_num_seqs: int, graph_runners: dict):
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
-        if not module_ns["_use_captured_graph"](builder, n, 1):
+        if not use(builder, n):
             return [n, "eager", None, None]
         graph_batch_size = module_ns["_get_graph_batch_size"](n)
         try:
@@ -348,19 +365,24 @@ def v1_engine(src: WheelSource):
     module_ns: dict = {"enum": enum, "logger": log}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
-    cc_methods = src.exec_defs(
-        comp,
-        [
+    # 0.16 moved the padding table into CudagraphDispatcher: then the dispatcher pads.
+    cc_names = [
+        name
+        for name in (
             "post_init_cudagraph_sizes",
             "compute_bs_to_padded_graph_size",
             "adjust_cudagraph_sizes_for_spec_decode",
-        ],
-        dict(module_ns),
-        cls="CompilationConfig",
-    )
-    vc_methods = src.exec_defs(
-        vcfg, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(module_ns), cls="VllmConfig"
-    )
+        )
+        if src.has(comp, name, "CompilationConfig")
+    ]
+    cc_methods = src.exec_defs(comp, cc_names, dict(module_ns), cls="CompilationConfig")
+    vc_names = [
+        name
+        for name in ("_set_cudagraph_sizes", "pad_for_cudagraph")
+        if src.has(vcfg, name, "VllmConfig")
+    ]
+    vc_methods = src.exec_defs(vcfg, vc_names, dict(module_ns), cls="VllmConfig")
+    pads_in_config = "compute_bs_to_padded_graph_size" in cc_names
     mode = module_ns["CUDAGraphMode"]
 
     usage = enum.Enum("UsageContext", ["LLM_CLASS", "OPENAI_API_SERVER"])
@@ -410,7 +432,7 @@ def v1_engine(src: WheelSource):
         # CudagraphDispatcher.dispatch: the first `if`, whose body returns NONE (eager).
         return node.test if isinstance(node, ast.If) else None
 
-    eager_test = src.expr(
+    eager_test = pads_in_config and src.expr(
         disp,
         "dispatch",
         "CudagraphDispatcher",
@@ -418,21 +440,8 @@ def v1_engine(src: WheelSource):
         "first if-test (returns CUDAGraphMode.NONE)",
     )
 
-    compilation_cls = type(
-        "CompilationConfig",
-        (),
-        {
-            k: cc_methods[k]
-            for k in (
-                "post_init_cudagraph_sizes",
-                "compute_bs_to_padded_graph_size",
-                "adjust_cudagraph_sizes_for_spec_decode",
-            )
-        },
-    )
-    vllm_cls = type(
-        "VllmConfig", (), {k: vc_methods[k] for k in ("_set_cudagraph_sizes", "pad_for_cudagraph")}
-    )
+    compilation_cls = type("CompilationConfig", (), {k: cc_methods[k] for k in cc_names})
+    vllm_cls = type("VllmConfig", (), {k: vc_methods[k] for k in vc_names})
 
     def resolve_max_num_batched_tokens(max_num_seqs: int, tokens: int | None) -> int:
         engine_args = ns(
@@ -441,6 +450,7 @@ def v1_engine(src: WheelSource):
             max_num_batched_tokens=tokens,
             max_num_seqs=max_num_seqs,
             enable_chunked_prefill=True,
+            performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
         )
         # A classmethod in vLLM, called as self.get_batch_defaults(world_size).
         engine_args.get_batch_defaults = types.MethodType(
@@ -460,11 +470,18 @@ def v1_engine(src: WheelSource):
         verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
         return engine_args.max_num_batched_tokens
 
-    def build(max_num_seqs: int, k: int, tokens: int, user_sizes=None, user_max=None):
+    def build(
+        max_num_seqs: int,
+        k: int,
+        tokens: int,
+        user_sizes=None,
+        user_max=None,
+        cudagraph_mode="FULL_AND_PIECEWISE",
+    ):
         log.lines.clear()
         cc = compilation_cls()
         cc.__dict__.update(
-            cudagraph_mode=mode.FULL_AND_PIECEWISE,
+            cudagraph_mode=mode[cudagraph_mode],
             cudagraph_capture_sizes=user_sizes,
             max_cudagraph_capture_size=user_max,
             compile_sizes=None,
@@ -478,6 +495,8 @@ def v1_engine(src: WheelSource):
             scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
             speculative_config=ns(num_speculative_tokens=k) if k else None,
             parallel_config=ns(tensor_parallel_size=1),
+            lora_config=None,
+            performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
         )
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
@@ -494,17 +513,82 @@ def v1_engine(src: WheelSource):
             cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
         return vc, config_sizes
 
-    def dispatch(n: int, vc) -> list:
-        dispatcher = ns(
+    last = []  # [(vc, its dispatcher)]: one dispatcher per built config
+
+    def dispatch(n: int, vc, k: int) -> list:
+        if not pads_in_config:  # the wheel's own dispatcher pads (uniform decode)
+            if not last or last[0][0] is not vc:
+                last[:] = [(vc, dispatcher(vc, k))]
+            runtime, desc = last[0][1].dispatch(n, uniform_decode=True, has_lora=False)
+            graph = runtime.name != "NONE"
+            return [n, "graph" if graph else "eager", desc.num_tokens if graph else None, None]
+        dispatcher_ns = ns(
             keys_initialized=True,
             cudagraph_mode=vc.compilation_config.cudagraph_mode,
             compilation_config=vc.compilation_config,
         )
-        if evaluate(eager_test, {"self": dispatcher, "num_tokens": n, "CUDAGraphMode": mode}):
+        if evaluate(eager_test, {"self": dispatcher_ns, "num_tokens": n, "CUDAGraphMode": mode}):
             return [n, "eager", None, None]
         return [n, "graph", vc.pad_for_cudagraph(n), None]
 
-    return resolve_max_num_batched_tokens, build, dispatch, log
+    def dispatcher(vc, k: int):
+        """The wheel's own CudagraphDispatcher (its __init__'s attributes set by hand), keys
+        initialized for the config's mode as GPUModelRunner does after capture-size resolution."""
+        names = {"enum": enum, "NamedTuple": NamedTuple, "logger": _Logger()}
+        # 0.17.0 made BatchDescriptor a frozen dataclass and the dispatcher `replace`s it
+        names |= {"dataclass": dataclasses.dataclass, "replace": dataclasses.replace}
+        src.exec_defs("vllm/forward_context.py", ["BatchDescriptor"], names)
+        names |= {"CUDAGraphMode": mode, "VllmConfig": object, "product": itertools.product}
+        cls = src.exec_defs(disp, ["CudagraphDispatcher"], names)["CudagraphDispatcher"]
+        d = cls.__new__(cls)
+        d.__dict__.update(
+            vllm_config=vc,
+            compilation_config=vc.compilation_config,
+            uniform_decode_query_len=1 + k,
+            cudagraph_keys={mode.PIECEWISE: set(), mode.FULL: set()},
+            keys_initialized=False,
+        )
+        d.initialize_cudagraph_keys(vc.compilation_config.cudagraph_mode, 1 + k)
+        return d
+
+    return resolve_max_num_batched_tokens, build, dispatch, log, dispatcher
+
+
+def mode_vectors(version: str, src: WheelSource) -> list[dict]:
+    """Every cudagraph_mode: capture sizes and each uniform decode batch B*(k+1), B = 1..S, through
+    the wheel's own CudagraphDispatcher.dispatch: [n, path, graph size, error]."""
+    resolve, build, _, _, dispatcher = v1_engine(src)
+    vectors = []
+    for cudagraph_mode in MODES:
+        for max_num_seqs in MODE_MAX_NUM_SEQS:
+            for k in range(7):
+                tokens = resolve(max_num_seqs, None)
+                try:
+                    vc, _ = build(max_num_seqs, k, tokens, None, None, cudagraph_mode)
+                except ValueError:  # refused at start-up: the startup_errors vectors cover those
+                    continue
+                d, q = dispatcher(vc, k), k + 1
+                outcomes = []
+                for n in range(q, max_num_seqs * q + 1, q):
+                    try:
+                        runtime, desc = d.dispatch(n, uniform_decode=True, has_lora=False)
+                    except AssertionError:
+                        outcomes.append([n, "crash", None, "AssertionError"])
+                        continue
+                    path = {"NONE": "eager"}.get(runtime.name, runtime.name.lower())
+                    outcomes.append([n, path, None if path == "eager" else desc.num_tokens, None])
+                vectors.append(
+                    {
+                        "engine": f"vllm-{version}",
+                        "cudagraph_mode": cudagraph_mode,
+                        "max_num_seqs": max_num_seqs,
+                        "num_speculative_tokens": k,
+                        "max_num_batched_tokens": None,
+                        "capture_sizes": list(vc.compilation_config.cudagraph_capture_sizes),
+                        "outcomes": outcomes,
+                    }
+                )
+    return vectors
 
 
 def explicit_settings() -> list[tuple]:
@@ -528,7 +612,7 @@ def explicit_settings() -> list[tuple]:
 
 def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
     """Capture sizes, WARNING lines and start-up error of the V1 sizing for user-set settings."""
-    resolve, build, _, log = v1_engine(src)
+    resolve, build, _, log, _ = v1_engine(src)
     vectors = []
     for s, k, t, sizes, user_max in explicit_settings():
         entry = {
@@ -552,11 +636,12 @@ def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
 
 def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], int]:
     """Vectors, start-up errors, and the value max_num_batched_tokens=None resolves to."""
-    resolve, build, dispatch, _ = v1_engine(src)
+    resolve, build, dispatch, _, _ = v1_engine(src)
     vectors, startup_errors, defaults = [], [], set()
     for max_num_seqs in MAX_NUM_SEQS:
         for k in NUM_SPECULATIVE_TOKENS:
-            for tokens in MAX_NUM_BATCHED_TOKENS:
+            later = version not in ("0.12.0", "0.13.0")
+            for tokens in LATER_MAX_NUM_BATCHED_TOKENS if later else MAX_NUM_BATCHED_TOKENS:
                 head = {
                     "engine": f"vllm-{version}",
                     "max_num_seqs": max_num_seqs,
@@ -581,7 +666,7 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
                 vector = {**head, "capture_sizes": sizes}
                 if config_sizes != sizes:
                     vector["config_capture_sizes"] = config_sizes
-                vectors.append({**vector, "outcomes": [dispatch(n, vc) for n in batch_sizes]})
+                vectors.append({**vector, "outcomes": [dispatch(n, vc, k) for n in batch_sizes]})
     if len(defaults) != 1:
         raise SystemExit(f"max_num_batched_tokens=None resolved to {sorted(defaults)}")
     return vectors, startup_errors, defaults.pop()
@@ -630,7 +715,8 @@ NOTES = (
     "adjust_cudagraph_sizes_for_spec_decode finds no multiple of k+1 <= the largest size) are "
     "listed under startup_errors, not vectors. "
     f"Grid: max_num_seqs in {list(MAX_NUM_SEQS)}, num_speculative_tokens 0..8, "
-    "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null). "
+    "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null; V1 releases "
+    "after 0.13.0: [null, 512]). "
     f"Sample of n per vector, within 1..reach (reach = max_num_seqs*(k+1), the most rows "
     f"(V0) or tokens (V1) a decode step can send): {list(EDGE_BATCH_SIZES)}, the graph limit L "
     f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "
@@ -641,7 +727,20 @@ NOTES = (
     "(compilation_config.cudagraph_capture_sizes and/or max_cudagraph_capture_size) through the "
     "same verbatim _set_cudagraph_sizes and adjust_cudagraph_sizes_for_spec_decode, with the "
     "WARNING lines its logger receives (formatted msg % args) and the ValueError it raises "
-    "(capture_sizes [] then)."
+    "(capture_sizes [] then). "
+    "modes: per V1 version, every cudagraph_mode (assumed to survive attention-backend "
+    f"resolution, as above) for max_num_seqs in {list(MODE_MAX_NUM_SEQS)}, k 0..6, "
+    "max_num_batched_tokens null: the capture sizes after the same verbatim sizing and gated "
+    "rounding, and every uniform decode batch n = B*(k+1), B = 1..S, through the wheel's own "
+    "CudagraphDispatcher (verbatim class, with forward_context.BatchDescriptor; attributes its "
+    "__init__ sets given by hand, lora off) after initialize_cudagraph_keys(mode, k+1): "
+    "[n, 'full' | 'piecewise' | 'eager' | 'crash', padded size, 'AssertionError' on a crash]. "
+    "Configs refused at start-up are left out. "
+    "0.5.4, 0.6.3, 0.15.1, 0.16.0 and 0.19.0 stand for the wider release ranges of "
+    "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
+    "(passed True). From 0.16.0 the padding table lives in CudagraphDispatcher "
+    "(_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph is gone: there the "
+    "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do."
 )
 
 
@@ -676,6 +775,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
+    modes = []
     for version in V0_VERSIONS + V1_VERSIONS:
         path = fetch_wheel(version, args.cache_dir)
         wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
@@ -687,6 +787,7 @@ def main(argv: list[str] | None = None) -> int:
             vectors += got
             startup_errors += errors
             explicit += explicit_vectors(version, src)
+            modes += mode_vectors(version, src)
         functions[version] = list(dict.fromkeys(src.taken))
     payload = {
         "provenance": {
@@ -702,11 +803,12 @@ def main(argv: list[str] | None = None) -> int:
         "vectors": vectors,
         "startup_errors": startup_errors,
         "explicit": explicit,
+        "modes": modes,
     }
     write_json_atomic(payload, args.out)
     print(
         f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
-        f"{len(explicit)} explicit settings to {args.out} "
+        f"{len(explicit)} explicit settings, {len(modes)} mode vectors to {args.out} "
         f"({args.out.stat().st_size} bytes)"
     )
     return 0

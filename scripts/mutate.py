@@ -55,15 +55,15 @@ MUTANTS = [
     Mutant(
         "pad0 small sizes",
         S + "engines.py",
-        "return n if n <= 2 else 4",
-        "return n if n <= 3 else 4",
+        "padded = np.where(n <= 2, n,",
+        "padded = np.where(n <= 3, n,",
         SIZING,
     ),
     Mutant(
-        "pad0_array 4",
+        "pad0 4",
         S + "engines.py",
-        "np.where(ns <= 4, 4, round_up(ns, _V0_ALIGNMENT))",
-        "np.where(ns < 4, 4, round_up(ns, _V0_ALIGNMENT))",
+        "np.where(n <= 4, 4, round_up(n, _V0_ALIGNMENT))",
+        "np.where(n < 4, 4, round_up(n, _V0_ALIGNMENT))",
         SIZING,
     ),
     Mutant(
@@ -96,7 +96,7 @@ MUTANTS = [
     ),
     Mutant(
         "crash key 0",
-        S + "engines.py",
+        S + "outcomes.py",
         'return f"KeyError: {key}" if key else "StopIteration"',
         'return f"KeyError: {key}"',
         SIZING,

@@ -201,7 +201,7 @@ def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
 @given(engine=st.sampled_from(V0_ENGINES[1:]), s=seqs, k=ks)
 def test_guard_and_adaptive_never_crash(engine, s, k):
     policy, cfg = get_engine(engine), SizingConfig(s, k)
-    path, _, _ = policy.dispatch_array(np.arange(1, s * (k + 1) + 300), cfg)
+    path = policy.dispatch_batches(np.arange(1, s * (k + 1) + 300), cfg).path
     assert not (path == 2).any()
 
 
@@ -217,7 +217,7 @@ def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
 def test_adaptive_graphs_every_batch_expansion_size(s, k):
     cfg = SizingConfig(s, k)
     ns = reachable_batch_sizes("adaptive", cfg)
-    path, graph, _ = get_engine("adaptive").dispatch_array(ns, cfg)
+    path = get_engine("adaptive").dispatch_batches(ns, cfg).path
     if pad0(s * (k + 1)) <= 8192:
         assert (path == 0).all()
     else:

@@ -1,7 +1,9 @@
 """Historical vLLM versions against vectors computed from the released wheels' own functions.
 
-data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py (vllm 0.5.5, 0.6.0,
-0.12.0, 0.13.0). A missing file is a failure, never a skip: the policies would be unchecked.
+data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py from the modelled
+releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
+graphlab.sizing.versions (0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0): each release's vectors are checked
+against the engine `engine_for_version` maps it to. A missing file is a failure, never a skip.
 """
 
 import json
@@ -11,10 +13,13 @@ import numpy as np
 import pytest
 
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import Dispatch, SGLang, TrtLlm, get_engine
+from graphlab.sizing.engines import SGLang, TrtLlm, get_engine
+from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.versions import engine_for_version
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
-ENGINES = {"vllm-0.5.5", "vllm-0.6.0", "vllm-0.12.0", "vllm-0.13.0"}
+V1_RELEASES = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
+RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", *V1_RELEASES}
 
 
 @pytest.fixture(scope="module")
@@ -29,14 +34,21 @@ def _config(entry):
     )
 
 
-def test_every_engine_is_covered(data):
-    assert {v["engine"] for v in data["vectors"]} == ENGINES
+def _policy(entry):
+    """The engine the version map gives the vector's release ("engine": "vllm-<release>")."""
+    return get_engine(engine_for_version(entry["engine"].removeprefix("vllm-")))
+
+
+def test_every_release_is_covered(data):
+    assert {v["engine"].removeprefix("vllm-") for v in data["vectors"]} == RELEASES
+    assert set(data["provenance"]["wheels"]) == RELEASES
     assert len(data["vectors"]) >= 1000
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
-def test_capture_sizes_and_dispatch_match_the_wheels(data, engine):
-    policy = get_engine(engine)
+@pytest.mark.parametrize("release", sorted(RELEASES))
+def test_capture_sizes_and_dispatch_match_the_wheels(data, release):
+    engine = f"vllm-{release}"
+    policy = get_engine(engine_for_version(release))
     vectors = [v for v in data["vectors"] if v["engine"] == engine]
     assert vectors
     for vector in vectors:
@@ -55,16 +67,15 @@ def test_capture_sizes_and_dispatch_match_the_wheels(data, engine):
 def test_startup_refusals_match_the_wheels(data):
     refusals = data.get("startup_errors", [])
     for entry in refusals:
-        reported = get_engine(entry["engine"]).startup_error(_config(entry))
+        reported = _policy(entry).startup_error(_config(entry))
         assert reported is not None and entry["error"].startswith(reported), entry
 
 
 def test_user_set_capture_settings_match_the_wheels(data):
-    # vllm 0.12.0 / 0.13.0 on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
+    # The V1 releases on seeded cudagraph_capture_sizes / max_cudagraph_capture_size settings.
     explicit = data["explicit"]
-    assert {v["engine"] for v in explicit} == {"vllm-0.12.0", "vllm-0.13.0"} and len(
-        explicit
-    ) >= 200
+    assert {v["engine"] for v in explicit} == {f"vllm-{r}" for r in V1_RELEASES}
+    assert len(explicit) >= 150 * len(V1_RELEASES)
     assert (
         sum(bool(v["error"]) for v in explicit) >= 10
         and sum(bool(v["warnings"]) for v in explicit) >= 50
@@ -80,11 +91,36 @@ def test_user_set_capture_settings_match_the_wheels(data):
             cudagraph_capture_sizes=sizes,
             max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
         )
-        policy = get_engine(v["engine"])
+        policy = _policy(v)
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
         assert list(policy.sizing_warnings(cfg)) == v["warnings"], v
         error = policy.startup_error(cfg)
         assert (error is None and v["error"] is None) or (error and v["error"].startswith(error)), v
+
+
+@pytest.mark.parametrize("release", V1_RELEASES)
+def test_every_cudagraph_mode_matches_the_wheels_dispatcher(data, release):
+    # Uniform decode batches through the wheel's own CudagraphDispatcher, per cudagraph_mode:
+    # NONE captures nothing; plain FULL keeps the raw list and fails the dispatcher's assertion
+    # where a batch pads to a non-multiple of 1 + k.
+    vectors = [v for v in data["modes"] if v["engine"] == f"vllm-{release}"]
+    assert {v["cudagraph_mode"] for v in vectors} == set(CUDAGRAPH_MODES)
+    crashes = 0
+    for v in vectors:
+        cfg = SizingConfig(
+            v["max_num_seqs"], v["num_speculative_tokens"], cudagraph_mode=v["cudagraph_mode"]
+        )
+        policy = _policy(v)
+        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
+        ns = [o[0] for o in v["outcomes"]]
+        got = [
+            [d.batch_size, d.step_path, d.graph_size, d.error and d.error.split(":")[0]]
+            for d in policy.dispatch_batches(np.array(ns, dtype=np.int64), cfg).outcomes()
+        ]
+        assert got == v["outcomes"], v
+        crashes += sum(o[1] == "crash" for o in v["outcomes"])
+    # 0.12.0 to 0.17.0 assert; from 0.18.0 plain FULL batches are not marked uniform
+    assert crashes >= 50 if policy.asserts_uniform_padding else crashes == 0
 
 
 # --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code)
@@ -128,7 +164,7 @@ def test_peer_policies_match_their_code(peers, engine):
         policy, cfg = _peer_policy(vector)
         assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], vector["capture_sizes"]
         ns = [o[0] for o in vector["outcomes"]]
-        outcomes = Dispatch.from_arrays(ns, *policy.dispatch_array(np.array(ns), cfg))
+        outcomes = policy.dispatch_batches(np.array(ns), cfg).outcomes()
         got = [[d.batch_size, d.path, d.graph_size, d.error] for d in outcomes]
         assert got == vector["outcomes"], {
             k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")

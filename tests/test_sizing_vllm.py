@@ -7,6 +7,7 @@ Hopper-class device (ceiling 512) or data-center Blackwell (ceiling 1024).
 
 import random
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -14,6 +15,7 @@ from graphlab.against_vllm.installed import installed_capture_sizes
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import Vllm033, get_engine
+from graphlab.sizing.families import CUDAGRAPH_MODES
 
 pytestmark = pytest.mark.vllm
 
@@ -87,6 +89,16 @@ def test_vllm_033_matches_installed_vllm(installed, chunk):
     policy = get_engine("vllm-0.33.0")
     for cfg in CONFIGS[chunk::4]:
         assert policy.capture_sizes(cfg) == installed(cfg), cfg
+
+
+def test_every_cudagraph_mode_matches_installed_vllm(installed):
+    # NONE: vLLM's "no cudagraph in use" branch sets the list to []; the others size as the default.
+    policy = get_engine("vllm-0.33.0")
+    for mode in CUDAGRAPH_MODES:
+        for cfg in CONFIGS[::9]:
+            cfg = replace(cfg, cudagraph_mode=mode)
+            assert policy.capture_sizes(cfg) == installed(cfg), cfg
+    assert installed(SizingConfig(8, 2, cudagraph_mode="NONE")) == ()
 
 
 def test_blackwell_ceiling_matches_installed_vllm(installed):

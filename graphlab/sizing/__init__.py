@@ -1,8 +1,9 @@
 """Sizing: which batches each engine captures as graphs, and what a batch of n does (torch-free).
 
 The sizing config (`config`) and vLLM V1's reading of its capture settings (`capture_settings`),
-the engines' capture rules side by side (`engines`), the batch sizes a config reaches
-(`batches`), vLLM V1's decode dispatch (`dispatch`), the audit (`audit`), the crash map
+the engines' capture rules side by side (`engines`) and what a batch does on them (`outcomes`),
+which engine a vLLM release is (`versions`), the batch sizes a config reaches (`batches`), vLLM
+V1's graph families (`families`, by engine name: `dispatch`), the audit (`audit`), the crash map
 (`crash_maps`), the command line's limits (`limits`) and the capture-size planner with its CSV
 inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
 `graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.

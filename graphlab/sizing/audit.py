@@ -14,9 +14,11 @@ B_s <= S, so 1..2S. The draft runner shares max_num_seqs, so its graphs are size
 The scorer fails first: its first decode step already sends B_s*(k+1) rows, while the proposer's
 batch only widens once bonus tokens exist.
 
-vLLM V1 batches follow graphlab.sizing.dispatch: a uniform decode batch replays a FULL graph (at a
+vLLM V1 batches follow graphlab.sizing.families: a uniform decode batch replays a FULL graph (at a
 capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
-the family ("full" | "piecewise") as their path. V1 runs the draft model through its own proposer,
+the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 to 0.17.x crashes where a
+uniform batch pads to a non-multiple of 1 + k (the dispatcher's assertion, the V1 heir of V0's
+KeyError). V1 runs the draft model through its own proposer,
 whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).
 """
 
@@ -31,19 +33,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import (
-    CRASH,
-    EAGER,
-    ENGINES,
-    GRAPH,
-    PATHS,
-    V0_ENGINES,
-    Dispatch,
-    SizingPolicy,
-    crash_error,
-    get_engine,
-)
+from graphlab.sizing.engines import ENGINES, V0_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.limits import check_limits
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, PATHS, Dispatch, Dispatches
 
 # Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
 # size (V0's batch expansion: 1..S*(1+k)).
@@ -253,12 +245,12 @@ def headline(report: AuditReport) -> str | None:
     if full is not None and full.error:
         line = (
             f"fails first: the scorer (target model), {full.error} on the first decode step of a "
-            f"full batch ({full.batch_size} rows)"
+            f"full batch ({full.batch_size} {report.batch_unit})"
         )
     elif scorer.summary.num_crash:
         line = (
             f"fails first: the scorer (target model), {scorer.summary.first_crash_error} at "
-            f"n = {scorer.summary.first_crash_n} rows"
+            f"n = {scorer.summary.first_crash_n} {report.batch_unit}"
         )
     else:
         line = "fails first: the proposer (draft model), once bonus tokens widen its batch"
@@ -280,10 +272,9 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
     return "proposer" if proposer is not None and proposer.num_crash else None
 
 
-def summarize(
-    ns: np.ndarray, path: np.ndarray, graph_size: np.ndarray, keys: np.ndarray, families=None
-) -> AuditSummary:
-    """Summary of `dispatch_columns` for the batch sizes ns."""
+def summarize(batches: Dispatches) -> AuditSummary:
+    """Summary of `dispatch_batches`' answers."""
+    ns, path, graph_size = batches.batch_size, batches.path, batches.graph_size
     counts = np.bincount(path, minlength=len(PATHS))
     runs = int(counts[GRAPH] + counts[EAGER])
     crashes = int(counts[CRASH])
@@ -297,8 +288,8 @@ def summarize(
         graph_fraction=float(counts[GRAPH] / len(ns)) if len(ns) else float("nan"),
         mean_padding_waste=waste / runs if runs else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
-        first_crash_error=None if first is None else crash_error(int(keys[first])),
-        num_piecewise=0 if families is None else sum(f == "piecewise" for f in families),
+        first_crash_error=None if first is None else batches.crash_error(int(batches.key[first])),
+        num_piecewise=0 if batches.family is None else int((batches.family == "piecewise").sum()),
         eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
     )
 
@@ -316,11 +307,11 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 def _runner_audit(
     policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool
 ) -> RunnerAudit:
-    columns = policy.dispatch_columns(ns, cfg)
+    batches = policy.dispatch_batches(ns, cfg)
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
-        outcomes=Dispatch.from_arrays(ns, *columns) if outcomes else (),
-        summary=summarize(ns, *columns),
+        outcomes=batches.outcomes() if outcomes else (),
+        summary=summarize(batches),
     )
 
 

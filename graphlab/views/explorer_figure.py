@@ -21,7 +21,8 @@ from graphlab.errors import check_choice, check_int
 from graphlab.sizing.audit import AuditReport, audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.engines import PATHS, get_engine
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.outcomes import PATHS
 from graphlab.views.style import PATH_COLORS
 
 MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
@@ -139,7 +140,8 @@ class ExplorerFigure:
         report = audit(state.engine, state.config)
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
-        path, _, keys = get_engine(state.engine).dispatch_array(ns, state.config)
+        batches = get_engine(state.engine).dispatch_batches(ns, state.config)
+        path, keys = batches.path, batches.key
         padded = np.where(path == PATHS.index("eager"), ns, np.where(keys > 0, keys, ns))
         for i, p in enumerate(PATHS):
             self.lines[p].set_data(ns, np.where(path == i, padded, np.nan))

