@@ -377,10 +377,10 @@ def test_with_provenance_keeps_a_rows_own_values():
 def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monkeypatch):
     (tmp_path / "graph_memory.csv").write_text("old\n")
 
-    def broken(suite, device):
+    def broken(run):
         raise KeyboardInterrupt  # as if the reader pressed Ctrl-C mid-sweep
 
-    monkeypatch.setitem(sweeps._SWEEP_FUNCTIONS, "graph_memory", broken)
+    monkeypatch.setitem(sweeps._BODIES, "graph_memory", broken)
     with pytest.raises(KeyboardInterrupt):
         bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"), progress=False)
     assert len(pd.read_csv(tmp_path / "crash_map.csv")) == 2 * 4 * 3

@@ -11,7 +11,7 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab import cli
-from graphlab.engine import compiled, graphs
+from graphlab.engine import device
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
@@ -23,7 +23,7 @@ CFG = SizingConfig(4)  # the guard captures 1, 2, 4; batches 5..8 run eagerly
 pytestmark = [
     pytest.mark.usefixtures("one_thread"),
     pytest.mark.skipif(
-        compiled.compile_unavailable() is not None, reason="torch.compile cannot build here"
+        device.compile_unavailable() is not None, reason="torch.compile cannot build here"
     ),
 ]
 
@@ -101,16 +101,16 @@ def test_replay_never_recompiles(runners):
 
 
 def test_without_a_compiler_the_run_falls_back_to_cpu_emulated(monkeypatch, capsys, model):
-    monkeypatch.setattr(compiled, "compile_unavailable", lambda: "no C++ compiler (test)")
-    compiled._say_once.cache_clear()
-    assert graphs.resolve_backend(model, "cpu-compiled", "shared") == "cpu-emulated"
+    monkeypatch.setattr(device, "compile_unavailable", lambda: "no C++ compiler (test)")
+    device._say_once.cache_clear()
+    assert device.resolve_backend("cpu-compiled", model.device).name == "cpu-emulated"
     lines = capsys.readouterr().err.strip().splitlines()
     assert lines == ["no C++ compiler (test): running cpu-emulated instead of cpu-compiled"]
 
 
 def test_cpu_compiled_needs_a_cpu_and_cuda_backends_need_cuda(model):
     with pytest.raises(GraphlabError, match="compiled-cuda-graph.*needs the model on a CUDA"):
-        graphs.resolve_backend(model, "compiled-cuda-graph", "shared")
+        device.resolve_backend("compiled-cuda-graph", model.device)
 
 
 def test_bench_rejects_an_unknown_backend_in_one_line(capsys, tmp_path):

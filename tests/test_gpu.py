@@ -184,12 +184,14 @@ def test_prefix_keyerror(backend):
         r.execute_model(*batch(40, model.device))
 
 
-# float32 sums taken in another order (other GEMM tiling, another SDPA kernel) differ by ~1e-6 at
-# logits of std ~1.5; TF32 matmuls or a reduced-precision reduction would differ by >1e-3.
-@pytest.mark.parametrize("preset", ["tiny", "100m"])
+# float32 sums taken in another order (other GEMM tiling, another SDPA kernel): on this workload
+# fp32 logits (std ~1.5) lie within 9e-6 (tiny) and 3.9e-5 (100m, 12 layers, K up to 2048) of a
+# float64 run (measured on the CPU), so CPU and CUDA differ by at most about twice that: 1e-4
+# holds for tiny with 7x margin, 100m gets 2e-4 (1e-4 would leave 1.6x). TF32 would exceed 1e-3.
+@pytest.mark.parametrize("preset, tol", [("tiny", 1e-4), ("100m", 2e-4)])
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_cuda_graph_float32_equals_the_cpu_model(preset):
+def test_cuda_graph_float32_equals_the_cpu_model(preset, tol):
     cpu = build_model(preset, seed=0)
     cuda = copy.deepcopy(cpu).to("cuda")
     outputs = []
@@ -213,7 +215,7 @@ def test_cuda_graph_float32_equals_the_cpu_model(preset):
             assert record.path == "graph" and record.backend == backend
             steps.append(logits.cpu())
         outputs.append(torch.stack(steps))
-    torch.testing.assert_close(outputs[1], outputs[0], atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(outputs[1], outputs[0], atol=tol, rtol=tol)
 
 
 @pytest.mark.gpu

@@ -62,6 +62,8 @@ def test_prefix_runner_raises_the_engines_keyerror_40(model):
     with pytest.raises(KeyError) as info:
         runner.execute_model(*batch(40))
     assert str(info.value) == "40" and not isinstance(info.value, GraphlabError)
+    # dispatch answers the padded size; the lookup in execute_model is what raises
+    assert runner.dispatch(40) == ("graph", 40) and 40 not in runner.graph_runners
     # The guard runs the same batch eagerly; adaptive replays a graph of 40 rows.
     for engine, path in (("vllm-0.6.0", "eager"), ("adaptive", "graph")):
         other = ModelRunner(model, engine, SizingConfig(8, 4))

@@ -17,6 +17,7 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import pad0
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
 from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
+from graphlab.specdec.prefill import prefill
 from graphlab.specdec.requests import (
     Request,
     RequestLoad,
@@ -24,7 +25,6 @@ from graphlab.specdec.requests import (
     load_requests,
     make_requests,
 )
-from graphlab.specdec.scorers import prefill
 
 MAX_MODEL_LEN = 32
 MAX_NUM_SEQS = 4

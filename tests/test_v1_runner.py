@@ -250,9 +250,11 @@ def test_issue_54933_explicit_maximum_through_speculative_decoding():
 
 # Emulated, an exact fit runs the same [rows, q] shapes as eager: bit-identical. One request
 # short, the padded GEMMs (M = graph tokens) may differ from eager ones (M = n) in the last bits
-# on CPU; on CUDA, bf16 replay and eager may pick different kernels (logits have std ~1.5).
+# on CPU; on CUDA, replay and eager may pick different kernels (logits have std ~1.5). float32:
+# the tiny model's logits lie within 9e-6 of a float64 run (measured), so two summation orders
+# can differ by ~2e-5, past 1e-5's allowance at small logits: 1e-4, as the V0 GPU test.
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype, tol", [("float32", 1e-5), ("bfloat16", 6e-2)])
+@pytest.mark.parametrize("dtype, tol", [("float32", 1e-4), ("bfloat16", 6e-2)])
 def test_replay_equals_eager_for_every_captured_size(backend, dtype, tol):
     model = make_model(backend, dtype, seed=2)
     device = model.device
@@ -408,7 +410,8 @@ def test_piecewise_replay_equals_eager_for_every_captured_size(backend):
         restore(model, start)
         with torch.no_grad():
             reference = model.hidden_states(ids, positions, slots).flatten(0, 1)
-        torch.testing.assert_close(replayed, reference, atol=1e-5, rtol=1e-5)
+        # pieces run at the padded size (other GEMM kernels on CUDA): 1e-4, as full replay above
+        torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)
     kinds = {r.family for r in runner.graph_records}
     assert kinds == {"full", "piecewise"}
 

@@ -18,7 +18,7 @@ import pandas as pd
 
 from graphlab.bench.measurements import capture_records, capture_summary, latency_rows
 from graphlab.bench.provenance import provenance, with_provenance
-from graphlab.engine.device import cost_backend
+from graphlab.engine.device import resolve_backend
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
@@ -87,7 +87,7 @@ def adaptive_price(
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
-    backend = cost_backend(model.device, backend)
+    backend = resolve_backend(backend, model.device, "costs").name
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
     warmup = capture_records(model, longest[1], longest[2], backend, graph_pool)

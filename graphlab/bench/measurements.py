@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, cost_backend
+from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, resolve_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
@@ -140,7 +140,7 @@ def latency_rows(
 ) -> list[dict]:
     """Step latency per request count, one row per (count, mode): eager and graph mode (and
     compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
-    cost_backend_for the device.
+    what "auto" means for costs (graphlab.engine.device.AUTO).
 
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
@@ -148,7 +148,7 @@ def latency_rows(
     Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
     its first replay's logits with the eager step's on the same batch (replay_check).
     """
-    backend = cost_backend(model.device, backend)
+    backend = resolve_backend(backend, model.device, "costs").name
     runners = {
         mode: make_runner(model, engine, cfg, backend=mode_backend, enforce_eager=mode == "eager")
         for mode, mode_backend in latency_modes(backend).items()
@@ -157,7 +157,7 @@ def latency_rows(
         runner.capture_model()
     # Every row names the graph-mode runner's backend (compiled-graph rows say so in their mode).
     q = _query_len(runners["graph"])
-    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend), []
+    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name), []
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
         batch = _batch(runners["graph"], reqs)

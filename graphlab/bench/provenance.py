@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from graphlab.engine.device import backend_for, cpu_name, device_name, resolve_device
+from graphlab.engine.device import cpu_name, device_name, resolve_backend, resolve_device
 
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
 COMPUTED = "computed"
@@ -104,7 +104,7 @@ def provenance(
     backend: str | None = None,
 ) -> dict:
     """The provenance block for rows measured on `device` with a `model` preset in `dtype`, on
-    `backend` (None: the device's default, backend_for).
+    `backend` (None: what "auto" runs on the device, resolve_backend).
 
     Reads the torch thread count as it is now: set it before building the block.
     """
@@ -116,7 +116,7 @@ def provenance(
         "run_id": run_id or new_run_id(),
         "suite": suite,
         "device": device_name(dev),
-        "backend": backend or backend_for(dev),
+        "backend": str(backend or resolve_backend("auto", dev)),
         "torch_version": torch.__version__,
         "cuda_version": torch.version.cuda or "none",
         "cudnn_version": str(cudnn or "none"),

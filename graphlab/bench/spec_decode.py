@@ -56,7 +56,7 @@ def spec_decode_benchmark(
             dict(
                 preset=preset,
                 dtype=dtype,
-                backend=engine.runner.backend,
+                backend=engine.runner.backend.name,
                 engine=config.engine,
                 proposer_engine=config.proposer_engine,
                 scorer=config.scorer,

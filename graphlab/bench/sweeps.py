@@ -1,13 +1,13 @@
 """Benchmark sweeps as tidy DataFrames with provenance, and their CSV export.
 
-One layer: a `BenchRun` resolves the device, sets the CPU thread count (one unless the caller
-says otherwise) and builds the provenance block once; every sweep of the run (each a function
-of a `Suite`) measures under it and stamps its rows with that block, so all CSVs of one
-`run_bench` share `run_id` and `suite`. What is measured: the device's copy bandwidth, decode
-step latency (eager and graph replay, against the bandwidth floor) and graph memory and capture
-time per captured size, for the V0 guard (rows) and a V1 engine (tokens: the cliff past its
-largest graph), speculative decoding per engine (summary and per step), and the crash map
-computed from the sizing rules.
+One layer: a `BenchRun` resolves the device and the backend, sets the CPU thread count (one unless
+the caller says otherwise) and builds the provenance block once; every sweep of the run (each a
+function of the run, passed explicitly) measures under it and stamps its rows with that block, so
+all CSVs of one `run_bench` share `run_id` and `suite`. What is measured: the device's copy
+bandwidth, decode step latency (eager and graph replay, against the bandwidth floor) and graph
+memory and capture time per captured size, for the V0 guard (rows) and a V1 engine (tokens: the
+cliff past its largest graph), speculative decoding per engine (summary and per step), and the crash
+map computed from the sizing rules.
 
     from graphlab import bench
     frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
@@ -24,8 +24,6 @@ data/README.md.
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import functools
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -43,25 +41,16 @@ from graphlab.bench.measurements import (
 from graphlab.bench.provenance import as_computed, provenance, with_provenance
 from graphlab.bench.spec_decode import spec_decode_benchmark
 from graphlab.bench.suites import Suite, get_suite
-from graphlab.engine.device import BACKENDS, cost_backend, resolve_device
-from graphlab.engine.graphs import device_backend
+from graphlab.engine.device import BACKENDS, Backend, resolve_backend, resolve_device
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import check_choice, check_int
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
 from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
 from graphlab.specdec.requests import RequestLoad
 
-SWEEPS = (
-    "copy_bandwidth",
-    "latency",
-    "graph_memory",
-    "spec_decode",
-    "spec_decode_steps",
-    "crash_map",
-)
 # The guard: batches past the capture limit run eagerly, so a latency sweep shows the cliff.
 LATENCY_ENGINE = "vllm-0.6.0"
 # Bytes of one copy: far past the H200's 60 MB L2 on CUDA; on CPU past the last-level cache.
@@ -79,7 +68,7 @@ class BenchRun:
     device: torch.device
     preset: str
     dtype: str
-    backend: str
+    backend: Backend
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
     _sdpa: dict[int, str] = field(default_factory=dict, repr=False)  # sdpa_backend(), once each
@@ -116,9 +105,6 @@ class BenchRun:
         return self._copy
 
 
-_ACTIVE: contextvars.ContextVar[BenchRun | None] = contextvars.ContextVar("bench_run", default=None)
-
-
 @contextlib.contextmanager
 def bench_run(
     suite: str | Suite = "quick",
@@ -127,7 +113,7 @@ def bench_run(
     backend: str = "auto",
 ):
     """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
-    "auto": cuda-graph on CUDA, cpu-compiled on a CPU (cost_backend_for)."""
+    "auto": what "auto" means for costs (graphlab.engine.device.AUTO), resolved here once."""
     suite = get_suite(suite)
     check_choice("backend", backend, ("auto",) + BACKENDS)
     dev = resolve_device(device)
@@ -140,53 +126,36 @@ def bench_run(
     try:
         preset, dtype = suite.model_for(dev.type)
         # A backend the device cannot run (or cpu-compiled without a compiler) is settled now.
-        backend = device_backend(dev, cost_backend(dev, backend))
-        run = BenchRun(
-            suite,
-            dev,
-            preset,
-            dtype,
-            backend,
-            provenance(dev, dtype=dtype, model=preset, suite=suite.name, backend=backend),
+        backend = resolve_backend(backend, dev, "costs")
+        yield BenchRun(
+            suite=suite,
+            device=dev,
+            preset=preset,
+            dtype=dtype,
+            backend=backend,
+            provenance=provenance(
+                dev, dtype=dtype, model=preset, suite=suite.name, backend=backend.name
+            ),
         )
-        token = _ACTIVE.set(run)
-        try:
-            yield run
-        finally:
-            _ACTIVE.reset(token)
     finally:
         torch.set_num_threads(previous)
 
 
-def _current() -> BenchRun:
-    run = _ACTIVE.get()
-    if run is None:
-        raise GraphlabError("a sweep body runs inside bench_run(); call the sweep function")
-    return run
+def _standalone(name: str, body):
+    """The public sweep function: `body` (a run -> frame) in a run of its own."""
 
+    def run_sweep(
+        suite: str | Suite = "quick",
+        device: str = "auto",
+        torch_threads: int | None = None,
+        backend: str = "auto",
+    ) -> pd.DataFrame:
+        with bench_run(suite, device, torch_threads, backend) as run:
+            return body(run)
 
-_SWEEP_FUNCTIONS = {}
-
-
-def sweep(name: str):
-    """Register a sweep body (suite, device) -> frame; the public function opens its own run."""
-
-    def register(body):
-        _SWEEP_FUNCTIONS[name] = body
-
-        @functools.wraps(body)
-        def run_sweep(
-            suite: str | Suite = "quick",
-            device: str = "auto",
-            torch_threads: int | None = None,
-            backend: str = "auto",
-        ) -> pd.DataFrame:
-            with bench_run(suite, device, torch_threads, backend) as run:
-                return body(run.suite, run.device)
-
-        return run_sweep
-
-    return register
+    run_sweep.__name__ = run_sweep.__qualname__ = f"{name}_sweep"
+    run_sweep.__doc__ = body.__doc__
+    return run_sweep
 
 
 # ---- sweeps ---------------------------------------------------------------------------------
@@ -199,15 +168,12 @@ def _configs(s: Suite, v0_max_num_seqs: int, v0_num_reqs=None):
         yield s.v1_engine, s.v1_sizing, None
 
 
-@sweep("copy_bandwidth")
-def copy_bandwidth_sweep(suite, device) -> pd.DataFrame:
+def _copy_bandwidth(run: BenchRun) -> pd.DataFrame:
     """The device's copy bandwidth: the denominator of latency.csv's bandwidth_floor_ms."""
-    run = _current()
     return run.stamp([run.copy_bandwidth()])
 
 
-@sweep("latency")
-def latency_sweep(suite, device) -> pd.DataFrame:
+def _latency(run: BenchRun) -> pd.DataFrame:
     """Step latency, eager and graph replay, one row per (engine, request count, mode).
 
     The guard (vllm-0.6.0) captures for suite.latency_max_num_seqs (default
@@ -215,9 +181,7 @@ def latency_sweep(suite, device) -> pd.DataFrame:
     run eagerly in graph mode too (its eager cliff). With suite.v1_sizing, the V1 engine's
     verify steps follow, across and beyond its largest token-count graph (the V1 cliff).
     """
-    run = _current()
-    s = run.suite
-    rows = []
+    s, rows = run.suite, []
     for engine, cfg, num_reqs in _configs(
         s, s.latency_max_num_seqs or max(s.latency_batch_sizes), s.latency_batch_sizes
     ):
@@ -237,12 +201,9 @@ def latency_sweep(suite, device) -> pd.DataFrame:
     return run.stamp(rows)
 
 
-@sweep("graph_memory")
-def graph_memory_sweep(suite, device) -> pd.DataFrame:
+def _graph_memory(run: BenchRun) -> pd.DataFrame:
     """graph_memory_rows of the guard at suite.memory_max_num_seqs, then of suite.v1_sizing."""
-    run = _current()
-    s = run.suite
-    rows = []
+    s, rows = run.suite, []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
         rows += graph_memory_rows(
             run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg, backend=run.backend
@@ -251,28 +212,33 @@ def graph_memory_sweep(suite, device) -> pd.DataFrame:
     return run.stamp(rows)
 
 
-@sweep("spec_decode")
-def spec_decode_sweep(suite, device) -> pd.DataFrame:
+def _spec_configs(run: BenchRun):
+    """A SpecDecodeConfig per (max_num_seqs, k, engine) of the suite, in that order."""
+    suite = run.suite
+    for seqs in suite.spec_max_num_seqs:
+        for k in suite.spec_num_speculative_tokens:
+            for engine in suite.spec_engines:
+                yield SpecDecodeConfig(
+                    SizingConfig(seqs, k),
+                    engine=engine,
+                    max_model_len=suite.spec_max_model_len,
+                    backend=run.backend.name,
+                )
+
+
+def _spec_decode(run: BenchRun) -> pd.DataFrame:
     """Speculative decoding per engine: tokens/s, scorer graph share, acceptance (V1 and V0)."""
-    run = _current()
     suite = run.suite
     runs = [
         (
-            SpecDecodeConfig(
-                SizingConfig(seqs, k),
-                engine=engine,
-                max_model_len=suite.spec_max_model_len,
-                backend=run.backend,
-            ),
+            config,
             RequestLoad(
                 kind="mixed",
-                num_requests=suite.spec_num_requests_per_seq * seqs,
+                num_requests=suite.spec_num_requests_per_seq * config.sizing.max_num_seqs,
                 max_tokens=suite.spec_max_tokens,
             ),
         )
-        for seqs in suite.spec_max_num_seqs
-        for k in suite.spec_num_speculative_tokens
-        for engine in suite.spec_engines
+        for config in _spec_configs(run)
     ]
     frame = pd.DataFrame(
         spec_decode_benchmark(runs, preset=run.preset, dtype=run.dtype, device=str(run.device))
@@ -280,55 +246,61 @@ def spec_decode_sweep(suite, device) -> pd.DataFrame:
     return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
-@sweep("spec_decode_steps")
-def spec_decode_steps_sweep(suite, device) -> pd.DataFrame:
+def _spec_decode_steps(run: BenchRun) -> pd.DataFrame:
     """Every engine step of one speculative-decoding run per (engine, max_num_seqs, k).
 
     The per-step view behind spec_decode.csv: scorer and draft batch sizes, paths taken, padded
     size and step times, over the "coverage" load (every reachable scorer batch size once, so
     each size's path under each engine appears).
     """
-    run = _current()
     suite, frames = run.suite, []
-    for seqs in suite.spec_max_num_seqs:
-        for k in suite.spec_num_speculative_tokens:
-            for engine in suite.spec_engines:
-                config = SpecDecodeConfig(
-                    SizingConfig(seqs, k),
-                    engine=engine,
-                    max_model_len=suite.spec_max_model_len,
-                    backend=run.backend,
-                )
-                _, output = run_speculative(
-                    config,
-                    RequestLoad(kind="coverage"),
-                    preset=run.preset,
-                    dtype=run.dtype,
-                    device=str(run.device),
-                )
-                frames.append(
-                    output.steps_frame().assign(
-                        engine=engine,
-                        proposer_engine=config.proposer_engine,
-                        scorer=config.scorer,
-                        max_num_seqs=seqs,
-                        num_speculative_tokens=k,
-                    )
-                )
+    for config in _spec_configs(run):
+        _, output = run_speculative(
+            config,
+            RequestLoad(kind="coverage"),
+            preset=run.preset,
+            dtype=run.dtype,
+            device=str(run.device),
+        )
+        frames.append(
+            output.steps_frame().assign(
+                engine=config.engine,
+                proposer_engine=config.proposer_engine,
+                scorer=config.scorer,
+                max_num_seqs=config.sizing.max_num_seqs,
+                num_speculative_tokens=config.sizing.num_speculative_tokens,
+            )
+        )
     frame = pd.concat(frames, ignore_index=True)
     lead = ["engine", "proposer_engine", "scorer", "max_num_seqs", "num_speculative_tokens"]
     frame = frame[lead + [c for c in frame.columns if c not in lead]]
     return run.stamp(frame.assign(sdpa_backend=run.sdpa_backend(suite.spec_max_model_len)))
 
 
-@sweep("crash_map")
-def crash_map_sweep(suite, device) -> pd.DataFrame:
+def _crash_map(run: BenchRun) -> pd.DataFrame:
     """The crash map over the suite's (max_num_seqs, k) grid, computed from the sizing rules."""
-    run = _current()
     frame = crash_map(
         run.suite.crash_map_engines, run.suite.crash_map_max_num_seqs, run.suite.crash_map_k
     )
     return with_provenance(frame, as_computed(run.provenance))
+
+
+# Each sweep's body, in run_bench's order; each public function runs it in a run of its own.
+_BODIES = {
+    "copy_bandwidth": _copy_bandwidth,
+    "latency": _latency,
+    "graph_memory": _graph_memory,
+    "spec_decode": _spec_decode,
+    "spec_decode_steps": _spec_decode_steps,
+    "crash_map": _crash_map,
+}
+SWEEPS = tuple(_BODIES)
+copy_bandwidth_sweep = _standalone("copy_bandwidth", _copy_bandwidth)
+latency_sweep = _standalone("latency", _latency)
+graph_memory_sweep = _standalone("graph_memory", _graph_memory)
+spec_decode_sweep = _standalone("spec_decode", _spec_decode)
+spec_decode_steps_sweep = _standalone("spec_decode_steps", _spec_decode_steps)
+crash_map_sweep = _standalone("crash_map", _crash_map)
 
 
 # ---- export ---------------------------------------------------------------------------------
@@ -363,7 +335,7 @@ def run_bench(
         for name in progress_bar(
             sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
         ):
-            written |= export_csvs({name: _SWEEP_FUNCTIONS[name](run.suite, run.device)}, out)
+            written |= export_csvs({name: _BODIES[name](run)}, out)
     return written
 
 

@@ -20,54 +20,19 @@ Warm steps are as fast either way (eager / compiled about 2.3x at batch 1, 1.7-2
 
 Replay runs under ``torch.compiler.set_stance("fail_on_recompile")``: a step that would compile
 again raises instead of silently running something other than what was captured. Where inductor
-cannot build (no C++ compiler on PATH), ``resolve_compiled`` says so in one line and the run
-falls back to ``cpu-emulated``, labelled as such.
+cannot build (no C++ compiler on PATH), ``graphlab.engine.device.resolve_backend`` says so in one
+line and the run falls back to ``cpu-emulated``, labelled as such.
 """
 
 from __future__ import annotations
 
-import functools
-import shutil
-import sys
 from pathlib import Path
 
 import torch
 
-from graphlab.engine.device import CPU_COMPILED, CPU_EMULATED
-
 # Models (target, draft) x query lengths x the batch-1 specialisation a process may compile;
 # dynamo's default of 8 recompiles per code object would silently fall back to eager past it.
 RECOMPILE_LIMIT = 64
-
-
-@functools.cache
-def compile_unavailable() -> str | None:
-    """Why inductor cannot build C++ kernels here, or None when it can."""
-    try:
-        from torch._inductor.cpp_builder import get_cpp_compiler
-
-        compiler = get_cpp_compiler()
-    except Exception as error:  # noqa: BLE001 - any failure to find a compiler means no compile
-        return f"torch.compile unavailable ({type(error).__name__}: {error})"
-    if shutil.which(compiler) is None:
-        return f"torch.compile needs a C++ compiler; {compiler!r} is not on PATH"
-    return None
-
-
-def resolve_compiled(backend: str, device: torch.device) -> str:
-    """cpu-compiled where inductor can build, else cpu-emulated with one line on stderr."""
-    if backend != CPU_COMPILED or device.type != "cpu":
-        return backend  # only cpu-compiled needs inductor's C++ build: probing costs ~1 s
-    reason = compile_unavailable()
-    if reason:
-        _say_once(f"{reason}: running cpu-emulated instead of cpu-compiled")
-        return CPU_EMULATED
-    return backend
-
-
-@functools.cache
-def _say_once(line: str) -> None:
-    print(line, file=sys.stderr)
 
 
 def inductor_cache_state() -> str:

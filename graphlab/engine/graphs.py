@@ -1,9 +1,10 @@
 """Capture and replay of decode steps: one graph per batch size over shared static buffers.
 
-On CUDA each size is a ``torch.cuda.CUDAGraph``, captured largest first into one memory pool
-(``graph_pool="shared"``; ``"separate"`` gives each graph its own pool, for the memory study),
-after warm-up runs. Without CUDA the "cpu-emulated" backend keeps the same static buffers,
-padding, lookup table and errors and runs the step eagerly; its memory figures are predictions.
+On CUDA each size is a ``torch.cuda.CUDAGraph``, captured largest first by one `CaptureSession`
+on one capture stream into one memory pool (``graph_pool="shared"``; ``"separate"`` gives each
+size its own pool, for the memory study), after warm-up runs. Without CUDA the "cpu-emulated"
+backend keeps the same static buffers, padding, lookup table and errors and runs the step
+eagerly; its memory figures are predictions.
 The "cpu-compiled" backend keeps them too and runs a torch.compile'd step instead, and
 "compiled-cuda-graph" captures CUDA graphs of that compiled step (graphlab.engine.compiled).
 
@@ -20,26 +21,14 @@ from __future__ import annotations
 
 import gc
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from functools import partial
 
 import torch
 
-from graphlab.engine.compiled import compiled_step, resolve_compiled
-from graphlab.engine.device import (
-    BACKENDS,
-    COMPILED_CUDA_GRAPH,
-    CPU_COMPILED,
-    CUDA_GRAPH,
-    backend_for,
-)
-from graphlab.engine.memory import (
-    CaptureLoop,
-    MemorySnapshot,
-    predict_graph_memory,
-    predict_pool_bytes,
-)
+from graphlab.engine.compiled import compiled_step
+from graphlab.engine.device import Backend, resolve_backend
+from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.engines import GRAPH_POOLS
@@ -48,7 +37,7 @@ from graphlab.sizing.engines import GRAPH_POOLS
 NUM_WARMUPS = 2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class GraphRecord:
     """What capturing one size cost (see graphlab.engine.memory for how each byte count is
     taken)."""
@@ -123,6 +112,7 @@ class CapturedGraph:
         model: LlamaForCausalLM,
         buffers: StaticBuffers,
         size: int,
+        *,
         graph: torch.cuda.CUDAGraph | None,
         step=None,
     ):
@@ -149,168 +139,184 @@ class CapturedGraph:
         return self.buffers.hidden_states[:n]
 
 
-def resolve_backend(model: LlamaForCausalLM, backend: str, graph_pool: str) -> str:
-    """The backend for `model` ("auto": from its device), with backend and graph_pool checked."""
-    check_choice("graph_pool", graph_pool, GRAPH_POOLS)
-    return device_backend(model.device, backend)
+class CaptureSession:
+    """One capture_model: the capture stream, the graph pool, the loop's memory and the
+    predictions, for every family the runner captures (nano-vllm's capture_cudagraph: one loop,
+    one pool; vLLM V1 captures both families on one stream, gpu_model_runner.py capture_model).
 
+    `capture(size, runnables, family)` records one size: FULL passes the whole step, PIECEWISE
+    its pieces. What happens is asked of the Backend value: where it `captures_graphs`, every
+    family records on one capture stream (the caching allocator reuses a freed block only on the
+    stream that freed it: two streams would split a shared pool) into one pool ("shared") or one
+    pool per size ("separate": a PIECEWISE size's pieces share theirs, so a size costs one
+    prediction either way). Elsewhere a capture runs its runnables once; memory is predicted.
+    Used as a context manager; on exit every record carries the loop's figure, measured from
+    entry as vLLM's is, so it holds the one capture stream's cuBLAS workspace (made at the first
+    warm-up) as vLLM's does, and no per-capture figure does.
+    """
 
-def device_backend(device: torch.device, backend: str) -> str:
-    """The backend a model on `device` runs ("auto": backend_for), checked against it."""
-    if backend == "auto":
-        backend = backend_for(device)
-    check_choice("backend", backend, ("auto",) + BACKENDS)
-    on_cuda = device.type == "cuda"
-    if backend in (CUDA_GRAPH, COMPILED_CUDA_GRAPH) and not on_cuda:
-        raise GraphlabError(
-            f"backend {backend!r} needs the model on a CUDA device, "
-            f"not {device}; use 'cpu-compiled' or 'cpu-emulated'"
-        )
-    if backend == CPU_COMPILED and on_cuda:
-        raise GraphlabError(
-            f"backend {backend!r} runs on a CPU model; on {device} use "
-            f"'cuda-graph' or '{COMPILED_CUDA_GRAPH}'"
-        )
-    return resolve_compiled(backend, device)
+    def __init__(
+        self,
+        model: LlamaForCausalLM,
+        backend: Backend,
+        graph_pool: str = "shared",
+        num_warmups: int = NUM_WARMUPS,
+    ):
+        check_choice("graph_pool", graph_pool, GRAPH_POOLS)
+        self.model, self.backend, self.graph_pool = model, backend, graph_pool
+        self.num_warmups = num_warmups
+        self.records: list[GraphRecord] = []
+        self.predictions: list[int] = []  # each captured size's predicted bytes, in order
+        self.stream = self.pool = self._start = None
+        if backend.captures_graphs:
+            self.stream = torch.cuda.Stream(model.device)
+            if graph_pool == "shared":
+                self.pool = torch.cuda.graph_pool_handle()
 
+    def __enter__(self) -> CaptureSession:
+        # The heap frozen, so the gc.collect() torch runs at each capture has little to scan (vLLM
+        # freezes it around its loop too).
+        gc.collect()
+        gc.freeze()
+        if self.stream is not None:  # the loop's start, cache emptied first, as vLLM measures
+            torch.cuda.empty_cache()
+            self._start = MemorySnapshot.take(self.model.device)
+        return self
 
-def capture_record(size, predicted, predictions, timing, backend, graph_pool, **extra):
-    """The GraphRecord of one capture; `predictions`, the loop's predicted bytes so far, gains
-    this graph's. timing: (capture ms, warm-up ms, measured (drop, pool growth) or None)."""
-    capture_ms, warmup_ms, measured = timing
-    # Emulated, a graph costs what it adds to the predicted pool (nothing more once a larger
-    # graph shares it), as the measured free-memory drop would.
-    added = predict_pool_bytes(predictions + [predicted], graph_pool) - predict_pool_bytes(
-        predictions, graph_pool
-    )
-    predictions.append(predicted)
-    return GraphRecord(
-        size=size,
-        capture_ms=capture_ms,
-        warmup_ms=warmup_ms,
-        memory_bytes=added if measured is None else measured[0],
-        memory_kind="predicted" if measured is None else "measured",
-        pool_bytes=None if measured is None else measured[1],
-        predicted_bytes=predicted,
-        backend=backend,
-        graph_pool=graph_pool,
-        **extra,
-    )
-
-
-def capture_stream_and_pool(model: LlamaForCausalLM, on_cuda: bool, graph_pool: str, pool=None):
-    """(capture stream, pool handle) for a capture loop; (None, None) off CUDA. A shared loop
-    uses `pool` (another family's) or a new one; separate graphs get their own (None)."""
-    if not on_cuda:
-        return None, None
-    if graph_pool == "shared" and pool is None:
-        pool = torch.cuda.graph_pool_handle()
-    # Warm up on the capture stream itself: per-stream state such as cuBLAS's workspace is
-    # then allocated before the first capture rather than inside its pool.
-    return torch.cuda.Stream(model.device), pool if graph_pool == "shared" else None
-
-
-@contextmanager
-def capture_context():
-    """Around a capture loop: the heap frozen, so the gc.collect() torch runs at each capture has
-    little to scan (vLLM freezes it around its loop too), and inference_mode, as vLLM captures
-    (gpu_model_runner.py's capture_model) and as the runner's eager steps run."""
-    gc.collect()
-    gc.freeze()
-    try:
-        with torch.inference_mode():
-            yield
-    finally:
+    def __exit__(self, *exc) -> None:
         gc.unfreeze()
+        if exc[0] is not None:
+            return
+        loop_bytes = predict_pool_bytes(self.predictions, self.graph_pool)
+        if self._start is not None:
+            loop_bytes = self._start.free_bytes - MemorySnapshot.take(self.model.device).free_bytes
+        # vLLM logs one figure for the whole loop ("Graph capturing finished in ... took ... GiB")
+        self.records = [replace(r, capture_loop_bytes=loop_bytes) for r in self.records]
+
+    def capture(
+        self,
+        size: int,
+        runnables,
+        family: str | None = None,
+        *,
+        query_len: int = 1,
+        compile_cache: str = "none",
+    ) -> list:
+        """Capture one size: a graph per runnable, in order, after num_warmups passes over all
+        of them; its GraphRecord joins self.records. Returns the graphs (None each when the
+        backend captures none: the runnables then ran once, eagerly or compiled)."""
+        model = self.model
+        predicted = predict_graph_memory(
+            model.config, size, model.max_seq_len, model.dtype, query_len
+        )
+        # inference_mode around the runs only, as vLLM captures (gpu_model_runner.py capture_model)
+        # and the runner steps: the static buffers, made outside it, stay normal tensors.
+        with torch.inference_mode():
+            record = self._record if self.backend.captures_graphs else _run_once
+            graphs, capture_ms, warmup_ms, measured = record(runnables)
+        if measured is None:
+            # a graph costs what it adds to the predicted pool (nothing once a larger one shares it)
+            pool, pool_bytes = self.graph_pool, None
+            memory = predict_pool_bytes(self.predictions + [predicted], pool)
+            memory -= predict_pool_bytes(self.predictions, pool)
+        else:
+            memory, pool_bytes = measured
+        self.predictions.append(predicted)
+        self.records.append(
+            GraphRecord(
+                size=size,
+                capture_ms=capture_ms,
+                warmup_ms=warmup_ms,
+                memory_bytes=memory,
+                memory_kind="measured" if self.backend.memory_measured else "predicted",
+                pool_bytes=pool_bytes,
+                predicted_bytes=predicted,
+                backend=self.backend.name,
+                graph_pool=self.graph_pool,
+                family=family,
+                compile_cache=compile_cache,
+            )
+        )
+        return graphs
+
+    def _record(self, runnables):
+        """(graphs, capture ms, warm-up ms, (free-memory drop, reserved growth)) of real captures
+        on the session's stream, after the warm-up passes on that same stream."""
+        device, stream = self.model.device, self.stream
+        start = time.perf_counter()
+        stream.wait_stream(torch.cuda.current_stream(device))
+        with torch.cuda.stream(stream):
+            for _ in range(self.num_warmups):
+                for run in runnables:
+                    run()
+        torch.cuda.synchronize(device)
+        warmup_ms = _ms_since(start)
+        # Cached blocks released now, as torch.cuda.graph does on entry: the drop is the capture's.
+        torch.cuda.empty_cache()
+        before = MemorySnapshot.take(device)
+        pool = self.pool if self.graph_pool == "shared" else torch.cuda.graph_pool_handle()
+        start, graphs = time.perf_counter(), []
+        for run in runnables:
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph, pool=pool, stream=stream):
+                run()
+            graphs.append(graph)
+        torch.cuda.synchronize(device)
+        capture_ms = _ms_since(start)
+        after = MemorySnapshot.take(device)
+        drop = before.free_bytes - after.free_bytes
+        return graphs, capture_ms, warmup_ms, (drop, after.reserved_bytes - before.reserved_bytes)
 
 
-def capture_graphs(
-    model: LlamaForCausalLM,
-    sizes,
-    backend: str = "auto",
-    graph_pool: str = "shared",
-    num_warmups: int = NUM_WARMUPS,
-    query_len: int = 1,
-    pool=None,
-):
-    """Capture every size (in tokens, rows of `query_len` tokens), largest first; returns
-    ({size: CapturedGraph}, [GraphRecord]). `pool`: a CUDA graph pool handle to share with
-    other graphs (vLLM V1's two families); None makes one when graph_pool is "shared"."""
-    backend = resolve_backend(model, backend, graph_pool)
-    sizes = sorted(set(sizes), reverse=True)
+def _run_once(runnables):
+    """The "capture" of a backend without CUDA graphs: each runnable once, eagerly or compiled;
+    (no graphs, its ms, no warm-up, nothing measured)."""
+    start = time.perf_counter()
+    for run in runnables:
+        run()
+    return [None] * len(runnables), _ms_since(start), 0.0, None
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1e3
+
+
+def capture_full(session: CaptureSession, sizes, query_len: int = 1, family: str | None = None):
+    """{size: CapturedGraph}: the whole step of every size (in tokens, rows of `query_len`
+    tokens), captured largest first over one set of static buffers; family "full" on V1."""
+    model, sizes = session.model, sorted(set(sizes), reverse=True)
     if not sizes:
-        return {}, []
+        return {}
     if any(size % query_len for size in sizes):
         raise GraphlabError(
             f"capture sizes {sizes} must be multiples of query_len={query_len}: "
             f"a graph holds whole rows"
         )
     buffers = StaticBuffers(model, sizes[0], query_len)
-    on_cuda = backend in (CUDA_GRAPH, COMPILED_CUDA_GRAPH)
     # The compiled backends' step: compiled at capture, called by replay (cpu) or recorded.
-    step = compiled_step(model) if backend in (CPU_COMPILED, COMPILED_CUDA_GRAPH) else None
+    step = compiled_step(model) if session.backend.compiled else None
     cache = "none" if step is None else step.cache_state
-    stream, pool = capture_stream_and_pool(model, on_cuda, graph_pool, pool)
-    graphs, records, predictions = {}, [], []
-    loop = CaptureLoop(model.device if on_cuda else torch.device("cpu"), graph_pool)
-    with capture_context():
-        for size in sizes:
-            # the compiled backends compile at the model's first size and at batch 1
-            run = partial(buffers.run, model, size, None if step is None else step.compile)
-            (graph,), capture_ms, warmup_ms, measured = record_graphs(
-                [run], model.device, pool, stream, num_warmups
-            )
-            predicted = predict_graph_memory(
-                model.config, size, model.max_seq_len, model.dtype, query_len
-            )
-            graphs[size] = CapturedGraph(
-                model, buffers, size, graph, None if graph is not None else step
-            )
-            records.append(
-                capture_record(
-                    size,
-                    predicted,
-                    predictions,
-                    (capture_ms, warmup_ms, measured),
-                    backend,
-                    graph_pool,
-                    compile_cache=cache,
-                )
-            )
-    loop_bytes = loop.bytes(predictions)
-    return graphs, [replace(r, capture_loop_bytes=loop_bytes) for r in records]
+    graphs = {}
+    for size in sizes:
+        # the compiled backends compile at the model's first size and at batch 1
+        run = partial(buffers.run, model, size, None if step is None else step.compile)
+        (graph,) = session.capture(size, [run], family, query_len=query_len, compile_cache=cache)
+        replay_step = step if graph is None else None  # a real graph has recorded the step
+        graphs[size] = CapturedGraph(model, buffers, size, graph=graph, step=replay_step)
+    return graphs
 
 
-def record_graphs(runs, device: torch.device, pool, stream, num_warmups: int):
-    """One graph per callable in `runs` (FULL: the whole step; PIECEWISE: each piece), recorded
-    in order after `num_warmups` warm-up passes over all of them on the capture stream. Returns
-    (graphs, capture ms, warm-up ms, (free-memory drop, reserved growth)); without a stream
-    (not CUDA) each runs once, eagerly or compiled, and the graphs and measurement are None."""
-    if stream is None:  # nothing to warm up or record: the "capture" is one run
-        start = time.perf_counter()
-        for run in runs:
-            run()
-        return [None] * len(runs), (time.perf_counter() - start) * 1e3, 0.0, None
-    start = time.perf_counter()
-    stream.wait_stream(torch.cuda.current_stream(device))
-    with torch.cuda.stream(stream):
-        for _ in range(num_warmups):
-            for run in runs:
-                run()
-    torch.cuda.synchronize(device)
-    warmup_ms = (time.perf_counter() - start) * 1e3
-    # Release cached blocks now, as torch.cuda.graph would on entry, so the free-memory drop
-    # is the capture's own.
-    torch.cuda.empty_cache()
-    before = MemorySnapshot.take(device)
-    start, graphs = time.perf_counter(), []
-    for run in runs:
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=pool, stream=stream):
-            run()
-        graphs.append(graph)
-    torch.cuda.synchronize(device)
-    capture_ms = (time.perf_counter() - start) * 1e3
-    after = MemorySnapshot.take(device)
-    measured = (before.free_bytes - after.free_bytes, after.reserved_bytes - before.reserved_bytes)
-    return graphs, capture_ms, warmup_ms, measured
+def capture_graphs(
+    model: LlamaForCausalLM,
+    sizes,
+    backend: str | Backend = "auto",
+    graph_pool: str = "shared",
+    num_warmups: int = NUM_WARMUPS,
+    query_len: int = 1,
+):
+    """Capture every size of one family, largest first, in a session of its own (vLLM V0's
+    capture_model); returns ({size: CapturedGraph}, [GraphRecord])."""
+    session = CaptureSession(model, resolve_backend(backend, model.device), graph_pool, num_warmups)
+    with session:
+        graphs = capture_full(session, sizes, query_len)
+    return graphs, session.records

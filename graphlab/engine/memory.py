@@ -5,7 +5,11 @@ Measured (CUDA), per capture:
   capture: what the graph costs the device, including allocator segment rounding and driver
   objects;
 - ``pool_bytes``: the growth of the caching allocator's reserved bytes
-  (``torch.cuda.memory_reserved``) across the capture: the segments the graph's private pool took.
+  (``torch.cuda.memory_reserved``) across the capture: the segments the graph's private pool took;
+- ``capture_loop_bytes`` (graphlab.engine.graphs.CaptureSession): the free-memory drop across
+  the whole loop, the figure vLLM V1 logs once ("Graph capturing finished in ... took"). Like
+  vLLM's it holds the cuBLAS workspace of the loop's one capture stream, made at its first
+  warm-up (one stream per runner for all families, as vLLM's graph_capture has).
 
 Predicted (any device): the peak bytes of live intermediate tensors of graphlab's own decode step
 at batch ``size``, counted analytically from the config (no allocator rounding, no cuBLAS
@@ -37,23 +41,6 @@ class MemorySnapshot:
     def take(cls, device: torch.device) -> MemorySnapshot:
         torch.cuda.synchronize(device)
         return cls(torch.cuda.mem_get_info(device)[0], torch.cuda.memory_reserved(device))
-
-
-class CaptureLoop:
-    """The graph memory of a whole capture loop, as vLLM V1 logs it once after capture_model
-    ("Graph capturing finished in ... took ... GiB"): the free-memory drop across the loop on
-    CUDA (cache emptied first, as vLLM does), the predicted pool of all its graphs elsewhere."""
-
-    def __init__(self, device: torch.device, graph_pool: str):
-        self.graph_pool, self.device, self.start = graph_pool, device, None
-        if device.type == "cuda":
-            torch.cuda.empty_cache()
-            self.start = MemorySnapshot.take(device)
-
-    def bytes(self, predicted_bytes: list[int]) -> int:
-        if self.start is None:
-            return predict_pool_bytes(predicted_bytes, self.graph_pool)
-        return self.start.free_bytes - MemorySnapshot.take(self.device).free_bytes
 
 
 def gathered_kv_bytes(

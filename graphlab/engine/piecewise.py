@@ -10,9 +10,10 @@ composition (prefill, mixed, decode) of up to n tokens (vllm/compilation/cuda_gr
 - piece i (1..L-1): layer i-1's o_proj, residual, MLP, then layer i's norm, projection, rotary;
 - piece L: the last o_proj, residual, MLP and the final norm.
 
-Every size's pieces are captured into the runner's pool (largest size first); padding tokens run
-through the pieces only (attention never sees them). The cpu-emulated backend runs the same pieces
-eagerly on the same buffers.
+Every size's pieces are captured in the runner's CaptureSession (largest size first): on the FULL
+graphs' stream, into the runner's pool ("separate": one pool per size, which its pieces share).
+Padding tokens run through the pieces only (attention never sees them). Backends that capture no
+CUDA graphs run the same pieces eagerly on the same buffers.
 """
 
 from __future__ import annotations
@@ -21,16 +22,7 @@ from functools import partial
 
 import torch
 
-from graphlab.engine.device import CUDA_GRAPH
-from graphlab.engine.graphs import (
-    NUM_WARMUPS,
-    capture_context,
-    capture_record,
-    capture_stream_and_pool,
-    record_graphs,
-    resolve_backend,
-)
-from graphlab.engine.memory import predict_graph_memory
+from graphlab.engine.graphs import CaptureSession
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.sdpa import sdpa_context
 
@@ -105,40 +97,14 @@ class PiecewiseGraph:
         return b.hidden_states[:tokens]
 
 
-def capture_piecewise(
-    model: LlamaForCausalLM,
-    sizes,
-    backend: str = "auto",
-    graph_pool: str = "shared",
-    num_warmups: int = NUM_WARMUPS,
-    pool=None,
-):
-    """PIECEWISE graphs of every size, largest first: ({size: PiecewiseGraph}, [GraphRecord]).
-    `pool`: a CUDA graph pool handle to share (the FULL graphs'); None makes one when shared."""
-    backend = resolve_backend(model, backend, graph_pool)
+def capture_piecewise(session: CaptureSession, sizes) -> dict:
+    """{size: PiecewiseGraph}: every size's pieces, largest first, captured in `session` (the
+    FULL graphs' session: one stream, one pool) over one set of piece buffers."""
     sizes = sorted(set(int(s) for s in sizes), reverse=True)
     if not sizes:
-        return {}, []
-    buffers = PieceBuffers(model, sizes[0])
-    stream, pool = capture_stream_and_pool(model, backend == CUDA_GRAPH, graph_pool, pool)
-    graphs, records, predictions = {}, [], []
-    with capture_context():
-        for size in sizes:
-            runs = [partial(buffers.run_piece, i, size) for i in range(buffers.num_pieces)]
-            pieces, capture_ms, warmup_ms, measured = record_graphs(
-                runs, model.device, pool, stream, num_warmups
-            )
-            predicted = predict_graph_memory(model.config, size, model.max_seq_len, model.dtype)
-            graphs[size] = PiecewiseGraph(buffers, size, pieces)
-            records.append(
-                capture_record(
-                    size,
-                    predicted,
-                    predictions,
-                    (capture_ms, warmup_ms, measured),
-                    backend,
-                    graph_pool,
-                    family="piecewise",
-                )
-            )
-    return graphs, records
+        return {}
+    buffers, graphs = PieceBuffers(session.model, sizes[0]), {}
+    for size in sizes:
+        runs = [partial(buffers.run_piece, i, size) for i in range(buffers.num_pieces)]
+        graphs[size] = PiecewiseGraph(buffers, size, session.capture(size, runs, "piecewise"))
+    return graphs

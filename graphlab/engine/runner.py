@@ -1,5 +1,6 @@
-"""The decode runner base of the V0- and V1-shaped runners: config checks, graph capture into
-one pool, and the timed replay-or-eager step with the LM head after it (`StepRecord` per step).
+"""The decode runner base of the V0- and V1-shaped runners: config checks, graph capture in one
+CaptureSession, dispatch, and the timed replay-or-eager step with the LM head after it
+(`StepRecord` per step).
 """
 
 from __future__ import annotations
@@ -9,19 +10,15 @@ from dataclasses import dataclass
 
 import torch
 
-from graphlab.engine.graphs import (
-    NUM_WARMUPS,
-    GraphRecord,
-    capture_graphs,
-    resolve_backend,
-)
+from graphlab.engine.device import Backend, resolve_backend
+from graphlab.engine.graphs import NUM_WARMUPS, CaptureSession, GraphRecord
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import V0_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, SizingPolicy, get_engine
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class StepRecord:
     """How one decode step ran."""
 
@@ -33,9 +30,10 @@ class StepRecord:
 
 
 class DecodeRunner:
-    """What the V0- and V1-shaped runners share: a checked engine and config, the backend, the
-    capture of a list of sizes, and one timed step (graph replay or eager) with the LM head
-    after."""
+    """What the V0- and V1-shaped runners share: a checked engine and config, the backend, one
+    CaptureSession for all of a runner's graphs, and one timed step (graph replay or eager) with
+    the LM head after. Each shape answers `dispatch(n) -> (path, size)` and runs execute_model as
+    check -> dispatch -> look up -> time -> record."""
 
     runner_shape, engines = "V0", V0_ENGINES  # the subclass's generation and the engines it takes
     batch_unit = "rows"  # what StepRecord.batch_size counts: V0 rows, V1 tokens
@@ -46,7 +44,7 @@ class DecodeRunner:
         engine: str | SizingPolicy,
         cfg: SizingConfig,
         *,
-        backend: str = "auto",
+        backend: str | Backend = "auto",
         graph_pool: str = "shared",
         enforce_eager: bool = False,
         num_warmups: int = NUM_WARMUPS,
@@ -59,7 +57,8 @@ class DecodeRunner:
             raise GraphlabError(
                 f"cfg must be a graphlab.sizing.config.SizingConfig, got {type(cfg).__name__}"
             )
-        self.backend = resolve_backend(model, backend, graph_pool)
+        check_choice("graph_pool", graph_pool, GRAPH_POOLS)
+        self.backend = resolve_backend(backend, model.device)
         model.kv_cache()  # a clear error now rather than at the first step
         self.model, self.cfg, self.graph_pool = model, cfg, graph_pool
         self.enforce_eager, self.num_warmups = enforce_eager, num_warmups
@@ -71,23 +70,57 @@ class DecodeRunner:
         """Each runner shape sets its capture sizes and graph limit here (V0 rows, V1 tokens)."""
         raise NotImplementedError
 
-    def _capture(self, sizes, query_len: int = 1, pool=None) -> dict:
-        """{size: CapturedGraph} for every size, captured largest first (none if eager)."""
-        graphs = {}
+    def capture_model(self) -> list[GraphRecord]:
+        """Capture every family's graphs, largest first, in one CaptureSession (none if eager);
+        graph_records hold them in capture order."""
         if not self.enforce_eager:
-            graphs, self.graph_records = capture_graphs(
-                self.model,
-                sizes,
-                self.backend,
-                self.graph_pool,
-                self.num_warmups,
-                query_len=query_len,
-                pool=pool,
-            )
+            session = CaptureSession(self.model, self.backend, self.graph_pool, self.num_warmups)
+            with session:
+                self._capture_families(session)
+            self.graph_records = session.records
         self.captured = True
-        return graphs
+        return self.graph_records
 
-    def timed_step(
+    def _capture_families(self, session: CaptureSession) -> None:
+        """Each runner shape captures its families here (V0: one; V1: FULL, then PIECEWISE)."""
+        raise NotImplementedError
+
+    def dispatch(self, n: int) -> tuple[str, int | None]:
+        """(path, graph size) of a batch of n (V0 rows, V1 tokens); ("eager", None) off graphs."""
+        raise NotImplementedError
+
+    def execute_eager(
+        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+    ) -> tuple[torch.Tensor, StepRecord]:
+        """One eager step of a [B, q] batch whatever its size: logits [B, q, vocab] and its
+        StepRecord, whose batch_size counts B rows (vLLM 0.6.3 ran its MQA scorer so, eagerly)."""
+        # Checked before the timer starts: the check reads values, which syncs a GPU.
+        self.model.check_inputs(input_ids, positions, seq_slots)
+        logits, ms = self._timed_step(None, input_ids, positions, seq_slots)
+        return logits, self._record(input_ids.shape[0], "eager", None, ms)
+
+    def execute_requests(
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        seq_slots: torch.Tensor,
+        num_scheduled_tokens=None,
+    ) -> tuple[torch.Tensor, StepRecord]:
+        """B requests of q tokens in one step ([B, q] inputs), as an MQA verify step scores them.
+        A V0-shaped runner's graphs hold one token per row, so it runs them eagerly (B rows;
+        vLLM 0.6.3's MQAScorer ran only with enforce_eager); the V1 runner dispatches them."""
+        return self.execute_eager(input_ids, positions, seq_slots)
+
+    def _record(self, batch_size: int, path: str, graph_size: int | None, ms: float) -> StepRecord:
+        return StepRecord(
+            batch_size=batch_size,
+            path=path,
+            graph_size=graph_size,
+            time_ms=ms,
+            backend=self.backend.name,
+        )
+
+    def _timed_step(
         self, graph, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
     ) -> tuple[torch.Tensor, float]:
         """Logits [B, q, vocab] of a [B, q] batch, replayed on `graph` (None: eagerly), and the

@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import torch
 
-from graphlab.engine.graphs import (
-    GraphRecord,
-)
+from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError
 
@@ -30,13 +28,20 @@ class ModelRunner(DecodeRunner):
         self.graph_limit = self.engine.graph_limit(self.cfg, self.capture_sizes)
         self.graph_runners: dict = {}
 
-    def capture_model(self) -> list[GraphRecord]:
-        """Capture a graph per size of engine.capture_sizes(cfg), largest first (none if eager)."""
-        self.graph_runners = self._capture(self.capture_sizes)
-        return self.graph_records
+    def _capture_families(self, session: CaptureSession) -> None:
+        """A graph per size of engine.capture_sizes(cfg), largest first."""
+        self.graph_runners = capture_full(session, self.capture_sizes)
 
     def _use_captured_graph(self, batch_size: int) -> bool:
         return not self.enforce_eager and batch_size <= self.graph_limit
+
+    def dispatch(self, batch_size: int) -> tuple[str, int | None]:
+        """("graph", padded size) when V0's _use_captured_graph(n) holds, else ("eager", None);
+        the padded size (V0's _get_graph_batch_size) need not have been captured: execute_model
+        looks it up in graph_runners, where vllm-0.5.5's KeyError comes from."""
+        if not self._use_captured_graph(batch_size):
+            return "eager", None
+        return "graph", self.engine.padded_size(batch_size, self.capture_sizes)
 
     def execute_model(
         self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
@@ -59,16 +64,9 @@ class ModelRunner(DecodeRunner):
                 raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
         self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
         n = input_ids.shape[0]
+        path, padded = self.dispatch(n)
         graph = None
-        if self._use_captured_graph(n):
-            padded = self.engine.padded_size(n, self.capture_sizes)  # V0's _get_graph_batch_size
+        if path == "graph":
             graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
-        logits, ms = self.timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
-        record = StepRecord(
-            n,
-            "eager" if graph is None else "graph",
-            None if graph is None else graph.size,
-            ms,
-            self.backend,
-        )
-        return logits[:, 0], record
+        logits, ms = self._timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
+        return logits[:, 0], self._record(n, path, padded, ms)

@@ -17,16 +17,12 @@ and issue 32591 reports a draft model's batch leaving the graph range.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import torch
 
-from graphlab.engine.device import CUDA_GRAPH
-from graphlab.engine.graphs import GraphRecord
-from graphlab.engine.memory import CaptureLoop
+from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
-from graphlab.engine.runner import DecodeRunner, StepRecord
+from graphlab.engine.runner import DecodeRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import V1_ENGINES
@@ -62,32 +58,11 @@ class V1ModelRunner(DecodeRunner):
         self.graphs: dict = {}
         self.piecewise_graphs: dict = {}
 
-    def capture_model(self) -> list[GraphRecord]:
-        """Capture the FULL graphs, then the PIECEWISE ones, largest first, into one pool (none
-        if eager); graph_records hold both, each with its family."""
-        pool = None
-        on_cuda = self.backend == CUDA_GRAPH and not self.enforce_eager
-        if on_cuda and self.graph_pool == "shared":
-            pool = torch.cuda.graph_pool_handle()
-        loop = CaptureLoop(self.model.device if on_cuda else torch.device("cpu"), self.graph_pool)
-        self.graphs = self._capture(self.capture_sizes, self.query_len, pool)
-        full = [replace(record, family="full") for record in self.graph_records]
-        pieces = []
-        if not self.enforce_eager:
-            self.piecewise_graphs, pieces = capture_piecewise(
-                self.model,
-                self.piecewise_sizes,
-                self.backend,
-                self.graph_pool,
-                self.num_warmups,
-                pool,
-            )
-        # vLLM logs one figure for both families' loop: each record carries that figure
-        loop_bytes = loop.bytes([record.predicted_bytes for record in full + pieces])
-        self.graph_records = [
-            replace(record, capture_loop_bytes=loop_bytes) for record in full + pieces
-        ]
-        return self.graph_records
+    def _capture_families(self, session: CaptureSession) -> None:
+        """The FULL graphs, then the PIECEWISE ones, largest first, in one session (one stream,
+        one pool), as vLLM V1's capture_model captures both; each record names its family."""
+        self.graphs = capture_full(session, self.capture_sizes, self.query_len, "full")
+        self.piecewise_graphs = capture_piecewise(session, self.piecewise_sizes)
 
     def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
         """(path, graph size) of a batch of num_tokens: ("full" | "piecewise", size) or
@@ -135,9 +110,15 @@ class V1ModelRunner(DecodeRunner):
         path, graph_size = self.dispatch(num_reqs * q, uniform)
         if path == "crash":  # vLLM 0.12/0.13's dispatcher assertion (graphlab.sizing.families)
             raise AssertionError(uniform_padding_assertion(graph_size, q))
-        graph = (self.piecewise_graphs if path == "piecewise" else self.graphs).get(graph_size)
-        logits, ms = self.timed_step(graph, input_ids, positions, seq_slots)
-        return logits, StepRecord(num_tokens, path, graph_size, ms, self.backend)
+        graph = None
+        if path != "eager":
+            graph = (self.piecewise_graphs if path == "piecewise" else self.graphs)[graph_size]
+        logits, ms = self._timed_step(graph, input_ids, positions, seq_slots)
+        return logits, self._record(num_tokens, path, graph_size, ms)
+
+    def execute_requests(self, input_ids, positions, seq_slots, num_scheduled_tokens=None):
+        """execute_model: the V1 runner's steps are requests of q tokens."""
+        return self.execute_model(input_ids, positions, seq_slots, num_scheduled_tokens)
 
 
 def uniform_decode_batch(

@@ -21,9 +21,10 @@ One decode step, as vLLM V0's spec-decode worker ran it:
 
 A sequence gets no proposals in a step when seq_len + k >= max_model_len (V0 Top1Proposer's
 rule), so steps mix speculating and plain sequences. Requests (graphlab.specdec.requests) arrive
-over time; a step that admits new requests prefills them (eager forwards, prompts of similar length
-padded together) instead of decoding, as V0's scheduler did without chunked prefill. There is
-no EOS: a request stops at max_tokens.
+over time; `generate` is a loop over `step()`: schedule (graphlab.specdec.scheduler), then either
+prefill the admitted requests (eager forwards, prompts of similar length padded together, as V0's
+scheduler did without chunked prefill) or propose -> score -> verify, then postprocess (retire the
+finished sequences). There is no EOS: a request stops at max_tokens.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError
 from graphlab.specdec.drafts import build_draft, build_target
+from graphlab.specdec.prefill import prefill
+from graphlab.specdec.proposer import Proposer
 from graphlab.specdec.records import SCORERS, GenerateOutput, SpecDecodeConfig, SpecStep
 from graphlab.specdec.rejection import (
     SpecDecodeMetrics,
@@ -45,14 +48,9 @@ from graphlab.specdec.rejection import (
     rejection_sample,
 )
 from graphlab.specdec.requests import Request, RequestLoad, load_requests
-from graphlab.specdec.scorers import (
-    BatchExpansionScorer,
-    MQAScorer,
-    Proposer,
-    RunningSequence,
-    prefill,
-    sync,
-)
+from graphlab.specdec.scheduler import Scheduler
+from graphlab.specdec.scorers import BatchExpansionScorer, MQAScorer
+from graphlab.specdec.sequence import RunningSequence, sync
 
 # ---- the engine ----------------------------------------------------------------------------
 
@@ -133,47 +131,71 @@ class SpecDecodeEngine:
             drafts, draft_probs, torch.softmax(target_logits / t, dim=-1), self.generator
         )
 
-    # -- steps --
-    def _prefill_step(self, new: list[RunningSequence]) -> None:
+    # -- the loop --
+    def generate(self, requests: list[Request]) -> GenerateOutput:
+        """Run all requests to max_tokens; tokens per request, per-step records and metrics."""
+        self._check_requests(requests)
+        if not self.runner.captured:
+            self.capture_model()
+        metrics = SpecDecodeMetrics(self.k)
+        scheduler = Scheduler(requests, self.config.sizing.max_num_seqs)
+        steps: list[SpecStep] = []
+        step = 0
+        with torch.no_grad():
+            while not scheduler.is_finished():
+                record = self.step(step, scheduler, metrics)
+                if record is not None:
+                    steps.append(record)
+                step += 1
+        return GenerateOutput(scheduler.outputs(), steps, metrics)
+
+    def step(self, step: int, scheduler: Scheduler, metrics: SpecDecodeMetrics) -> SpecStep | None:
+        """One engine step: schedule, then prefill the admitted sequences or decode the running
+        ones (propose -> score -> verify), then postprocess (retire the finished). None when
+        nothing runs yet (the next request has not arrived)."""
+        start = time.perf_counter()
+        admitted = scheduler.schedule(step)
+        record = None
+        if admitted:
+            record = self._prefill_step(step, admitted, start)
+        elif scheduler.running:
+            record = self._decode_step(step, scheduler.running, metrics, start)
+        scheduler.postprocess()
+        return record
+
+    def _prefill_step(self, step: int, new: list[RunningSequence], start: float) -> SpecStep:
         logits = prefill(self.target, [s.token_ids for s in new], [s.slot for s in new])
         first, _ = self._sample(logits)
         for seq, token in zip(new, first.tolist()):
             seq.append([token])
         if self.proposer is not None:
             self.proposer.prefill(new)
+        sync(self.target.device)
+        ms = (time.perf_counter() - start) * 1e3
+        return SpecStep(
+            step=step,
+            kind="prefill",
+            num_seqs=len(new),
+            batch_size=len(new),
+            path="eager",
+            scorer_ms=ms,
+            step_ms=ms,
+            num_generation_tokens=len(new),
+        )
 
     def _decode_step(
         self, step: int, running: list[RunningSequence], metrics: SpecDecodeMetrics, start: float
     ) -> SpecStep:
         k, max_len = self.k, self.config.max_model_len
+        # V0's Top1Proposer: no proposals where seq_len + k would reach max_model_len.
         spec = [s for s in running if k > 0 and s.seq_len + k < max_len]
         plain = [s for s in running if s not in spec]
-        device = self.target.device
-        drafts = torch.empty(0, k, dtype=torch.long, device=device)
-        draft_probs, draft_record, draft_ms = None, None, 0.0
-        if spec:
-            draft_start = time.perf_counter()
-            drafts, draft_probs, draft_record = self.proposer.propose(spec, self._sample)
-            sync(device)
-            draft_ms = (time.perf_counter() - draft_start) * 1e3
+        drafts, draft_probs, draft_record, draft_ms = self._propose(spec)
         spec_logits, plain_logits, record = self.scorer.score(spec, drafts, plain)
-        generated, per_pos, positions = 0, (), 0
-        if spec:
-            out = self._verify(drafts, draft_probs, spec_logits)
-            per_pos, positions = metrics.observe(out)
-            for seq, tokens, a in zip(spec, out.tokens.tolist(), out.num_accepted.tolist()):
-                # Draft cache now valid through the accepted prefix (it never saw d_k).
-                seq.draft_len = seq.seq_len - 1 + min(a + 1, k)
-                generated += seq.append(tokens[: a + 1])
-        if plain:
-            out = self._verify(
-                drafts.new_empty(len(plain), 0),
-                plain_logits.new_empty(len(plain), 0, plain_logits.shape[-1]),
-                plain_logits[:, None],
-            )
-            for seq, tokens in zip(plain, out.tokens.tolist()):
-                generated += seq.append(tokens[:1])
-        sync(device)
+        per_pos, positions, generated = self._verify_and_append(
+            spec, drafts, draft_probs, spec_logits, plain, plain_logits, metrics
+        )
+        sync(self.target.device)
         return SpecStep(
             step=step,
             kind="decode",
@@ -194,51 +216,38 @@ class SpecDecodeEngine:
             num_generation_tokens=generated,
         )
 
-    def generate(self, requests: list[Request]) -> GenerateOutput:
-        """Run all requests to max_tokens; tokens per request, per-step records and metrics."""
-        self._check_requests(requests)
-        if not self.runner.captured:
-            self.capture_model()
-        metrics = SpecDecodeMetrics(self.k)
-        outputs: list[RunningSequence | None] = [None] * len(requests)
-        waiting = sorted(range(len(requests)), key=lambda i: (requests[i].arrival_step, i))
-        free_slots = list(range(self.config.sizing.max_num_seqs))
-        running: list[RunningSequence] = []
-        steps: list[SpecStep] = []
-        step = 0
-        with torch.no_grad():
-            while waiting or running:
-                start = time.perf_counter()
-                admitted = []
-                while waiting and free_slots and requests[waiting[0]].arrival_step <= step:
-                    i = waiting.pop(0)
-                    admitted.append(RunningSequence(i, requests[i], free_slots.pop(0)))
-                if admitted:
-                    self._prefill_step(admitted)
-                    sync(self.target.device)
-                    ms = (time.perf_counter() - start) * 1e3
-                    steps.append(
-                        SpecStep(
-                            step=step,
-                            kind="prefill",
-                            num_seqs=len(admitted),
-                            batch_size=len(admitted),
-                            path="eager",
-                            scorer_ms=ms,
-                            step_ms=ms,
-                            num_generation_tokens=len(admitted),
-                        )
-                    )
-                    running += admitted
-                elif running:
-                    steps.append(self._decode_step(step, running, metrics, start))
-                for seq in [s for s in running if s.finished]:
-                    running.remove(seq)
-                    free_slots.append(seq.slot)
-                    outputs[seq.index] = seq
-                step += 1
-        generated = [s.token_ids[len(s.request.prompt_token_ids) :] for s in outputs]
-        return GenerateOutput(generated, steps, metrics)
+    def _propose(self, spec: list[RunningSequence]):
+        """(drafts [B_s, k], their probabilities, the draft's last StepRecord, the k steps' ms)."""
+        device = self.target.device
+        if not spec:
+            return torch.empty(0, self.k, dtype=torch.long, device=device), None, None, 0.0
+        start = time.perf_counter()
+        drafts, draft_probs, draft_record = self.proposer.propose(spec, self._sample)
+        sync(device)
+        return drafts, draft_probs, draft_record, (time.perf_counter() - start) * 1e3
+
+    def _verify_and_append(
+        self, spec, drafts, draft_probs, spec_logits, plain, plain_logits, metrics
+    ):
+        """Accept a prefix of each speculating sequence's drafts plus one token, one token for
+        each plain sequence; append them. (accepted per position, accepted positions, tokens)."""
+        k, generated, per_pos, positions = self.k, 0, (), 0
+        if spec:
+            out = self._verify(drafts, draft_probs, spec_logits)
+            per_pos, positions = metrics.observe(out)
+            for seq, tokens, a in zip(spec, out.tokens.tolist(), out.num_accepted.tolist()):
+                # Draft cache now valid through the accepted prefix (it never saw d_k).
+                seq.draft_len = seq.seq_len - 1 + min(a + 1, k)
+                generated += seq.append(tokens[: a + 1])
+        if plain:
+            out = self._verify(
+                drafts.new_empty(len(plain), 0),
+                plain_logits.new_empty(len(plain), 0, plain_logits.shape[-1]),
+                plain_logits[:, None],
+            )
+            for seq, tokens in zip(plain, out.tokens.tolist()):
+                generated += seq.append(tokens[:1])
+        return per_pos, positions, generated
 
     def _check_requests(self, requests: list[Request]) -> None:
         vocab, max_len = self.target.config.vocab_size, self.config.max_model_len
