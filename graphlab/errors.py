@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import math
 import numbers
+import os
+import re
+import stat
+from pathlib import Path
 
 
 class GraphlabError(ValueError):
@@ -41,3 +46,104 @@ def lookup(name: str, value, table: dict, kind: type):
         return value
     check_choice(name, value, table)
     return table[value]
+
+
+def check_float(name: str, value, minimum: float, maximum: float | None = None) -> float:
+    """`value` as a float when it is a finite real number in minimum..maximum (numpy scalars
+    included; bool and numeric text are not numbers here)."""
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if (
+        not real
+        or not math.isfinite(value)
+        or value < minimum
+        or (maximum is not None and value > maximum)
+    ):
+        allowed = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
+        raise GraphlabError(f"{name} must be a finite number {allowed}, got {value!r}")
+    return float(value)
+
+
+def check_sizes(name: str, value, minimum: int, maximum: int | None = None) -> tuple[int, ...]:
+    """`value` as a non-empty tuple of ints in minimum..maximum: a list, tuple, range or 1-d array
+    (not a dict, set, text or one-shot iterator, whose order or contents would be lost)."""
+    if getattr(value, "ndim", None) == 1:  # a numpy array, without importing numpy here
+        value = value.tolist()
+    if not isinstance(value, (list, tuple, range)) or not len(value):
+        raise GraphlabError(
+            f"{name} must be a non-empty list or tuple of integers, got "
+            f"{type(value).__name__} {value!r}"
+        )
+    return tuple(check_int(f"every {name} entry", v, minimum, maximum) for v in value)
+
+
+def check_instance(name: str, value, kind: type):
+    """`value` itself when it is a `kind`, else GraphlabError naming the type it is."""
+    if not isinstance(value, kind):
+        raise GraphlabError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def check_path(name: str, value) -> Path:
+    """`value` as a Path when it is non-empty text or a path object."""
+    if not isinstance(value, (str, os.PathLike)) or not str(value):
+        raise GraphlabError(f"{name} must be a non-empty path, got {value!r}")
+    return Path(value)
+
+
+def check_file_name(name: str, value) -> str:
+    """A file name inside one folder: non-empty text, no path separator, not hidden, no ..."""
+    if (
+        not isinstance(value, str)
+        or not value
+        or value.startswith(".")
+        or re.search(r"[/\\]", value)
+    ):
+        raise GraphlabError(
+            f"{name} must be a non-empty file name without '/', '\\' or a leading '.', "
+            f"got {value!r}"
+        )
+    return value
+
+
+def _node_kind(mode: int) -> str | None:
+    """What a non-regular file is ("a FIFO"), or None for a regular file."""
+    for test, kind in (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) else "not a regular file"
+
+
+def check_input_file(name: str, path) -> Path:
+    """`path` when it is an existing regular file (a FIFO would block the read, a device never
+    end); GraphlabError naming the option and what the path is otherwise."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise GraphlabError(f"cannot read {name} {str(path)!r}: {error.strerror}") from None
+    kind = _node_kind(mode)
+    if kind is not None:
+        raise GraphlabError(f"{name} {str(path)!r} is {kind}; give a regular file")
+    return path
+
+
+def check_output_file(name: str, path) -> Path:
+    """`path` when it is a regular file or does not exist yet: writing replaces the file at path,
+    which must never be a device, FIFO or socket (os.replace would swap the node itself)."""
+    path = Path(path)
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):  # a new path (its folder is checked apart)
+        return path
+    except OSError as error:
+        raise GraphlabError(f"cannot write {name} {str(path)!r}: {error.strerror}") from None
+    kind = _node_kind(mode)
+    if kind is not None:
+        raise GraphlabError(f"{name} {str(path)!r} is {kind}; give a regular file or a new path")
+    return path

@@ -15,7 +15,7 @@ import torch
 
 from graphlab import bench
 from graphlab.bench import measurements, sweeps
-from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.export import read_csv, write_checkpoint, write_csv_atomic
 from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
 from graphlab.cli import main
 from graphlab.engine import runner
@@ -571,8 +571,11 @@ def test_bad_torch_threads_is_one_clear_error(tmp_path, threads):
 
 
 def test_a_full_disk_names_the_csv_and_those_already_complete(tmp_path, capsys, monkeypatch):
+    (tmp_path / "latency.csv").write_text("an earlier run's\n")
+
     def full(suite, device, out, **kwargs):
         write_csv_atomic(pd.DataFrame({"a": [1]}), out / "copy_bandwidth.csv")
+        write_checkpoint(pd.DataFrame({"a": [1]}), out, "latency")
         raise OSError(28, "No space left on device", str(out / "latency.csv"))
 
     monkeypatch.setattr(bench, "run_bench", full)
@@ -580,8 +583,10 @@ def test_a_full_disk_names_the_csv_and_those_already_complete(tmp_path, capsys, 
     out, err = capsys.readouterr()
     assert err == (
         f"error: cannot write latency.csv under --out {str(tmp_path)!r}: No space left on device; "
-        "complete CSVs: copy_bandwidth.csv\n"
+        "complete CSVs: copy_bandwidth.csv; partial (rows so far, not a whole sweep): "
+        "latency.partial.csv\n"
     )
+    assert (tmp_path / "latency.csv").read_text() == "an earlier run's\n"
 
 
 def test_write_csv_atomic_names_the_csv_it_could_not_write(tmp_path, monkeypatch):

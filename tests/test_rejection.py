@@ -164,3 +164,50 @@ def test_metrics_count_v1_prefixes_and_v0_positions():
     ]
     with pytest.raises(GraphlabError):
         SpecDecodeMetrics(num_speculative_tokens=-1)
+
+
+# ---- what the mutation run (docs/mutation.md) found untested ----------------------------------
+
+
+def test_shape_errors_name_both_shapes():
+    with pytest.raises(GraphlabError) as raised:
+        greedy_verify(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 4))  # target 2-d
+    assert str(raised.value) == (
+        "target_probs must be [B, k+1, vocab] and draft_tokens [B, k]; got (2, 4) and (2, 3)"
+    )
+    with pytest.raises(GraphlabError) as raised:
+        greedy_verify(torch.zeros(2, 3, dtype=torch.long), torch.zeros(2, 3, 5))  # k, not k+1
+    assert str(raised.value) == "target_probs (2, 3, 5) must be [B=2, k+1=4, vocab]"
+
+
+def test_the_generator_alone_decides_the_sample():
+    target, draft = _distributions(12, 3, seed=2)
+    drafts = torch.tensor([[0, 1, 2]] * 64)
+    outputs = []
+    for global_seed in (0, 1):  # the global RNG moves; a seeded generator must not care
+        torch.manual_seed(global_seed)
+        g = torch.Generator().manual_seed(7)
+        out = rejection_sample(drafts, draft.expand(64, -1, -1), target.expand(64, -1, -1), g)
+        outputs.append(out.tokens)
+    assert torch.equal(outputs[0], outputs[1])
+
+
+def test_a_row_whose_draft_equals_its_target_beside_one_that_does_not():
+    # Row 0 leaves no residual (p == q): its recovery row is p itself; row 1 has a residual.
+    target, draft = _distributions(6, 2, seed=4)
+    drafts_probs = torch.stack([target[:2], draft])
+    targets = target.expand(2, -1, -1)
+    g = torch.Generator().manual_seed(0)
+    for _ in range(20):
+        drafts = torch.multinomial(drafts_probs.reshape(-1, 6), 1, generator=g).view(2, 2)
+        out = rejection_sample(drafts, drafts_probs, targets, g)
+        assert out.num_accepted[0] == 2  # p == q accepts every draft
+        assert ((out.tokens >= 0) | (out.tokens == NO_TOKEN)).all()
+
+
+def test_metrics_take_zero_speculative_tokens_and_count_in_integers():
+    assert SpecDecodeMetrics(0).num_accepted_tokens_per_pos.shape == (0,)
+    assert SpecDecodeMetrics(3).num_accepted_tokens_per_pos.dtype == np.int64
+    with pytest.raises(GraphlabError) as raised:
+        SpecDecodeMetrics(-1)
+    assert str(raised.value) == "num_speculative_tokens=-1: must be >= 0"

@@ -285,7 +285,9 @@ def test_requests_longer_than_max_model_len_are_rejected(target, drafts):
 # ---- stochastic: through the model, on a 16-token vocabulary ----------------------------
 
 
-def test_sampled_speculative_tokens_follow_the_target_distribution():
+# 0.5: the target's probabilities must be taken at the run's temperature, as the draft's are.
+@pytest.mark.parametrize("temperature", [1.0, 0.5])
+def test_sampled_speculative_tokens_follow_the_target_distribution(temperature):
     config = ModelConfig(
         vocab_size=16,
         hidden_size=64,
@@ -305,7 +307,7 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
         draft,
         [Request(prompt, 3)] * trials,
         k=k,
-        temperature=1.0,
+        temperature=temperature,
         max_num_seqs=64,
         max_model_len=16,
         seed=11,
@@ -317,7 +319,8 @@ def test_sampled_speculative_tokens_follow_the_target_distribution():
     t1, t2 = np.meshgrid(np.arange(16), np.arange(16), indexing="ij")
     seqs = torch.tensor([list(prompt) + [a, b] for a, b in zip(t1.ravel(), t2.ravel())])
     with torch.no_grad():
-        probs = model(seqs, torch.arange(5).expand(256, -1), torch.arange(256)).softmax(-1)
+        logits = model(seqs, torch.arange(5).expand(256, -1), torch.arange(256))
+    probs = (logits / temperature).softmax(-1)
     p1 = probs[0, 2]  # t1 | prompt
     p2 = probs[::16, 3]  # t2 | prompt, t1  [16, 16]
     p3 = probs[:, 4].view(16, 16, 16)  # t3 | prompt, t1, t2

@@ -36,6 +36,11 @@ def _grid():
     for _ in range(60):
         sizes = tuple(sorted(rng.sample(range(1, 300), rng.randint(1, 12))))
         cases.append((rng.randint(1, 64), rng.randint(0, 7), sizes, rng.choice(MODES)))
+    # Odd sizes at q = 2: the rounding model runner rounds each up to a multiple of 2.
+    cases += [(8, 1, (1, 3, 5, 7, 9), m) for m in MODES]
+    # Every size rounds past the largest: vLLM keeps q itself ("if one valid but would be
+    # round_down use that").
+    cases += [(8, 1, (3,), m) for m in MODES]
     return cases
 
 
@@ -228,3 +233,21 @@ def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
     assert (batches.graph_size[on_graph] >= batches.batch_size[on_graph]).all()
     if mode == "FULL" and policy.asserts_uniform_padding and q > 1:
         assert (batches.graph_size[on_graph] % q == 0).all()
+
+
+def test_a_list_that_rounds_to_nothing_captures_nothing():
+    # vLLM raises at start-up (adjust_cudagraph_sizes_for_spec_decode: q = 2 > the largest size).
+    families = graph_families("vllm-0.12.0", SizingConfig(8, 1), capture_sizes=[1])
+    assert (families.full_sizes, families.limit) == ((), 0)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("sizes, k", [((3,), 1), ((5, 7), 2), ((1, 2, 4, 8), 3)])
+def test_rounding_matches_vllms_own(vllm_parts, sizes, k):
+    compilation_cls = vllm_parts[0]
+    cc = ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes))
+    compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, 1 + k)
+    policy = get_engine("vllm-0.12.0")
+    cfg = SizingConfig(8, k, cudagraph_capture_sizes=sizes)
+    assert policy.startup_error(cfg) is None
+    assert list(policy.capture_sizes(cfg)) == cc.cudagraph_capture_sizes

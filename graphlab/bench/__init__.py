@@ -25,7 +25,7 @@ __getattr__, __dir__ = lazy_exports(
         "SWEEPS": "sweeps",
         "LATENCY_ENGINE": "sweeps",
         "summary": "sweeps",
-        "export_csvs": "sweeps",
+        "export_csvs": "export",
         "SUITES": "suites",
         "Suite": "suites",
         "get_suite": "suites",

@@ -20,7 +20,7 @@ from graphlab.bench.measurements import capture_records, capture_summary, latenc
 from graphlab.bench.provenance import provenance, with_provenance
 from graphlab.engine.device import resolve_backend
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
@@ -37,7 +37,9 @@ def guard_cost(
 ) -> pd.DataFrame:
     """Latency rows (latency.csv's columns) of `engine` and `covering` at batch sizes
     1..max_num_seqs * (1 + k), with provenance; the model's cache needs that many slots."""
-    sizes = range(1, cfg.max_num_seqs * cfg.decode_query_len + 1)
+    sizes = range(
+        1, check_instance("cfg", cfg, SizingConfig).max_num_seqs * cfg.decode_query_len + 1
+    )
     rows = [
         row
         for name in (engine, covering)
@@ -52,7 +54,7 @@ def eager_ratio(
 ) -> pd.DataFrame:
     """Per batch size `engine` runs eagerly in graph mode: its median step, the covering
     engine's replayed step, and their ratio (the guard's price per step at that size)."""
-    graph_mode = frame[frame["mode"] == "graph"]
+    graph_mode = frame[check_instance("frame", frame, pd.DataFrame)["mode"] == "graph"]
     mine = graph_mode[(graph_mode.engine == engine) & (graph_mode.path == "eager")]
     theirs = graph_mode[(graph_mode.engine == covering) & (graph_mode.path == "graph")]
     table = mine.set_index("batch_size")[["median_ms"]].join(

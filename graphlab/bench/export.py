@@ -1,5 +1,10 @@
 """Writing tables so a reader never finds a half-written file, in one format for every CSV.
 
+A finished table takes its final name `<name>.csv` only when it is whole; rows checkpointed
+while a sweep runs go to `<name>.partial.csv`, so an interrupt or a full disk never replaces a
+complete file with part of one. One writer per folder: `locked_folder` refuses a second run on
+the same folder while the first one's process lives.
+
 Every CSV the kit writes holds lists as JSON (`[1, 0]`) and integers as integers, also in the
 columns that may be empty (`INTEGER_COLUMNS`); `read_csv` loads those as pandas' nullable
 `Int64` (a plain `pd.read_csv` would turn a column with one empty cell into floats).
@@ -7,6 +12,8 @@ columns that may be empty (`INTEGER_COLUMNS`); `read_csv` loads those as pandas'
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import tempfile
@@ -14,6 +21,14 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from graphlab.errors import (
+    GraphlabError,
+    check_file_name,
+    check_instance,
+    check_output_file,
+    check_path,
+)
 
 # Integer columns that may be empty (no graph, no crash, emulated, not applicable).
 INTEGER_COLUMNS = (
@@ -25,6 +40,8 @@ INTEGER_COLUMNS = (
     "torch_threads",
     "num_reqs",
 )
+PARTIAL_SUFFIX = ".partial.csv"  # rows of a sweep still running (or interrupted)
+LOCK_NAME = ".graphlab.lock"  # holds the pid of the run writing the folder
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
@@ -33,8 +50,8 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     On any error the temporary file is removed and an existing file at path is left untouched.
     The file gets the permissions open() would give it (0666 less the umask), not mkstemp's 0600.
     """
-    path = Path(path)
-    df = csv_ready(df)
+    path = check_output_file("CSV path", path)
+    df = csv_ready(check_instance("frame", df, pd.DataFrame))
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", newline="") as handle:
@@ -42,7 +59,8 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as error:
-        os.unlink(tmp)
+        # Gone already when the interrupt came just after os.replace: then path is whole.
+        Path(tmp).unlink(missing_ok=True)
         # Name the CSV, not the temporary file (a full disk says neither).
         if isinstance(error, OSError):
             error.filename = str(path)
@@ -50,14 +68,73 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     return path
 
 
+def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
+    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file) and
+    drop its checkpoint, out/<name>.partial.csv, once the whole table is in place."""
+    check_instance("frames", frames, dict)
+    for name in frames:
+        check_file_name("frame name", name)
+    out = check_path("out", out)
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for name, frame in frames.items():
+        written[name] = write_csv_atomic(frame, out / f"{name}.csv")
+        partial_path(out, name).unlink(missing_ok=True)
+    return written
+
+
+def write_checkpoint(frame: pd.DataFrame, out, name: str) -> Path:
+    """The rows of an unfinished sweep, as out/<name>.partial.csv: never the final name."""
+    return write_csv_atomic(frame, partial_path(out, check_file_name("frame name", name)))
+
+
+def partial_path(out, name: str) -> Path:
+    return Path(out) / f"{name}{PARTIAL_SUFFIX}"
+
+
+@contextlib.contextmanager
+def locked_folder(out):
+    """Hold an exclusive lock on out/.graphlab.lock, which names this process's pid, while writing
+    out; GraphlabError naming the holder's pid when another run holds it. The kernel drops the
+    lock when its process dies, so a lock file left by a killed run is stale and simply taken."""
+    lock = Path(out) / LOCK_NAME
+    while True:
+        fd = os.open(lock, os.O_CREAT | os.O_RDWR, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.read(fd, 32).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise GraphlabError(
+                f"--out {str(out)!r} is in use by another run (pid {owner}, lock file "
+                f"{str(lock)!r}); wait for it to end or give another --out"
+            ) from None
+        # The holder before us may have removed the file after we opened it: lock the one there.
+        if _same_file(fd, lock):
+            break
+        os.close(fd)
+    try:
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)  # while still held, so no other run holds a removed file
+        os.close(fd)
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        return os.stat(path).st_ino == os.fstat(fd).st_ino
+    except FileNotFoundError:
+        return False
+
+
 def csv_ready(df: pd.DataFrame) -> pd.DataFrame:
     """df with list cells as JSON text and INTEGER_COLUMNS as nullable integers."""
     df = df.copy()
     for column in df.columns:
         if column in INTEGER_COLUMNS:
-            df[column] = pd.array(
-                [None if pd.isna(v) else int(v) for v in df[column]], dtype="Int64"
-            )
+            df[column] = pd.array([_integer(column, v) for v in df[column]], dtype="Int64")
         elif df[column].dtype == object and df[column].map(_is_list).any():
             df[column] = df[column].map(
                 lambda v: json.dumps(np.asarray(v).tolist()) if _is_list(v) else v
@@ -71,6 +148,19 @@ def read_csv(path) -> pd.DataFrame:
     return pd.read_csv(
         path, dtype={c: "Int64" for c in INTEGER_COLUMNS if c in header}, low_memory=False
     )  # one type per column, not per chunk
+
+
+def _integer(column: str, value) -> int | None:
+    """A cell of an integer column, None when empty; GraphlabError for 2.5 (int() would write 2)."""
+    if pd.isna(value):
+        return None
+    try:
+        integer = int(value) == value
+    except (TypeError, ValueError):
+        integer = False
+    if not integer or isinstance(value, bool):
+        raise GraphlabError(f"column {column!r} holds integers or blanks, got {value!r}")
+    return int(value)
 
 
 def _is_list(value) -> bool:

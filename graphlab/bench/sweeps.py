@@ -30,7 +30,7 @@ from pathlib import Path
 import pandas as pd
 import torch
 
-from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.export import export_csvs, locked_folder, read_csv, write_checkpoint
 from graphlab.bench.measurements import (
     SEED,
     graph_memory_rows,
@@ -44,7 +44,7 @@ from graphlab.bench.suites import Suite, get_suite
 from graphlab.engine.device import BACKENDS, Backend, resolve_backend, resolve_device
 from graphlab.engine.model import LlamaForCausalLM, build_model
 from graphlab.engine.sdpa import probe_sdpa
-from graphlab.errors import check_choice, check_int
+from graphlab.errors import check_choice, check_int, check_path
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
@@ -78,10 +78,10 @@ class BenchRun:
         return with_provenance(rows, self.provenance)
 
     def checkpoint(self, name: str, rows) -> None:
-        """Write the rows so far as out/<name>.csv (each engine's once it is done), so a run
-        stopped in a later engine keeps the finished ones; run_bench rewrites it at the end."""
+        """Write the rows so far as out/<name>.partial.csv (each engine's once it is done), so a
+        run stopped in a later engine keeps them beside, never over, a complete <name>.csv."""
         if self.out is not None and rows:
-            export_csvs({name: self.stamp(rows)}, self.out)
+            write_checkpoint(self.stamp(rows), self.out, name)
 
     def sdpa_backend(self, max_seq_len: int) -> str:
         """The SDPA kernel of a one-token decode step of the run's model at max_seq_len, probed
@@ -306,13 +306,6 @@ crash_map_sweep = _standalone("crash_map", _crash_map)
 # ---- export ---------------------------------------------------------------------------------
 
 
-def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
-    """Write each frame to out/<name>.csv atomically (a failed write leaves no partial file)."""
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    return {name: write_csv_atomic(frame, out / f"{name}.csv") for name, frame in frames.items()}
-
-
 def run_bench(
     suite: str | Suite = "quick",
     device: str = "auto",
@@ -324,18 +317,22 @@ def run_bench(
 ) -> dict[str, Path]:
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
-    An interrupt or error leaves the CSVs of the finished sweeps complete and no partial file.
+    An interrupt or error leaves the CSVs of the finished sweeps complete, an earlier run's CSV
+    of an unfinished sweep as it was, and that sweep's rows so far as <name>.partial.csv. A second
+    run on the same `out` while this one lives is refused (export.locked_folder).
     """
+    out = check_path("out", out)
     for name in sweeps:
         check_choice("sweep", name, SWEEPS)
     written = {}
     with bench_run(suite, device, torch_threads, backend) as run:  # bad input fails first
         Path(out).mkdir(parents=True, exist_ok=True)
         run.out = Path(out)
-        for name in progress_bar(
-            sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
-        ):
-            written |= export_csvs({name: _BODIES[name](run)}, out)
+        with locked_folder(out):
+            for name in progress_bar(
+                sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
+            ):
+                written |= export_csvs({name: _BODIES[name](run)}, out)
     return written
 
 

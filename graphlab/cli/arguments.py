@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import GraphlabError, check_int, check_output_file
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
@@ -156,6 +156,7 @@ def check_out_file(path) -> Path:
     if out.is_dir():
         raise GraphlabError(f"--out {str(path)!r} is a folder; give a CSV file path")
     _check_writable(out.parent, path)
+    check_output_file("--out", out)  # a device, FIFO or socket: writing would replace the node
     return out
 
 

@@ -20,7 +20,9 @@ def add_parser(subparsers) -> None:
         description=(
             "Runs the benchmark sweeps of a suite and writes copy_bandwidth.csv, latency.csv, "
             "graph_memory.csv, spec_decode.csv, spec_decode_steps.csv and crash_map.csv under "
-            "--out, each atomically and as soon as its sweep ends. latency.csv and "
+            "--out, each atomically and as soon as its sweep ends; rows of a sweep still running "
+            "go to <name>.partial.csv, so an interrupted run never replaces a complete CSV. One "
+            "run per --out: a second run on a folder in use is refused. latency.csv and "
             "graph_memory.csv hold the V0 guard's rows (engine vllm-0.6.0, batch_unit rows) and a "
             "V1 engine's (vllm-0.33.0, batch_unit tokens: 1 + k per request, past its largest "
             "graph). Every row carries provenance (device, backend, "
@@ -50,35 +52,40 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _csv_stamps(out: Path, names) -> dict:
-    return {
-        name: (out / f"{name}.csv").stat().st_mtime_ns if (out / f"{name}.csv").is_file() else None
-        for name in names
-    }
+def _stamps(out: Path) -> dict:
+    """(inode, mtime) of each CSV under out: a file replaced by this run gets a new inode."""
+    return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns) for p in out.glob("*.csv")}
+
+
+def _outcome(out: Path, before: dict, where: str = "") -> str:
+    """The CSVs this run wrote, complete (final names) apart from partial (checkpoints)."""
+    from graphlab.bench.export import PARTIAL_SUFFIX
+
+    now = _stamps(out)
+    new = sorted(name for name, stamp in now.items() if before.get(name) != stamp)
+    partial = [name for name in new if name.endswith(PARTIAL_SUFFIX)]
+    complete = [name for name in new if name not in partial]
+    text = f"complete CSVs{where}: {', '.join(complete) or 'none'}"
+    return text + (
+        f"; partial (rows so far, not a whole sweep): {', '.join(partial)}" if partial else ""
+    )
 
 
 def run(args) -> int:
     from graphlab import bench
 
     out = check_out_folder(args.out)
-    before = _csv_stamps(out, bench.SWEEPS)
-
-    def complete() -> str:
-        # Each CSV is replaced atomically when its sweep ends: the ones this run replaced are whole.
-        after = _csv_stamps(out, bench.SWEEPS)
-        done = [f"{name}.csv" for name in bench.SWEEPS if after[name] not in (None, before[name])]
-        return ", ".join(done) if done else "none"
-
+    before = _stamps(out) if out.is_dir() else {}
     try:
         paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
     except KeyboardInterrupt:
-        print(f"interrupted: complete CSVs under {out}: {complete()}", file=sys.stderr)
+        print(f"interrupted: {_outcome(out, before, f' under {out}')}", file=sys.stderr)
         return 130
     except OSError as error:  # a full disk, a folder removed meanwhile: bad ground, not a crash
         failed = Path(error.filename).name if error.filename else "a CSV"
         raise GraphlabError(
             f"cannot write {failed} under --out {str(args.out)!r}: "
-            f"{error.strerror or error}; complete CSVs: {complete()}"
+            f"{error.strerror or error}; {_outcome(out, before)}"
         ) from None
     print(bench.summary(paths))
     return 0

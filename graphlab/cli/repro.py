@@ -117,7 +117,8 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     import traceback
 
-    from graphlab.specdec.engine import SpecDecodeConfig, run_speculative
+    # Torch-free: every argument is checked before the engine (and torch, 3-5 s) loads.
+    from graphlab.specdec.records import SpecDecodeConfig
     from graphlab.specdec.requests import RequestLoad
 
     if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:
@@ -144,6 +145,8 @@ def run(args) -> int:
     load = RequestLoad(
         kind="mixed", num_requests=args.num_requests, max_tokens=args.max_tokens, seed=args.seed
     )
+    from graphlab.specdec.engine import run_speculative
+
     try:
         engine, output = run_speculative(
             config, load, draft=args.draft, device=args.device, log=None if args.json else print

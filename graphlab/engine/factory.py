@@ -7,6 +7,7 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import DecodeRunner
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
+from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import V1_ENGINES, SizingPolicy, get_engine
 
@@ -16,6 +17,8 @@ def make_runner(
 ) -> DecodeRunner:
     """The runner `engine` needs for `model` under `cfg`; options are the runners' keywords
     (backend, graph_pool, enforce_eager, num_warmups)."""
+    check_instance("model", model, LlamaForCausalLM)
+    check_instance("cfg", cfg, SizingConfig)
     policy = get_engine(engine)
     runner_class = V1ModelRunner if policy.name in V1_ENGINES else ModelRunner
     return runner_class(model, policy, cfg, **options)

@@ -394,6 +394,7 @@ def build_model(
     """A model with seeded random weights (same seed and device -> same weights); weight_std
     as init_weights' std."""
     config = resolve_config(preset_or_config)
+    seed = check_int("seed", seed, 0, 2**63 - 1)  # torch.Generator.manual_seed's int64
     model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))
     init_weights(model, seed, std=weight_std)
     return model.eval().requires_grad_(False)

@@ -23,7 +23,7 @@ from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
@@ -125,6 +125,8 @@ def uniform_decode_batch(
     num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int, seed: int = 0
 ):
     """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1."""
+    num_reqs, query_len = check_int("num_reqs", num_reqs, 1), check_int("query_len", query_len, 1)
+    position = check_int("position", position, 0)
     if num_reqs > model.num_slots:
         raise GraphlabError(
             f"{num_reqs} requests need {num_reqs} slots; the cache has {model.num_slots}"

@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy, get_engine
 
@@ -32,10 +33,14 @@ def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
     return np.arange(int(lengths.sum()), dtype=np.int64) + offsets
 
 
-@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each config
 def batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
     """Every n = B_s*(k+1) + B_0 >= 1 with B_s + B_0 <= max_num_seqs, sorted, in
     O(max_num_seqs*(k+1)); read-only (cached)."""
+    return _batch_expansion_sizes(check_instance("cfg", cfg, SizingConfig))
+
+
+@lru_cache(maxsize=8192)  # the three V0 engines of a crash map share each config
+def _batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
     seqs, k = cfg.max_num_seqs, cfg.num_speculative_tokens
     speculating = np.arange(seqs + 1, dtype=np.int64)
     # For B_s fixed, B_0 runs over 0..S-B_s: n covers [B_s*(k+1), S + B_s*k].
@@ -51,6 +56,7 @@ def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.n
     "rows" of batch expansion, "tokens" of 1 + k per request up to max_num_batched_tokens,
     or "requests")."""
     policy = get_engine(policy)
+    check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit == "rows":
         return batch_expansion_sizes(cfg)
     query_len = cfg.decode_query_len if policy.batch_unit == "tokens" else 1

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import check_choice, check_int, check_sizes
 from graphlab.sizing.families import CUDAGRAPH_MODES
 
 
@@ -30,16 +30,10 @@ class SizingConfig:
             check_int("max_num_batched_tokens", self.max_num_batched_tokens, 1)
         if self.max_cudagraph_capture_size is not None:
             check_int("max_cudagraph_capture_size", self.max_cudagraph_capture_size, 1)
-        sizes = self.cudagraph_capture_sizes
-        if sizes is not None:
-            if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__") or not len(sizes):
-                # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
-                raise GraphlabError(
-                    f"cudagraph_capture_sizes must be a non-empty list of sizes, got {sizes!r}"
-                )
-            for size in sizes:
-                check_int("every cudagraph_capture_sizes entry", size, 1)
-            object.__setattr__(self, "cudagraph_capture_sizes", tuple(int(size) for size in sizes))
+        if self.cudagraph_capture_sizes is not None:
+            # vLLM asserts "cudagraph_capture_sizes should contain at least one element".
+            sizes = check_sizes("cudagraph_capture_sizes", self.cudagraph_capture_sizes, 1)
+            object.__setattr__(self, "cudagraph_capture_sizes", sizes)
         if self.cudagraph_mode is not None:
             check_choice("cudagraph_mode", self.cudagraph_mode, CUDAGRAPH_MODES)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_sizes
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, summarize
 from graphlab.sizing.batches import reachable_batch_sizes
@@ -63,9 +63,8 @@ def crash_map(
     the other engines have no such setting and keep their rows.
     """
     policies = parse_engines(engine)
-    seqs_values, k_values = list(max_num_seqs_range), list(k_range)
-    if not seqs_values or not k_values:
-        raise GraphlabError("max_num_seqs and k ranges must not be empty")
+    seqs_values = list(check_sizes("max_num_seqs_range", max_num_seqs_range, 1))
+    k_values = list(check_sizes("k_range", k_range, 0))
     sweep = len(policies) * sum(seqs_values) * sum(1 + k for k in k_values)
     if sweep > CRASH_MAP_MAX_BATCH_SIZES:
         raise GraphlabError(

@@ -3,7 +3,7 @@ what its verify batches replay (the rule itself: graphlab.sizing.families)."""
 
 from __future__ import annotations
 
-from graphlab.errors import check_choice
+from graphlab.errors import check_choice, check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import GraphFamilies, families_for
@@ -24,7 +24,7 @@ def graph_families(
     engine: str | SizingPolicy, cfg: SizingConfig, capture_sizes=None
 ) -> GraphFamilies:
     """`families_for` the engine, a vLLM V1 one (GraphlabError naming them otherwise)."""
-    return families_for(_policy(engine), cfg, capture_sizes)
+    return families_for(_policy(engine), check_instance("cfg", cfg, SizingConfig), capture_sizes)
 
 
 def decode_graph_sizes(engine: str | SizingPolicy, cfg: SizingConfig) -> tuple[int, ...]:

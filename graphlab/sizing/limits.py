@@ -3,7 +3,7 @@ sweeping for minutes or allocating GBs; `check_limits` applies them however the 
 
 from __future__ import annotations
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.config import SizingConfig
 
 MAX_NUM_SEQS_LIMIT = 65536  # S
@@ -13,6 +13,7 @@ MAX_NUM_BATCHED_TOKENS_LIMIT = 2**20  # T, and every capture size
 
 def check_limits(cfg: SizingConfig) -> SizingConfig:
     """cfg itself; GraphlabError naming the first value above its limit (S, k, T, capture sizes)."""
+    check_instance("cfg", cfg, SizingConfig)
     sizes = cfg.cudagraph_capture_sizes or ()
     bounds = (
         ("max_num_seqs", cfg.max_num_seqs, MAX_NUM_SEQS_LIMIT),

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance, check_int
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
@@ -94,6 +94,24 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
             f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}"
         )
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
+
+
+def _check_arguments(cfg, workload, budget, memory, latency, max_capture_size) -> None:
+    """GraphlabError naming the first argument of plan() of the wrong type or value."""
+    check_instance("cfg", cfg, SizingConfig)
+    check_instance("budget", budget, Budget)
+    for name, value, kind in (("workload", workload, Workload), ("memory", memory, SizeTable)):
+        if value is not None:
+            check_instance(name, value, kind)
+    if latency is not None:
+        pair = isinstance(latency, tuple) and len(latency) == 2
+        if not pair or not all(isinstance(table, SizeTable) for table in latency):
+            raise GraphlabError(
+                f"latency must be a (graph, eager) pair of SizeTables (read_latency), "
+                f"got {type(latency).__name__}"
+            )
+    if max_capture_size is not None:  # 0 would read as no cap, 12.5 as a cap of 12
+        check_int("max_capture_size", max_capture_size, 1)
 
 
 def _checked_workload(
@@ -241,6 +259,7 @@ def plan(
     coverage).
     """
     policy = get_engine(engine)
+    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))

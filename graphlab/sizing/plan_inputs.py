@@ -8,12 +8,13 @@ rows first) and refuse to mix the others.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_input_file
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
@@ -119,7 +120,9 @@ def _read_csv(
 ) -> pd.DataFrame:
     """A CSV with the required columns (and, when allowed is given, no others), none blank but those
     in may_be_blank; GraphlabError otherwise."""
+    check_input_file("CSV", path)  # a FIFO or device would block the read or never end
     try:
+        _check_field_counts(path)
         frame = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as error:
         raise GraphlabError(
@@ -148,6 +151,20 @@ def _read_csv(
             f"every row needs {', '.join(checked)}"
         )
     return frame
+
+
+def _check_field_counts(path) -> None:
+    """GraphlabError at the first row with more fields than the header: pandas would take the
+    extra field as an index and shift every column, naming the wrong line and column."""
+    with open(path, newline="") as handle:
+        rows = csv.reader(handle)
+        header = next(rows, [])
+        for row in rows:
+            if len(row) > len(header):
+                raise GraphlabError(
+                    f"{str(path)!r}: line {rows.line_num} has {len(row)} fields, the header "
+                    f"{len(header)} ({', '.join(header)})"
+                )
 
 
 def _plain(value) -> str:
@@ -307,7 +324,11 @@ def read_graph_memory(path, **pick) -> SizeTable:
         "predicted_bytes",
         "graph_pool",
     )
-    rows, note = _bench_rows(_read_csv(path, columns), path, f"graph memory {str(path)!r}", pick)
+    frame = _read_csv(path, columns)
+    for column in ("memory_bytes", "predicted_bytes"):  # every row, also those not picked
+        _positive_ints(frame, column, path, 0, MAX_EXACT)
+    _positive_ints(frame, "capture_size", path)
+    rows, note = _bench_rows(frame, path, f"graph memory {str(path)!r}", pick)
     own = rows[rows.graph_pool == "separate"]
     if own.empty:
         own, column, kind = rows, "predicted_bytes", "predicted"
@@ -340,9 +361,10 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
         "median_ms",
     )
     # graph_size is blank on eager rows.
-    rows, note = _bench_rows(
-        _read_csv(path, columns, may_be_blank=("graph_size",)), path, f"latency {str(path)!r}", pick
-    )
+    frame = _read_csv(path, columns, may_be_blank=("graph_size",))
+    _milliseconds(frame, path)  # every row, also those not picked, as a blank cell is
+    _positive_ints(frame, "batch_size", path)
+    rows, note = _bench_rows(frame, path, f"latency {str(path)!r}", pick)
     graph = rows[rows.path.isin(("graph", "full"))]  # V0 graphs, V1 FULL decode graphs
     eager = rows[(rows.path == "eager") & (rows["mode"] == "eager")]
     if graph.empty or eager.empty:

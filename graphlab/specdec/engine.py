@@ -37,7 +37,7 @@ from graphlab.engine.config import ModelConfig
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.prefill import prefill
 from graphlab.specdec.proposer import Proposer
@@ -284,6 +284,8 @@ def run_speculative(
     `dtype` (logits stay float32 either way). `log`, if given, receives a line describing the
     setup before generation starts.
     """
+    check_instance("config", config, SpecDecodeConfig)
+    check_instance("load", load, RequestLoad)
     dev = resolve_device(device)
     target = build_target(preset, seed=config.seed, dtype=dtype, device=dev)
     k = config.sizing.num_speculative_tokens

@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import dataclasses
+import numbers
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
@@ -12,7 +14,9 @@ from graphlab.engine.device import BACKENDS
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES
-from graphlab.specdec.rejection import SpecDecodeMetrics
+
+if TYPE_CHECKING:  # a field's type only: SpecDecodeConfig stays checkable before torch loads
+    from graphlab.specdec.rejection import SpecDecodeMetrics
 
 # Each scorer and where it comes from: vLLM 0.5.5 and 0.6.0 score by batch expansion only.
 SCORERS = {
@@ -25,6 +29,7 @@ SCORERS = {
 # vLLM's SamplingParams refuses temperatures outside 0..2 and raises those in (0, 0.01) to 0.01,
 # against nan/inf in the probabilities (vllm/sampling_params.py, _MAX_TEMP, vllm 0.32).
 MIN_TEMPERATURE, MAX_TEMPERATURE = 1e-2, 2.0
+MAX_SEED = 2**32 - 1  # numpy's legacy seeding and repro's --seed take at most 32 bits
 
 
 @dataclass(frozen=True)
@@ -67,14 +72,15 @@ class SpecDecodeConfig:
         scorer = f"scorer (engine {self.engine} scores 1 + k tokens per request in one forward)"
         check_choice(scorer if v1 else "scorer", self.scorer, ("mqa",) if v1 else SCORERS)
         t = self.temperature
-        real = isinstance(t, (int, float)) and not isinstance(t, bool)
+        real = isinstance(t, numbers.Real) and not isinstance(t, bool)  # numpy scalars too
         if not (real and (t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE)):
             raise GraphlabError(
                 f"temperature={t!r}: must be 0 (greedy) or a number in "
                 f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}"
             )
+        object.__setattr__(self, "temperature", float(t))
         check_int("max_model_len", self.max_model_len, 2)
-        check_int("seed", self.seed, 0)
+        check_int("seed", self.seed, 0, MAX_SEED)
         check_choice("backend", self.backend, ("auto",) + BACKENDS)
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
         if not v1 and self.sizing.sets_capture_sizes:

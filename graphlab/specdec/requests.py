@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.batches import batch_expansion_sizes
 from graphlab.sizing.config import SizingConfig
 
@@ -122,6 +122,9 @@ class RequestLoad:
 
     def __post_init__(self):
         check_choice("load", self.kind, LOADS)
+        check_int("num_requests", self.num_requests, 1)
+        check_int("max_tokens", self.max_tokens, 1)
+        check_int("seed", self.seed, 0)
 
 
 def load_requests(

@@ -1,0 +1,251 @@
+"""The API says no like the command line: a wrong type or value at a public entry point raises one
+GraphlabError naming the argument, never a raw AttributeError or TypeError from deep inside."""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+import graphlab as g
+from graphlab.bench.export import export_csvs, write_csv_atomic
+from graphlab.cli import main
+from graphlab.cli.arguments import positive_float
+from graphlab.engine.runner import REPLAY_RTOL, replay_check
+from graphlab.errors import GraphlabError, check_float, check_sizes
+from graphlab.sizing.plan_inputs import read_graph_memory, read_latency
+
+CFG = g.SizingConfig(8, 2)
+FRAME = pd.DataFrame({"a": [1]})
+
+SIZING_CALLS = {
+    "plan max_capture_size=0": (
+        lambda: g.plan("vllm-0.33.0", CFG, max_capture_size=0),
+        "max_capture_size",
+    ),
+    "plan max_capture_size=12.5": (
+        lambda: g.plan("vllm-0.33.0", CFG, max_capture_size=12.5),
+        "max_capture_size",
+    ),
+    "plan max_capture_size='8'": (
+        lambda: g.plan("vllm-0.33.0", CFG, max_capture_size="8"),
+        "max_capture_size",
+    ),
+    "plan cfg=None": (lambda: g.plan("vllm-0.33.0", None), "cfg must be a SizingConfig"),
+    "plan cfg=dict": (
+        lambda: g.plan("vllm-0.33.0", {"max_num_seqs": 8}),
+        "cfg must be a SizingConfig",
+    ),
+    "plan budget=None": (
+        lambda: g.plan("vllm-0.33.0", CFG, budget=None),
+        "budget must be a Budget",
+    ),
+    "plan workload=list": (lambda: g.plan("vllm-0.33.0", CFG, workload=[1, 2]), "workload"),
+    "plan latency strings": (lambda: g.plan("vllm-0.33.0", CFG, latency=("1", "2")), "latency"),
+    "plan memory=str": (lambda: g.plan("vllm-0.33.0", CFG, memory="x"), "memory"),
+    "audit cfg=None": (lambda: g.audit("vllm-0.5.5", None), "cfg must be a SizingConfig"),
+    "audit cfg=dict": (lambda: g.audit("vllm-0.5.5", {"max_num_seqs": 8}), "cfg must be"),
+    "audit_table cfg=None": (lambda: g.audit_table(["vllm-0.5.5"], None), "cfg must be"),
+    "crash_map sizes iterator": (
+        lambda: g.crash_map("vllm-0.5.5", iter([1, 2]), range(2)),
+        "max_num_seqs_range",
+    ),
+    "crash_map k as text": (lambda: g.crash_map("vllm-0.5.5", range(1, 3), "01"), "k_range"),
+    "decode_graph_sizes cfg=None": (
+        lambda: g.decode_graph_sizes("vllm-0.33.0", None),
+        "cfg must be",
+    ),
+    "reachable_batch_sizes cfg=None": (
+        lambda: g.reachable_batch_sizes("vllm-0.6.0", None),
+        "cfg must be",
+    ),
+    "batch_expansion_sizes cfg=None": (lambda: g.batch_expansion_sizes(None), "cfg must be"),
+    "capture sizes dict": (
+        lambda: g.SizingConfig(8, cudagraph_capture_sizes={8: 1}),
+        "cudagraph_capture_sizes",
+    ),
+    "capture sizes iterator": (
+        lambda: g.SizingConfig(8, cudagraph_capture_sizes=iter([8])),
+        "cudagraph_capture_sizes",
+    ),
+    "capture sizes empty": (lambda: g.SizingConfig(8, cudagraph_capture_sizes=[]), "non-empty"),
+}
+
+
+@pytest.mark.parametrize("call, named", SIZING_CALLS.values(), ids=SIZING_CALLS)
+def test_sizing_entry_points_refuse_bad_arguments_by_name(call, named):
+    with pytest.raises(GraphlabError, match=named):
+        call()
+
+
+@pytest.fixture(scope="module")
+def model():
+    return g.build_model("tiny")
+
+
+TORCH_CALLS = {
+    "export_csvs escaping name": (lambda m, d: export_csvs({"../escaped": FRAME}, d), "frame name"),
+    "export_csvs empty name": (lambda m, d: export_csvs({"": FRAME}, d), "frame name"),
+    "export_csvs a list": (lambda m, d: export_csvs([FRAME], d), "frames must be a dict"),
+    "export_csvs frame None": (
+        lambda m, d: export_csvs({"x": None}, d),
+        "frame must be a DataFrame",
+    ),
+    "export_csvs out None": (lambda m, d: export_csvs({"x": FRAME}, None), "out must be"),
+    "graph_size 2.5": (
+        lambda m, d: write_csv_atomic(pd.DataFrame({"graph_size": [2.5]}), d / "g.csv"),
+        "graph_size",
+    ),
+    "seed 2**64": (lambda m, d: g.SpecDecodeConfig(CFG, seed=2**64), "seed"),
+    "SpecDecodeConfig sizing None": (lambda m, d: g.SpecDecodeConfig(None), "sizing"),
+    "SpecDecodeConfig sizing dict": (
+        lambda m, d: g.SpecDecodeConfig({"max_num_seqs": 4}),
+        "sizing",
+    ),
+    "temperature text": (lambda m, d: g.SpecDecodeConfig(CFG, temperature="0.5"), "temperature"),
+    "run_speculative config None": (lambda m, d: g.run_speculative(None), "config must be"),
+    "run_speculative load dict": (
+        lambda m, d: g.run_speculative(g.SpecDecodeConfig(CFG), {"a": 1}),
+        "load must be",
+    ),
+    "RequestLoad count text": (lambda m, d: g.RequestLoad(num_requests="3"), "num_requests"),
+    "make_runner cfg None": (lambda m, d: g.make_runner(m, "vllm-0.6.0", None), "cfg must be"),
+    "make_runner model text": (
+        lambda m, d: g.make_runner("tiny", "vllm-0.6.0", CFG),
+        "model must be",
+    ),
+    "latency_rows cfg dict": (
+        lambda m, d: g.latency_rows(m, "vllm-0.6.0", {"a": 1}),
+        "cfg must be",
+    ),
+    "uniform_decode_batch text": (lambda m, d: g.uniform_decode_batch("2", 1, m, 0), "num_reqs"),
+    "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
+    "build_model seed -1": (lambda m, d: g.build_model("tiny", seed=-1), "seed"),
+    "guard_cost cfg None": (lambda m, d: g.guard_cost(m, None), "cfg must be"),
+    "eager_ratio None": (lambda m, d: g.eager_ratio(None), "frame must be"),
+    "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
+}
+
+
+@pytest.mark.parametrize("call, named", TORCH_CALLS.values(), ids=TORCH_CALLS)
+def test_torch_entry_points_refuse_bad_arguments_by_name(call, named, model, tmp_path):
+    with pytest.raises(GraphlabError, match=named):
+        call(model, tmp_path)
+    assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "escaped.csv").exists()
+
+
+def test_a_numpy_temperature_is_a_temperature():
+    config = g.SpecDecodeConfig(CFG, temperature=np.float32(0.5))
+    assert config.temperature == 0.5 and type(config.temperature) is float
+
+
+def test_the_check_family_takes_numpy_values_and_refuses_lookalikes():
+    assert check_sizes("sizes", np.array([1, 8]), 1) == (1, 8)
+    assert check_float("x", np.float64(2.0), 0) == 2.0
+    for bad in (True, "1", float("inf"), float("nan")):
+        with pytest.raises(GraphlabError, match="x must be a finite number"):
+            check_float("x", bad, 0)
+    for bad in ({1: 2}, {1, 2}, iter([1]), "12", (1, 0)):
+        with pytest.raises(GraphlabError, match="sizes"):
+            check_sizes("sizes", bad, 1)
+
+
+# ---- plan's input CSVs, read whole --------------------------------------------------------------
+
+LATENCY = (
+    "batch_unit,engine,model,dtype,num_speculative_tokens,mode,backend,batch_size,path,graph_size,median_ms\n"
+    "tokens,vllm-0.33.0,tiny,float32,0,graph,cpu-emulated,1,full,1,1.0\n"
+    "tokens,vllm-0.33.0,tiny,float32,0,eager,cpu-emulated,1,eager,,2.0\n"
+    "rows,vllm-0.6.0,tiny,float32,0,graph,cpu-emulated,1,graph,1,{v0}\n"
+)
+MEMORY = (
+    "batch_unit,engine,model,dtype,num_speculative_tokens,capture_size,memory_bytes,memory_kind,predicted_bytes,graph_pool\n"
+    "tokens,vllm-0.33.0,tiny,float32,0,1,100,predicted,100,shared\n"
+    "rows,vllm-0.6.0,tiny,float32,0,1,100,predicted,{v0},shared\n"
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("value", ["fast", "-1", "inf", ""])
+def test_a_bad_latency_in_a_row_the_planner_drops_is_refused(value, tmp_path):
+    path = tmp_path / "latency.csv"
+    path.write_text(LATENCY.format(v0=value))
+    with pytest.raises(GraphlabError, match="line 4|median_ms"):
+        read_latency(path)
+    path.write_text(LATENCY.format(v0="3.0"))
+    assert read_latency(path)[0].values.tolist() == [1.0]  # the V1 rows, V0's dropped
+
+
+@pytest.mark.parametrize("value", ["-100", str(2**62), ""])
+def test_a_bad_predicted_bytes_in_a_row_the_planner_drops_is_refused(value, tmp_path):
+    path = tmp_path / "graph_memory.csv"
+    path.write_text(MEMORY.format(v0=value))
+    with pytest.raises(GraphlabError, match="predicted_bytes"):
+        read_graph_memory(path)
+
+
+def test_a_row_with_an_extra_field_names_its_line(tmp_path):
+    path = tmp_path / "latency.csv"
+    rows = LATENCY.format(v0="3.0").splitlines()
+    rows[1] += ",9.0"  # the first data row: pandas would shift every column by one
+    path.write_text("\n".join(rows) + "\n")
+    with pytest.raises(GraphlabError, match="line 2 has 12 fields, the header 11"):
+        read_latency(path)
+
+
+# ---- the three mutants that survived the suite ------------------------------------------------
+
+
+def test_memory_mib_refuses_inf_and_nan_at_argparse():
+    for value in ("inf", "nan", "0", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match=f"a finite number > 0, got '{value}'"):
+            positive_float(value)
+    assert positive_float("1e3") == 1000.0
+
+
+def test_memory_mib_inf_is_the_command_lines_own_message(tmp_path, capsys):
+    memory = tmp_path / "graph_memory.csv"
+    memory.write_text(MEMORY.format(v0="100"))
+    argv = ["plan", "--max-num-seqs", "8", "--memory-mib", "inf", "--graph-memory", str(memory)]
+    assert main(argv) == 2
+    assert capsys.readouterr().err == (
+        "error: argument --memory-mib: must be a finite number > 0, got 'inf'\n"
+    )
+
+
+@pytest.mark.parametrize("dtype", list(REPLAY_RTOL))
+def test_a_replay_that_differs_from_eager_is_flagged(dtype):
+    eager = torch.linspace(-10, 10, 64).to(dtype)
+    close = eager.float() + 0.25 * REPLAY_RTOL[dtype] * 10  # a quarter of the tolerance
+    far = eager.float() + 0.1 * 10  # 10% of the largest logit: a wrong graph, not rounding
+    assert replay_check(close, eager, dtype)["replay_matches_eager"]
+    checked = replay_check(far, eager, dtype)
+    assert not checked["replay_matches_eager"]
+    assert checked["logit_tolerance"] == pytest.approx(REPLAY_RTOL[dtype] * 10)
+    assert REPLAY_RTOL[dtype] <= 2.0**-4  # at most 16 half-precision steps of the largest logit
+
+
+# ---- fast refusals -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["repro", "--temperature", "5", "--device", "cpu"],
+        ["repro", "--engine", "vllm-0.6.0", "--cudagraph-mode", "FULL", "--device", "cpu"],
+    ],
+)
+def test_repro_refuses_bad_arguments_without_importing_torch(argv):
+    code = (
+        "import sys\nfrom graphlab.cli import main\nstatus = main(sys.argv[1:])\n"
+        "assert 'torch' not in sys.modules, 'torch was imported'\nsys.exit(status)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
