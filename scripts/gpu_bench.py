@@ -28,7 +28,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab import bench
-from graphlab.bench.export import read_csv, write_csv_atomic
+from graphlab.bench.export import partial_path, read_csv, write_csv_atomic
 from graphlab.bench.targets import (
     expected_engines,
     loop_memory,
@@ -133,7 +133,11 @@ def run_sweeps(args) -> int:
 
 
 def _read(out: Path, name: str) -> pd.DataFrame | None:
-    return read_csv(out / name) if (out / name).is_file() else None
+    """The sweep's CSV, else the rows a stopped sweep left in its partial CSV (then incomplete)."""
+    for path in (out / f"{name}.csv", partial_path(out, name)):
+        if path.is_file():
+            return read_csv(path)
+    return None
 
 
 def _table(frame: pd.DataFrame) -> str:
@@ -159,7 +163,7 @@ def _expected(args) -> dict[str, tuple[str, ...]]:
 def report(args) -> int:
     """Print the headline, bandwidth and predictor accuracy, the rows missing, then the target
     table; 1 if a row is missing or a replay missed eager."""
-    csvs = {name: _read(args.out, f"{name}.csv") for name in _expected(args)}
+    csvs = {name: _read(args.out, name) for name in _expected(args)}
     gaps = [
         f"{name.split('/')[0]}/{gap}"
         for name, engines in _expected(args).items()

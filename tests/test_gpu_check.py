@@ -16,6 +16,7 @@ import torch
 
 from graphlab import bench
 from graphlab.bench import targets as gpu_targets
+from graphlab.bench.export import partial_path
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCKED = ("tqdm", "safetensors", "vllm", "papermill", "transformers")
@@ -309,7 +310,8 @@ def test_an_interrupted_sweep_keeps_the_finished_csvs(tmp_path, monkeypatch):
         )
     memory = pd.read_csv(tmp_path / "graph_memory.csv")
     assert set(memory["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
-    latency = pd.read_csv(tmp_path / "latency.csv")
+    assert not (tmp_path / "latency.csv").exists()  # the finished engine's rows, marked partial
+    latency = pd.read_csv(partial_path(tmp_path, "latency"))
     assert set(latency["engine"]) == {bench.LATENCY_ENGINE}
     assert sorted(set(latency["batch_size"])) == [1, 2, 25] and len(latency) == 6
     assert not list(tmp_path.glob(".*.tmp"))  # no half-written file
