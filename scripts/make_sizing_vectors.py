@@ -40,9 +40,21 @@ DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
 # (0.5.4: the 0.5 guard; 0.6.3: the MQA scorer's release; 0.15.1 and 0.16.0: 0.13's rules through
-# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules).
-V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3")
-V1_VERSIONS = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
+# a rewritten dispatcher; 0.14.x runs 0.13.0's functions unchanged; 0.19.0: 0.18's rules;
+# 0.20.0: rounding in resolve_cudagraph_mode_and_sizes; 0.21.0: 0.20.1's rules; 0.6.6.post1 and
+# 0.7.3: V0 sized in vllm/config.py, as from 0.6.5).
+V0_VERSIONS = ("0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1", "0.7.3")
+V1_VERSIONS = (
+    "0.12.0",
+    "0.13.0",
+    "0.15.1",
+    "0.16.0",
+    "0.17.0",
+    "0.18.0",
+    "0.19.0",
+    "0.20.0",
+    "0.21.0",
+)
 # cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
@@ -62,8 +74,9 @@ MAX_NUM_SEQS = tuple(
 )
 NUM_SPECULATIVE_TOKENS = tuple(range(9))
 MAX_NUM_BATCHED_TOKENS = (None, 256, 512, 2048, 8192)
-# Releases past 0.13.0 (read for the version map): the default and one budget below the ceiling.
-LATER_MAX_NUM_BATCHED_TOKENS = (None, 512)
+# Releases past 0.13.0 (read for the version map): the default and two budgets below the ceiling
+# (300 is off the grid: 0.20.1 on capture it).
+LATER_MAX_NUM_BATCHED_TOKENS = (None, 300, 512)
 # Sampling of n per vector (see sample_batch_sizes); limit edges beyond the cap still count.
 EDGE_BATCH_SIZES = (1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17)
 SAMPLE_CAP = 300
@@ -262,8 +275,64 @@ def sample_batch_sizes(
 V0_MEMBER = "vllm/worker/model_runner.py"
 
 
+def v0_config_sizing(src: WheelSource):
+    """0.6.5 on: runner(S) and pad(runner, n) from vllm/config.py's VllmConfig._set_cudagraph_sizes
+    (the V0 branch), CompilationConfig.init_with_cudagraph_sizes and VllmConfig.pad_for_cudagraph;
+    the runner's max_batchsize_to_capture is compilation_config.max_capture_size (its __init__)."""
+    config = "vllm/config.py"
+    names = {"envs": ns(VLLM_USE_V1=False), "logger": _Logger()}
+    cc_cls = type(
+        "CompilationConfig",
+        (),
+        src.exec_defs(config, ["init_with_cudagraph_sizes"], dict(names), cls="CompilationConfig"),
+    )
+    vc_cls = type(
+        "VllmConfig",
+        (),
+        src.exec_defs(
+            config, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(names), cls="VllmConfig"
+        ),
+    )
+
+    def runner(max_num_seqs: int):
+        cc = cc_cls()
+        cc.__dict__.update(
+            cudagraph_capture_sizes=None, candidate_compile_sizes=None, compile_sizes=None
+        )
+        vc = vc_cls()
+        vc.__dict__.update(
+            scheduler_config=ns(max_num_seqs=max_num_seqs),
+            model_config=ns(enforce_eager=False),
+            compilation_config=cc,
+        )
+        vc._set_cudagraph_sizes()
+        return ns(
+            model_config=vc.model_config,
+            max_seq_len_to_capture=8192,
+            max_batchsize_to_capture=cc.max_capture_size,
+            vllm_config=vc,
+        )
+
+    return runner, lambda r, n: r.vllm_config.pad_for_cudagraph(n)
+
+
 def v0_engine(src: WheelSource):
     """capture_sizes(S), graph_limit(S) and dispatch(n, ...) built from one V0 model_runner.py."""
+    if not src.has(V0_MEMBER, "_BATCH_SIZES_TO_CAPTURE"):  # 0.6.5 on: sized in vllm/config.py
+        runner, pad = v0_config_sizing(src)
+        module_ns = src.exec_defs(
+            V0_MEMBER, ["_use_captured_graph"], {}, cls="ModelInputForGPUBuilder"
+        )
+        return _v0_functions(
+            runner,
+            # 0.7.0 renamed the captured list capture_sizes -> cudagraph_capture_sizes
+            lambda s: sorted(
+                vars(runner(s).vllm_config.compilation_config).get("capture_sizes")
+                or runner(s).vllm_config.compilation_config.cudagraph_capture_sizes
+            ),
+            pad,
+            module_ns["_use_captured_graph"],
+        )
     names = ["_BATCH_SIZE_ALIGNMENT", "_BATCH_SIZES_TO_CAPTURE", "_get_graph_batch_size"]
     if src.has(V0_MEMBER, "_get_max_graph_batch_size"):
         names.append("_get_max_graph_batch_size")
@@ -299,9 +368,20 @@ def v0_engine(src: WheelSource):
         local["graph_batch_size"] = evaluate(capture_exprs[0], local)
         return sorted(evaluate(capture_exprs[1], local))
 
+    return _v0_functions(
+        runner,
+        capture_sizes,
+        lambda _, n: module_ns["_get_graph_batch_size"](n),
+        module_ns["_use_captured_graph"],
+    )
+
+
+def _v0_functions(runner, capture_sizes, pad, verbatim):
+    """graph_limit and dispatch from a release's runner stand-in, its padding and its verbatim
+    _use_captured_graph."""
+
     def use(builder, n: int) -> bool:
         # 0.6.3 added a decode_only parameter; the others read builder.decode_only.
-        verbatim = module_ns["_use_captured_graph"]
         if "decode_only" in verbatim.__code__.co_varnames[: verbatim.__code__.co_argcount]:
             return verbatim(builder, n, True, 1)
         return verbatim(builder, n, 1)
@@ -318,7 +398,7 @@ def v0_engine(src: WheelSource):
         builder = ns(decode_only=True, runner=runner(max_num_seqs))
         if not use(builder, n):
             return [n, "eager", None, None]
-        graph_batch_size = module_ns["_get_graph_batch_size"](n)
+        graph_batch_size = pad(builder.runner, n)
         try:
             graph_runners[graph_batch_size]  # execute_model: self.graph_runners[ve][size]
         except KeyError as exc:
@@ -420,10 +500,12 @@ def v1_engine(src: WheelSource):
             return node.test
         return None
 
+    # 0.20.0 moved the rounding into CompilationConfig.resolve_cudagraph_mode_and_sizes.
+    resolves = src.has(comp, "resolve_cudagraph_mode_and_sizes", "CompilationConfig")
     adjust_test = src.expr(
-        runner,
-        "_check_and_update_cudagraph_mode",
-        "GPUModelRunner",
+        comp if resolves else runner,
+        "resolve_cudagraph_mode_and_sizes" if resolves else "_check_and_update_cudagraph_mode",
+        "CompilationConfig" if resolves else "GPUModelRunner",
         adjust_pick,
         "if-test guarding adjust_cudagraph_sizes_for_spec_decode",
     )
@@ -456,8 +538,15 @@ def v1_engine(src: WheelSource):
         engine_args.get_batch_defaults = types.MethodType(
             args_ns["get_batch_defaults"], engine_args
         )
-        args_ns["_set_default_max_num_seqs_and_batched_tokens_args"](
-            engine_args, usage.OPENAI_API_SERVER, ns(max_model_len=STAND_IN_MAX_MODEL_LEN)
+        set_defaults = args_ns["_set_default_max_num_seqs_and_batched_tokens_args"]
+        extra = ()
+        if "parallel_config" in set_defaults.__code__.co_varnames:  # 0.20.0 on: no batched DP MoE
+            extra = (ns(use_batched_dp_moe=False),)
+        set_defaults(
+            engine_args,
+            usage.OPENAI_API_SERVER,
+            ns(max_model_len=STAND_IN_MAX_MODEL_LEN),
+            *extra,
         )
         scheduler = ns(
             max_num_batched_tokens=engine_args.max_num_batched_tokens,
@@ -508,6 +597,7 @@ def v1_engine(src: WheelSource):
                 "cudagraph_mode": cc.cudagraph_mode,
                 "CUDAGraphMode": mode,
                 "self": ns(uniform_decode_query_len=q),
+                "uniform_decode_query_len": q,  # a parameter of resolve_cudagraph_mode_and_sizes
             },
         ):
             cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
@@ -716,7 +806,7 @@ NOTES = (
     "listed under startup_errors, not vectors. "
     f"Grid: max_num_seqs in {list(MAX_NUM_SEQS)}, num_speculative_tokens 0..8, "
     "max_num_batched_tokens (V1) in [null, 256, 512, 2048, 8192] (V0 records null; V1 releases "
-    "after 0.13.0: [null, 512]). "
+    "after 0.13.0: [null, 300, 512]). "
     f"Sample of n per vector, within 1..reach (reach = max_num_seqs*(k+1), the most rows "
     f"(V0) or tokens (V1) a decode step can send): {list(EDGE_BATCH_SIZES)}, the graph limit L "
     f"and L+1, the largest captured size c_max and c_max+1, max_num_seqs and +1, B*(k+1) for "
@@ -738,8 +828,15 @@ NOTES = (
     "Configs refused at start-up are left out. "
     "0.5.4, 0.6.3, 0.15.1, 0.16.0 and 0.19.0 stand for the wider release ranges of "
     "graphlab.sizing.versions; 0.6.3's _use_captured_graph takes decode_only as an argument "
-    "(passed True). From 0.16.0 the padding table lives in CudagraphDispatcher "
-    "(_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph is gone: there the "
+    "(passed True). 0.6.6.post1 and 0.7.3 (as from 0.6.5) size V0 graphs in vllm/config.py: "
+    "verbatim "
+    "VllmConfig._set_cudagraph_sizes (envs.VLLM_USE_V1 False, its V0 default), "
+    "CompilationConfig.init_with_cudagraph_sizes (no user sizes) and VllmConfig.pad_for_cudagraph, "
+    "with the runner's max_batchsize_to_capture = compilation_config.max_capture_size (0.7.0 "
+    "renamed the captured list to cudagraph_capture_sizes) and the "
+    "padded size looked up among the captured sizes. From 0.16.0 the padding table lives in "
+    "CudagraphDispatcher (_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph "
+    "is gone: there the "
     "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do."
 )
 

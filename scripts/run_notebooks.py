@@ -45,7 +45,14 @@ EXPECTED = {
     "01_cuda_graphs_first_principles": Expected(2, ("padding.png", "graph_pool.png")),
     "02_the_crash": Expected(1, ("traceback.txt", "crash_dispatch.csv", "crash.json")),
     "03_the_guard_fix": Expected(
-        3, ("guard_steps.csv", "guard_timeline.png", "guard_latency.csv", "guard_latency.png")
+        3,
+        (
+            "guard_steps.csv",
+            "guard_timeline.png",
+            "guard_latency.csv",
+            "guard_price.csv",
+            "guard_latency.png",
+        ),
     ),
     "04_adaptive_sizing": Expected(
         6,
@@ -58,6 +65,7 @@ EXPECTED = {
             "adaptive_price.png",
             "vllm_v1_graph_fraction.png",
             "v1_verify_cliff.png",
+            "v1_verify_samples.csv",
         ),
     ),
     "05_latency_and_memory": Expected(
@@ -76,6 +84,9 @@ EXPECTED = {
         reference_figures=True,
     ),
     "06_capture_size_planner": Expected(2, ("plan_vs_default.png",)),
+    "07_your_deployment": Expected(
+        2, ("vllm.log", "logged_steps.png", "gpu_shaped.log", "gpu_shaped_steps.png")
+    ),
 }
 IMAGE_TYPES = ("image/png", "image/svg+xml")
 
@@ -206,9 +217,44 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this notebook (name without .ipynb); repeatable",
     )
     args = parser.parse_args(argv)
+    before = os.getloadavg()[0]
     results = run_notebooks(args.out, args.ci, args.only)
     print(summary(results))
+    path = record_times(results, args.out, args.ci, before)
+    print(f"times recorded in {path}")
     return 0 if all(r.ok for r in results) else 1
+
+
+def record_times(results: list[Result], out: Path, ci: bool, load_before: float) -> Path:
+    """<out>/notebook_times.json: each notebook's seconds and status, their total, and the
+    machine they ran on (CPU, cores, load average before and after): what the README quotes."""
+    import platform
+
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    record = {
+        "ci": ci,
+        "machine": f"{_cpu_name() or platform.machine()}, {cpus} cores",
+        "load_avg_1m_before": round(load_before, 2),
+        "load_avg_1m_after": round(os.getloadavg()[0], 2),
+        "inductor_cache": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "default (/tmp)"),
+        "seconds": {r.notebook: round(r.seconds, 1) for r in results},
+        "status": {r.notebook: r.status for r in results},
+        "total_seconds": round(sum(r.seconds for r in results), 1),
+    }
+    path = Path(out) / "notebook_times.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
+    return path
+
+
+def _cpu_name() -> str:
+    """The CPU's model name from /proc/cpuinfo (Linux), else ''."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+    except OSError:
+        return ""
+    names = [line.split(":", 1)[1].strip() for line in lines if line.startswith("model name")]
+    return names[0] if names else ""
 
 
 if __name__ == "__main__":

@@ -126,7 +126,9 @@ def test_timing_stats_tell_p90_from_the_median():
 
 
 def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
-    ticks = itertools.cycle(range(1, 11))  # each (batch size, mode) times steps of 1..10 ms
+    # The two modes step in turn (ABAB...): with each tick twice, each (batch size, mode) still
+    # times steps of 1..10 ms, whatever the phase.
+    ticks = itertools.cycle([t for t in range(1, 11) for _ in range(2)])
 
     class Timer:
         def __init__(self, device):
@@ -435,7 +437,9 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     assert "crash_map.csv: 24 rows, computed on cpu" in out
     assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(f"{s}.csv" for s in bench.SWEEPS)
+    # One CSV per sweep, and the latency sweep's every timed step beside its summary rows.
+    expected = [f"{s}.csv" for s in bench.SWEEPS] + ["latency_samples.csv"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(expected)
 
 
 def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():

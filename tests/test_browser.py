@@ -286,3 +286,28 @@ def _move_the_explorer(page) -> None:
         arg=before,
         timeout=UI_S * 1000,
     )
+    _refuse_and_recover(page)
+
+
+def _refuse_and_recover(page) -> None:
+    """A V1 engine and a token budget below max_num_seqs: the refusal shows, nothing breaks,
+    and the next move answers (the explorer froze on an IndexError before)."""
+    engine = page.locator(".widget-dropdown", has_text="engine").locator("select")
+    engine.select_option("vllm-0.33.0")
+    page.locator(".widget-html-content", has_text="vllm-0.33.0").wait_for()
+    readout = page.locator(".widget-slider", has_text="max_num_batched_tokens T").locator(
+        ".widget-readout"
+    )
+    readout.click()
+    page.keyboard.press("Control+A")
+    page.keyboard.type("4")
+    page.keyboard.press("Enter")  # T = 4 < S = 9: vLLM V1 refuses to start
+    page.locator(".widget-html-content", has_text="must be greater than or equal").wait_for()
+    handle = page.locator(".widget-slider", has_text="max_num_seqs S").locator(".noUi-handle")
+    handle.focus()
+    for _ in range(6):
+        page.keyboard.press("ArrowLeft")  # S: 9 -> 3, then T = 4 >= S: answered again
+    page.locator(".widget-html-content", has_text="max_num_seqs = 3,").wait_for()
+    assert "refuses" not in page.locator(".widget-html-content", has_text="reachable").inner_text()
+    state = page.evaluate(STATE_JS)
+    assert state["errors"] == [], state["errors"]

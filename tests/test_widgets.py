@@ -242,3 +242,20 @@ def test_slider_ends_are_accepted_and_values_past_them_refused():
             match=r"max_num_batched_tokens \(or None\) must be an integer in 1..16384",
         ):
             explorer("vllm-0.33.0", max_num_batched_tokens=bad)
+
+
+def test_a_token_budget_below_max_num_seqs_shows_the_refusal_and_later_controls_answer():
+    ex = explorer("vllm-0.33.0", 8, 4)
+    ex.controls["max_num_batched_tokens"].value = 4  # T < S: vLLM V1 refuses to start
+    refusal = "max_num_batched_tokens (4) must be greater than or equal to max_num_seqs (8)"
+    assert refusal in ex.summary.value and refusal in ex.view.padded.get_title()
+    assert "refuses to start" in ex.view.padded.get_title()
+    assert ex.png.startswith(b"\x89PNG")
+    ex.controls["max_num_batched_tokens"].value = 64  # a later control still answers
+    assert ex.state.max_num_batched_tokens == 64 and "refuses" not in ex.summary.value
+    assert "8 reachable" in ex.summary.value and "refuses" not in ex.view.padded.get_title()
+
+
+def test_the_strip_names_its_unreachable_sizes():
+    ex = StaticExplorer(ExplorerState("vllm-0.5.5", 8, 4))
+    assert "no batch reaches n (white)" in ex.view.strip.get_xlabel()

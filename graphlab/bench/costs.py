@@ -1,9 +1,10 @@
 """What the two fixes cost, measured on this machine's backend: the data behind notebooks 03, 04.
 
-`guard_cost` times the decode step of a V0 engine (the guard) at every batch size its scorer can
-send, in eager and graph mode, and beside it the same sizes replayed by an engine that captures
-them all (adaptive); at the batch sizes the guard runs eagerly, its step time over the covering
-engine's replayed step is the guard's price per step (`eager_ratio`). On CUDA a replay is a CUDA
+`guard_cost` times the decode step of a V0 engine (the guard) and of an engine that captures every
+size (adaptive), both in graph mode, stepping in turn at every batch size the scorer can send, and
+keeps each sample; `eager_ratio` turns them into the guard's price per size (its step over the
+covering engine's, with a bootstrap interval and the verdict of graphlab.bench.stats), and
+`guard_run_cost` into the milliseconds a run paid at the sizes it met. On CUDA a replay is a CUDA
 graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph.
 
 `adaptive_price` is the other side: per k, the coverage adaptive sizing gains over the guard
@@ -16,14 +17,38 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from graphlab.bench.measurements import capture_records, capture_summary, latency_rows
+from graphlab.bench.measurements import batch_of, capture_records, capture_summary
 from graphlab.bench.provenance import provenance, with_provenance
+from graphlab.bench.sampling import (
+    compared_steps,
+    comparison_columns,
+    interleaved_steps,
+    sample_rows,
+)
+from graphlab.bench.stats import (
+    FASTER,
+    NO_DIFFERENCE,
+    SLOWER,
+    Comparison,
+    compare,
+    load_warning,
+    machine_load,
+    median_ci,
+    pooled,
+)
 from graphlab.engine.device import resolve_backend
+from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
+from graphlab.sizing.plan import uniform_workload
+from graphlab.sizing.plan_inputs import SizeTable
+from graphlab.sizing.plan_result import evaluate
+
+# What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
+PROVENANCE_COLUMNS = ("backend", "device", "model", "dtype", "load_avg_1m", "cpus")
 
 
 def guard_cost(
@@ -34,37 +59,80 @@ def guard_cost(
     repeats: int = 10,
     warmup: int = 3,
     backend: str = "auto",
+    precision: float | None = 0.05,
+    preset: str = "custom",
 ) -> pd.DataFrame:
-    """Latency rows (latency.csv's columns) of `engine` and `covering` at batch sizes
-    1..max_num_seqs * (1 + k), with provenance; the model's cache needs that many slots."""
-    sizes = range(
-        1, check_instance("cfg", cfg, SizingConfig).max_num_seqs * cfg.decode_query_len + 1
-    )
-    rows = [
-        row
-        for name in (engine, covering)
-        for row in latency_rows(model, name, cfg, sizes, repeats, warmup, backend)
-    ]
-    # Each row keeps its own backend (latency_rows resolves "auto"); the block adds the rest.
-    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+    """Every timed step (long format: engine, batch_size, path, sample, time_ms, load) of
+    `engine` and `covering`, both in graph mode, at batch sizes 1..max_num_seqs * (1 + k),
+    the two stepping in turn (interleaved_steps, to `precision` at the sizes `engine` runs
+    eagerly), with provenance (`preset`: the model's name); the model's cache needs that many
+    slots."""
+    check_instance("cfg", cfg, SizingConfig)
+    backend = resolve_backend(backend, model.device, "costs").name
+    runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
+    for runner in runners.values():
+        runner.capture_model()
+    rows = []
+    for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
+        batch = batch_of(runners[engine], size)
+        eager = runners[engine].execute_model(*batch)[1].path == "eager"
+        load = machine_load()
+        steps = interleaved_steps(runners, batch, repeats, warmup, precision if eager else None)
+        rows += sample_rows(
+            steps, "engine", batch_size=size, backend=runners[engine].backend.name, **load
+        )
+    prov = provenance(model.device, dtype=str(model.dtype), model=preset)
+    return with_provenance(rows, prov)
 
 
 def eager_ratio(
-    frame: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
+    samples: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
 ) -> pd.DataFrame:
-    """Per batch size `engine` runs eagerly in graph mode: its median step, the covering
-    engine's replayed step, and their ratio (the guard's price per step at that size)."""
-    graph_mode = frame[check_instance("frame", frame, pd.DataFrame)["mode"] == "graph"]
-    mine = graph_mode[(graph_mode.engine == engine) & (graph_mode.path == "eager")]
-    theirs = graph_mode[(graph_mode.engine == covering) & (graph_mode.path == "graph")]
-    table = mine.set_index("batch_size")[["median_ms"]].join(
-        theirs.set_index("batch_size")[["median_ms"]],
-        lsuffix="_eager",
-        rsuffix="_replayed",
-        how="inner",
+    """Per batch size, from guard_cost's samples: each engine's median step with its bootstrap
+    interval and path, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
+    the guard's price per step at that size; the provenance columns of the samples."""
+    rows = []
+    for size, at in check_instance("samples", samples, pd.DataFrame).groupby("batch_size"):
+        mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))
+        row = dict(
+            batch_size=size,
+            path=mine.path.iloc[0],
+            covering_path=theirs.path.iloc[0],
+            **{c: at[c].iloc[0] for c in PROVENANCE_COLUMNS if c in at},
+        )
+        for name, part in (("guard", mine), ("covering", theirs)):
+            median, low, high = median_ci(part.time_ms)
+            row |= {f"{name}_ms": median, f"{name}_ci_low": low, f"{name}_ci_high": high}
+        comparison = compare(mine.time_ms.to_numpy(), theirs.time_ms.to_numpy())
+        rows.append(row | comparison_columns(comparison, "guard_over") | {"samples": len(mine)})
+    return pd.DataFrame(rows).set_index("batch_size")
+
+
+def guard_run_cost(
+    samples: pd.DataFrame,
+    steps_met,
+    engine: str = "vllm-0.6.0",
+    covering: str = "adaptive",
+) -> dict:
+    """What the guard cost over a run, from guard_cost's samples and {batch size: steps} the
+    run met: `ms`, the sum of steps x (guard's median step - covering's) with its bootstrap
+    interval (ms_ci_low, ms_ci_high), and the pooled comparison of the two engines' time over
+    those steps (guard_over_*: ratio, interval, verdict, and its `sentence`); the
+    milliseconds' interval and the ratio's come from the same resamples, so they agree."""
+    steps_met, groups = {int(n): int(c) for n, c in dict(steps_met).items()}, []
+    for size, count in steps_met.items():
+        at = samples[samples.batch_size == size]
+        mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))
+        groups.append((mine.time_ms.to_numpy(), theirs.time_ms.to_numpy(), int(count)))
+    comparison, (total, low, high) = pooled(groups)
+    return dict(
+        ms=total,
+        ms_ci_low=low,
+        ms_ci_high=high,
+        steps=int(sum(steps_met.values())),
+        **comparison_columns(comparison, "guard_over"),
+        sentence=comparison.sentence("the guard's step", "adaptive's at the same sizes"),
     )
-    table["eager_over_replayed"] = table["median_ms_eager"] / table["median_ms_replayed"]
-    return table
 
 
 def adaptive_price(
@@ -79,8 +147,9 @@ def adaptive_price(
 ) -> pd.DataFrame:
     """One row per (k, engine): coverage of the scorer's reachable batches (graph and eager
     fraction, from the sizing rules), graphs captured, their capture time on `model` (capture
-    plus warm-up steps summed over the list, compile included where a size compiles; median of
-    `repeats` captures) and graph memory (measured on CUDA, predicted otherwise), with
+    plus warm-up steps summed over the list; median of `repeats` captures, the engines of one k
+    capturing in turn; each engine after the first against it: capture_over_first_* and
+    capture_sentence) and graph memory (measured on CUDA, predicted otherwise), with
     provenance (`preset`: the model's name). Captures write only the pad slot.
 
     First one warm-up capture of the longest list (its time is the warmup_capture_ms column):
@@ -91,35 +160,233 @@ def adaptive_price(
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
     backend = resolve_backend(backend, model.device, "costs").name
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
+    engines = list(engines)
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
     warmup = capture_records(model, longest[1], longest[2], backend, graph_pool)
     warmup_ms = capture_summary(warmup, graph_pool)["capture_ms"]
     rows = []
-    for k, engine, cfg in configs:
+    for k in ks:
+        cfg, costs = SizingConfig(max_num_seqs, k), {engine: [] for engine in engines}
+        for _ in range(repeats):  # the engines capture in turn: a pair shares its moment's load
+            for engine in engines:
+                records = capture_records(model, engine, cfg, backend, graph_pool)
+                costs[engine].append(capture_summary(records, graph_pool))
+        first = [c["capture_ms"] for c in costs[engines[0]]]
+        for engine in engines:
+            summary, cost = audit(engine, cfg).summary, costs[engine][-1]
+            times = [c["capture_ms"] for c in costs[engine]]
+            versus = compare(times, first) if engine != engines[0] else None
+            rows.append(
+                dict(
+                    engine=engine,
+                    max_num_seqs=max_num_seqs,
+                    num_speculative_tokens=k,
+                    num_graphs=cost["num_graphs"],
+                    largest_size=cost["largest_size"],
+                    num_reachable=summary.num_reachable,
+                    graph_fraction=summary.graph_fraction,
+                    eager_fraction=summary.eager_fraction,
+                    capture_ms=float(np.median(times)),
+                    repeats=repeats,
+                    **(comparison_columns(versus, "capture_over_first") if versus else {}),
+                    capture_sentence=(
+                        versus.sentence(f"{engine}'s capture", f"{engines[0]}'s")
+                        if versus
+                        else None
+                    ),
+                    memory_bytes=cost["memory_bytes"],
+                    memory_kind=cost["memory_kind"],
+                    graph_pool=graph_pool,
+                    compile_cache=cost["compile_cache"],
+                    warmup_capture_ms=warmup_ms,
+                )
+            )
+    prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
+    return with_provenance(rows, prov)
+
+
+def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)) -> list[str]:
+    """The lines notebook 03 prints under the guard's price: a load warning when the machine
+    was busy, the pooled comparison at the eager sizes in `window` (each size once), saying
+    plainly when the interval cannot resolve it, and the per-size verdicts counted."""
+    lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
+    eager = price[price.path == "eager"]
+    sizes = [n for n in window if n in eager.index]
+    if sizes:
+        pooled_cost = guard_run_cost(samples, dict.fromkeys(sizes, 1))
+        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {pooled_cost['sentence']}")
+        if pooled_cost["guard_over_verdict"] == NO_DIFFERENCE:
+            lines.append(
+                "This machine cannot resolve the guard's per-step price at these sizes: the "
+                "interval holds 1 under this load and noise."
+            )
+    counts = eager.guard_over_verdict.value_counts()
+    lines.append(
+        f"per size, at the {len(eager)} eager sizes (95% intervals; about 1 size in 20 crosses "
+        "by chance): "
+        + ", ".join(f"{counts.get(v, 0)} {v}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+    )
+    return [line for line in lines if line]
+
+
+def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.DataFrame:
+    """A committed latency CSV's V0 rows (batch_unit rows: never V1 tokens) at batch sizes
+    smallest..largest where graph mode replayed a graph (sizes where both modes ran eagerly
+    say nothing about a graph), one row per (model, batch_size) with eager over graph."""
+    rows = reference[reference.get("batch_unit", "rows").fillna("rows").eq("rows")]
+    near = rows[rows.batch_size.between(smallest, largest)]
+    replayed = near[(near["mode"] == "graph") & (near.path != "eager")][["model", "batch_size"]]
+    kept = near.merge(replayed, on=["model", "batch_size"])
+    table = kept.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
+    if table.empty:
+        return table.assign(**{"eager / graph": []})
+    table["eager / graph"] = table["eager"] / table["graph"]
+    return table
+
+
+def mode_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per graph-mode row of latency_rows: its size, the graph it replayed (or none),
+    and the sentence of eager mode over graph mode, verdict and interval included."""
+    lines = []
+    for _, row in rows[rows["mode"] == "graph"].iterrows():
+        unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
+        where = (
+            f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
+            if row.path != "eager"
+            else f"{row.batch_size} {unit}, no graph"
+        )
+        comparison = Comparison(
+            row.eager_over_ratio, row.eager_over_ci_low, row.eager_over_ci_high, row.repeats
+        )
+        lines.append(f"{where} ({row.path}): {comparison.sentence('eager mode', 'graph mode')}")
+    return lines
+
+
+def mode_summary(rows: pd.DataFrame) -> list[str]:
+    """Per (engine, path) of latency_rows' graph-mode rows: how many sizes' eager-over-graph
+    intervals say slower, faster or no difference beyond noise (each from its own interval)."""
+    graph_mode = rows[rows["mode"] == "graph"]
+    lines = []
+    for (engine, path), part in graph_mode.groupby(["engine", "path"], sort=False):
+        counts = part.eager_over_verdict.value_counts()
+        lines.append(
+            f"{engine}, graph mode {path} at {len(part)} sizes, eager mode against it (95% "
+            f"intervals, {part.repeats.min()}+ pairs each): "
+            + ", ".join(f"{v} at {counts.get(v, 0)}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+        )
+    return lines
+
+
+def throughput_lines(spec: pd.DataFrame) -> list[str]:
+    """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
+    run measured back to back): each engine's time per token against the engine with the
+    highest median throughput, paired by run, as the verdict's sentence."""
+    lines = []
+    for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
+        ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
+            index="run", columns="engine", values="ms_per_token"
+        )
+        best = ms.median().idxmin()
+        for other in ms.columns.drop(best):
+            comparison = compare(ms[other].to_numpy(), ms[best].to_numpy())
+            lines.append(
+                f"S={seqs}, k={k}, time per token: {comparison.sentence(other, best)}; backend "
+                f"{cell.backend.iloc[0]}"
+            )
+    return lines
+
+
+class _Scheduled:
+    """A V1 runner stepping a mixed batch: requests scheduled with num_scheduled_tokens each."""
+
+    def __init__(self, runner, num_scheduled_tokens):
+        self.runner, self.counts = runner, num_scheduled_tokens
+
+    def execute_model(self, *batch):
+        return self.runner.execute_model(*batch, self.counts)
+
+
+def piecewise_cost(
+    model: LlamaForCausalLM,
+    engine: str,
+    cfg: SizingConfig,
+    num_reqs: int,
+    repeats: int = 10,
+    warmup: int = 3,
+    precision: float | None = 0.05,
+    backend: str = "auto",
+) -> pd.DataFrame:
+    """One V1 step of num_reqs requests three ways, stepping in turn: uniform (every request
+    1 + k tokens: a FULL graph), mixed (the first request without drafts, 1 token: PIECEWISE
+    graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
+    median with interval, and (mixed, eager) its time over the FULL step's (compared_steps'
+    over_ref_*: ratio, interval, verdict, and its sentence), with provenance."""
+    backend = resolve_backend(backend, model.device, "costs").name
+    graph = make_runner(model, engine, cfg, backend=backend)
+    eager = make_runner(model, engine, cfg, backend=backend, enforce_eager=True)
+    for runner in (graph, eager):
+        runner.capture_model()
+    q = cfg.decode_query_len
+    mixed = [1] + [q] * (num_reqs - 1)
+    runners = {"uniform": graph, "mixed": _Scheduled(graph, mixed), "eager": eager}
+    rows = compared_steps(
+        runners, batch_of(graph, num_reqs), "uniform", "the uniform FULL step", repeats, warmup,
+        precision,
+    )  # fmt: skip
+    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+
+
+def capped_cost(
+    model: LlamaForCausalLM,
+    engine: str,
+    configs: dict,
+    num_reqs: int,
+    repeats: int = 10,
+    warmup: int = 3,
+    precision: float | None = 0.05,
+    backend: str = "auto",
+) -> pd.DataFrame:
+    """One uniform step of num_reqs requests under each of `configs` ({label: SizingConfig} of
+    one engine, e.g. an explicit max_cudagraph_capture_size against the default), the runners
+    stepping in turn; rows as compared_steps, each against the first config's step."""
+    backend = resolve_backend(backend, model.device, "costs").name
+    runners = {
+        label: make_runner(model, engine, c, backend=backend) for label, c in configs.items()
+    }
+    for runner in runners.values():
+        runner.capture_model()
+    first = next(iter(runners))
+    batch = batch_of(runners[first], num_reqs)
+    rows = compared_steps(runners, batch, first, f"the {first} step", repeats, warmup, precision)
+    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+
+
+def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataFrame:
+    """Per engine, every reachable batch n once: graph fraction, mean padding waste (an eager
+    step counts 0 there) and the mean step priced with measured step times (latency_rows'
+    frame: graph mode's median at each replayed size, eager mode's at each n), which charges an
+    eager step its eager time. An engine whose config crashes gets no price."""
+    graph = latency[(latency["mode"] == "graph") & (latency.path != "eager")]
+    eager = latency[(latency["mode"] == "eager") & (latency.path == "eager")]
+    backend = "/".join(sorted(latency.backend.unique()))
+    prices = (
+        SizeTable.from_series(graph.set_index("graph_size").median_ms, "graph steps", backend),
+        SizeTable.from_series(eager.set_index("batch_size").median_ms, "eager steps", backend),
+    )
+    rows = []
+    for engine in engines:
         summary = audit(engine, cfg).summary
-        costs = [
-            capture_summary(capture_records(model, engine, cfg, backend, graph_pool), graph_pool)
-            for _ in range(repeats)
-        ]
-        cost = costs[-1]  # graphs, memory and compile cache of the last capture
+        outcome = evaluate(
+            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg),
+            latency=None if summary.num_crash else prices,
+        )  # fmt: skip
         rows.append(
             dict(
                 engine=engine,
-                max_num_seqs=max_num_seqs,
-                num_speculative_tokens=k,
-                num_graphs=cost["num_graphs"],
-                largest_size=cost["largest_size"],
-                num_reachable=summary.num_reachable,
-                graph_fraction=summary.graph_fraction,
-                eager_fraction=summary.eager_fraction,
-                capture_ms=float(np.median([c["capture_ms"] for c in costs])),
-                repeats=repeats,
-                memory_bytes=cost["memory_bytes"],
-                memory_kind=cost["memory_kind"],
-                graph_pool=graph_pool,
-                compile_cache=cost["compile_cache"],
-                warmup_capture_ms=warmup_ms,
+                graph_fraction=outcome.graph_fraction,
+                mean_padding_waste=outcome.mean_padding_waste,
+                mean_step_ms=outcome.mean_step_ms,
+                priced_on=backend,
             )
         )
-    prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
-    return with_provenance(rows, prov)
+    return pd.DataFrame(rows).set_index("engine")

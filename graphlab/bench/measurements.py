@@ -5,8 +5,9 @@ guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per 
 eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
 and a SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
 (`capture_summary`, also behind notebook 04's adaptive price). The device's copy bandwidth (the
-latency rows' floor) and the timing statistics live here too. The CSV columns are documented in
-data/README.md.
+latency rows' floor) lives here too. Every timed comparison goes through
+graphlab.bench.sampling.interleaved_steps (the compared runners step in turn, to a stated
+precision). The CSV columns are documented in data/README.md.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ import numpy as np
 import pandas as pd
 import torch
 
+from graphlab.bench.sampling import comparison_columns, interleaved_steps, sample_rows, step_times
+from graphlab.bench.stats import compare, machine_load, median_ci
 from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, resolve_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
@@ -32,7 +35,7 @@ from graphlab.sizing.engines import GRAPH_POOLS, MIB
 SEED = 0
 
 
-def _batch(runner, num_reqs: int, seed: int = SEED):
+def batch_of(runner, num_reqs: int, seed: int = SEED):
     """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
     rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
     model = runner.model
@@ -64,10 +67,14 @@ def weight_bytes(model: LlamaForCausalLM) -> int:
 
 
 def timing_stats(times_ms) -> dict:
-    """median_ms, p90_ms (linear interpolation between order statistics) and min_ms."""
+    """median_ms with its bootstrap interval (ci_low_ms, ci_high_ms), p90_ms (linear
+    interpolation between order statistics) and min_ms."""
     times = np.asarray(times_ms, dtype=float)
+    median, low, high = median_ci(times)
     return dict(
-        median_ms=float(np.median(times)),
+        median_ms=median,
+        ci_low_ms=low,
+        ci_high_ms=high,
         p90_ms=float(np.percentile(times, 90)),
         min_ms=float(times.min()),
     )
@@ -137,6 +144,8 @@ def latency_rows(
     repeats: int = 20,
     warmup: int = 3,
     backend: str = "auto",
+    precision: float | None = None,
+    samples: list | None = None,
 ) -> list[dict]:
     """Step latency per request count, one row per (count, mode): eager and graph mode (and
     compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
@@ -145,8 +154,12 @@ def latency_rows(
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
-    Each row names the SDPA kernel of its step's shape (sdpa_backend); a graph-path row compares
-    its first replay's logits with the eager step's on the same batch (replay_check).
+    The modes step in turn (interleaved_steps, to `precision` when given); each replayed mode's
+    row holds eager over it (eager_over_*: ratio, bootstrap interval, verdict), and every row
+    the load average of its point. `samples`, when given, receives every timed step
+    (sample_rows, long format). Each row names the SDPA kernel of its step's shape
+    (sdpa_backend); a graph-path row compares its first replay's logits with the eager step's
+    on the same batch (replay_check).
     """
     backend = resolve_backend(backend, model.device, "costs").name
     runners = {
@@ -160,29 +173,42 @@ def latency_rows(
     fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name), []
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch = _batch(runners["graph"], reqs)
-        reference = None
+        batch = batch_of(runners["graph"], reqs)
+        checks, reference = {}, None
         for mode, runner in runners.items():  # eager first: its logits are the reference
             logits, first = runner.execute_model(*batch)
             reference = logits if mode == "eager" else reference
             # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
-            check = replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
-            for _ in range(warmup):
-                runner.execute_model(*batch)
-            steps = [runner.execute_model(*batch)[1] for _ in range(repeats)]
+            checks[mode] = (
+                replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
+            )
+        load = machine_load()
+        steps = interleaved_steps(runners, batch, repeats, warmup, precision)
+        if samples is not None:
+            samples += sample_rows(steps, "mode", **fixed, num_reqs=reqs, **load)
+        for mode, records in steps.items():
+            versus = (
+                comparison_columns(
+                    compare(step_times(steps["eager"]), step_times(records)), "eager_over"
+                )
+                if mode != "eager"
+                else {}
+            )
             rows.append(
                 dict(
                     fixed,
                     mode=mode,
                     num_reqs=reqs,
-                    batch_size=steps[0].batch_size,
-                    path=steps[0].path,
-                    graph_size=steps[0].graph_size,
-                    **timing_stats([step.time_ms for step in steps]),
-                    repeats=repeats,
+                    batch_size=records[0].batch_size,
+                    path=records[0].path,
+                    graph_size=records[0].graph_size,
+                    **timing_stats(step_times(records)),
+                    repeats=len(records),
                     warmup=warmup,
-                    sdpa_backend=sdpa(steps[0].graph_size or reqs * q),
-                    **check,
+                    **versus,
+                    **load,
+                    sdpa_backend=sdpa(records[0].graph_size or reqs * q),
+                    **checks[mode],
                 )
             )
     return rows
@@ -230,7 +256,12 @@ def capture_summary(records, graph_pool: str) -> dict:
 def capture_cost(
     model: LlamaForCausalLM, engines, cfg: SizingConfig, graph_pool: str = "shared"
 ) -> pd.DataFrame:
-    """Per engine: capture_summary of its target runner's captures for cfg, as a table."""
+    """Per engine: capture_summary of its target runner's captures for cfg, as a table, after
+    one warm-up capture (its time, the process's compile included, in a column of its own)."""
+    # The process's first compile and allocations land in a warm-up capture, not the first engine.
+    warmup = capture_summary(
+        capture_records(model, engines[0], cfg, graph_pool=graph_pool), graph_pool
+    )
     rows = []
     for engine in engines:
         records = capture_records(model, engine, cfg, graph_pool=graph_pool)
@@ -243,6 +274,7 @@ def capture_cost(
                 f"graph memory (MiB), {graph_pool} pool": cost["memory_bytes"] / MIB,
                 "memory_kind": cost["memory_kind"],
                 "capture time (ms)": cost["capture_ms"],
+                "warm-up capture (ms), compile included": warmup["capture_ms"],
                 "backend": cost["backend"],
             }
         )
@@ -256,13 +288,18 @@ def graph_memory_rows(
     graph_pools=GRAPH_POOLS,
     backend: str = "auto",
 ) -> list[dict]:
-    """Memory and time of every capture, per pool mode, in capture order (largest first).
+    """Memory and time of every capture, per pool mode, in capture order (largest first), after
+    a warm-up capture of the same list (warmup_capture_ms: the process's compile lands there).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
     emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
     (running max for a shared pool, running sum for separate pools); predicted_over_measured
     their ratio where memory was measured. capture_size counts tokens for a V1 engine.
     """
+    # A warm-up capture first: the process's compile is its own column, not the first size's.
+    warmup = capture_summary(
+        capture_records(model, engine, cfg, backend, graph_pools[0]), graph_pools[0]
+    )
     rows, sdpa = [], None
     for graph_pool in graph_pools:
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
@@ -284,6 +321,7 @@ def graph_memory_rows(
                     num_reqs=None if record.family == "piecewise" else capture_size // q,
                     **fields,
                     sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
+                    warmup_capture_ms=warmup["capture_ms"],
                     cumulative_bytes=measured,
                     cumulative_pool_bytes=(
                         None if record.pool_bytes is None else sum(r.pool_bytes for r in done)

@@ -181,7 +181,7 @@ def _latency(run: BenchRun) -> pd.DataFrame:
     run eagerly in graph mode too (its eager cliff). With suite.v1_sizing, the V1 engine's
     verify steps follow, across and beyond its largest token-count graph (the V1 cliff).
     """
-    s, rows = run.suite, []
+    s, rows, samples = run.suite, [], []  # samples: every timed step, latency_samples.csv
     for engine, cfg, num_reqs in _configs(
         s, s.latency_max_num_seqs or max(s.latency_batch_sizes), s.latency_batch_sizes
     ):
@@ -194,10 +194,15 @@ def _latency(run: BenchRun) -> pd.DataFrame:
                 copy_bytes_per_s=bandwidth,
                 bandwidth_floor_ms=weights / bandwidth * 1e3,
             )
-            for row in latency_rows(model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend)
+            for row in latency_rows(
+                model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
+            )
         ]
         del model
         run.checkpoint("latency", rows)
+        run.checkpoint("latency_samples", samples)
+    if run.out is not None and samples:  # every timed step beside latency.csv, complete now
+        export_csvs({"latency_samples": run.stamp(samples)}, run.out)
     return run.stamp(rows)
 
 

@@ -69,8 +69,6 @@ FIGURES = {
         "median of random moves per engine",
         "graphlab.views.explorer_timing:median_move_ms",
         "ms",
-        80.0,
-        source="README",
     ),
     "compiled": Figure(
         "the decoder step eager / through the cpu-compiled backend's torch.compile'd step, "

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
     add_config_arguments,
@@ -41,7 +42,10 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "--engine", required=True, type=engine, help=f"one of: {', '.join(ENGINES)}"
+        "--engine",
+        type=engine,
+        default=None,
+        help=f"one of: {', '.join(ENGINES)}; required unless --vllm-log (then: the log's version)",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -80,6 +84,7 @@ def add_parser(subparsers) -> None:
         "max_num_batched_tokens, speculative_config, capture sizes) are read with the "
         "installed vLLM's own parser; not combinable with the options above",
     )
+    vllm_log.add_option(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
@@ -113,6 +118,10 @@ def _config(args) -> SizingConfig:
 
 
 def run(args) -> int:
+    if args.vllm_log is not None:
+        return vllm_log.run_audit(args)
+    if args.engine is None:
+        raise GraphlabError("--engine is required (or give --vllm-log)")
     report = audit(args.engine, _config(args))
     print(json.dumps(report.to_dict()) if args.json else report.format_table())
     return EXIT_REFUSED if report.startup_error else 0

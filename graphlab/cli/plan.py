@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 
-from graphlab.cli.arguments import add_config_arguments, int_in, positive_float
+from graphlab.cli import vllm_log
+from graphlab.cli.arguments import add_config_arguments, engine, int_in, positive_float
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, GRAPH_POOLS, V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES, DEFAULT_GRAPH_CEILING, GRAPH_POOLS
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
@@ -31,18 +32,23 @@ def add_parser(subparsers) -> None:
         ),
     )
     parser.add_argument(
-        "--engine", default="vllm-0.33.0", choices=V1_ENGINES, help="default vllm-0.33.0"
+        "--engine",
+        default=None,
+        type=engine,
+        choices=ALL_V1_ENGINES,
+        help="a vLLM V1 engine or release (X.Y.Z, auto), default vllm-0.33.0 (with --vllm-log: "
+        "the log's version)",
     )
     parser.add_argument(
         "--max-num-seqs",
-        required=True,
         type=int_in(1, MAX_NUM_SEQS_LIMIT),
-        help=f"S (1..{MAX_NUM_SEQS_LIMIT})",
+        default=None,
+        help=f"S (1..{MAX_NUM_SEQS_LIMIT}); required unless --vllm-log gives it",
     )
     parser.add_argument(
         "--num-speculative-tokens",
         type=int_in(0, NUM_SPECULATIVE_TOKENS_LIMIT),
-        default=0,
+        default=None,
         help="k (default 0)",
     )
     add_config_arguments(parser)
@@ -54,6 +60,7 @@ def add_parser(subparsers) -> None:
         "per row) and optionally count (default workload: every reachable "
         "step once)",
     )
+    workload.add_argument("--vllm-log", metavar="FILE", help=vllm_log.HELP)
     workload.add_argument(
         "--steps",
         metavar="CSV",
@@ -140,7 +147,8 @@ def _same_footing_lines(result, d) -> list[str]:
             f"above vLLM's default ceiling of {DEFAULT_GRAPH_CEILING} tokens: "
             f"{', '.join(map(str, d['above_ceiling']))}; PR 50488's default sizes "
             "above it (2176, 6400 tokens) ran H200 CI out of memory and PR 54418 clamped "
-            f"the default to {DEFAULT_GRAPH_CEILING}: check graph memory before capturing them"
+            f"the default to {DEFAULT_GRAPH_CEILING} (PR 49390's 1024 on data-center Blackwell): "
+            "check graph memory before capturing them"
         )
     return lines
 
@@ -182,12 +190,17 @@ def _format(result) -> str:
 def run(args) -> int:
     from graphlab.sizing import plan
 
-    cfg = SizingConfig(
-        args.max_num_seqs,
-        args.num_speculative_tokens,
-        args.max_num_batched_tokens,
-        cudagraph_mode=args.cudagraph_mode,
-    )
+    if args.vllm_log is not None:
+        args.engine, cfg, workload = vllm_log.plan_inputs(args)
+    elif args.max_num_seqs is None:
+        raise GraphlabError("--max-num-seqs is required (or give --vllm-log)")
+    else:
+        cfg = SizingConfig(
+            args.max_num_seqs,
+            args.num_speculative_tokens or 0,
+            args.max_num_batched_tokens,
+            cudagraph_mode=args.cudagraph_mode,
+        )
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -196,15 +209,16 @@ def run(args) -> int:
         engine=args.bench_engine,
         num_speculative_tokens=args.bench_k,
     )
-    workload = (
-        plan.read_batch_sizes(args.batch_sizes)
-        if args.batch_sizes
-        else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
-        if args.steps
-        else None
-    )
+    if args.vllm_log is None:
+        workload = (
+            plan.read_batch_sizes(args.batch_sizes)
+            if args.batch_sizes
+            else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
+            if args.steps
+            else None
+        )
     result = plan.plan(
-        args.engine,
+        args.engine or "vllm-0.33.0",
         cfg,
         workload,
         plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),

@@ -10,12 +10,13 @@ from graphlab.cli.arguments import (
     REPRO_MAX_NUM_SEQS_LIMIT,
     REPRO_MAX_TOKENS,
     add_cudagraph_mode,
+    engine,
     int_in,
 )
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES, V0_ENGINES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT
 
 
@@ -36,9 +37,10 @@ def add_parser(subparsers) -> None:
     )
     parser.add_argument(
         "--engine",
-        choices=V0_ENGINES + V1_ENGINES,
+        type=engine,
+        choices=V0_ENGINES + ALL_V1_ENGINES,
         default="vllm-0.5.5",
-        help="the target's sizing, default vllm-0.5.5",
+        help="the target's sizing (an engine, or a vLLM release X.Y.Z, auto), default vllm-0.5.5",
     )
     parser.add_argument(
         "--proposer-engine",

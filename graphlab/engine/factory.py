@@ -9,7 +9,7 @@ from graphlab.engine.v0_runner import ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
 from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import V1_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import ALL_V1_ENGINES, SizingPolicy, get_engine
 
 
 def make_runner(
@@ -20,5 +20,5 @@ def make_runner(
     check_instance("model", model, LlamaForCausalLM)
     check_instance("cfg", cfg, SizingConfig)
     policy = get_engine(engine)
-    runner_class = V1ModelRunner if policy.name in V1_ENGINES else ModelRunner
+    runner_class = V1ModelRunner if policy.name in ALL_V1_ENGINES else ModelRunner
     return runner_class(model, policy, cfg, **options)

@@ -25,7 +25,7 @@ from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import V1_ENGINES
+from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
 
 
@@ -37,7 +37,7 @@ class V1ModelRunner(DecodeRunner):
     graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    runner_shape, engines, batch_unit = "V1", V1_ENGINES, "tokens"
+    runner_shape, engines, batch_unit = "V1", ALL_V1_ENGINES, "tokens"
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""

@@ -3,9 +3,10 @@
 The sizing config (`config`) and vLLM V1's reading of its capture settings (`capture_settings`),
 the engines' capture rules side by side (`engines`) and what a batch does on them (`outcomes`),
 which engine a vLLM release is (`versions`), the batch sizes a config reaches (`batches`), vLLM
-V1's graph families (`families`, by engine name: `dispatch`), the audit (`audit`), the crash map
-(`crash_maps`), the command line's limits (`limits`) and the capture-size planner with its CSV
-inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
+V1's graph families (`families`, by engine name: `dispatch`), the audit (`audit`), a vLLM
+`--cudagraph-metrics` log read (`vllm_log`) and audited against the kit's dispatch (`log_audit`),
+the crash map (`crash_maps`), the command line's limits (`limits`) and the capture-size planner
+with its CSV inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
 `graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
 """
 
@@ -30,5 +31,7 @@ __getattr__, __dir__ = lazy_exports(
         "audit_table": "audit",
         "Plan": "plan_result",
         "Budget": "optimum",
+        "read_vllm_log": "vllm_log",
+        "audit_log": "log_audit",
     },
 )

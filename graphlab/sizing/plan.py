@@ -32,7 +32,14 @@ import numpy as np
 from graphlab.errors import GraphlabError, check_instance, check_int
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import GRAPH_POOLS, MIB, V1_ENGINES, get_engine, round_up
+from graphlab.sizing.engines import (
+    ALL_V1_ENGINES,
+    GRAPH_POOLS,
+    MIB,
+    V1_ENGINES,
+    get_engine,
+    round_up,
+)
 from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
 # Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
@@ -119,9 +126,9 @@ def _checked_workload(
 ) -> Workload:
     """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget
     refuses."""
-    if policy.name not in V1_ENGINES:
+    if policy.name not in ALL_V1_ENGINES:
         raise GraphlabError(
-            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
+            f"plan supports the vLLM V1 engines {', '.join(ALL_V1_ENGINES)}, got {policy.name!r}"
         )
     error = policy.startup_error(cfg)
     if error and "max_num_batched_tokens" in error:

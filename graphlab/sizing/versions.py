@@ -3,8 +3,8 @@
 Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
-(0.5.4, 0.6.3, 0.15.1, 0.16.0, 0.19.0), which tests/test_sizing_vectors.py checks against the
-mapped engine.
+(0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which
+tests/test_sizing_vectors.py checks against the mapped engine.
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -61,18 +61,22 @@ RANGES = (
     ),
     ReleaseRange(
         "0.6.0",
-        "0.6.4.post1",
+        "0.7.3",
         "vllm-0.6.0",
         "vllm/worker/model_runner.py: the guard compares with max_batchsize_to_capture (0.6.2 adds "
         "a redundant <= _BATCH_SIZES_TO_CAPTURE[-1]); 0.6.3's MQA scorer is disabled unless the "
-        "target runs eagerly (spec_decode/spec_decode_worker.py), so graphs see batch expansion",
+        "target runs eagerly (spec_decode/spec_decode_worker.py), so graphs see batch expansion; "
+        "0.6.5 moves the sizing to vllm/config.py (VllmConfig._set_cudagraph_sizes' V0 branch, "
+        "pad_for_cudagraph) with the same sizes and padding, unchanged to 0.7.3 (0.7.0 renames "
+        "the list cudagraph_capture_sizes; user-set capture sizes are not modelled); "
+        "VLLM_USE_V1 defaults to 0",
     ),
     ReleaseRange(
-        "0.6.5",
+        "0.8.0",
         "0.11.2",
         None,
-        "0.6.5 sizes V0 graphs by compilation_config.capture_sizes; V1 engines before 0.12 are "
-        "not modelled",
+        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1 defaults to 1); V1's sizing "
+        "before 0.12.0 is not modelled",
     ),
     ReleaseRange(
         "0.12.0",
@@ -106,12 +110,28 @@ RANGES = (
     ),
     ReleaseRange(
         "0.20.0",
+        "0.20.0",
+        "vllm-0.20.0",
+        "0.19.1's _set_cudagraph_sizes and CudagraphDispatcher; the rounding moved into "
+        "CompilationConfig.resolve_cudagraph_mode_and_sizes, gated on decode_mode() == FULL "
+        "alone, so plain FULL's list is rounded too",
+    ),
+    ReleaseRange(
+        "0.20.1",
+        "0.21.0",
+        "vllm-0.20.1",
+        "0.20.0's rounding and dispatcher; _set_cudagraph_sizes appends max_num_batched_tokens "
+        "to the default grid where it fits; model runner V2 off (VLLM_USE_V2_MODEL_RUNNER "
+        "defaults to 0)",
+    ),
+    ReleaseRange(
+        "0.22.0",
         "0.31.0",
         None,
-        "0.20.0 moves the rounding into CompilationConfig.resolve_cudagraph_mode_and_sizes; "
-        "_set_cudagraph_sizes changed in 0.21.0, 0.24.0, 0.28.0 (1024 on data-center Blackwell), "
-        "0.29.0 (uniform-decode sizes) and 0.31.0; model runner V2 the default where supported "
-        "from 0.22.0",
+        "0.22.0 makes model runner V2 the default where supported (VllmConfig."
+        "use_v2_model_runner), whose vllm/v1/worker/gpu/cudagraph_utils.py changed in every "
+        "release to 0.31.0; _set_cudagraph_sizes changed in 0.24.0, 0.28.0 (1024 on "
+        "data-center Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0",
     ),
     ReleaseRange(
         "0.32.0",

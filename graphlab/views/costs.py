@@ -96,3 +96,68 @@ def plot_adaptive_price(price: pd.DataFrame) -> Figure:
     # The device's long name and the memory note on lines of their own: the title fits.
     fig.suptitle(provenance_title(price, what).replace("; ", "\n", 1), fontsize=10)
     return fig
+
+
+def guard_price_line(cost: dict) -> str:
+    """Two lines for a run's guard cost (graphlab.bench.costs.guard_run_cost's dict): its
+    milliseconds with their interval, then the comparison's sentence, verdict included."""
+    return (
+        f"guard cost over the run's {cost['steps']} decode steps: {cost['ms']:+.1f} ms (95% CI "
+        f"{cost['ms_ci_low']:+.1f}..{cost['ms_ci_high']:+.1f});\n{cost['sentence']}"
+    )
+
+
+def plot_guard_price(price: pd.DataFrame, steps_met, cost: dict) -> Figure:
+    """Per scorer batch size (eager_ratio's frame): the guard's step (orange where it ran
+    eagerly) and adaptive's replayed step, medians with their intervals (top); the decode steps
+    the run met at each size (bottom); the title gives the run's total (guard_price_line)."""
+    require_columns(
+        price,
+        ("path", "guard_ms", "guard_ci_low", "guard_ci_high", "covering_ms")
+        + ("covering_ci_low", "covering_ci_high", "backend", "device"),
+    )
+    fig = Figure(figsize=(WIDTH_IN, 5.6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(2, 1))
+    sizes = price.index.to_numpy()
+
+    def bars(rows, prefix, **style):
+        errors = (
+            [rows[f"{prefix}_ms"] - rows[f"{prefix}_ci_low"]],
+            [rows[f"{prefix}_ci_high"] - rows[f"{prefix}_ms"]],
+        )
+        # the guard's markers a quarter step right: both intervals stay readable
+        x = rows.index + (0.25 if prefix == "guard" else 0)
+        top.errorbar(x, rows[f"{prefix}_ms"], yerr=errors[0] + errors[1], **style)
+
+    bars(
+        price,
+        "covering",
+        fmt="o",
+        ms=4,
+        capsize=2,
+        color=PATH_COLORS["graph"],
+        label="adaptive: replayed step",
+    )
+    for path in ("graph", "eager"):
+        rows = price[price["path"] == path]
+        if not rows.empty:
+            bars(
+                rows,
+                "guard",
+                fmt=PATH_MARKERS[path],
+                ms=4,
+                capsize=2,
+                mfc="none",
+                color=PATH_COLORS[path],
+                label=f"guard: {path} step",
+            )
+    top.set_ylabel("step time (ms), median\nand 95% bootstrap interval")
+    top.set_ylim(bottom=0)
+    top.legend(fontsize=8)
+    met = pd.Series(steps_met, dtype=float).reindex(sizes, fill_value=0)
+    bottom.bar(sizes, met.to_numpy(), color=[PATH_COLORS[p] for p in price["path"]], width=0.8)
+    bottom.set_xlabel("scorer batch size (rows)")
+    bottom.set_ylabel("decode steps\nthe run met")
+    what = "The guard's price per scorer batch size\n" + guard_price_line(cost)
+    fig.suptitle(provenance_title(price, what), fontsize=9)
+    return fig

@@ -138,6 +138,14 @@ class ExplorerFigure:
 
     def update(self, state: ExplorerState) -> AuditReport:
         report = audit(state.engine, state.config)
+        self._update_map(state)
+        vline, hline, ring = self.cell
+        vline.set_xdata([state.max_num_seqs] * 2)
+        hline.set_ydata([state.num_speculative_tokens] * 2)
+        ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
+        if not report.outcomes:  # refused (T < S in vLLM V1) or nothing fits: say so
+            self._refused(report, state)
+            return report
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
         batches = get_engine(state.engine).dispatch_batches(ns, state.config)
@@ -156,7 +164,7 @@ class ExplorerFigure:
         self.strip_image.set_extent((ns[0] - 0.5, ns[-1] + 0.5, 0, 1))
         self.strip.set_xlabel(
             f"batch size n ({report.batch_unit} per decode step); strip: graph "
-            "(blue) / eager (orange) / crash (red)"
+            "(blue) / eager (orange) / crash (red) / no batch reaches n (white)"
         )
         s = report.summary
         self.padded.set_title(
@@ -169,12 +177,26 @@ class ExplorerFigure:
             ),
             fontsize=10,
         )
-        self._update_map(state)
-        vline, hline, ring = self.cell
-        vline.set_xdata([state.max_num_seqs] * 2)
-        hline.set_ydata([state.num_speculative_tokens] * 2)
-        ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
         return report
+
+    def _refused(self, report: AuditReport, state: ExplorerState) -> None:
+        """No batch to draw: empty lines and strip, and as the title the engine's refusal (the
+        line `python -m graphlab audit` prints first) or that no batch is reachable."""
+        for line in (*self.lines.values(), self.diagonal):
+            line.set_data([], [])
+        self.largest.set_ydata([0, 0])
+        self.strip_image.set_data(np.ma.masked_all((1, 1)))
+        self.strip.set_xlabel("no batch size: the engine does not start")
+        said = (
+            f"the engine refuses to start with this config:\n{report.startup_error}"
+            if report.startup_error
+            else "no decode batch of this config is reachable"
+        )
+        self.padded.set_title(
+            f"{report.engine}, S = {state.max_num_seqs}, k = {state.num_speculative_tokens}: "
+            + said,
+            fontsize=9,
+        )
 
     def _update_map(self, state: ExplorerState) -> None:
         key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])

@@ -43,7 +43,7 @@ def plot_plan(result) -> Figure:
             np.zeros((~on_graph).sum()),
             "x",
             color=color,
-            label=f"{label}: eager steps",
+            label=f"{label}: eager steps (drawn at 0, not free)",
         )
         ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
         for size in outcome.capture_sizes:

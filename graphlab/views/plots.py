@@ -14,6 +14,7 @@ from graphlab.views.plan import plot_plan
 from graphlab.views.reference import reference_figures
 from graphlab.views.spec_decode import plot_spec_decode
 from graphlab.views.style import inline
+from graphlab.views.vllm_log import plot_logged_steps
 
 __all__ = [
     "inline",
@@ -22,6 +23,7 @@ __all__ = [
     "plot_eager_ratio",
     "plot_graph_memory",
     "plot_latency",
+    "plot_logged_steps",
     "plot_padding",
     "plot_plan",
     "plot_spec_decode",

@@ -15,7 +15,7 @@ from graphlab.views.spec_decode import plot_spec_decode
 def reference_figures(folder) -> list[tuple[str, Figure]]:
     """The figures of one reference run (a folder of bench CSVs, e.g. data/cpu): latency and graph
     memory per model, then speculative decoding; names like 'latency_tiny'. Missing CSVs are
-    skipped."""
+    skipped. Each title starts 'Reference data/<folder>:', so it never reads as a live figure's."""
     folder = Path(folder)
     figures = []
     for stem, plot in (("latency", plot_latency), ("graph_memory", plot_graph_memory)):
@@ -24,4 +24,7 @@ def reference_figures(folder) -> list[tuple[str, Figure]]:
                 figures.append((f"{stem}_{model}", plot(rows)))
     if (folder / "spec_decode.csv").is_file():
         figures.append(("spec_decode", plot_spec_decode(pd.read_csv(folder / "spec_decode.csv"))))
+    for _, fig in figures:
+        title = fig._suptitle
+        title.set_text(f"Reference data/{folder.name}: {title.get_text()}")
     return figures

@@ -23,9 +23,10 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     """Speculative decoding per engine, one bar group per (max_num_seqs, k).
 
     Panels: decode tokens per second, the share of scorer steps that replayed a graph, and the
-    target model's graph memory. Acceptance does not depend on the engine's sizing (same load,
-    same models); it is printed under each group, as vLLM V1's mean acceptance length where the
-    frame has it, else as V0's draft_acceptance_rate, named so.
+    target model's graph memory; with a `run` column, each bar is the median of the runs and
+    the throughput bar's whisker their min-max. Acceptance does not depend on the engine's
+    sizing (same load, same models); it is printed under each group, as vLLM V1's mean
+    acceptance length where the frame has it, else as V0's draft_acceptance_rate, named so.
     """
     require_columns(
         df,
@@ -66,11 +67,24 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
         cell = df[(df["max_num_seqs"] == seqs) & (df["num_speculative_tokens"] == k)]
         labels.append(f"S={seqs}, k={k}\n{tick_name} {format(cell[acceptance].mean(), fmt)}")
     x = np.arange(len(configs))
+    runs = df["run"].nunique() if "run" in df.columns else 1
+    keys = [(int(s), int(k)) for s, k in configs]
     for i, engine in enumerate(engines):
-        rows = df[df["engine"] == engine].set_index(["max_num_seqs", "num_speculative_tokens"])
+        grouped = df[df["engine"] == engine].groupby(["max_num_seqs", "num_speculative_tokens"])
         for ax, (column, scale, _) in zip(axes, panels):
-            values = [rows[column].get((s, k), np.nan) * scale for s, k in configs]
-            ax.bar(x + (i - (len(engines) - 1) / 2) * width, values, width, label=engine)
+            at = (grouped[column].agg(["median", "min", "max"]) * scale).reindex(keys)
+            values = at["median"].to_numpy()
+            # Several runs: the bar is their median, the whisker their min-max (throughput only)
+            spread = runs > 1 and column == "tokens_per_s"
+            errors = [values - at["min"].to_numpy(), at["max"].to_numpy() - values]
+            ax.bar(
+                x + (i - (len(engines) - 1) / 2) * width,
+                values,
+                width,
+                yerr=errors if spread else None,
+                capsize=3,
+                label=engine,
+            )
     for ax, (_, _, label) in zip(axes, panels):
         ax.set_xticks(x, labels, fontsize=8)
         ax.set_ylabel(label, fontsize=9)
@@ -84,7 +98,9 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     fig.suptitle(
         provenance_title(
             df,
-            "Speculative decoding per engine, scorer: " + (", ".join(scorers) or "batch-expansion"),
+            "Speculative decoding per engine, scorer: "
+            + (", ".join(scorers) or "batch-expansion")
+            + (f"; median of {runs} runs, whiskers min-max" if runs > 1 else ""),
         ),
         fontsize=9,
     )

@@ -71,7 +71,8 @@ def summary_html(report: AuditReport) -> str:
         f"k = {report.config.num_speculative_tokens}{t}<br>"
         f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
         f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-        f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit}; {crash}{startup}<br>"
+        f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit} (an eager step "
+        f"counts 0: not a cost in time; notebook 04 prices it); {crash}{startup}<br>"
         f"captured sizes ({len(report.capture_sizes)}): {sizes}"
     )
 

@@ -1,0 +1,98 @@
+"""Interleaved sampling: the one way graphlab times steps it compares.
+
+`interleaved_steps` steps the compared runners in turn (ABAB..., after warm-up rounds), so a pair
+of samples shares the machine's load of its moment, and goes on until the ratio's bootstrap
+interval reaches a stated precision; `sample_rows` keeps every sample (long format);
+`compared_steps` turns one batch's samples into rows with medians, intervals and the verdict
+of graphlab.bench.stats.
+"""
+
+from __future__ import annotations
+
+from graphlab.bench.stats import compare, machine_load, median_ci, relative_half_width
+
+
+def interleaved_steps(
+    runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
+) -> dict[str, list]:
+    """{label: StepRecords} of each runner's step on one batch, taken in turn (ABAB...) after
+    `warmup` rounds: `repeats` rounds, then, with `precision`, more rounds until the bootstrap
+    interval of the first runner's median over the second's is within +-precision of the ratio
+    or `max_repeats` rounds (default 4 x repeats) are taken."""
+    for _ in range(warmup):
+        for runner in runners.values():
+            runner.execute_model(*batch)
+    steps = {label: [] for label in runners}
+    first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
+
+    def rounds(n: int) -> None:
+        for _ in range(n):
+            for label, runner in runners.items():
+                steps[label].append(runner.execute_model(*batch)[1])
+
+    rounds(repeats)
+    limit = max_repeats or 4 * repeats
+    while (
+        precision is not None
+        and first is not None
+        and len(steps[first]) < limit
+        and relative_half_width(compare(*(step_times(steps[k]) for k in (first, second))))
+        > precision
+    ):
+        rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
+    return steps
+
+
+def step_times(steps) -> list[float]:
+    return [step.time_ms for step in steps]
+
+
+def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
+    """Long format: one row per timed step, `label` naming its runner, `sample` its round."""
+    return [
+        dict(fixed, **{label: name}, sample=i, path=step.path, time_ms=step.time_ms)
+        for name, records in steps.items()
+        for i, step in enumerate(records)
+    ]
+
+
+def compared_steps(runners: dict, batch, reference: str, said: str, *timing) -> list[dict]:
+    """One row per runner of interleaved_steps(runners, batch, *timing): its step's size, path,
+    graph size, median with interval, the load, and (every runner but `reference`) its time over
+    the reference's (over_ref_*: ratio, interval, verdict) with that comparison's sentence,
+    `said` naming the reference in it."""
+    load = machine_load()
+    steps = interleaved_steps(runners, batch, *timing)
+    base = step_times(steps[reference])
+    rows = []
+    for label, records in steps.items():
+        times = step_times(records)
+        median, low, high = median_ci(times)
+        versus = compare(times, base) if label != reference else None
+        rows.append(
+            dict(
+                step=label,
+                num_tokens=records[0].batch_size,
+                path=records[0].path,
+                graph_size=records[0].graph_size,
+                median_ms=median,
+                ci_low_ms=low,
+                ci_high_ms=high,
+                samples=len(times),
+                **(comparison_columns(versus, "over_ref") if versus else {}),
+                sentence=versus.sentence(f"the {label} step", said) if versus else None,
+                backend=records[0].backend,
+                **load,
+            )
+        )
+    return rows
+
+
+def comparison_columns(comparison, prefix: str) -> dict:
+    """A comparison's ratio, interval and verdict as row columns named prefix_*."""
+    return {
+        f"{prefix}_ratio": comparison.ratio,
+        f"{prefix}_ci_low": comparison.low,
+        f"{prefix}_ci_high": comparison.high,
+        f"{prefix}_verdict": comparison.verdict,
+    }

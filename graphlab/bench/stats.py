@@ -1,0 +1,160 @@
+"""Timing statistics: medians with bootstrap intervals, and the one verdict every comparison uses.
+
+A cost comparison on a shared machine is read through `compare(a, b)`: the ratio of the median
+of a over the median of b, with a seeded percentile-bootstrap interval over the sample pairs
+(samples are taken interleaved, a_i beside b_i, so a pair shares the load of its moment), and
+`verdict(low, high)`: "slower" when the whole interval lies above 1, "faster" when below, and
+"no difference beyond noise" otherwise. Sentences, titles and summary lines print the verdict
+beside the interval it came from, never a bare `median > 1`. `machine_load` records the load
+average with each run; `load_warning` says when it is high enough to widen the intervals.
+Torch-free: numpy only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+CONFIDENCE = 0.95
+RESAMPLES = 2000
+SEED = 0
+# Fewer pairs than this give a bootstrap interval too coarse to call a direction.
+MIN_SAMPLES = 6
+SLOWER, FASTER, NO_DIFFERENCE = "slower", "faster", "no difference beyond noise"
+VERDICTS = (SLOWER, FASTER, NO_DIFFERENCE)
+# Load average per CPU above which timings share the cores with other work.
+HIGH_LOAD_PER_CPU = 0.75
+
+
+def _resampled(n: int, resamples: int, seed: int) -> np.ndarray:
+    """resamples x n indices drawn with replacement: one bootstrap sample per row."""
+    return np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+
+
+def _percentiles(values: np.ndarray, confidence: float) -> tuple[float, float]:
+    tail = (1 - confidence) / 2 * 100
+    low, high = np.percentile(values, (tail, 100 - tail))
+    return float(low), float(high)
+
+
+def median_ci(
+    samples, confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED
+) -> tuple[float, float, float]:
+    """(median, low, high): the samples' median and its percentile-bootstrap interval."""
+    x = np.asarray(samples, dtype=float)
+    medians = np.median(x[_resampled(len(x), resamples, seed)], axis=1)
+    return (float(np.median(x)), *_percentiles(medians, confidence))
+
+
+def verdict(low: float, high: float) -> str:
+    """The direction an interval of a ratio (a over b) supports: a is slower when the whole
+    interval lies above 1, faster when below 1, else no difference beyond noise."""
+    if low > 1:
+        return SLOWER
+    if high < 1:
+        return FASTER
+    return NO_DIFFERENCE
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """median(a) / median(b), its bootstrap interval, and the verdict of that interval."""
+
+    ratio: float
+    low: float
+    high: float
+    num_samples: int
+    confidence: float = CONFIDENCE
+
+    @property
+    def verdict(self) -> str:
+        if self.num_samples < MIN_SAMPLES:
+            return NO_DIFFERENCE
+        return verdict(self.low, self.high)
+
+    @property
+    def interval(self) -> str:
+        return (
+            f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.2f}-{self.high:.2f}, "
+            f"{self.num_samples} pairs)"
+        )
+
+    def sentence(self, subject: str, reference: str) -> str:
+        """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
+        no difference beyond noise from' when the interval holds 1 (or pairs are too few)."""
+        if self.verdict == NO_DIFFERENCE:
+            few = (
+                f" (fewer than {MIN_SAMPLES} pairs: too few to call a direction)"
+                if self.num_samples < MIN_SAMPLES
+                else ""
+            )
+            return (
+                f"{subject} shows no difference beyond noise from {reference}: {self.interval}{few}"
+            )
+        return f"{subject} is {self.verdict} than {reference}: {self.interval}"
+
+
+def compare(
+    a, b, confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED
+) -> Comparison:
+    """a over b from paired samples (a[i] and b[i] taken back to back): the ratio of medians
+    and its bootstrap interval, resampling pairs so that each keeps its shared moment."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if len(x) != len(y) or len(x) == 0:
+        raise ValueError(f"paired samples need equal, non-zero lengths, got {len(x)}, {len(y)}")
+    idx = _resampled(len(x), resamples, seed)
+    ratios = np.median(x[idx], axis=1) / np.median(y[idx], axis=1)
+    low, high = _percentiles(ratios, confidence)
+    return Comparison(float(np.median(x) / np.median(y)), low, high, len(x), confidence)
+
+
+def relative_half_width(comparison: Comparison) -> float:
+    """Half the interval's width over the ratio: the precision a comparison reached."""
+    return (comparison.high - comparison.low) / 2 / comparison.ratio
+
+
+def machine_load() -> dict:
+    """The 1-minute load average and the CPUs this process may use, to store with each run."""
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return dict(load_avg_1m=round(os.getloadavg()[0], 2), cpus=cpus)
+
+
+def load_warning(load: dict) -> str | None:
+    """A sentence when the load average per CPU passes HIGH_LOAD_PER_CPU, else None."""
+    if load["load_avg_1m"] / load["cpus"] <= HIGH_LOAD_PER_CPU:
+        return None
+    return (
+        f"WARNING: load average {load['load_avg_1m']:.2f} on {load['cpus']} CPUs while timing:"
+        " other work shares the cores, so intervals are wide and small differences read as"
+        " noise"
+    )
+
+
+def pooled(
+    groups, confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED
+) -> tuple[Comparison, tuple[float, float, float]]:
+    """Over (a, b, weight) groups of paired samples (one group per batch size, weight the steps
+    it stands for): the Comparison of sum(weight * median(a)) over sum(weight * median(b)), and
+    (total, low, high) of sum(weight * (median(a) - median(b))); each group is resampled on its
+    own and the bootstrap replicates are summed."""
+    sums, replicates = np.zeros(2), np.zeros((2, resamples))
+    count = None
+    for i, (a, b, weight) in enumerate(groups):
+        pair = np.asarray([a, b], dtype=float)
+        idx = _resampled(pair.shape[1], resamples, seed + i)
+        sums += weight * np.median(pair, axis=1)
+        replicates += weight * np.median(pair[:, idx], axis=2)
+        count = pair.shape[1] if count is None else min(count, pair.shape[1])
+    ratio = Comparison(
+        float(sums[0] / sums[1]),
+        *_percentiles(replicates[0] / replicates[1], confidence),
+        count or 0,
+        confidence,
+    )
+    difference = (
+        float(sums[0] - sums[1]),
+        *_percentiles(replicates[0] - replicates[1], confidence),
+    )
+    return ratio, difference

@@ -1,0 +1,76 @@
+"""`--vllm-log FILE` for `audit` and `plan`: a vLLM `--cudagraph-metrics` log as the config and
+the traffic; what the log lacks comes from --vllm-args or the ordinary flags.
+
+The log is read by graphlab.sizing.vllm_log (streamed, "-" for stdin) and audited by
+graphlab.sizing.log_audit; a flag that contradicts the log is an error naming both values.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.log_audit import FIELDS, audit_log, engine_for_version, logged_config
+from graphlab.sizing.vllm_log import read_vllm_log
+
+HELP = (
+    "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
+    'from one; "-" reads stdin. Its config (non-default args, the config dump, the CUDAGraph '
+    "Config Settings block) fills what the flags leave out; a flag that contradicts it is an error"
+)
+
+
+def add_option(parser) -> None:
+    parser.add_argument("--vllm-log", metavar="FILE", default=None, help=HELP)
+
+
+def given_values(args) -> dict:
+    """{SizingConfig field: (value, where)} set on the command line: the flags, or --vllm-args
+    (read by the installed vLLM's parser)."""
+    flags = {
+        name: (getattr(args, name), f"--{name.replace('_', '-')}")
+        for name in FIELDS
+        if getattr(args, name, None) is not None
+    }
+    line = getattr(args, "vllm_args", None)
+    if line is None:
+        return flags
+    if flags:
+        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
+    from graphlab.against_vllm.serve_args import config_from_vllm_args
+
+    cfg = config_from_vllm_args(line)
+    given = {
+        name: (getattr(cfg, name), "--vllm-args")
+        for name in FIELDS
+        if getattr(cfg, name) is not None
+    }
+    # config_from_vllm_args fills these with device defaults when unset: not the user's values.
+    for name in ("max_num_seqs", "max_num_batched_tokens"):
+        if not re.search(rf"--{name.replace('_', '[-_]')}\b", line):
+            given.pop(name, None)
+    return given
+
+
+def run_audit(args) -> int:
+    """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
+    disagree: the disagreement is the finding, printed first)."""
+    report = audit_log(read_vllm_log(args.vllm_log), given_values(args), args.engine)
+    print(json.dumps(report.to_dict(), allow_nan=False) if args.json else report.format_table())
+    return 0
+
+
+def plan_inputs(args):
+    """`plan --vllm-log`: (engine, SizingConfig, Workload) of the log's deployment, its observed
+    steps (unpadded tokens weighted by count, every engine together) as the workload."""
+    from graphlab.sizing.plan_inputs import Workload
+
+    log = read_vllm_log(args.vllm_log)
+    cfg, _ = logged_config(log, given_values(args))
+    engine = args.engine or engine_for_version(log.value("vllm_version"))[0]
+    steps = log.frame().groupby("unpadded_tokens")["count"].sum()
+    workload = Workload.from_counts(
+        steps.index.to_numpy(), steps.to_numpy(), f"{log.source} (vLLM's logged steps)"
+    )
+    return engine, cfg, workload

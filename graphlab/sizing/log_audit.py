@@ -1,0 +1,263 @@
+"""A vLLM log's steps beside the kit's own dispatch: does graphlab.sizing predict what vLLM ran?
+
+Each row of the log's CUDAGraph Stats tables (graphlab.sizing.vllm_log) is a batch of n tokens
+that vLLM ran in a runtime mode at a padded size. The log does not say whether a batch was a
+uniform decode (verify) batch, so the kit dispatches it in the family vLLM logged: a FULL row under
+a mode with separate FULL decode graphs (FULL_AND_PIECEWISE, FULL_DECODE_ONLY) as a uniform decode
+batch, every other row as a mixed batch (graphlab.sizing.families `GraphFamilies.dispatch`). The
+graphs are the capture sizes the log names (what the engine captured), else the kit's own sizing.
+
+A row not on a FULL graph whose n is a whole number of verify requests (n = m * (1 + k),
+m <= max_num_seqs, k > 0) while a FULL graph >= n exists is flagged: if it was a uniform verify
+batch, a FULL graph could have served it; the class vLLM PR 53407 fixed (uniform decode batches in
+a gap between FULL sizes fell to PIECEWISE).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import pandas as pd
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.versions import engine_for_version as release_engine
+from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
+
+SCHEMA = "graphlab.audit.vllm_log/1"
+NEWEST = "vllm-0.33.0"
+# SizingConfig's fields a log or the command line can set, and how the command line names them.
+FIELDS = (
+    "max_num_seqs",
+    "num_speculative_tokens",
+    "max_num_batched_tokens",
+    "cudagraph_capture_sizes",
+    "max_cudagraph_capture_size",
+    "cudagraph_mode",
+)
+REQUIRED = ("max_num_seqs", "num_speculative_tokens")
+
+
+def engine_for_version(version: str | None) -> tuple[str, str | None]:
+    """(the kit engine whose rules a log of this vLLM version is audited with, a note saying what
+    was assumed, or None where graphlab.sizing.versions maps the release to an engine)."""
+    if version is None:
+        return NEWEST, f"the log does not name its vLLM version: assumed {NEWEST}'s rules"
+    try:
+        return release_engine(version), None
+    except GraphlabError as error:
+        return NEWEST, f"{error}; assumed {NEWEST}'s rules"
+
+
+def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, ...]]:
+    """The SizingConfig of the log's deployment: each field from the log, else from `given`
+    ({field: (value, "--flag that gave it")}), else the engine's default (with a note saying so).
+    GraphlabError naming both values where the log and a flag disagree, and naming the missing
+    value where neither gives max_num_seqs or num_speculative_tokens."""
+    values, notes = {}, []
+    for name in FIELDS:
+        logged = getattr(log, name)
+        value, where = given.get(name, (None, None))
+        if logged is not None and value is not None and _differs(name, logged.value, value):
+            raise GraphlabError(
+                f"{name}: the log says {logged.value!r} ({log.source}:{logged.line}), "
+                f"{where} says {value!r}"
+            )
+        values[name] = logged.value if logged is not None else value
+    for name in REQUIRED:
+        if values[name] is None:
+            raise GraphlabError(
+                f"{log.source}: the log does not say {name} (vLLM logs it in `non-default args` "
+                f"or its config dump); give --{name.replace('_', '-')} or --vllm-args"
+            )
+    if not values["cudagraph_capture_sizes"]:  # () in a log where vLLM captured nothing
+        values["cudagraph_capture_sizes"] = None
+    if values["max_num_batched_tokens"] is None:
+        notes.append(
+            f"max_num_batched_tokens: not in the log, assumed {DEFAULT_MAX_NUM_BATCHED_TOKENS}"
+        )
+    if values["cudagraph_mode"] is None:
+        notes.append("cudagraph_mode: not in the log, assumed the engine's default")
+    if log.capture_sizes is None:
+        notes.append("capture sizes: not in the log, the kit's own sizing is used")
+    return SizingConfig(**values), tuple(notes)
+
+
+def _differs(name: str, logged, value) -> bool:
+    if name == "cudagraph_capture_sizes":
+        return sorted(logged) != sorted(value)
+    return logged != value
+
+
+@dataclass(frozen=True)
+class LogAudit:
+    """The log's rows beside the kit's dispatch, with the config and engine it was audited at."""
+
+    log: VllmLog
+    engine: str
+    cfg: SizingConfig
+    rows: pd.DataFrame  # the log's frame plus kit_padded_tokens, kit_runtime_mode, agrees, ...
+    capture_sizes_agree: bool  # the logged sizes give the graphs the kit's sizing gives
+    kit_capture_sizes: tuple[int, ...]
+    notes: tuple[str, ...]
+
+    def summary(self) -> dict:
+        r, n = self.rows, self.rows.unpadded_tokens * self.rows["count"]
+        per_mode = {
+            mode: {
+                "steps": int(r["count"][r.runtime_mode == mode].sum()),
+                "tokens": int(n[r.runtime_mode == mode].sum()),
+                "padding_tokens": int((r.num_paddings * r["count"])[r.runtime_mode == mode].sum()),
+            }
+            for mode in RUNTIME_MODES
+        }
+        return {
+            "steps": int(r["count"].sum()),
+            "tokens": int(n.sum()),
+            "steps_without_graph": per_mode["NONE"]["steps"],
+            "tokens_without_graph": per_mode["NONE"]["tokens"],
+            "padding_tokens": int((r.num_paddings * r["count"]).sum()),
+            "disagreements": int((~r.agrees).sum()),
+            "steps_full_graph_could_serve": int(r["count"][r.full_graph_could_serve > 0].sum()),
+            "capture_sizes_agree": self.capture_sizes_agree,
+            "per_mode": per_mode,
+        }
+
+    def to_dict(self) -> dict:
+        """Strict JSON values only (no NaN): ints, strings, booleans, None."""
+        log = self.log
+        config = {k: getattr(self.cfg, k) for k in FIELDS}
+        config["cudagraph_capture_sizes"] = config["cudagraph_capture_sizes"] and list(
+            config["cudagraph_capture_sizes"]
+        )
+        logged_sizes = log.value("capture_sizes")
+        return {
+            "schema": SCHEMA,
+            "source": log.source,
+            "vllm_version": log.value("vllm_version"),
+            "engine": self.engine,
+            "intervals": log.intervals,
+            "engines": list(log.engines),
+            "config": config,
+            "speculative_method": log.value("speculative_method"),
+            "logged_capture_sizes": None if logged_sizes is None else list(logged_sizes),
+            "kit_capture_sizes": list(self.kit_capture_sizes),
+            "graph_capture_seconds": log.value("capture_seconds"),
+            "graph_capture_gib": log.value("capture_gib"),
+            "notes": list(self.notes),
+            "summary": self.summary(),
+            "rows": json.loads(self.rows.to_json(orient="records")),
+        }
+
+    def format_table(self) -> str:
+        s, log = self.summary(), self.log
+        version = log.value("vllm_version") or "(version not in the log)"
+        lines = []
+        bad = self.rows[~self.rows.agrees]
+        if not bad.empty or not self.capture_sizes_agree:
+            lines.append(
+                f"DISAGREEMENT between vLLM's log and graphlab's {self.engine} rules (a kit bug, "
+                f"or a vLLM version the kit does not model; log: vLLM {version}, assumed "
+                f"{self.engine}):"
+            )
+            if not self.capture_sizes_agree:
+                lines.append(
+                    f"  capture sizes: vLLM logged {list(log.value('capture_sizes'))}, the kit "
+                    f"computes {list(self.kit_capture_sizes)}"
+                )
+            for row in bad.itertuples():
+                lines.append(
+                    f"  engine {row.engine}: {row.unpadded_tokens} tokens ran {row.runtime_mode} "
+                    f"at {row.padded_tokens} ({row.count} steps); kit: {row.kit_runtime_mode} at "
+                    f"{row.kit_padded_tokens}"
+                )
+        cfg = self.cfg
+        tokens = get_engine(self.engine).effective_max_num_batched_tokens(cfg)
+        lines += [
+            f"vLLM {version} log {log.source}: {log.intervals} stats intervals, engines "
+            f"{', '.join(log.engines)}; audited with {self.engine} at max_num_seqs="
+            f"{cfg.max_num_seqs} num_speculative_tokens={cfg.num_speculative_tokens} "
+            f"max_num_batched_tokens={tokens} "
+            f"cudagraph_mode={cfg.cudagraph_mode}",
+            f"steps {s['steps']} ({s['tokens']} tokens); without a graph: "
+            f"{s['steps_without_graph']} steps ({s['tokens_without_graph']} tokens); padding "
+            f"tokens spent: {s['padding_tokens']}",
+        ]
+        for mode, m in s["per_mode"].items():
+            lines.append(
+                f"  {mode:<9} {m['steps']:>8} steps {m['tokens']:>10} tokens "
+                f"{m['padding_tokens']:>8} padding tokens"
+            )
+        if log.capture_seconds is not None:
+            lines.append(
+                f"graph capture: {log.value('capture_seconds'):g} s, "
+                f"{log.value('capture_gib'):g} GiB (vLLM's start-up line)"
+            )
+        lost = self.rows[self.rows.full_graph_could_serve > 0]
+        if not lost.empty:
+            lines.append(
+                f"{s['steps_full_graph_could_serve']} steps ran without a FULL graph although, as "
+                "uniform verify batches, a FULL graph could have served them (PR 53407's class):"
+            )
+            lines += [
+                f"  {r.unpadded_tokens} tokens ran {r.runtime_mode} ({r.count} steps): FULL "
+                f"graph {r.full_graph_could_serve}"
+                for r in lost.itertuples()
+            ]
+        table = self.rows.drop(columns="engine") if len(log.engines) == 1 else self.rows
+        lines += ["", table.to_string(index=False)]
+        lines += [f"note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+
+def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None) -> LogAudit:
+    """The log's rows beside the kit's dispatch for its config (see `logged_config`), under
+    `engine` or the one its vLLM version maps to (`engine_for_version`)."""
+    cfg, notes = logged_config(log, given or {})
+    if engine is None:
+        engine, note = engine_for_version(log.value("vllm_version"))
+        notes = (note,) * (note is not None) + notes
+    if len(log.engines) > 1 or "aggregated" in log.engines:
+        notes += (
+            "data parallel: vLLM pads each rank's step to the largest rank's token count "
+            "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not "
+            "model; such rows may disagree",
+        )
+    policy = get_engine(engine)
+    error = policy.startup_error(cfg)
+    if error:
+        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+    logged = log.value("capture_sizes")
+    kit = graph_families(policy, cfg)
+    families = kit if logged is None else graph_families(policy, cfg, logged)
+    q = cfg.decode_query_len
+    frame = log.frame()
+    kit_sizes, kit_modes, could = [], [], []
+    for row in frame.itertuples():
+        n = row.unpadded_tokens
+        uniform = row.runtime_mode == "FULL" and bool(families.full_sizes)
+        path, size = families.dispatch(n, uniform)
+        kit_sizes.append(n if size is None else size)
+        kit_modes.append("NONE" if path == "eager" else path.upper())
+        verify = q > 1 and n % q == 0 and n // q <= cfg.max_num_seqs
+        full_path, full_size = families.dispatch(n, True)
+        lost = verify and row.runtime_mode != "FULL" and full_path == "full"
+        could.append(full_size if lost else 0)
+    frame["kit_padded_tokens"] = kit_sizes
+    frame["kit_runtime_mode"] = kit_modes
+    frame["agrees"] = (frame.kit_padded_tokens == frame.padded_tokens) & (
+        frame.kit_runtime_mode == frame.runtime_mode
+    )
+    frame["full_graph_could_serve"] = could  # 0: none, or not a whole number of verify requests
+    return LogAudit(
+        log=log,
+        engine=engine,
+        cfg=cfg,
+        rows=frame,
+        capture_sizes_agree=families == kit,
+        kit_capture_sizes=policy.capture_sizes(cfg) if kit.limit else (),
+        notes=notes,
+    )

@@ -1,0 +1,130 @@
+"""The one way a cost is measured: medians with bootstrap intervals, the three-way verdict, the
+interleaved sampling, and the load record.
+
+Synthetic samples with known truth: a clear effect must be called in its direction, no effect
+must read as noise (in all but about 5% of seeded trials, the interval's level), and a real but
+small effect drowned in noise must not be called.
+"""
+
+import numpy as np
+import pytest
+
+from graphlab.bench import sampling
+from graphlab.bench.stats import (
+    FASTER,
+    MIN_SAMPLES,
+    NO_DIFFERENCE,
+    SLOWER,
+    compare,
+    load_warning,
+    median_ci,
+    pooled,
+    verdict,
+)
+
+
+def _times(rng, n, scale, sigma):
+    """n step times around `scale` ms with log-normal noise of `sigma`."""
+    return scale * rng.lognormal(0.0, sigma, n)
+
+
+def test_a_clear_effect_is_called_in_its_direction():
+    rng = np.random.default_rng(1)
+    slow, fast = _times(rng, 20, 1.5, 0.05), _times(rng, 20, 1.0, 0.05)
+    assert compare(slow, fast).verdict == SLOWER
+    assert compare(fast, slow).verdict == FASTER
+    c = compare(slow, fast)
+    assert c.low < c.ratio < c.high and 1.4 < c.ratio < 1.6
+    assert c.sentence("eager", "graph").startswith("eager is slower than graph: 1.")
+
+
+def test_no_effect_reads_as_noise_at_about_the_interval_level():
+    rng = np.random.default_rng(2)
+    calls = [
+        compare(_times(rng, 20, 1.0, 0.2), _times(rng, 20, 1.0, 0.2), resamples=500).verdict
+        for _ in range(200)
+    ]
+    # 95% intervals: about 1 in 20 crosses 1 by chance; far more would mean a biased interval.
+    assert calls.count(NO_DIFFERENCE) >= 0.88 * len(calls)
+
+
+def test_a_small_effect_in_huge_noise_is_not_called():
+    rng = np.random.default_rng(3)
+    a, b = _times(rng, 10, 1.2, 1.5), _times(rng, 10, 1.0, 1.5)
+    c = compare(a, b)
+    assert c.verdict == NO_DIFFERENCE and c.low < 1 < c.high
+    assert "shows no difference beyond noise from" in c.sentence("eager", "graph")
+
+
+def test_too_few_samples_give_no_verdict_whatever_the_interval():
+    assert compare([3.0] * (MIN_SAMPLES - 1), [1.0] * (MIN_SAMPLES - 1)).verdict == NO_DIFFERENCE
+    assert compare([3.0] * MIN_SAMPLES, [1.0] * MIN_SAMPLES).verdict == SLOWER
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_the_verdict_follows_the_interval_it_is_printed_with(seed):
+    rng = np.random.default_rng(seed)
+    c = compare(_times(rng, 12, rng.uniform(0.5, 2), 0.5), _times(rng, 12, 1.0, 0.5))
+    expected = SLOWER if c.low > 1 else FASTER if c.high < 1 else NO_DIFFERENCE
+    assert c.verdict == expected == verdict(c.low, c.high)
+
+
+def test_intervals_are_seeded_and_cover_the_median():
+    rng = np.random.default_rng(4)
+    x = _times(rng, 30, 1.0, 0.3)
+    assert median_ci(x) == median_ci(x)
+    median, low, high = median_ci(x)
+    assert low <= median <= high and median == np.median(x)
+
+
+def test_pooled_difference_and_ratio_agree_in_direction():
+    rng = np.random.default_rng(5)
+    groups = [(_times(rng, 15, 1.3, 0.1), _times(rng, 15, 1.0, 0.1), w) for w in (1, 4, 2)]
+    ratio, (total, low, high) = pooled(groups)
+    assert ratio.verdict == SLOWER and 0 < low < total < high
+    expected = sum(w * (np.median(a) - np.median(b)) for a, b, w in groups)
+    assert total == pytest.approx(expected)
+
+
+def test_a_high_load_is_warned_about():
+    assert load_warning(dict(load_avg_1m=1.0, cpus=2)) is None
+    line = load_warning(dict(load_avg_1m=6.5, cpus=2))
+    assert "6.50 on 2 CPUs" in line and line.startswith("WARNING")
+
+
+class _Step:
+    def __init__(self, label, log):
+        self.label, self.log = label, log
+
+    def execute_model(self, *batch):
+        self.log.append(self.label)
+        record = type("Record", (), {"time_ms": 2.0 if self.label == "a" else 1.0})
+        record.path, record.batch_size, record.graph_size = "eager", 1, None
+        return None, record
+
+
+def test_modes_are_sampled_in_turn_after_warm_up():
+    log = []
+    steps = sampling.interleaved_steps(
+        {"a": _Step("a", log), "b": _Step("b", log)}, (), repeats=4, warmup=2
+    )
+    assert log == ["a", "b"] * 6  # two warm-up rounds, then four timed ones: ABAB...
+    assert [len(v) for v in steps.values()] == [4, 4]
+
+
+def test_sampling_stops_at_the_precision_or_the_cap():
+    log = []
+    runners = {"a": _Step("a", log), "b": _Step("b", log)}
+    # Identical times: the interval is a point, precision reached after the first rounds.
+    assert len(sampling.interleaved_steps(runners, (), 6, 0, precision=0.05)["a"]) == 6
+    noisy = iter(np.random.default_rng(6).lognormal(0, 2, 1000))
+
+    class Noisy(_Step):
+        def execute_model(self, *batch):
+            _, record = super().execute_model()
+            record.time_ms = float(next(noisy))
+            return None, record
+
+    noisy_runners = {"a": Noisy("a", log), "b": Noisy("b", log)}
+    taken = sampling.interleaved_steps(noisy_runners, (), 6, 0, precision=0.01)
+    assert len(taken["a"]) == 24  # never precise enough: stops at 4 x repeats
