@@ -48,10 +48,13 @@ notebooks: $(STAMP) nbstrip
 	$(PY) scripts/run_notebooks.py --out $(BUILD)
 
 # Lint and format check first: a violation fails the target before the (longer) tests run.
+# Two workers (the CI machine's 2 cores), each given whole files (a module's fixtures are built
+# once), in the order tests/conftest.py sets: the slowest files first.
+TEST_WORKERS ?= 2
 test: $(STAMP) nbstrip
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
 clean:
 	rm -rf $(BUILD) $(VENV)

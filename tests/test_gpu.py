@@ -240,24 +240,3 @@ def test_shared_pool_costs_less_than_separate_pools_and_captures_are_recorded():
         torch.cuda.empty_cache()
     assert totals["shared"][0] < totals["separate"][0]
     assert totals["shared"][1] < totals["separate"][1]
-
-
-@pytest.mark.gpu
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_compiled_cuda_graph_replay_equals_eager_for_every_captured_size():
-    """The third GPU mode: CUDA graphs captured over the torch.compile'd step (vLLM V1's route)."""
-    model = make_model("cuda-graph", "float32")
-    cfg = SizingConfig(16)
-    graphs = runner(model, "compiled-cuda-graph", cfg=cfg)
-    eager = runner(model, "cuda-graph", cfg=cfg, enforce_eager=True)
-    assert {r.backend for r in graphs.graph_records} == {"compiled-cuda-graph"}
-    assert all(r.memory_kind == "measured" for r in graphs.graph_records)
-    start = snapshot(model)
-    for size in graphs.capture_sizes:
-        outputs = []
-        for r in (graphs, eager):
-            restore(model, start)
-            outputs.append(r.execute_model(*batch(size, model.device, seed=size)))
-        (replayed, record), (reference, _) = outputs
-        assert (record.path, record.graph_size) == ("graph", size)
-        torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)

@@ -10,7 +10,7 @@ gpt-fast's ``mode="reduce-overhead"``.
 
 One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a
 dimension of size 1, so batch 1 gets its own compile), not one compile per size. Measured with
-scripts/bench_compiled.py on the tiny preset, one torch thread, a 2-core VM shared with other
+bench.timings' compiled figure on the tiny preset, one torch thread, a 2-core VM shared with other
 jobs (torch 2.13): per-size compiles took 31 s for the first size of a process (inductor's
 start-up included) and 4-6 s for each further size with a cold inductor cache, 3 s then 0.2 s
 each with a warm one; the dynamic compile took 16 s for the shared graph plus 4.5 s for batch 1,

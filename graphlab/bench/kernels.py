@@ -1,23 +1,20 @@
-"""Count the aten ops (and kernel-launching ops) that one eager decode step dispatches, per preset.
+"""The aten ops (and kernel-launching ops) one eager decode step dispatches, per preset: the
+launches a CUDA graph replays at once, and what a CPU pays per op.
 
 A TorchDispatchMode sees every aten op the step dispatches, after autograd and Python: the
 runner's input checks, the model, the LM head. Forward hooks on the decoder layers attribute each
 op to a layer or to "outside" (embedding, final norm, LM head, checks). An op counts as a kernel
 unless it only makes a view (its schema returns an alias it does not write: view, transpose,
 expand, slice, ...) or reads a value back (``_local_scalar_dense``, a host sync); on CUDA the
-script also counts the device kernels torch.profiler records. One row per preset:
-
-    PYTHONPATH=. python scripts/bench_kernels.py --presets tiny 100m 1b --out build/kernels.csv
+device kernels torch.profiler records are counted too. ``ops_rows(presets)`` gives one row per
+preset (a notebook shows it; ``python -m graphlab.bench.timings --only ops`` prints it).
 """
 
 from __future__ import annotations
 
-import argparse
 import collections
-import csv
-import sys
-from pathlib import Path
 
+import pandas as pd
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -61,7 +58,9 @@ class OpCounter(TorchDispatchMode):
 
 def count_step(
     preset: str, device: torch.device, dtype: str, batch_size: int, max_seq_len: int
-) -> tuple[dict, OpCounter, int | None]:
+) -> tuple[dict, OpCounter]:
+    """One eager decode step of `preset` counted: its row (ops per step and per layer, kernel
+    ops, device kernels on CUDA) and the counter (ops by layer and name)."""
     model = build_model(preset, seed=0, dtype=dtype, device=device)
     model.allocate_kv_cache(batch_size, max_seq_len)
     runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(batch_size), enforce_eager=True)
@@ -106,49 +105,21 @@ def count_step(
         device_kernels_per_step=device_kernels,
     )
     del model, runner
-    return row, counter, device_kernels
+    return row, counter
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--presets", nargs="+", default=["tiny", "100m"])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--dtype", default="float32")
-    parser.add_argument("--batch-size", type=int, default=1)
-    parser.add_argument("--max-seq-len", type=int, default=256)
-    parser.add_argument("--out", type=Path, default=Path("build/bench_kernels.csv"))
-    parser.add_argument(
-        "--show-layer",
-        action="store_true",
-        help="print layer 0's ops by name (what a fusion would remove)",
-    )
-    args = parser.parse_args(argv)
-    device = resolve_device(args.device)
+def ops_rows(
+    presets=("tiny", "100m"),
+    device="auto",
+    dtype: str = "float32",
+    batch_size: int = 1,
+    max_seq_len: int = 256,
+) -> pd.DataFrame:
+    """One row per preset with the provenance columns: what a graph replay stands in for."""
+    device = resolve_device(device)
     rows = []
     with torch.no_grad():
-        for preset in args.presets:
-            row, counter, _ = count_step(
-                preset, device, args.dtype, args.batch_size, args.max_seq_len
-            )
-            rows.append(dict(provenance(device, dtype=args.dtype, model=preset), **row))
-            print(
-                f"{preset}: {row['ops_per_step']} ops per step, {row['ops_per_layer']:.1f} "
-                f"per layer ({row['kernel_ops_per_layer']:.1f} kernel ops), "
-                f"{row['ops_outside_layers']} outside the layers",
-                file=sys.stderr,
-            )
-            if args.show_layer:
-                for (where, name), c in sorted(counter.ops.items()):
-                    if where in ("layer0", OUTSIDE):
-                        print(f"  {where:8s} {name:32s} {c}", file=sys.stderr)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    with args.out.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    print(args.out)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        for preset in presets:
+            row, _ = count_step(preset, device, dtype, batch_size, max_seq_len)
+            rows.append(dict(provenance(device, dtype=dtype, model=preset), **row))
+    return pd.DataFrame(rows)
