@@ -24,6 +24,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from typing import TYPE_CHECKING
 
 
 def _quiet_interrupt(signum, frame):
@@ -42,69 +43,39 @@ from graphlab.checkout import VERSION as __version__  # noqa: E402
 from graphlab.errors import GraphlabError  # noqa: E402 (after the Ctrl-C handler, on purpose)
 from graphlab.lazy import lazy_exports  # noqa: E402 (after the Ctrl-C handler, on purpose)
 
-# name -> module that defines it; the sizing layer first (no torch), then the engine and above.
+# The reader-facing names (the README's examples): name -> the module that defines it, the sizing
+# layer first (no torch). Everything else is imported from its module, e.g.
+# `from graphlab.sizing.dispatch import verify_batches`.
 _EXPORTS = {
     "SizingConfig": "sizing.config",
-    "ENGINES": "sizing.engines",
-    "V0_ENGINES": "sizing.engines",
-    "V1_ENGINES": "sizing.engines",
-    "get_engine": "sizing.engines",
-    "pad0": "sizing.engines",
-    "reachable_batch_sizes": "sizing.batches",
-    "batch_expansion_sizes": "sizing.batches",
-    "verify_batches": "sizing.dispatch",
     "audit": "sizing.audit",
-    "AuditReport": "sizing.audit",
     "crash_map": "sizing.crash_maps",
-    "audit_table": "sizing.audit",
-    "decode_graph_sizes": "sizing.dispatch",
     "plan": "sizing.plan",
-    "Plan": "sizing.plan_result",
     "Budget": "sizing.optimum",
-    "ModelConfig": "engine.config",
-    "PRESETS": "engine.config",
     "build_model": "engine.model",
-    "load_checkpoint": "engine.checkpoint",
-    "save_checkpoint": "engine.checkpoint",
-    "capture_graphs": "engine.graphs",
     "make_runner": "engine.factory",
-    "resolve_device": "engine.device",
-    "resolve_backend": "engine.device",
-    "pin_threads": "engine.device",
-    "graph_memory_bytes": "engine.memory",
-    "uniform_decode_batch": "engine.v1_runner",
     "ModelRunner": "engine.v0_runner",
     "V1ModelRunner": "engine.v1_runner",
     "RequestLoad": "specdec.requests",
     "SpecDecodeConfig": "specdec.records",
-    "SpecDecodeEngine": "specdec.engine",
     "run_speculative": "specdec.engine",
-    "build_target": "specdec.drafts",
-    "build_draft": "specdec.drafts",
     "run_bench": "bench.sweeps",
-    "latency_rows": "bench.measurements",
-    "capture_cost": "bench.measurements",
-    "guard_cost": "bench.costs",
-    "eager_ratio": "bench.costs",
-    "guard_run_cost": "bench.costs",
-    "guard_report": "bench.costs",
-    "reference_ratio": "bench.costs",
-    "mode_lines": "bench.costs",
-    "mode_summary": "bench.costs",
-    "throughput_lines": "bench.costs",
-    "piecewise_cost": "bench.costs",
-    "priced_sizing": "bench.costs",
-    "capped_cost": "bench.costs",
-    "compare": "bench.stats",
-    "verdict": "bench.stats",
-    "machine_load": "bench.stats",
-    "load_warning": "bench.stats",
-    "adaptive_price": "bench.costs",
-    "provenance": "bench.provenance",
-    "describe": "bench.provenance",
-    "with_provenance": "bench.provenance",
-    "package_version": "bench.provenance",
 }
+
+if TYPE_CHECKING:  # what an IDE or type checker sees; at run time each loads on first use
+    from graphlab.bench.sweeps import run_bench as run_bench
+    from graphlab.engine.factory import make_runner as make_runner
+    from graphlab.engine.model import build_model as build_model
+    from graphlab.engine.v0_runner import ModelRunner as ModelRunner
+    from graphlab.engine.v1_runner import V1ModelRunner as V1ModelRunner
+    from graphlab.sizing.audit import audit as audit
+    from graphlab.sizing.config import SizingConfig as SizingConfig
+    from graphlab.sizing.crash_maps import crash_map as crash_map
+    from graphlab.sizing.optimum import Budget as Budget
+    from graphlab.sizing.plan import plan as plan
+    from graphlab.specdec.engine import run_speculative as run_speculative
+    from graphlab.specdec.records import SpecDecodeConfig as SpecDecodeConfig
+    from graphlab.specdec.requests import RequestLoad as RequestLoad
 
 __all__ = ["GraphlabError", "__version__", *_EXPORTS]
 __getattr__, _ = lazy_exports(__name__, _EXPORTS)

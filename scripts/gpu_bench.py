@@ -6,7 +6,7 @@ under its own timeout, so a hung step costs only its own time).
              enabled and the one torch picks for a decode-shaped attention call.
     sweep:   python scripts/gpu_bench.py sweep --out DIR [--suite full] [--device auto]
                  [--preset 1b] [--no-v1] copy_bandwidth latency graph_memory
-             bench.run_bench of the named sweeps of a suite (one run: one run_id), the suite's
+             sweeps.run_bench of the named sweeps of a suite (one run: one run_id), the suite's
              preset replaced when --preset is given, its V1 engine's rows left out with
              --no-v1; writes DIR/<sweep>.csv as each one ends.
     report:  python scripts/gpu_bench.py report --out DIR --small 100m --large 1b [--suite full]
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from graphlab import bench
+from graphlab.bench import suites, sweeps
 from graphlab.bench.export import partial_path, read_csv, write_csv_atomic
 from graphlab.bench.targets import (
     expected_engines,
@@ -120,14 +120,14 @@ def environment(args) -> int:
 
 
 def run_sweeps(args) -> int:
-    suite = bench.get_suite(args.suite)
+    suite = suites.get_suite(args.suite)
     if args.preset:
-        suite = bench.replace_suite(suite, preset=args.preset)
+        suite = suites.replace_suite(suite, preset=args.preset)
     if args.no_v1:
-        suite = bench.replace_suite(suite, v1_sizing=None)
+        suite = suites.replace_suite(suite, v1_sizing=None)
     start = time.perf_counter()
-    paths = bench.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
-    print(bench.summary(paths))
+    paths = sweeps.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
+    print(sweeps.summary(paths))
     print(f"{', '.join(args.sweeps)} ({suite.name} suite) in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -146,7 +146,7 @@ def _table(frame: pd.DataFrame) -> str:
 
 def _expected(args) -> dict[str, tuple[str, ...]]:
     """<preset>/<sweep> -> its engines, for every CSV the check's steps write."""
-    suite = bench.get_suite(args.suite)
+    suite = suites.get_suite(args.suite)
     expected = {
         f"{args.small}/{sweep}": expected_engines(suite, sweep)
         for sweep in ("copy_bandwidth", "latency", "graph_memory", "crash_map")
@@ -231,7 +231,7 @@ def main() -> int:
     sweep.add_argument("--device", default="auto", help="auto | cuda | cpu")
     sweep.add_argument("--preset", help="model preset replacing the suite's (e.g. 1b)")
     sweep.add_argument("--no-v1", action="store_true", help="leave out the V1 engine's rows")
-    sweep.add_argument("sweeps", nargs="+", choices=bench.SWEEPS)
+    sweep.add_argument("sweeps", nargs="+", choices=sweeps.SWEEPS)
     summary = steps.add_parser("report", help="headline, accuracy and the target table")
     summary.add_argument("--out", type=Path, required=True, help="folder holding <preset>/")
     summary.add_argument("--small", default="100m", help="preset of the launch-bound targets")

@@ -12,11 +12,17 @@ import pytest
 import torch
 
 import graphlab as g
+from graphlab.bench.costs import eager_ratio, guard_cost
 from graphlab.bench.export import export_csvs, write_csv_atomic
+from graphlab.bench.measurements import latency_rows
 from graphlab.cli import main
 from graphlab.cli.arguments import positive_float
 from graphlab.engine.runner import REPLAY_RTOL, replay_check
+from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_float, check_sizes
+from graphlab.sizing.audit import audit_table
+from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
+from graphlab.sizing.dispatch import decode_graph_sizes
 from graphlab.sizing.plan_inputs import read_graph_memory, read_latency
 
 CFG = g.SizingConfig(8, 2)
@@ -49,21 +55,21 @@ SIZING_CALLS = {
     "plan memory=str": (lambda: g.plan("vllm-0.33.0", CFG, memory="x"), "memory"),
     "audit cfg=None": (lambda: g.audit("vllm-0.5.5", None), "cfg must be a SizingConfig"),
     "audit cfg=dict": (lambda: g.audit("vllm-0.5.5", {"max_num_seqs": 8}), "cfg must be"),
-    "audit_table cfg=None": (lambda: g.audit_table(["vllm-0.5.5"], None), "cfg must be"),
+    "audit_table cfg=None": (lambda: audit_table(["vllm-0.5.5"], None), "cfg must be"),
     "crash_map sizes iterator": (
         lambda: g.crash_map("vllm-0.5.5", iter([1, 2]), range(2)),
         "max_num_seqs_range",
     ),
     "crash_map k as text": (lambda: g.crash_map("vllm-0.5.5", range(1, 3), "01"), "k_range"),
     "decode_graph_sizes cfg=None": (
-        lambda: g.decode_graph_sizes("vllm-0.33.0", None),
+        lambda: decode_graph_sizes("vllm-0.33.0", None),
         "cfg must be",
     ),
     "reachable_batch_sizes cfg=None": (
-        lambda: g.reachable_batch_sizes("vllm-0.6.0", None),
+        lambda: reachable_batch_sizes("vllm-0.6.0", None),
         "cfg must be",
     ),
-    "batch_expansion_sizes cfg=None": (lambda: g.batch_expansion_sizes(None), "cfg must be"),
+    "batch_expansion_sizes cfg=None": (lambda: batch_expansion_sizes(None), "cfg must be"),
     "capture sizes dict": (
         lambda: g.SizingConfig(8, cudagraph_capture_sizes={8: 1}),
         "cudagraph_capture_sizes",
@@ -119,14 +125,14 @@ TORCH_CALLS = {
         "model must be",
     ),
     "latency_rows cfg dict": (
-        lambda m, d: g.latency_rows(m, "vllm-0.6.0", {"a": 1}),
+        lambda m, d: latency_rows(m, "vllm-0.6.0", {"a": 1}),
         "cfg must be",
     ),
-    "uniform_decode_batch text": (lambda m, d: g.uniform_decode_batch("2", 1, m, 0), "num_reqs"),
+    "uniform_decode_batch text": (lambda m, d: uniform_decode_batch("2", 1, m, 0), "num_reqs"),
     "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
     "build_model seed -1": (lambda m, d: g.build_model("tiny", seed=-1), "seed"),
-    "guard_cost cfg None": (lambda m, d: g.guard_cost(m, None), "cfg must be"),
-    "eager_ratio None": (lambda m, d: g.eager_ratio(None), "frame must be"),
+    "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),
+    "eager_ratio None": (lambda m, d: eager_ratio(None), "frame must be"),
     "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
 }
 

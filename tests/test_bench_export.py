@@ -13,8 +13,7 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench
-from graphlab.bench import measurements, sweeps
+from graphlab.bench import export, measurements, suites, sweeps
 from graphlab.bench.export import read_csv, write_checkpoint, write_csv_atomic
 from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
 from graphlab.cli import main
@@ -26,7 +25,7 @@ from graphlab.sizing.engines import get_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 # Every sweep's shape at a size that runs in seconds on one CPU core.
-TINY = bench.replace_suite(
+TINY = suites.replace_suite(
     "quick",
     name="tiny-test",
     latency_batch_sizes=(1, 3),
@@ -45,18 +44,18 @@ TINY = bench.replace_suite(
     # A 16-token ceiling: 8 requests x 4 tokens cross it.
     v1_sizing=SizingConfig(8, 3, max_num_batched_tokens=16),
 )
-V0 = bench.LATENCY_ENGINE
+V0 = sweeps.LATENCY_ENGINE
 
 
 @pytest.fixture(scope="module")
 def written(tmp_path_factory):
     out = tmp_path_factory.mktemp("bench")
     # cpu-emulated keeps this fixture to seconds; the default backend's rows are tested below.
-    return bench.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
+    return sweeps.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
 
 
 def test_every_sweep_writes_its_csv(written):
-    assert sorted(written) == sorted(bench.SWEEPS)
+    assert sorted(written) == sorted(sweeps.SWEEPS)
     for name, path in written.items():
         assert path.name == f"{name}.csv"
         assert len(pd.read_csv(path)) > 0
@@ -138,14 +137,14 @@ def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
             return float(next(ticks))
 
     monkeypatch.setattr(runner, "StepTimer", Timer)
-    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
-    frame = bench.latency_sweep(suite, "cpu")
+    suite = suites.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
+    frame = sweeps.latency_sweep(suite, "cpu")
     assert len(frame) == 2 * (2 + 5)  # V0: 2 batch sizes, V1: 5 request counts; 2 modes
     assert set(frame["median_ms"]) == {5.5} and set(frame["min_ms"]) == {1.0}
     assert frame["p90_ms"].tolist() == pytest.approx([9.1] * len(frame))
 
 
-@pytest.mark.parametrize("name", sorted(bench.SUITES))
+@pytest.mark.parametrize("name", sorted(suites.SUITES))
 @pytest.mark.parametrize("model", [{}, {"preset": "100m", "dtype": "bfloat16"}])
 def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
     built = []
@@ -157,7 +156,7 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
 
     build_model = sweeps.build_model
     monkeypatch.setattr(sweeps, "build_model", spy)
-    suite = bench.replace_suite(
+    suite = suites.replace_suite(
         name,
         latency_batch_sizes=(1, 2),
         latency_max_num_seqs=1,
@@ -169,7 +168,7 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
         **model,
     )
     preset, dtype = suite.model_for("cpu")
-    for sweep in (bench.latency_sweep, bench.graph_memory_sweep):
+    for sweep in (sweeps.latency_sweep, sweeps.graph_memory_sweep):
         frame = sweep(suite, "cpu")
         assert built == [(preset, dtype)] * 2  # the V0 engine's model, then the V1 engine's
         assert set(frame["model"]) == {preset} and set(frame["dtype"]) == {dtype}
@@ -185,11 +184,11 @@ def test_measurements_use_one_cpu_thread_unless_asked(monkeypatch):
         lambda *args: seen.append(torch.get_num_threads()) or {"bytes_per_s": 1},
     )
     before = torch.get_num_threads()
-    assert set(bench.copy_bandwidth_sweep(TINY, "cpu")["torch_threads"]) == {1}
-    assert set(bench.copy_bandwidth_sweep(TINY, "cpu", torch_threads=2)["torch_threads"]) == {2}
+    assert set(sweeps.copy_bandwidth_sweep(TINY, "cpu")["torch_threads"]) == {1}
+    assert set(sweeps.copy_bandwidth_sweep(TINY, "cpu", torch_threads=2)["torch_threads"]) == {2}
     assert seen == [1, 2] and torch.get_num_threads() == before
     with pytest.raises(GraphlabError, match="torch_threads .* got 0"):
-        bench.copy_bandwidth_sweep(TINY, "cpu", torch_threads=0)
+        sweeps.copy_bandwidth_sweep(TINY, "cpu", torch_threads=0)
 
 
 def test_graph_memory_rows_accumulate_per_pool(written):
@@ -284,8 +283,8 @@ def test_latency_rows_cover_both_modes_and_the_padded_size(written):
 
 
 def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
-    suite = bench.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9), latency_max_num_seqs=4)
-    frame = bench.latency_sweep(suite, "cpu").query("engine == @V0")
+    suite = suites.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9), latency_max_num_seqs=4)
+    frame = sweeps.latency_sweep(suite, "cpu").query("engine == @V0")
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert list(graph["path"]) == ["graph", "graph", "graph", "eager", "eager"]
     assert graph.loc[3, "graph_size"] == 4 and graph.loc[[5, 9], "graph_size"].isna().all()
@@ -309,7 +308,7 @@ def test_latency_of_the_v1_engine_crosses_its_largest_graph(written):
 
 
 def test_every_suite_sweeps_past_its_capture_limit():
-    for suite in bench.SUITES.values():
+    for suite in suites.SUITES.values():
         assert max(suite.latency_batch_sizes) > suite.latency_max_num_seqs, suite.name
         v1 = suite.v1_sizing  # the V1 cliff: S requests of 1 + k tokens pass the largest graph
         assert v1.max_num_seqs * v1.decode_query_len > decode_graph_sizes(suite.v1_engine, v1)[-1]
@@ -324,7 +323,7 @@ def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
 
     run_speculative = sweeps.run_speculative
     monkeypatch.setattr(sweeps, "run_speculative", spy)
-    frame = bench.spec_decode_steps_sweep(bench.replace_suite(TINY, dtype="bfloat16"), "cpu")
+    frame = sweeps.spec_decode_steps_sweep(suites.replace_suite(TINY, dtype="bfloat16"), "cpu")
     assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_engines)
     assert set(frame["dtype"]) == {"bfloat16"}
 
@@ -384,7 +383,9 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
 
     monkeypatch.setitem(sweeps._BODIES, "graph_memory", broken)
     with pytest.raises(KeyboardInterrupt):
-        bench.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"), progress=False)
+        sweeps.run_bench(
+            TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"), progress=False
+        )
     assert len(pd.read_csv(tmp_path / "crash_map.csv")) == 2 * 4 * 3
     assert (tmp_path / "graph_memory.csv").read_text() == "old\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["crash_map.csv", "graph_memory.csv"]
@@ -393,7 +394,7 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
 def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
     target = tmp_path / "crash_map.csv"
     target.write_text("old\n")
-    frame = bench.crash_map_sweep(TINY, "cpu")
+    frame = sweeps.crash_map_sweep(TINY, "cpu")
 
     def interrupted(self, handle, **kwargs):
         handle.write("engine,max_num")  # half a header, then the interrupt
@@ -401,35 +402,35 @@ def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
 
     monkeypatch.setattr(pd.DataFrame, "to_csv", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        bench.export_csvs({"crash_map": frame}, tmp_path)
+        export.export_csvs({"crash_map": frame}, tmp_path)
     assert target.read_text() == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["crash_map.csv"]
 
 
 def test_suite_fields_are_validated():
     with pytest.raises(GraphlabError, match="repeats=.*>= 1"):
-        bench.replace_suite("quick", repeats=0)
+        suites.replace_suite("quick", repeats=0)
     with pytest.raises(GraphlabError, match="latency_batch_sizes"):
-        bench.replace_suite("quick", latency_batch_sizes=())
+        suites.replace_suite("quick", latency_batch_sizes=())
     with pytest.raises(GraphlabError, match="latency_max_num_seqs=.*>= 1"):
-        bench.replace_suite("quick", latency_max_num_seqs=0)
+        suites.replace_suite("quick", latency_max_num_seqs=0)
     with pytest.raises(GraphlabError, match="spec_engines.*vllm-0.5.5"):
-        bench.replace_suite("quick", spec_engines=("sglang",))
+        suites.replace_suite("quick", spec_engines=("sglang",))
     with pytest.raises(GraphlabError, match="v1_engine 'vllm-0.6.0'.*vllm-0.33.0"):
-        bench.replace_suite("quick", v1_engine="vllm-0.6.0")
+        suites.replace_suite("quick", v1_engine="vllm-0.6.0")
     with pytest.raises(GraphlabError, match="v1_sizing must be"):
-        bench.replace_suite("quick", v1_sizing=(160, 3))
+        suites.replace_suite("quick", v1_sizing=(160, 3))
 
 
 def test_bad_suite_and_sweep_names():
     with pytest.raises(GraphlabError, match="quick"):
-        bench.get_suite("medium")
+        suites.get_suite("medium")
     with pytest.raises(GraphlabError, match="latency"):
-        bench.run_bench(TINY, "cpu", "unused", sweeps=("latncy",))
+        sweeps.run_bench(TINY, "cpu", "unused", sweeps=("latncy",))
 
 
 def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
-    monkeypatch.setitem(bench.SUITES, "quick", TINY)
+    monkeypatch.setitem(suites.SUITES, "quick", TINY)
     assert (
         main(["bench", "--device", "cpu", "--backend", "cpu-emulated", "--out", str(tmp_path)]) == 0
     )
@@ -438,16 +439,16 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
     # One CSV per sweep, and the latency sweep's every timed step beside its summary rows.
-    expected = [f"{s}.csv" for s in bench.SWEEPS] + ["latency_samples.csv"]
+    expected = [f"{s}.csv" for s in sweeps.SWEEPS] + ["latency_samples.csv"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(expected)
 
 
 def test_a_cpu_latency_sweep_measures_compiled_steps_by_default():
     """Where a cost is shown, a CPU run's default backend is cpu-compiled, on every row."""
-    suite = bench.replace_suite(
+    suite = suites.replace_suite(
         TINY, latency_batch_sizes=(1, 2), latency_max_num_seqs=1, v1_sizing=None
     )
-    frame = bench.latency_sweep(suite, "cpu")
+    frame = sweeps.latency_sweep(suite, "cpu")
     assert set(frame["backend"]) == {"cpu-compiled"}
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert (graph.loc[1, "path"], graph.loc[2, "path"]) == ("graph", "eager")
@@ -572,7 +573,7 @@ def test_capture_cost_counts_each_engines_graphs_and_says_what_the_memory_is():
     cfg = SizingConfig(8, 4)
     model = build_model("tiny", device="cpu")
     model.allocate_kv_cache(40, 32)
-    table = bench.capture_cost(model, ("vllm-0.6.0", "adaptive"), cfg)
+    table = measurements.capture_cost(model, ("vllm-0.6.0", "adaptive"), cfg)
     for engine in ("vllm-0.6.0", "adaptive"):
         sizes = get_engine(engine).capture_sizes(cfg)
         assert table.loc[engine, "graphs"] == len(sizes)
@@ -598,7 +599,7 @@ def test_bad_torch_threads_is_one_clear_error(tmp_path, threads):
         GraphlabError,
         match=rf"torch_threads \(or None\) must be an integer >= 1, got {re.escape(repr(threads))}",
     ):
-        bench.run_bench("quick", "cpu", tmp_path, torch_threads=threads)
+        sweeps.run_bench("quick", "cpu", tmp_path, torch_threads=threads)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -610,7 +611,7 @@ def test_a_full_disk_names_the_csv_and_those_already_complete(tmp_path, capsys, 
         write_checkpoint(pd.DataFrame({"a": [1]}), out, "latency")
         raise OSError(28, "No space left on device", str(out / "latency.csv"))
 
-    monkeypatch.setattr(bench, "run_bench", full)
+    monkeypatch.setattr(sweeps, "run_bench", full)
     assert main(["bench", "--out", str(tmp_path)]) == 2
     out, err = capsys.readouterr()
     assert err == (

@@ -8,7 +8,7 @@ import sys
 import pandas as pd
 import pytest
 
-from graphlab import bench as bench_module
+from graphlab.bench import sweeps
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -255,7 +255,7 @@ def test_int_in_bounds(capsys):
 
 
 def test_bench_out_existing_file_fails_before_any_sweep(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    monkeypatch.setattr(sweeps, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
     target = tmp_path / "a-file"
     target.write_text("keep me")
     err = one_line_error(capsys, "bench", "--out", str(target))
@@ -263,7 +263,7 @@ def test_bench_out_existing_file_fails_before_any_sweep(tmp_path, capsys, monkey
 
 
 def test_bench_out_unwritable_fails_before_any_sweep(tmp_path, capsys, monkeypatch):
-    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    monkeypatch.setattr(sweeps, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
     (tmp_path / "file").write_text("")
     err = one_line_error(capsys, "bench", "--out", str(tmp_path / "file" / "below"))
     assert "cannot create --out" in err and "is a file" in err
@@ -283,7 +283,7 @@ def test_bench_ctrl_c_names_the_finished_csvs(tmp_path, capsys, monkeypatch):
         (out / "latency.csv").write_text("engine\n")  # the first sweep finished
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(bench_module, "run_bench", interrupted)
+    monkeypatch.setattr(sweeps, "run_bench", interrupted)
     code, out, err = run_main(capsys, "bench", "--out", str(tmp_path / "out"))
     assert code == 130 and out == "" and "Traceback" not in err
     assert err == f"interrupted: complete CSVs under {tmp_path / 'out'}: latency.csv\n"
@@ -353,7 +353,7 @@ def test_out_not_writable_fails_before_any_work(tmp_path, capsys, monkeypatch, c
     # The check itself is mocked: as root (how CI runs) every folder is writable.
     from graphlab.sizing import crash_maps
 
-    monkeypatch.setattr(bench_module, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
+    monkeypatch.setattr(sweeps, "run_bench", lambda *a, **k: pytest.fail("a sweep ran"))
     monkeypatch.setattr(
         crash_maps, "crash_map", lambda *a, **k: pytest.fail("the map was computed")
     )

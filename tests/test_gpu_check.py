@@ -14,7 +14,7 @@ import pandas as pd
 import pytest
 import torch
 
-from graphlab import bench
+from graphlab.bench import suites, sweeps
 from graphlab.bench import targets as gpu_targets
 from graphlab.bench.export import partial_path
 
@@ -126,7 +126,7 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
         names = set(archive.getnames())
         csvs = {
             sweep: pd.read_csv(archive.extractfile(f"gpu_check/tiny/{sweep}.csv"))
-            for sweep in bench.SWEEPS
+            for sweep in sweeps.SWEEPS
         }
         environment = archive.extractfile("gpu_check/environment.txt").read().decode()
     assert {
@@ -136,13 +136,13 @@ def test_dry_run_passes_and_packs_every_csv_into_one_archive(dry_run):
     assert all(len(frame) > 0 for frame in csvs.values())
     latency = csvs["latency"]
     assert set(latency["git_commit"]) == {"dryrun123"}
-    for engine in (bench.LATENCY_ENGINE, "vllm-0.33.0"):  # each engine's cliff is in the sweep
+    for engine in (sweeps.LATENCY_ENGINE, "vllm-0.33.0"):  # each engine's cliff is in the sweep
         rows = latency[(latency["engine"] == engine) & (latency["mode"] == "graph")]
         replayed = "full" if engine == "vllm-0.33.0" else "graph"  # V1 decode: FULL graphs
         assert set(rows["path"]) == {replayed, "eager"}, engine
     v1 = latency[latency["engine"] == "vllm-0.33.0"]
     assert set(v1["batch_unit"]) == {"tokens"} and v1["batch_size"].max() > 512
-    assert set(csvs["graph_memory"]["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
+    assert set(csvs["graph_memory"]["engine"]) == {sweeps.LATENCY_ENGINE, "vllm-0.33.0"}
     assert "cudnn" in environment and "sdpa" in environment and "chosen" in environment
     # The probe ran the model's own step: its additive float mask, not a boolean one.
     assert "torch.float32 additive mask" in environment and "torch.bool" not in environment
@@ -265,7 +265,7 @@ def test_a_replay_that_misses_eager_gives_no_speedup(dry_run):
         )
     batch_1 = (
         (latency["batch_size"] == 1)
-        & (latency["engine"] == bench.LATENCY_ENGINE)
+        & (latency["engine"] == sweeps.LATENCY_ENGINE)
         & (latency["mode"] == "graph")
     )
     wrong = latency.copy()
@@ -290,17 +290,17 @@ def test_an_interrupted_sweep_keeps_the_finished_csvs(tmp_path, monkeypatch):
     real = sweeps.latency_rows
 
     def interrupted(model, engine, *args, **kwargs):
-        if engine != bench.LATENCY_ENGINE:
+        if engine != sweeps.LATENCY_ENGINE:
             raise KeyboardInterrupt
         return real(model, engine, *args, **kwargs)
 
     monkeypatch.setattr(sweeps, "latency_rows", interrupted)
-    suite = bench.replace_suite(
+    suite = suites.replace_suite(
         "quick", latency_batch_sizes=(1, 2, 25), repeats=1, warmup=0, memory_max_num_seqs=4
     )
     with pytest.raises(KeyboardInterrupt):
         # cpu-emulated: what an interrupt leaves does not depend on the backend; no compile.
-        bench.run_bench(
+        sweeps.run_bench(
             suite,
             "cpu",
             tmp_path,
@@ -309,10 +309,10 @@ def test_an_interrupted_sweep_keeps_the_finished_csvs(tmp_path, monkeypatch):
             backend="cpu-emulated",
         )
     memory = pd.read_csv(tmp_path / "graph_memory.csv")
-    assert set(memory["engine"]) == {bench.LATENCY_ENGINE, "vllm-0.33.0"}
+    assert set(memory["engine"]) == {sweeps.LATENCY_ENGINE, "vllm-0.33.0"}
     assert not (tmp_path / "latency.csv").exists()  # the finished engine's rows, marked partial
     latency = pd.read_csv(partial_path(tmp_path, "latency"))
-    assert set(latency["engine"]) == {bench.LATENCY_ENGINE}
+    assert set(latency["engine"]) == {sweeps.LATENCY_ENGINE}
     assert sorted(set(latency["batch_size"])) == [1, 2, 25] and len(latency) == 6
     assert not list(tmp_path.glob(".*.tmp"))  # no half-written file
 
@@ -356,13 +356,13 @@ def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
             for name in ("latency", "graph_memory")
         )
     slow = memory.assign(
-        capture_ms=memory["capture_ms"].where(memory["engine"] == bench.LATENCY_ENGINE, 1e6)
+        capture_ms=memory["capture_ms"].where(memory["engine"] == sweeps.LATENCY_ENGINE, 1e6)
     )  # V1 captures made absurdly slow
     targets = gpu_targets.summarize_targets(latency, slow, "tiny", "tiny").set_index("target")
-    guard = memory[(memory["engine"] == bench.LATENCY_ENGINE) & (memory["graph_pool"] == "shared")]
+    guard = memory[(memory["engine"] == sweeps.LATENCY_ENGINE) & (memory["graph_pool"] == "shared")]
     assert targets.loc["slowest capture (ms)", "value"] == guard["capture_ms"].max()
     separate = memory[
-        (memory["engine"] == bench.LATENCY_ENGINE) & (memory["graph_pool"] == "separate")
+        (memory["engine"] == sweeps.LATENCY_ENGINE) & (memory["graph_pool"] == "separate")
     ]
     largest = separate.loc[separate["capture_size"].idxmax(), "memory_bytes"]
     assert targets.loc["shared pool / largest graph's own pool", "value"] == pytest.approx(
@@ -373,12 +373,12 @@ def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
 def test_a_latency_csv_without_the_v1_rows_is_not_complete(dry_run):
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
         latency = pd.read_csv(archive.extractfile("gpu_check/tiny/latency.csv"))
-    quick = bench.get_suite("quick")
+    quick = suites.get_suite("quick")
     engines = gpu_targets.expected_engines(quick, "latency")
-    assert engines == (bench.LATENCY_ENGINE, "vllm-0.33.0")
+    assert engines == (sweeps.LATENCY_ENGINE, "vllm-0.33.0")
     assert gpu_targets.missing_rows("latency", latency, engines) == []
     # A V1 step timed out after the guard's rows were written: the file exists, rows are missing.
-    guard = latency[latency["engine"] == bench.LATENCY_ENGINE]
+    guard = latency[latency["engine"] == sweeps.LATENCY_ENGINE]
     assert gpu_targets.missing_rows("latency", guard, engines) == [
         "latency.csv has no vllm-0.33.0 rows"
     ]
@@ -387,7 +387,7 @@ def test_a_latency_csv_without_the_v1_rows_is_not_complete(dry_run):
         f"latency.csv has no {engine} rows with mode graph" for engine in engines
     ]
     assert gpu_targets.missing_rows("latency", None, engines) == ["latency.csv missing"]
-    assert gpu_targets.expected_engines(quick, "latency", with_v1=False) == (bench.LATENCY_ENGINE,)
+    assert gpu_targets.expected_engines(quick, "latency", with_v1=False) == (sweeps.LATENCY_ENGINE,)
     assert gpu_targets.expected_engines(quick, "spec_decode") == ("vllm-0.6.0", "adaptive")
 
 

@@ -12,8 +12,7 @@ import sys
 import pandas as pd
 import pytest
 
-from graphlab import bench
-from graphlab.bench import export
+from graphlab.bench import export, suites, sweeps
 from graphlab.bench.export import LOCK_NAME, locked_folder
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
@@ -34,7 +33,7 @@ def bench_argv(out):
 def complete(tmp_path_factory):
     """A folder of complete CSVs from one whole run: what an interrupted run must not spoil."""
     out = tmp_path_factory.mktemp("complete")
-    bench.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
+    sweeps.run_bench(TINY, "cpu", out, progress=False, backend="cpu-emulated")
     return {p.name: p.read_bytes() for p in out.iterdir()}
 
 
@@ -67,7 +66,7 @@ def test_an_interrupt_never_replaces_a_complete_csv(
 ):
     for name, data in complete.items():
         (tmp_path / name).write_bytes(data)
-    monkeypatch.setitem(bench.SUITES, "quick", TINY)
+    monkeypatch.setitem(suites.SUITES, "quick", TINY)
     _interrupt_at(monkeypatch, target, when)
     code, out, err = run_cli(capsys, *bench_argv(tmp_path))
     monkeypatch.undo()
@@ -130,7 +129,7 @@ def lock_held_by_another_process(folder):
 
 def test_a_second_run_on_one_out_is_refused_naming_the_first(tmp_path, capsys, monkeypatch):
     (tmp_path / "latency.csv").write_text("the first run's\n")
-    monkeypatch.setitem(bench.SUITES, "quick", TINY)
+    monkeypatch.setitem(suites.SUITES, "quick", TINY)
     with lock_held_by_another_process(tmp_path) as first:
         code, out, err = run_cli(capsys, *bench_argv(tmp_path))
         assert code == 2 and out == ""
@@ -250,7 +249,7 @@ def test_a_full_disk_keeps_the_complete_csvs_and_says_which_failed(
             handle.write(b"\0" * 1024)
             handle.flush()
     ballast.write_bytes(ballast.read_bytes()[: -4 * 1024])
-    monkeypatch.setitem(bench.SUITES, "quick", TINY)
+    monkeypatch.setitem(suites.SUITES, "quick", TINY)
     code, out, err = run_cli(capsys, *bench_argv(small_tmpfs))
     line = err.strip().splitlines()[-1]  # after the progress bar
     assert code == 2 and out == "" and "No space left on device" in line, line

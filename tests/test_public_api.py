@@ -1,9 +1,11 @@
 """The package's public face: every exported name resolves, and the sizing half never loads
 torch."""
 
+import ast
 import importlib
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -17,6 +19,23 @@ def test_every_listed_name_resolves():
     for name in graphlab.__all__:
         assert getattr(graphlab, name) is not None, name
     assert importlib.import_module("graphlab.views.plots") is graphlab.views.plots  # submodules too
+
+
+def test_the_front_door_is_narrow_and_typed():
+    # A dozen reader-facing names (the README's examples); everything else from its module.
+    assert len(graphlab.__all__) <= 15
+    # The TYPE_CHECKING imports (what an IDE sees) name exactly the lazy exports, from the same
+    # modules, so a moved name cannot leave a stale type behind.
+    tree = ast.parse(Path(graphlab.__file__).read_text())
+    typed = {
+        alias.name: node.module.removeprefix("graphlab.")
+        for guard in tree.body
+        if isinstance(guard, ast.If) and ast.unparse(guard.test) == "TYPE_CHECKING"
+        for node in guard.body
+        for alias in node.names
+    }
+    assert typed == graphlab._EXPORTS
+    assert (Path(graphlab.__file__).parent / "py.typed").is_file()
 
 
 def test_unknown_attribute_is_an_attribute_error():

@@ -11,7 +11,9 @@ import pytest
 from graphlab.against_vllm.crosscheck import crosscheck
 from graphlab.against_vllm.installed import vllm_available
 from graphlab.sizing.config import SizingConfig
-from graphlab.specdec import SpecDecodeConfig, SpecDecodeEngine, build_draft, build_target
+from graphlab.specdec.drafts import build_draft, build_target
+from graphlab.specdec.engine import SpecDecodeEngine
+from graphlab.specdec.records import SpecDecodeConfig
 from graphlab.specdec.requests import Request, make_requests
 
 pytestmark = [

@@ -78,7 +78,7 @@ def logged_run(
     """Run the engine (see the module docstring) on graphlab's tiny Llama written under directory;
     returns the path of its log (directory/vllm.log). GraphlabError with the log's tail on
     failure."""
-    from graphlab.specdec import build_target
+    from graphlab.specdec.drafts import build_target
 
     directory = Path(directory)
     model_dir, log_path = directory / "tiny-llama", directory / "vllm.log"

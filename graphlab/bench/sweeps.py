@@ -9,9 +9,9 @@ memory and capture time per captured size, for the V0 guard (rows) and a V1 engi
 cliff past its largest graph), speculative decoding per engine (summary and per step), and the crash
 map computed from the sizing rules.
 
-    from graphlab import bench
-    frame = bench.latency_sweep("quick", device="cpu")   # one sweep, its own run
-    paths = bench.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
+    from graphlab.bench import sweeps
+    frame = sweeps.latency_sweep("quick", device="cpu")   # one sweep, its own run
+    paths = sweeps.run_bench("quick", "cpu", "build/bench")  # every sweep, one CSV each
 
 The backend is the run's: "auto" measures costs where a captured size saves something, real
 CUDA graphs on a GPU and `cpu-compiled` steps on a CPU (graphlab.engine.compiled); with

@@ -79,12 +79,12 @@ def _outcome(out: Path, before: dict, where: str = "") -> str:
 
 
 def run(args) -> int:
-    from graphlab import bench
+    from graphlab.bench import sweeps
 
     out = check_out_folder(args.out)
     before = _stamps(out) if out.is_dir() else {}
     try:
-        paths = bench.run_bench(args.suite, args.device, out, backend=args.backend)
+        paths = sweeps.run_bench(args.suite, args.device, out, backend=args.backend)
     except KeyboardInterrupt:
         print(f"interrupted: {_outcome(out, before, f' under {out}')}", file=sys.stderr)
         return 130
@@ -94,5 +94,5 @@ def run(args) -> int:
             f"cannot write {failed} under --out {str(args.out)!r}: "
             f"{error.strerror or error}; {_outcome(out, before)}"
         ) from None
-    print(bench.summary(paths))
+    print(sweeps.summary(paths))
     return 0

@@ -114,7 +114,7 @@ def add_parser(subparsers) -> None:
         type=float,
         default=0.0,
         help="0 (default) is greedy; else 0.01..2, the range vLLM's SamplingParams "
-        "samples at (checked by graphlab.specdec.SpecDecodeConfig)",
+        "samples at (checked by graphlab.specdec.records.SpecDecodeConfig)",
     )
     parser.add_argument("--seed", type=int_in(0, 2**32 - 1), default=0, help="default 0")
     parser.add_argument("--device", choices=DEVICES, default="auto", help="default auto")

@@ -9,29 +9,3 @@ the crash map (`crash_maps`), the command line's limits (`limits`) and the captu
 with its CSV inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
 `graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
 """
-
-from graphlab.lazy import lazy_exports
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "SizingConfig": "config",
-        "SizingPolicy": "engines",
-        "ENGINES": "engines",
-        "V0_ENGINES": "engines",
-        "V1_ENGINES": "engines",
-        "get_engine": "engines",
-        "pad0": "engines",
-        "reachable_batch_sizes": "batches",
-        "batch_expansion_sizes": "batches",
-        "decode_graph_sizes": "dispatch",
-        "verify_batches": "dispatch",
-        "AuditReport": "audit",
-        "crash_map": "crash_maps",
-        "audit_table": "audit",
-        "Plan": "plan_result",
-        "Budget": "optimum",
-        "read_vllm_log": "vllm_log",
-        "audit_log": "log_audit",
-    },
-)

@@ -4,18 +4,3 @@
 runners, step by step, as vLLM's spec-decode worker did. May import `graphlab.engine`,
 `graphlab.sizing` and `graphlab.errors`.
 """
-
-from graphlab.lazy import lazy_exports
-
-__getattr__, __dir__ = lazy_exports(
-    __name__,
-    {
-        "SpecDecodeConfig": "records",
-        "GenerateOutput": "records",
-        "SpecDecodeEngine": "engine",
-        "run_speculative": "engine",
-        "RequestLoad": "requests",
-        "build_target": "drafts",
-        "build_draft": "drafts",
-    },
-)
