@@ -132,7 +132,7 @@ TORCH_CALLS = {
     "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
     "build_model seed -1": (lambda m, d: g.build_model("tiny", seed=-1), "seed"),
     "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),
-    "eager_ratio None": (lambda m, d: eager_ratio(None), "frame must be"),
+    "eager_ratio None": (lambda m, d: eager_ratio(None), "samples must be"),
     "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
 }
 

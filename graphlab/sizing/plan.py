@@ -275,9 +275,9 @@ def plan(
     GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
     policy = get_engine(engine)
+    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size)
     if policy.name in ALL_V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
         raise GraphlabError(NO_GRAPHS)
-    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
