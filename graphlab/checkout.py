@@ -28,3 +28,8 @@ def out_folder(out_dir) -> Path:
     """A notebook's out_dir as a path: absolute as given, relative from the repository root."""
     path = Path(out_dir).expanduser()
     return path if path.is_absolute() else repository_root() / path
+
+
+def data_folder() -> Path:
+    """The committed reference CSVs (data/), found from the repository root like out_folder."""
+    return repository_root() / "data"

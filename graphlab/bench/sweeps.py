@@ -110,12 +110,13 @@ def bench_run(
     suite: str | Suite = "quick",
     device: str = "auto",
     torch_threads: int | None = None,
-    backend: str = "auto",
+    backend: str | Backend = "auto",
 ):
     """Open a run; on CPU torch uses `torch_threads` (default 1) until it closes. backend
-    "auto": what "auto" means for costs (graphlab.engine.device.AUTO), resolved here once."""
+    "auto": what "auto" means for costs (graphlab.engine.device.AUTO), resolved here once; a
+    name or a resolved Backend value."""
     suite = get_suite(suite)
-    check_choice("backend", backend, ("auto",) + BACKENDS)
+    check_choice("backend", str(backend), ("auto",) + BACKENDS)
     dev = resolve_device(device)
     if torch_threads is not None:
         check_int("torch_threads (or None)", torch_threads, 1)

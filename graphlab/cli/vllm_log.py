@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 
+from graphlab.cli.arguments import joined_sizes
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import FIELDS, audit_log, engine_for_version, logged_config
 from graphlab.sizing.vllm_log import read_vllm_log
@@ -28,25 +29,28 @@ def add_option(parser) -> None:
 def given_values(args) -> dict:
     """{SizingConfig field: (value, where)} set on the command line: the flags, or --vllm-args
     (read by the installed vLLM's parser)."""
+    values = {name: getattr(args, name, None) for name in FIELDS}
+    if "cudagraph_capture_sizes" in values:  # vLLM's syntax: groups of sizes, as typed
+        values["cudagraph_capture_sizes"] = joined_sizes(values["cudagraph_capture_sizes"])
     flags = {
-        name: (getattr(args, name), f"--{name.replace('_', '-')}")
-        for name in FIELDS
-        if getattr(args, name, None) is not None
+        name: (value, f"--{name.replace('_', '-')}")
+        for name, value in values.items()
+        if value is not None
     }
     line = getattr(args, "vllm_args", None)
     if line is None:
         return flags
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
-    from graphlab.against_vllm.serve_args import config_from_vllm_args
+    from graphlab.against_vllm.serve_args import read_vllm_args
 
-    cfg = config_from_vllm_args(line)
+    cfg = read_vllm_args(line, args.device_tier).config
     given = {
         name: (getattr(cfg, name), "--vllm-args")
         for name in FIELDS
         if getattr(cfg, name) is not None
     }
-    # config_from_vllm_args fills these with device defaults when unset: not the user's values.
+    # read_vllm_args fills these with device defaults when unset: not the user's values.
     for name in ("max_num_seqs", "max_num_batched_tokens"):
         if not re.search(rf"--{name.replace('_', '[-_]')}\b", line):
             given.pop(name, None)
