@@ -15,8 +15,10 @@ import graphlab as g
 from graphlab.bench.costs import eager_ratio, guard_cost
 from graphlab.bench.export import export_csvs, write_csv_atomic
 from graphlab.bench.measurements import latency_rows
+from graphlab.bench.provenance import with_provenance
 from graphlab.cli import main
 from graphlab.cli.arguments import positive_float
+from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.runner import REPLAY_RTOL, replay_check
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_float, check_sizes
@@ -129,6 +131,10 @@ TORCH_CALLS = {
         "cfg must be",
     ),
     "uniform_decode_batch text": (lambda m, d: uniform_decode_batch("2", 1, m, 0), "num_reqs"),
+    "capture_graphs sizes text": (lambda m, d: capture_graphs(m, "12"), "sizes must be"),
+    "capture_graphs model text": (lambda m, d: capture_graphs("tiny", [1]), "model must be"),
+    "with_provenance rows text": (lambda m, d: with_provenance("rows", {}), "rows must be"),
+    "with_provenance prov empty": (lambda m, d: with_provenance([{"a": 1}], {}), "prov lacks"),
     "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
     "build_model seed -1": (lambda m, d: g.build_model("tiny", seed=-1), "seed"),
     "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),

@@ -30,7 +30,7 @@ from graphlab.engine.compiled import compiled_step
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import GraphlabError, check_choice, check_instance, check_sizes
 from graphlab.sizing.engines import GRAPH_POOLS
 
 # vLLM V0 ran two warm-up steps per size before capturing (vllm/worker/model_runner.py).
@@ -316,6 +316,8 @@ def capture_graphs(
 ):
     """Capture every size of one family, largest first, in a session of its own (vLLM V0's
     capture_model); returns ({size: CapturedGraph}, [GraphRecord])."""
+    check_instance("model", model, LlamaForCausalLM)
+    sizes = check_sizes("sizes", sizes, 1)
     session = CaptureSession(model, resolve_backend(backend, model.device), graph_pool, num_warmups)
     with session:
         graphs = capture_full(session, sizes, query_len)
