@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from graphlab.bench.vs_transformers import main, ratio_interval, verdict
+from graphlab.bench.stats import median_ci
+from graphlab.bench.vs_transformers import main, verdict
 
 pytest.importorskip("transformers")
 
@@ -55,8 +56,8 @@ def test_eager_smoke_run_compares_equal_logits_and_writes_its_rows(capsys, tmp_p
 
 
 def test_interval_and_verdict():
-    assert ratio_interval([1.3] * 7) == (1.3, 1.3, 1.3)
-    median, low, high = ratio_interval(np.linspace(1.0, 1.4, 41))
+    assert median_ci([1.3] * 7) == (1.3, 1.3, 1.3)
+    median, low, high = median_ci(np.linspace(1.0, 1.4, 41))
     assert median == pytest.approx(1.2) and 1.1 < low < median < high < 1.3
     assert [verdict(1.12, 1.3, 1.1), verdict(0.9, 1.05, 1.1), verdict(1.05, 1.2, 1.1)] == [
         "meets",

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from graphlab.bench.stats import median_ci
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.engine.compiled import compiled_step
 from graphlab.engine.config import PRESETS
@@ -50,14 +51,6 @@ ROUTES = ("eager", "compiled")
 GOALS = {"eager": 1.1, "compiled": 1.0}  # transformers' step / graphlab's, at least
 CLOCKS = {"thread": time.thread_time, "wall": time.perf_counter}
 WARMUP_STEPS = 3
-
-
-def ratio_interval(ratios, resamples: int = 2000, seed: int = 0) -> tuple[float, float, float]:
-    """Median of the paired ratios and the 2.5 / 97.5 percentiles of bootstrapped medians."""
-    ratios = np.asarray(ratios, dtype=float)
-    rng = np.random.default_rng(seed)
-    medians = np.median(rng.choice(ratios, (resamples, ratios.size)), axis=1)
-    return float(np.median(ratios)), *map(float, np.percentile(medians, [2.5, 97.5]))
 
 
 def verdict(low: float, high: float, goal: float) -> str:
@@ -176,7 +169,7 @@ def measure(
                 for batch in batches:
                     mine, other, diff = make(ours, theirs, batch, context, max_seq_len)
                     t_ours, t_theirs = paired_times(mine, other, pairs, CLOCKS[clock])
-                    ratio, low, high = ratio_interval(np.divide(t_theirs, t_ours))
+                    ratio, low, high = median_ci(np.divide(t_theirs, t_ours))
                     rows.append(
                         dict(
                             preset=preset,
