@@ -17,6 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from graphlab.against_vllm.cudagraph_stats import vllm_dispatcher
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
@@ -65,62 +66,14 @@ def _cfg(seqs, k, sizes, mode):
     return SizingConfig(seqs, k, cudagraph_capture_sizes=sizes, cudagraph_mode=mode)
 
 
-def _mrv2(parts, seqs, q, sizes, mode):
-    _, modes, _, manager_cls = parts
-    manager = manager_cls.__new__(manager_cls)
-    manager.__dict__.update(
-        compilation_config=ns(
-            cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes)
-        ),
-        cudagraph_mode=modes[mode],
-        max_num_reqs=seqs,
-        decode_query_len=q,
-        varlen_decode=False,
-        vllm_config=ns(speculative_config=None, cache_config=ns(use_kda_recoverssm=False)),
-        lora_capture_cases=[0],
-        _candidates={},
-        _capture_descs={},
-        ubatch_runner=None,
-        _graphs_captured=True,
-    )
-    manager._lora_dispatch_map, manager._max_lora_case = manager._build_lora_dispatch_map()
-    manager._init_candidates()
+def _vllm_rule(seqs, q, sizes, mode, runner):
+    """vLLM's own dispatcher for one config (graphlab.against_vllm.cudagraph_stats): (n,
+    uniform) -> (runtime mode, padded tokens or None)."""
+    step = vllm_dispatcher(seqs, q, sizes, mode, runner)
 
     def run(n, uniform):
-        # a non-uniform batch: up to max_num_seqs requests, one of them a prefill
-        reqs = n // q if uniform else min(n, seqs)
-        desc = manager.dispatch(reqs, n, q if uniform else None, 0)
-        return str(desc.cg_mode), None if str(desc.cg_mode) == "NONE" else desc.num_tokens
-
-    return run
-
-
-def _mrv1(parts, seqs, q, sizes, mode):
-    compilation_cls, modes, dispatcher_cls, _ = parts
-    cc = ns(
-        cudagraph_capture_sizes=list(sizes),
-        max_cudagraph_capture_size=max(sizes),
-        compile_sizes=None,
-        cudagraph_specialize_lora=False,
-    )
-    # 0.12.0 / 0.13.0 GPUModelRunner._check_and_update_cudagraph_mode: separate FULL decode graphs
-    if modes[mode].decode_mode() == modes["FULL"] and modes[mode].separate_routine() and q > 1:
-        compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, q)
-    dispatcher = dispatcher_cls.__new__(dispatcher_cls)
-    dispatcher.__dict__.update(
-        vllm_config=ns(scheduler_config=ns(max_num_seqs=seqs), lora_config=None),
-        compilation_config=cc,
-        uniform_decode_query_len=q,
-        keys_initialized=False,
-        specialize_lora_count=False,
-        cudagraph_mode=modes["NONE"],
-        cudagraph_keys={modes["PIECEWISE"]: set(), modes["FULL"]: set()},
-    )
-    dispatcher.initialize_cudagraph_keys(modes[mode], q)
-
-    def run(n, uniform):
-        runtime, desc = dispatcher.dispatch(n, uniform_decode=uniform)
-        return str(runtime), None if str(runtime) == "NONE" else desc.num_tokens
+        stat = step(n, uniform)
+        return stat.runtime_mode, None if stat.runtime_mode == "NONE" else stat.num_padded_tokens
 
     return run
 
@@ -141,9 +94,8 @@ def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
             paths, _ = graph_families(policy, cfg).dispatch_batches(range(1, 600))
             assert set(paths) == {"eager"}
             continue
-        vllm = (_mrv1 if policy.rounds_for_spec_decode else _mrv2)(
-            vllm_parts, seqs, q, configured, resolved
-        )
+        runner = "v1" if policy.rounds_for_spec_decode else "v2"
+        vllm = _vllm_rule(seqs, q, configured, resolved, runner)
         top = max(configured) + q + 2
         uniform = [b * q for b in range(1, seqs + 1)]
         for flag, ns_ in ((True, uniform), (False, range(1, top))):
