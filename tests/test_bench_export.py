@@ -138,7 +138,7 @@ def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
 
     monkeypatch.setattr(runner, "StepTimer", Timer)
     suite = suites.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)
-    frame = sweeps.latency_sweep(suite, "cpu")
+    frame = sweeps.latency_sweep(suite, "cpu", backend="cpu-emulated")  # the timer is faked
     assert len(frame) == 2 * (2 + 5)  # V0: 2 batch sizes, V1: 5 request counts; 2 modes
     assert set(frame["median_ms"]) == {5.5} and set(frame["min_ms"]) == {1.0}
     assert frame["p90_ms"].tolist() == pytest.approx([9.1] * len(frame))
@@ -169,7 +169,7 @@ def test_rows_name_the_preset_and_dtype_actually_run(name, model, monkeypatch):
     )
     preset, dtype = suite.model_for("cpu")
     for sweep in (sweeps.latency_sweep, sweeps.graph_memory_sweep):
-        frame = sweep(suite, "cpu")
+        frame = sweep(suite, "cpu", backend="cpu-emulated")  # names, not costs: nothing compiled
         assert built == [(preset, dtype)] * 2  # the V0 engine's model, then the V1 engine's
         assert set(frame["model"]) == {preset} and set(frame["dtype"]) == {dtype}
         assert set(frame["engine"]) == {V0, "vllm-0.33.0"}
@@ -284,7 +284,8 @@ def test_latency_rows_cover_both_modes_and_the_padded_size(written):
 
 def test_latency_sweep_shows_the_eager_cliff_past_the_capture_limit():
     suite = suites.replace_suite(TINY, latency_batch_sizes=(1, 3, 4, 5, 9), latency_max_num_seqs=4)
-    frame = sweeps.latency_sweep(suite, "cpu").query("engine == @V0")
+    # Paths and sizes are the runner's dispatch on any backend: the emulated one compiles nothing.
+    frame = sweeps.latency_sweep(suite, "cpu", backend="cpu-emulated").query("engine == @V0")
     graph = frame[frame["mode"] == "graph"].set_index("batch_size")
     assert list(graph["path"]) == ["graph", "graph", "graph", "eager", "eager"]
     assert graph.loc[3, "graph_size"] == 4 and graph.loc[[5, 9], "graph_size"].isna().all()
@@ -323,7 +324,9 @@ def test_spec_decode_steps_run_in_the_suites_dtype(monkeypatch):
 
     run_speculative = sweeps.run_speculative
     monkeypatch.setattr(sweeps, "run_speculative", spy)
-    frame = sweeps.spec_decode_steps_sweep(suites.replace_suite(TINY, dtype="bfloat16"), "cpu")
+    frame = sweeps.spec_decode_steps_sweep(
+        suites.replace_suite(TINY, dtype="bfloat16"), "cpu", backend="cpu-emulated"
+    )
     assert set(seen) == {"bfloat16"} and len(seen) == len(TINY.spec_engines)
     assert set(frame["dtype"]) == {"bfloat16"}
 

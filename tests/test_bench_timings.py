@@ -53,3 +53,17 @@ def test_a_target_is_a_ceiling_or_a_floor():
     assert floor.met(1.0, "x") and not floor.met(0.99, "x")
     assert ceiling.met(1e9, "s first call") is None  # another unit: shown, not held
     assert timings.Figure("n", "m:f", "ops").met(3, "ops") is None
+
+
+def test_the_transformers_comparison_holds_its_interval_not_its_median(monkeypatch):
+    """A ratio figure is met only when its whole interval clears the goal (the lower end)."""
+    from graphlab.bench import vs_transformers
+
+    frame = pd.DataFrame([dict(preset="tiny", batch=1, ratio=1.2, ratio_low=1.05, ratio_high=1.3)])
+    monkeypatch.setattr(vs_transformers, "measure", lambda **kwargs: frame)
+    rows = timings.run(["decode_eager"], quick=True).set_index("unit")
+    assert list(rows.index) == ["x median", "x CI low", "x CI high"]
+    assert rows.loc["x CI low", "met"] in (False,)  # 1.05 < 1.1: not met, and not None
+    assert rows["met"].drop("x CI low").isna().all()  # the median alone decides nothing
+    frame.loc[0, "ratio_low"] = 1.1
+    assert timings.run(["decode_eager"], quick=True).set_index("unit").loc["x CI low", "met"]

@@ -15,16 +15,11 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
+import run_notebooks  # scripts/run_notebooks.py, loaded by conftest.py
 
 from graphlab.bench.stats import MIN_SAMPLES, compare
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location(
-    "run_notebooks", ROOT / "scripts" / "run_notebooks.py"
-)
-run_notebooks = importlib.util.module_from_spec(_spec)
-sys.modules["run_notebooks"] = run_notebooks  # dataclasses look their module up there
-_spec.loader.exec_module(run_notebooks)
 
 NAMES = run_notebooks.notebook_names()
 
@@ -59,9 +54,8 @@ def test_notebooks_that_run_a_model_pin_one_torch_thread_first(name):
 
 
 @pytest.fixture(scope="module")
-def executed(tmp_path_factory):
-    out = tmp_path_factory.mktemp("notebooks")
-    return out, {r.notebook: r for r in run_notebooks.run_notebooks(out, ci=True)}
+def executed(executed_notebooks):
+    return executed_notebooks
 
 
 @pytest.mark.notebooks

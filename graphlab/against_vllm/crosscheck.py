@@ -27,7 +27,7 @@ from pathlib import Path
 
 import torch
 
-from graphlab.against_vllm.installed import VLLM_ENV
+from graphlab.against_vllm.installed import VLLM_ENV, generate_greedy
 from graphlab.engine.checkpoint import save_checkpoint
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice
@@ -56,32 +56,19 @@ def run_vllm(
     seed: int = 0,
 ) -> dict:
     """Greedy generation in vLLM (this process): output token ids and spec-decode counters."""
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
-
-    kwargs = dict(
-        model=target_dir,
-        skip_tokenizer_init=True,
-        dtype="float32",
-        enforce_eager=True,
+    speculative = (
+        dict(method="draft_model", model=draft_dir, num_speculative_tokens=num_speculative_tokens)
+        if num_speculative_tokens
+        else None
+    )
+    llm, outputs = generate_greedy(
+        target_dir,
+        prompts,
+        max_tokens,
+        seed=seed,
         max_model_len=max_model_len,
         max_num_seqs=max_num_seqs,
-        seed=seed,
-        disable_log_stats=False,
-    )
-    if num_speculative_tokens:
-        kwargs["speculative_config"] = {
-            "method": "draft_model",
-            "model": draft_dir,
-            "num_speculative_tokens": num_speculative_tokens,
-        }
-    llm = LLM(**kwargs)
-    params = [
-        SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
-        for m in max_tokens
-    ]
-    outputs = llm.generate(
-        [TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False
+        speculative_config=speculative,
     )
     counters = {}
     for metric in llm.get_metrics():

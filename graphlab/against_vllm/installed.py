@@ -55,6 +55,34 @@ def quiet_vllm_import() -> None:
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
+def generate_greedy(model_dir: str, prompts, max_tokens, *, seed: int = 0, **engine_args):
+    """Greedy generation in the installed vLLM (this process) from token-id prompts: an `LLM` as
+    the kit runs it on a CPU (no tokenizer, fp32, eager, stats logged) with `engine_args` added
+    (max_model_len, max_num_seqs, speculative_config, ...). One max_tokens per prompt, or one for
+    all. Returns the LLM (its metrics, its engine) and the outputs."""
+    from vllm import LLM, SamplingParams
+    from vllm.inputs import TokensPrompt
+
+    llm = LLM(
+        model=model_dir,
+        skip_tokenizer_init=True,
+        dtype="float32",
+        enforce_eager=True,
+        disable_log_stats=False,
+        seed=seed,
+        **engine_args,
+    )
+    lengths = [max_tokens] * len(prompts) if isinstance(max_tokens, int) else max_tokens
+    params = [
+        SamplingParams(temperature=0.0, max_tokens=m, ignore_eos=True, detokenize=False)
+        for m in lengths
+    ]
+    outputs = llm.generate(
+        [TokensPrompt(prompt_token_ids=p) for p in prompts], params, use_tqdm=False
+    )
+    return llm, outputs
+
+
 def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     """What the installed vLLM's sizing does with cfg on a CUDA device: {"capture_sizes"
     (ascending), "warnings" (the WARNING lines it logs), "error" ("ValueError: ..." when it refuses

@@ -16,7 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from graphlab.against_vllm.installed import VLLM_ENV
+from graphlab.against_vllm.installed import VLLM_ENV, generate_greedy
 from graphlab.engine.checkpoint import save_checkpoint
 from graphlab.errors import GraphlabError
 
@@ -39,14 +39,10 @@ def run_engine(
     max_tokens: int,
 ) -> None:
     """Serve the requests in vLLM (this process), logging stats with cudagraph_metrics."""
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
-
-    llm = LLM(
-        model=model_dir,
-        skip_tokenizer_init=True,
-        dtype="float32",
-        enforce_eager=True,
+    llm, _ = generate_greedy(
+        model_dir,
+        _prompts(num_requests),
+        max_tokens,
         max_model_len=256,
         max_num_seqs=max_num_seqs,
         speculative_config={
@@ -56,14 +52,7 @@ def run_engine(
             "prompt_lookup_max": 3,
         },
         cudagraph_metrics=True,
-        disable_log_stats=False,
-        seed=0,
     )
-    params = SamplingParams(
-        temperature=0.0, max_tokens=max_tokens, ignore_eos=True, detokenize=False
-    )
-    prompts = [TokensPrompt(prompt_token_ids=p) for p in _prompts(num_requests)]
-    llm.generate(prompts, params, use_tqdm=False)
     llm.llm_engine.do_log_stats()  # the last interval's table
 
 
