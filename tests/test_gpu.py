@@ -161,7 +161,9 @@ def test_the_timed_presets_replay_what_eager_computes(backend, preset, dtype):
     for engine, cfg, num_reqs in configs:
         rows = [
             row
-            for row in latency_rows(model, engine, cfg, num_reqs, repeats=1, warmup=0)
+            for row in latency_rows(
+                model, engine, cfg, num_reqs, repeats=1, warmup=0, backend=backend
+            )
             if row["mode"] == "graph"
         ]
         replayed = "full" if engine == full.v1_engine else "graph"  # V1 decode: FULL graphs
