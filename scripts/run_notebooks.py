@@ -86,7 +86,7 @@ EXPECTED = {
         ),
         reference_figures=True,
     ),
-    "06_capture_size_planner": Expected(2, ("plan_vs_default.png",)),
+    "06_capture_size_planner": Expected(3, ("plan_vs_default.png", "plan_priced.png")),
     "07_your_deployment": Expected(
         2,
         ("vllm.log", "logged_steps.png", "gpu_shaped.log", "gpu_shaped_steps.png"),

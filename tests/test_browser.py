@@ -275,6 +275,8 @@ def _move_the_explorer(page) -> None:
     summary = page.locator(".widget-html-content", has_text="reachable batch sizes")
     summary.wait_for()
     assert "max_num_seqs = 8," in summary.inner_text() and "KeyError: 16" in summary.inner_text()
+    # Priced on the committed CPU run: a crashing config has no step time, and says so.
+    assert "not priced on cpu/latency.csv: a config that crashes" in summary.inner_text()
     picture = page.locator("img.widget-image")
     # vllm-0.5.5, S = 8, k = 4: batches n = 1..40 on the strip's axis, graphs up to n = 8, so
     # blue ends 8/40 of the way along (drawn by position in the list, it ended at 8/34).

@@ -99,6 +99,8 @@ def test_the_explorer_shows_its_default_state(executed):
     (bundle,) = [o.data for o in cell.outputs if "image/png" in o.get("data", {})]
     assert "application/vnd.jupyter.widget-view+json" in bundle  # live in JupyterLab
     assert "ExplorerState(engine='vllm-0.5.5', max_num_seqs=8" in bundle["text/plain"]
+    # The summary is the widget's state, which the executed notebook keeps in its metadata.
+    assert "not priced on cpu/latency.csv: a config that crashes" in json.dumps(nb.metadata)
 
 
 @pytest.mark.notebooks

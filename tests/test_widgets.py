@@ -259,3 +259,71 @@ def test_a_token_budget_below_max_num_seqs_shows_the_refusal_and_later_controls_
 def test_the_strip_names_its_unreachable_sizes():
     ex = StaticExplorer(ExplorerState("vllm-0.5.5", 8, 4))
     assert "no batch reaches n (white)" in ex.view.strip.get_xlabel()
+
+
+def _latency_csv(path, eager_ms: float, graph_ms: float):
+    """A latency.csv of one V0 engine (rows 1..32, graphs 1..24) and one V1 engine (tokens
+    4..64): every eager step eager_ms, every graph step graph_ms."""
+    import pandas as pd
+
+    common = dict(model="tiny", dtype="float32", backend="cpu-compiled")
+    rows = []
+    for engine, unit, k, ns, graphs in (
+        ("vllm-0.6.0", "rows", 0, range(1, 33), (1, 2, 4, 8, 16, 24)),
+        ("vllm-0.33.0", "tokens", 3, range(4, 65, 4), (4, 8, 16, 24, 32, 64)),
+    ):
+        base = dict(common, engine=engine, batch_unit=unit, num_speculative_tokens=k)
+        rows += [
+            dict(base, mode="eager", batch_size=n, path="eager", median_ms=eager_ms) for n in ns
+        ]
+        family = "graph" if unit == "rows" else "full"
+        rows += [
+            dict(base, mode="graph", batch_size=g, path=family, graph_size=g, median_ms=graph_ms)
+            for g in graphs
+        ]
+    pd.DataFrame(rows).to_csv(path, index=False)
+    return path
+
+
+def test_the_explorer_prices_eager_steps_at_their_eager_time(tmp_path):
+    """Waste counts an eager step as 0; the price in time charges it: the guard, with fewer
+    graphs and eager steps, pays more per step than adaptive, which covers every batch."""
+    from graphlab.views.explorer_price import price_line
+
+    latency = _latency_csv(tmp_path / "latency.csv", eager_ms=10.0, graph_ms=1.0)
+    cfg = SizingConfig(4, 4)  # up to 4 x 5 = 20 rows; the guard's graphs stop at 4
+    guard, adaptive = audit("vllm-0.6.0", cfg), audit("adaptive", cfg)
+    assert guard.summary.mean_padding_waste < adaptive.summary.mean_padding_waste
+    s = guard.summary  # each reachable n once: graph steps 1 ms, eager steps 10 ms
+    assert s.num_eager > 0 and s.num_graph + s.num_eager == s.num_reachable
+    expected = (s.num_graph * 1.0 + s.num_eager * 10.0) / s.num_reachable
+    assert price_line(guard, latency).startswith(f"mean step {expected:.3f} ms on ")
+    assert price_line(adaptive, latency).startswith("mean step 1.000 ms on ")
+    assert "(cpu-compiled)" in price_line(adaptive, latency)
+    # V1 token rows price a V1 engine: 2 requests x 4 tokens = 4, 8 tokens, both on FULL graphs.
+    assert price_line(audit("vllm-0.33.0", SizingConfig(2, 3)), latency).startswith(
+        "mean step 1.000 ms"
+    )
+    far = price_line(audit("vllm-0.6.0", SizingConfig(8, 4)), latency)
+    assert far == (
+        f"not priced: {tmp_path.name}/latency.csv measured n = 1..32 rows (graphs up to 24); "
+        "this config reaches n = 40"
+    )
+    assert "crashes" in price_line(audit("vllm-0.5.5", SizingConfig(8, 4)), latency)
+    assert "refuses" in price_line(audit("vllm-0.33.0", SizingConfig(9, 4, 4)), latency)
+    assert price_line(guard, None) == ""
+
+
+def test_the_explorer_shows_its_price_and_follows_the_sliders(tmp_path):
+    import html
+
+    from graphlab.views.explorer_price import price_line
+
+    latency = _latency_csv(tmp_path / "latency.csv", eager_ms=10.0, graph_ms=1.0)
+    moved = explorer("vllm-0.6.0", 4, 4, latency=latency)
+    guard = price_line(audit("vllm-0.6.0", SizingConfig(4, 4)), latency)
+    assert guard.startswith("mean step ") and html.escape(guard) in moved.summary.value
+    moved.set(engine="adaptive")
+    assert "mean step 1.000 ms on " in moved.summary.value
+    static = StaticExplorer(ExplorerState("vllm-0.6.0", 4, 4), latency)
+    assert html.escape(guard) in static._repr_mimebundle_()["text/html"]

@@ -58,5 +58,11 @@ def plot_plan(result) -> Figure:
         fontsize=10,
     )
     # Below the axes, off the data: the summaries are long.
-    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", fontsize=8, ncols=2)
+    priced = result.plan.mean_step_ms is not None  # longer labels: one per line
+    fig.legend(
+        *ax.get_legend_handles_labels(),
+        loc="outside lower center",
+        fontsize=8,
+        ncols=1 + (not priced),
+    )
     return fig

@@ -32,6 +32,7 @@ from graphlab.views.explorer_figure import (
     ExplorerFigure,
     ExplorerState,
 )
+from graphlab.views.explorer_price import price_line
 
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
@@ -40,8 +41,9 @@ def reads_max_num_batched_tokens(engine: str) -> bool:
     return get_engine(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
 
 
-def summary_html(report: AuditReport) -> str:
-    """The summary line and the captured sizes, as the explorer shows them."""
+def summary_html(report: AuditReport, price: str = "") -> str:
+    """The summary line, the price in time (explorer_price.price_line) and the captured sizes,
+    as the explorer shows them."""
     s = report.summary
     crash = (
         f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
@@ -72,8 +74,9 @@ def summary_html(report: AuditReport) -> str:
         f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
         f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
         f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit} (an eager step "
-        f"counts 0: not a cost in time; notebook 04 prices it); {crash}{startup}<br>"
-        f"captured sizes ({len(report.capture_sizes)}): {sizes}"
+        f"counts 0: not a cost in time); {crash}{startup}<br>"
+        + (f"{html.escape(price)}<br>" if price else "")
+        + f"captured sizes ({len(report.capture_sizes)}): {sizes}"
     )
 
 
@@ -83,11 +86,12 @@ class Explorer:
     `set(**changes)` is what every control calls; tests and scripts call it too.
     """
 
-    def __init__(self, state: ExplorerState):
+    def __init__(self, state: ExplorerState, latency=None):
         import ipywidgets as w
 
         self.view = ExplorerFigure()
         self.state = state
+        self.latency = latency  # a latency.csv that prices each state in time, or None
         engine_reads_t = reads_max_num_batched_tokens(state.engine)
         slider = dict(
             continuous_update=False,
@@ -176,7 +180,7 @@ class Explorer:
 
     def _render(self) -> AuditReport:
         report = self.view.update(self.state)
-        self.summary.value = summary_html(report)
+        self.summary.value = summary_html(report, price_line(report, self.latency))
         self.png = self.view.png()
         self.image.value = self.png
         return report
@@ -194,15 +198,16 @@ class Explorer:
 class StaticExplorer:
     """The explorer's figure and summary without ipywidgets (a bare GPU machine has none)."""
 
-    def __init__(self, state: ExplorerState):
+    def __init__(self, state: ExplorerState, latency=None):
         self.view = ExplorerFigure()
         self.state = state
         self.report = self.view.update(state)
+        self.price = price_line(self.report, latency)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         return {
             "image/png": base64.b64encode(self.view.png()).decode("ascii"),
-            "text/html": summary_html(self.report),
+            "text/html": summary_html(self.report, self.price),
             "text/plain": (
                 f"graphlab explorer (static; install ipywidgets to move it): {self.state}"
             ),
@@ -215,13 +220,15 @@ def explorer(
     num_speculative_tokens: int = 4,
     max_num_batched_tokens: int | None = None,
     map_value: str = "graph fraction",
+    latency=None,
 ):
-    """The explorer at this state: interactive with ipywidgets, else a static figure."""
+    """The explorer at this state: interactive with ipywidgets, else a static figure. `latency`:
+    a bench run's latency.csv (e.g. data/cpu/latency.csv) to price each state's steps in time."""
     state = ExplorerState(
         engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens, map_value
     )
     try:
         import ipywidgets  # noqa: F401
     except ImportError:
-        return StaticExplorer(state)
-    return Explorer(state)
+        return StaticExplorer(state, latency)
+    return Explorer(state, latency)
