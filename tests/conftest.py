@@ -31,6 +31,18 @@ sys.modules["run_notebooks"] = run_notebooks  # dataclasses look their module up
 _spec.loader.exec_module(run_notebooks)
 
 
+def pytest_configure(config):
+    # mutmut forks each mutant's run from a process that has run the tests once: sizes the policies
+    # cached there would answer for the mutated rule that computed them, and hide it.
+    if os.environ.get("MUTANT_UNDER_TEST"):
+        from graphlab.sizing import batches, capture_settings, engines
+
+        for policy in engines.ENGINES.values():
+            policy._cache.clear()
+        batches._batch_expansion_sizes.cache_clear()
+        capture_settings.token_grid.cache_clear()
+
+
 @pytest.fixture(scope="session")
 def executed_notebooks(tmp_path_factory):
     """(out, {name: Result}): every notebook run once with the CI parameters, as `make notebooks
