@@ -31,10 +31,12 @@ sys.modules["run_notebooks"] = run_notebooks  # dataclasses look their module up
 _spec.loader.exec_module(run_notebooks)
 
 
-def pytest_configure(config):
-    # mutmut forks each mutant's run from a process that has run the tests once: sizes the policies
-    # cached there would answer for the mutated rule that computed them, and hide it.
-    if os.environ.get("MUTANT_UNDER_TEST"):
+@pytest.fixture(autouse=True)
+def _sizing_caches_empty_under_mutmut():
+    # mutmut collects which tests reach a function, then forks each mutant's run from a process
+    # that has run the tests: a size list another test cached would answer for the rule that
+    # computes it, and hide both the test that reaches it and the mutant. Not in normal runs.
+    if "MUTANT_UNDER_TEST" in os.environ:
         from graphlab.sizing import batches, capture_settings, engines
 
         for policy in engines.ENGINES.values():

@@ -16,6 +16,7 @@ from graphlab.sizing.limits import (
     NUM_SPECULATIVE_TOKENS_LIMIT,
     check_limits,
 )
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
 seqs = st.integers(min_value=1, max_value=600)
 ks = st.integers(min_value=0, max_value=8)
@@ -323,3 +324,83 @@ def test_check_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
     assert check_limits(cfg(limit)) == cfg(limit)
     with pytest.raises(GraphlabError, match=rf"^\S.* must be at most {limit}, got {limit + 1}$"):
         check_limits(cfg(limit + 1))
+
+
+# --- what the mutation run found untested (docs/mutation.md) -------------------------------------
+
+
+def test_pad0_of_one_batch_is_a_python_int():
+    """A scalar comes back as int (a printed or JSON-dumped size reads 4, not np.int64(4))."""
+    assert type(pad0(3)) is int and type(pad0(np.int64(3))) is int
+    assert pad0(np.array([3, 9])).tolist() == [4, 16]
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_graph_limit_of_a_config_is_that_of_its_captured_sizes(engine):
+    """graph_limit(cfg) (what notebook 02 prints) reads the config's own captured sizes."""
+    policy, cfg = get_engine(engine), SizingConfig(24, 2)
+    assert policy.graph_limit(cfg) == policy.graph_limit(cfg, policy.capture_sizes(cfg))
+
+
+def test_the_default_graph_limit_is_the_largest_given_size_and_0_for_none():
+    policy, cfg = get_engine("vllm-0.6.0"), SizingConfig(8)
+    assert policy.graph_limit(cfg) == 8
+    assert policy.graph_limit(cfg, (1, 2, 4)) == 4 and policy.graph_limit(cfg, ()) == 0
+
+
+@pytest.mark.parametrize("engine", ["vllm-0.5.5", "vllm-0.6.0", "adaptive", "vllm-0.33.0"])
+def test_dispatch_uses_the_sizes_it_is_given_not_the_configs(engine):
+    """The planner evaluates other size lists than the engine's default: a batch above the
+    given sizes must leave them (eager, or V0.5.5's KeyError), one below replays them."""
+    policy = get_engine(engine)
+    cfg = SizingConfig(64, 0)  # the default captures 1..64
+    default = policy.dispatch_batches([3, 40], cfg)
+    given = policy.dispatch_batches([3, 40], cfg, (4,))
+    assert default.path.tolist() == [GRAPH, GRAPH]
+    assert given.path[0] == GRAPH and given.graph_size[0] == 4
+    assert given.path[1] == (CRASH if engine == "vllm-0.5.5" else EAGER)
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_batches_off_the_graphs_have_size_and_key_0_in_integers(engine):
+    """Dispatches' documented zeros: graph_size is 0 off the graph path, and the looked-up key is
+    0 where the engine tries no graph (never inf or nan from a division), all integers."""
+    policy, cfg = get_engine(engine), SizingConfig(8, 4)
+    batches = policy.dispatch_batches(np.arange(1, 200), cfg)
+    assert batches.graph_size.dtype.kind == "i" and batches.key.dtype.kind == "i"
+    assert (batches.graph_size[batches.path != GRAPH] == 0).all()
+    if batches.family is None:  # V1 keys are the padded token counts, also on the eager path
+        assert (batches.key[batches.path == EAGER] == 0).all()
+
+
+def test_one_batch_dispatches_on_the_sizes_it_is_given():
+    policy, cfg = get_engine("vllm-0.6.0"), SizingConfig(64)
+    assert (
+        policy.dispatch(3, cfg, (4,)).graph_size == 4 and policy.dispatch(40, cfg).path == "graph"
+    )
+    assert policy.dispatch(40, cfg, (4,)).path == "eager"
+
+
+def test_the_cached_sizes_are_read_only():
+    """Every caller shares one cached array per config: writing into it raises."""
+    sizes = get_engine("vllm-0.6.0").capture_array(SizingConfig(8))
+    with pytest.raises(ValueError, match="read-only"):
+        sizes[0] = 3
+
+
+def test_a_capture_setting_on_an_engine_without_one_names_the_settings_and_the_readers():
+    with pytest.raises(GraphlabError) as error:
+        get_engine("vllm-0.6.0").capture_sizes(SizingConfig(8, max_cudagraph_capture_size=16))
+    assert str(error.value).startswith(
+        "engine 'vllm-0.6.0' has no cudagraph_capture_sizes / max_cudagraph_capture_size / "
+        "cudagraph_mode setting; only "
+    )
+
+
+def test_interactivity_is_part_of_what_v1_sizes_are_cached_by():
+    """The same config with and without --performance-mode interactivity, asked in turn."""
+    policy = get_engine("vllm-0.33.0")
+    plain = policy.capture_sizes(SizingConfig(64, 0))
+    fast = policy.capture_sizes(SizingConfig(64, 0, performance_mode="interactivity"))
+    assert set(range(1, 33)) <= set(fast) and not set(range(1, 33)) <= set(plain)
+    assert policy.capture_sizes(SizingConfig(64, 0)) == plain
