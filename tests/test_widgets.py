@@ -311,6 +311,11 @@ def test_the_explorer_prices_eager_steps_at_their_eager_time(tmp_path):
     )
     assert "crashes" in price_line(audit("vllm-0.5.5", SizingConfig(8, 4)), latency)
     assert "refuses" in price_line(audit("vllm-0.33.0", SizingConfig(9, 4, 4)), latency)
+    # T = 4 below one request's 1 + k = 5 tokens: nothing to price, and nothing raised (the
+    # explorer's next move must still answer).
+    assert "no decode step of this config is reachable" in price_line(
+        audit("vllm-0.33.0", SizingConfig(3, 4, 4)), latency
+    )
     assert price_line(guard, None) == ""
 
 
@@ -324,6 +329,11 @@ def test_the_explorer_shows_its_price_and_follows_the_sliders(tmp_path):
     guard = price_line(audit("vllm-0.6.0", SizingConfig(4, 4)), latency)
     assert guard.startswith("mean step ") and html.escape(guard) in moved.summary.value
     moved.set(engine="adaptive")
+    assert "mean step 1.000 ms on " in moved.summary.value
+    # The browser test's path: a V1 engine, T = 4, S down to 3 (no step fits), then back.
+    moved.set(engine="vllm-0.33.0", max_num_batched_tokens=4, max_num_seqs=3)
+    assert "max_num_seqs = 3," in moved.summary.value and "not priced" in moved.summary.value
+    moved.set(max_num_batched_tokens=64)
     assert "mean step 1.000 ms on " in moved.summary.value
     static = StaticExplorer(ExplorerState("vllm-0.6.0", 4, 4), latency)
     assert html.escape(guard) in static._repr_mimebundle_()["text/html"]

@@ -38,6 +38,8 @@ def price_line(report: AuditReport, latency) -> str:
     tables = curves(str(latency), report.batch_unit)
     if tables is None:
         return f"not priced: {source} holds no {report.batch_unit} rows of one engine"
+    if report.summary.num_reachable == 0:
+        return f"not priced on {source}: no decode step of this config is reachable"
     graph_ms, eager_ms = tables
     workload = uniform_workload(report.engine, report.config)
     try:
