@@ -240,6 +240,24 @@ def test_a_replay_that_differs_from_eager_is_flagged(dtype):
     assert REPLAY_RTOL[dtype] <= 2.0**-4  # at most 16 half-precision steps of the largest logit
 
 
+def test_a_replay_exactly_at_the_tolerance_matches_and_reports_its_diff():
+    # The bound is inclusive; tolerance = 2^-12 x the largest eager logit (4): 2^-10, exact here.
+    eager = torch.tensor([[4.0, -2.0, 1.0]])
+    at, past = eager.clone(), eager.clone()
+    at[0, 1] += 2.0**-10
+    past[0, 1] += 2.0**-9
+    assert replay_check(at, eager, torch.float32) == dict(
+        max_abs_logit_diff=2.0**-10, logit_tolerance=2.0**-10, replay_matches_eager=True
+    )
+    assert replay_check(past, eager, torch.float32)["replay_matches_eager"] is False
+
+
+def test_a_replay_of_another_shape_names_both():
+    with pytest.raises(GraphlabError) as error:
+        replay_check(torch.zeros(2, 3), torch.zeros(2, 4), torch.float32)
+    assert str(error.value) == "replayed logits (2, 3) and eager logits (2, 4) differ in shape"
+
+
 # ---- fast refusals -----------------------------------------------------------------------------
 
 

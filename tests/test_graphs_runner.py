@@ -1,6 +1,7 @@
 """The V0-shaped runner on the cpu-emulated backend: sizing outcomes, the KeyError, padding."""
 
 import dataclasses
+import time
 
 import pytest
 import torch
@@ -10,6 +11,7 @@ from graphlab.engine.config import PRESETS
 from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import build_model
+from graphlab.engine.runner import StepTimer
 from graphlab.engine.v0_runner import ModelRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -220,3 +222,38 @@ def test_bad_inputs_are_clear_errors(model):
     unallocated = build_model("tiny")
     with pytest.raises(GraphlabError, match="allocate_kv_cache"):
         ModelRunner(unallocated, "vllm-0.6.0", cfg)
+
+
+def test_a_cfg_of_another_type_is_named(model):
+    with pytest.raises(GraphlabError) as error:
+        ModelRunner(model, "vllm-0.6.0", {"max_num_seqs": 8})
+    assert str(error.value) == "cfg must be a graphlab.sizing.config.SizingConfig, got dict"
+
+
+def test_eager_steps_equal_the_model_and_record_their_requests(model):
+    # [B, q] = 3 requests of 2 tokens, run eagerly whatever the size (an MQA verify step).
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(8, 4), backend="cpu-emulated")
+    ids = torch.randint(0, 512, (3, 2), generator=torch.Generator().manual_seed(0))
+    pos, slots = torch.tensor([[4, 5], [0, 1], [9, 10]]), torch.tensor([2, 0, 7])
+    with torch.inference_mode():
+        expected = model(ids, pos, slots)
+    for execute in (runner.execute_eager, runner.execute_requests):
+        logits, record = execute(ids, pos, slots)
+        assert torch.equal(logits, expected)
+        assert (record.batch_size, record.path, record.graph_size, record.backend) == (
+            3,
+            "eager",
+            None,
+            "cpu-emulated",
+        )
+        assert record.time_ms > 0
+
+
+def test_the_cpu_step_timer_counts_milliseconds():
+    # A unit check, not a speed check: the timer lies within the clock read around it.
+    before = time.perf_counter()
+    timer = StepTimer(torch.device("cpu"))
+    time.sleep(0.2)
+    ms = timer.stop()
+    outer_ms = (time.perf_counter() - before) * 1e3
+    assert 200 <= ms <= outer_ms

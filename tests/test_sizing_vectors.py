@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SGLang, TrtLlm, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
@@ -125,11 +126,16 @@ def test_every_cudagraph_mode_matches_the_wheels_dispatcher(data, release):
         policy = _policy(v)
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
         ns = [o[0] for o in v["outcomes"]]
+        outcomes = policy.dispatch_batches(np.array(ns, dtype=np.int64), cfg).outcomes()
         got = [
             [d.batch_size, d.step_path, d.graph_size, d.error and d.error.split(":")[0]]
-            for d in policy.dispatch_batches(np.array(ns, dtype=np.int64), cfg).outcomes()
+            for d in outcomes
         ]
         assert got == v["outcomes"], v
+        for d, (n, path, _, _) in zip(outcomes, v["outcomes"]):
+            if path == "crash":  # the assertion's operands: n padded on the wheel's list, 1 + k
+                padded = min(s for s in v["capture_sizes"] if s >= n)
+                assert d.error.endswith(f": {padded} % {cfg.decode_query_len} != 0"), d.error
         crashes += sum(o[1] == "crash" for o in v["outcomes"])
     # 0.12.0 to 0.17.0 assert; from 0.18.0 plain FULL batches are not marked uniform
     assert crashes >= 50 if policy.asserts_uniform_padding else crashes == 0
@@ -168,6 +174,48 @@ def test_peer_vectors_cover_each_peer_with_provenance(peers):
         and len(sources["sglang"]["file_sha256"]) == 64
     )
     assert len(sources["nano-vllm"]["commit"]) == 40 and len(sources["trtllm"]["commit"]) == 40
+
+
+def test_one_sglang_policy_keeps_each_configs_list_apart(peers):
+    # One instance answers every S with and without speculation (k = 1 and 3 alike): its cached
+    # lists must be keyed by S and by whether k > 0, nothing coarser.
+    policies = {}
+    for i, vector in enumerate(v for v in peers["vectors"] if v["engine"] == "sglang"):
+        memory = vector["device_memory_mib"]
+        policy = policies.setdefault(memory, SGLang(device_memory_gib=memory / 1024))
+        k = (1, 3)[i % 2] if vector["speculative"] else 0
+        cfg = SizingConfig(vector["max_num_seqs"], k)
+        assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], (memory, cfg)
+
+
+def test_trtllm_defaults_are_its_config_defaults(peers):
+    # CudaGraphConfig's defaults: max_batch_size 128, enable_padding False.
+    default = next(
+        v
+        for v in peers["vectors"]
+        if v["engine"] == "trtllm" and (v["max_batch_size"], v["enable_padding"]) == (128, False)
+    )
+    assert list(get_engine("trtllm").capture_sizes(SizingConfig(8))) == default["capture_sizes"]
+    with pytest.raises(GraphlabError, match="^max_batch_size"):
+        TrtLlm(max_batch_size=0)
+
+
+@pytest.mark.parametrize("engine", ["sglang", "nano-vllm", "trtllm"])
+def test_a_given_capture_list_dispatches_as_the_engine_that_captured_it(peers, engine):
+    # A planner hands its own list: the engine's defaults must not leak into the dispatch.
+    for vector in (v for v in peers["vectors"] if v["engine"] == engine):
+        policy, cfg = _peer_policy(vector)
+        if engine == "trtllm":  # the default instance, told only the vector's list
+            policy = TrtLlm(enable_padding=vector["enable_padding"])
+        ns = np.array([o[0] for o in vector["outcomes"]])
+        sizes = np.array(vector["capture_sizes"])
+        got = [
+            [d.batch_size, d.path, d.graph_size, d.error]
+            for d in policy.dispatch_batches(ns, cfg, sizes).outcomes()
+        ]
+        assert got == vector["outcomes"], {
+            k: vector[k] for k in vector if k not in ("outcomes", "capture_sizes")
+        }
 
 
 @pytest.mark.parametrize("engine", ["sglang", "nano-vllm", "trtllm"])

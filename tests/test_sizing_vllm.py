@@ -55,6 +55,8 @@ def _configs():
         for k in (0, 3)
         for t in (1, 7, 100, 256, 512, 513, 2048)
     ]
+    # T at the default ceiling 2*S*(1 + k), off the size grid: T joins the list only within it.
+    edges += [(s, k, 2 * s * (k + 1) + d) for s in (5, 9, 17) for k in (1, 2) for d in (-1, 0, 1)]
     rng = random.Random(20240907)
     randoms = [
         (
