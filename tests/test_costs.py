@@ -23,6 +23,8 @@ from graphlab.bench.costs import (
     eager_ratio,
     guard_report,
     guard_run_cost,
+    mode_lines,
+    mode_summary,
     priced_sizing,
     reference_ratio,
 )
@@ -195,4 +197,48 @@ def test_capture_times_are_compared_with_their_interval(price):
     assert guard.capture_sentence.isna().all()
     # One capture per engine and k here: too few pairs for a direction, whatever the times.
     assert (adaptive.capture_over_first_verdict == "no difference beyond noise").all()
-    assert adaptive.capture_sentence.str.startswith("adaptive's capture shows no difference").all()
+    by_k = adaptive.set_index("num_speculative_tokens").capture_sentence
+    # k = 0: both capture 1, 2, 4, 8, the same work twice, so no direction is read into it.
+    assert by_k[0].startswith("both capture the same 4 sizes, a control for noise: ")
+    assert by_k.drop(0).str.startswith("adaptive's capture shows no difference").all()
+
+
+def test_sizes_off_the_graphs_are_a_control_with_no_direction():
+    # Graph mode fell back to eager at 40: the same step twice, whatever its interval says.
+    rows = pd.DataFrame(
+        [
+            dict(
+                mode="graph",
+                batch_size=n,
+                batch_unit="rows",
+                path=path,
+                graph_size=size,
+                engine="vllm-0.6.0",
+                repeats=10,
+                eager_over_ratio=ratio,
+                eager_over_ci_low=low,
+                eager_over_ci_high=high,
+                eager_over_verdict=verdict,
+            )
+            for n, path, size, ratio, low, high, verdict in (
+                (8, "graph", 8, 1.5, 1.4, 1.6, "slower"),
+                (40, "eager", None, 0.95, 0.91, 0.98, "faster"),
+                (48, "eager", None, 1.01, 0.97, 1.05, "no difference beyond noise"),
+            )
+        ]
+    )
+    graph, *control = mode_lines(rows)
+    assert graph.startswith("8 rows on the 8-row graph (graph): eager mode is slower than graph")
+    assert control == [
+        "40 rows, no graph: both modes run the eager step, a control for noise: 0.95x (95% CI "
+        "0.91-0.98, 10 pairs)",
+        "48 rows, no graph: both modes run the eager step, a control for noise: 1.01x (95% CI "
+        "0.97-1.05, 10 pairs)",
+    ]
+    summary = mode_summary(rows)
+    assert summary[0].endswith("slower at 1, faster at 0, no difference beyond noise at 0")
+    assert summary[1] == (
+        "vllm-0.6.0, 2 sizes with no graph, where both modes run the eager step (a control for "
+        "noise): 1 of 2 intervals exclude 1 (chance alone: about 1 in 20)"
+    )
+    assert not any(word in line for line in control + summary[1:] for word in ("faster", "slower"))

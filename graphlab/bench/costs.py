@@ -135,6 +135,17 @@ def guard_run_cost(
     )
 
 
+def _capture_sentence(engine: str, first: str, cfg: SizingConfig, versus) -> str | None:
+    """The capture-time verdict against the first engine; none where both capture the same
+    sizes (k = 0): the same work twice is a control for noise, not a comparison."""
+    if versus is None:
+        return None
+    sizes = get_engine(engine).capture_sizes(cfg)
+    if sizes == get_engine(first).capture_sizes(cfg):
+        return f"both capture the same {len(sizes)} sizes, a control for noise: {versus.interval}"
+    return versus.sentence(f"{engine}'s capture", f"{first}'s")
+
+
 def adaptive_price(
     model: LlamaForCausalLM,
     max_num_seqs: int,
@@ -189,11 +200,7 @@ def adaptive_price(
                     capture_ms=float(np.median(times)),
                     repeats=repeats,
                     **(comparison_columns(versus, "capture_over_first") if versus else {}),
-                    capture_sentence=(
-                        versus.sentence(f"{engine}'s capture", f"{engines[0]}'s")
-                        if versus
-                        else None
-                    ),
+                    capture_sentence=_capture_sentence(engine, engines[0], cfg, versus),
                     memory_bytes=cost["memory_bytes"],
                     memory_kind=cost["memory_kind"],
                     graph_pool=graph_pool,
@@ -245,30 +252,42 @@ def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.
 
 
 def mode_lines(rows: pd.DataFrame) -> list[str]:
-    """One line per graph-mode row of latency_rows: its size, the graph it replayed (or none),
-    and the sentence of eager mode over graph mode, verdict and interval included."""
+    """One line per graph-mode row of latency_rows: its size, the graph it replayed, and the
+    sentence of eager mode over graph mode, verdict and interval included; a size with no graph
+    (both modes eager) gives its interval as a control, with no verdict."""
     lines = []
     for _, row in rows[rows["mode"] == "graph"].iterrows():
         unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
-        where = (
-            f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
-            if row.path != "eager"
-            else f"{row.batch_size} {unit}, no graph"
-        )
         comparison = Comparison(
             row.eager_over_ratio, row.eager_over_ci_low, row.eager_over_ci_high, row.repeats
         )
+        if row.path == "eager":  # the same eager step twice: any direction would be chance
+            lines.append(
+                f"{row.batch_size} {unit}, no graph: both modes run the eager step, a control "
+                f"for noise: {comparison.interval}"
+            )
+            continue
+        where = f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
         lines.append(f"{where} ({row.path}): {comparison.sentence('eager mode', 'graph mode')}")
     return lines
 
 
 def mode_summary(rows: pd.DataFrame) -> list[str]:
     """Per (engine, path) of latency_rows' graph-mode rows: how many sizes' eager-over-graph
-    intervals say slower, faster or no difference beyond noise (each from its own interval)."""
+    intervals say slower, faster or no difference beyond noise (each from its own interval); off
+    the graphs, where both modes run the eager step, how many intervals exclude 1 by chance."""
     graph_mode = rows[rows["mode"] == "graph"]
     lines = []
     for (engine, path), part in graph_mode.groupby(["engine", "path"], sort=False):
         counts = part.eager_over_verdict.value_counts()
+        if path == "eager":  # both modes ran the same eager step: a control, not a comparison
+            crossed = len(part) - counts.get(NO_DIFFERENCE, 0)
+            lines.append(
+                f"{engine}, {len(part)} sizes with no graph, where both modes run the eager step "
+                f"(a control for noise): {crossed} of {len(part)} intervals exclude 1 (chance "
+                "alone: about 1 in 20)"
+            )
+            continue
         lines.append(
             f"{engine}, graph mode {path} at {len(part)} sizes, eager mode against it (95% "
             f"intervals, {part.repeats.min()}+ pairs each): "

@@ -174,17 +174,19 @@ class CaptureSession:
                 self.pool = torch.cuda.graph_pool_handle()
 
     def __enter__(self) -> CaptureSession:
-        # The heap frozen, so the gc.collect() torch runs at each capture has little to scan (vLLM
-        # freezes it around its loop too).
-        gc.collect()
-        gc.freeze()
-        if self.stream is not None:  # the loop's start, cache emptied first, as vLLM measures
-            torch.cuda.empty_cache()
+        if self.stream is not None:
+            # The heap frozen, so the gc.collect() torch.cuda.graph runs at each capture has little
+            # to scan (vLLM freezes it around its loop too). No capture on a CPU backend collects,
+            # and one collection of a process holding compiled code takes ~0.4 s there.
+            gc.collect()
+            gc.freeze()
+            torch.cuda.empty_cache()  # the loop's start, cache emptied first, as vLLM measures
             self._start = MemorySnapshot.take(self.model.device)
         return self
 
     def __exit__(self, *exc) -> None:
-        gc.unfreeze()
+        if self.stream is not None:
+            gc.unfreeze()
         if exc[0] is not None:
             return
         loop_bytes = predict_pool_bytes(self.predictions, self.graph_pool)
