@@ -179,11 +179,12 @@ def test_peer_vectors_cover_each_peer_with_provenance(peers):
 def test_one_sglang_policy_keeps_each_configs_list_apart(peers):
     # One instance answers every S with and without speculation (k = 1 and 3 alike): its cached
     # lists must be keyed by S and by whether k > 0, nothing coarser.
-    policies = {}
-    for i, vector in enumerate(v for v in peers["vectors"] if v["engine"] == "sglang"):
+    policies, speculative = {}, 0
+    for vector in (v for v in peers["vectors"] if v["engine"] == "sglang"):
         memory = vector["device_memory_mib"]
         policy = policies.setdefault(memory, SGLang(device_memory_gib=memory / 1024))
-        k = (1, 3)[i % 2] if vector["speculative"] else 0
+        speculative += vector["speculative"]
+        k = (1, 3)[speculative % 2] if vector["speculative"] else 0
         cfg = SizingConfig(vector["max_num_seqs"], k)
         assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], (memory, cfg)
 
@@ -195,7 +196,8 @@ def test_trtllm_defaults_are_its_config_defaults(peers):
         for v in peers["vectors"]
         if v["engine"] == "trtllm" and (v["max_batch_size"], v["enable_padding"]) == (128, False)
     )
-    assert list(get_engine("trtllm").capture_sizes(SizingConfig(8))) == default["capture_sizes"]
+    for policy in (TrtLlm(), get_engine("trtllm")):
+        assert list(policy.capture_sizes(SizingConfig(8))) == default["capture_sizes"]
     with pytest.raises(GraphlabError, match="^max_batch_size"):
         TrtLlm(max_batch_size=0)
 
