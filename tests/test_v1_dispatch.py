@@ -24,7 +24,7 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, get_engine
-from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.families import CUDAGRAPH_MODES, families_for
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
 MODES = (None,) + CUDAGRAPH_MODES
@@ -203,3 +203,41 @@ def test_rounding_matches_vllms_own(vllm_parts, sizes, k):
     cfg = SizingConfig(8, k, cudagraph_capture_sizes=sizes)
     assert policy.startup_error(cfg) is None
     assert list(policy.capture_sizes(cfg)) == cc.cudagraph_capture_sizes
+
+
+# --- what the mutation run of sizing/families.py found untested ----------------------------------
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES + tuple(RELEASE_ENGINES))
+@pytest.mark.parametrize("mode", CUDAGRAPH_MODES)
+def test_one_batch_is_the_first_of_many_for_either_kind_of_batch(engine, mode):
+    cfg = SizingConfig(13, 2, cudagraph_mode=mode)
+    families = families_for(get_engine(engine), cfg)
+    ns = np.arange(1, 13 * 3 + 2)
+    for uniform in (True, False):
+        paths, sizes = families.dispatch_batches(ns, uniform)
+        one_by_one = [families.dispatch(int(n), uniform) for n in ns]
+        assert one_by_one == [(p, int(s) or None) for p, s in zip(paths, sizes)], uniform
+
+
+def test_only_a_uniform_decode_batch_meets_the_padding_assertion():
+    # vllm 0.12.0 v1/cudagraph_dispatcher.py `_create_padded_batch_descriptor`: the assertion sits
+    # in the `if uniform_decode and cudagraph_mode.has_mode(FULL)` branch; any other batch is
+    # keyed as non-uniform and replays the padded size.
+    cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
+    families = families_for(get_engine("vllm-0.12.0"), cfg)
+    ns = np.arange(1, 13 * 3 + 1)
+    uniform, _ = families.dispatch_batches(ns, True)
+    mixed, sizes = families.dispatch_batches(ns, False)
+    assert "crash" in set(uniform) and "crash" not in set(mixed)
+    assert set(mixed[sizes > 0]) == {"full"}
+
+
+@pytest.mark.parametrize("engine", ["vllm-0.12.0", "vllm-0.33.0"])
+def test_cudagraph_mode_none_captures_nothing_even_from_a_given_list(engine):
+    # vLLM's "no cudagraph in use" branch: whatever list it was handed, every batch runs eagerly.
+    cfg = SizingConfig(8, 2, cudagraph_mode="NONE")
+    families = families_for(get_engine(engine), cfg, capture_sizes=[3, 6, 12])
+    assert families.by_family == {"full": (), "piecewise": ()}
+    paths, _ = families.dispatch_batches(np.arange(1, 25), True)
+    assert set(paths) == {"eager"}
