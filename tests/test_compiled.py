@@ -118,3 +118,26 @@ def test_bench_rejects_an_unknown_backend_in_one_line(capsys, tmp_path):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "'nope'" in err[0] and "cpu-compiled" in err[0]
     assert not list(tmp_path.iterdir())  # nothing written
+
+
+def test_models_of_one_config_share_the_compile_and_keep_their_own_weights(model, runners):
+    # A second model object (other weights, other slot count) reuses the module's compile, and
+    # its replay still equals its own eager step: the weights are inputs, not baked in.
+    from torch._dynamo.utils import counters
+
+    other = build_model("tiny", seed=1)
+    other.allocate_kv_cache(NUM_SLOTS + 5, MAX_SEQ_LEN)
+    compiled_graphs = counters["stats"]["unique_graphs"]
+    runner = make_runner(other, "vllm-0.6.0", CFG, backend="cpu-compiled")
+    runner.capture_model()
+    assert counters["stats"]["unique_graphs"] == compiled_graphs
+    eager = make_runner(other, "vllm-0.6.0", CFG, backend="cpu-compiled", enforce_eager=True)
+    eager.capture_model()
+    for n in (1, 3, 4):
+        ids, positions, slots = batch(n, seed=n)
+        saved = snapshot(other)
+        replayed, record = runner.execute_model(ids, positions, slots)
+        restore(other, saved)
+        expected, _ = eager.execute_model(ids, positions, slots)
+        assert record.path == "graph"
+        assert (replayed - expected).abs().max().item() < TOL, n

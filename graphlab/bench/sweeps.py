@@ -72,6 +72,7 @@ class BenchRun:
     provenance: dict
     _copy: dict | None = field(default=None, repr=False)  # copy_bandwidth(), once
     _sdpa: dict[int, str] = field(default_factory=dict, repr=False)  # sdpa_backend(), once each
+    _models: dict[int, LlamaForCausalLM] = field(default_factory=dict, repr=False)  # per length
     out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
     def stamp(self, rows) -> pd.DataFrame:
@@ -91,9 +92,15 @@ class BenchRun:
         return self._sdpa[max_seq_len]
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
-        """The run's model with a KV cache of num_slots slots."""
-        model = build_model(self.preset, seed=SEED, dtype=self.dtype, device=self.device)
-        model.allocate_kv_cache(num_slots, max_seq_len)
+        """The run's model with a KV cache of at least num_slots slots: one per max_seq_len for
+        the whole run, so its compiled step (cpu-compiled) is traced once, not once per sweep
+        (a trace takes seconds, and the inductor cache does not keep it across models)."""
+        model = self._models.get(max_seq_len)
+        if model is None:
+            model = build_model(self.preset, seed=SEED, dtype=self.dtype, device=self.device)
+            self._models[max_seq_len] = model
+        if model.num_slots < num_slots:
+            model.allocate_kv_cache(num_slots, max_seq_len)
         return model
 
     def copy_bandwidth(self) -> dict:
@@ -199,7 +206,6 @@ def _latency(run: BenchRun) -> pd.DataFrame:
                 model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
             )
         ]
-        del model
         run.checkpoint("latency", rows)
         run.checkpoint("latency_samples", samples)
     if run.out is not None and samples:  # every timed step beside latency.csv, complete now

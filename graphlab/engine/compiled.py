@@ -3,20 +3,22 @@
 ``cpu-compiled``: each captured size runs a torch.compile'd step: on a CPU this removes per-op
 dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is not a CUDA graph.
 Capturing a size runs the compiled step once on the static buffers (the first size of a model
-pays the compile); replay fills the buffers as for a graph and calls it. ``compiled-cuda-graph``
-(CUDA only) compiles the same step and then captures a real CUDA graph of it, the route of
-vLLM V1 (torch.compile, then CUDA graphs of the compiled code; vllm/compilation/) and of
-gpt-fast's ``mode="reduce-overhead"``.
+config pays the compile); replay fills the buffers as for a graph and calls it.
+``compiled-cuda-graph`` (CUDA only) compiles the same step and then captures a real CUDA graph of
+it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code; vllm/compilation/) and of gpt-fast's
+``mode="reduce-overhead"``.
 
-One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a
-dimension of size 1, so batch 1 gets its own compile), not one compile per size. Measured with
+One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a dimension
+of size 1, so batch 1 gets its own compile), not one compile per size, and every model of one
+config in the process, whatever its KV cache (measured on the tiny preset, cold cache: the first
+model 30.5 s, a second model object 7.6 s when each had its own compile, 0 s shared). Measured with
 bench.timings' compiled figure on the tiny preset, one torch thread, a 2-core VM shared with other
-jobs (torch 2.13): per-size compiles took 31 s for the first size of a process (inductor's
-start-up included) and 4-6 s for each further size with a cold inductor cache, 3 s then 0.2 s
-each with a warm one; the dynamic compile took 16 s for the shared graph plus 4.5 s for batch 1,
-cold. The V1 runner of the quick suite captures 64 sizes, about 5 minutes of per-size compiles
-cold, past the 90 s a notebook may take on the 2-core CI machine; the dynamic compile fits.
-Warm steps are as fast either way (eager / compiled about 2.3x at batch 1, 1.7-2x at batch 8).
+jobs (torch 2.13): per-size compiles took 31 s for the first size of a process (inductor's start-up
+included) and 4-6 s for each further size with a cold inductor cache, 3 s then 0.2 s each with a
+warm one; the dynamic compile took 16 s for the shared graph plus 4.5 s for batch 1, cold. The V1
+runner of the quick suite captures 64 sizes, about 5 minutes of per-size compiles cold, past the 90
+s a notebook may take on the 2-core CI machine; the dynamic compile fits. Warm steps are as fast
+either way (eager / compiled about 2.3x at batch 1, 1.7-2x at batch 8).
 
 Replay runs under ``torch.compiler.set_stance("fail_on_recompile")``: a step that would compile
 again raises instead of silently running something other than what was captured. Where inductor
@@ -26,6 +28,7 @@ line and the run falls back to ``cpu-emulated``, labelled as such.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import torch
@@ -43,28 +46,45 @@ def inductor_cache_state() -> str:
     return "warm" if fxgraph.is_dir() and any(fxgraph.iterdir()) else "cold"
 
 
+def _hidden_states(model, input_ids, positions, seq_slots, rows):
+    # Sliced inside the compiled code: slices passed in would be views whose base's size dynamo
+    # guards on, recompiling for every row count.
+    return model.hidden_states(input_ids[:rows], positions[:rows], seq_slots[:rows])
+
+
+@functools.cache
+def _compiled():
+    """One compiled function for every model: dynamo guards on the model's shapes, not on which
+    model it is, so models of one config share a compile (a trace takes seconds per model)."""
+    return torch.compile(_hidden_states, dynamic=True, fullgraph=True)
+
+
+def _cache_dims_dynamic(model) -> None:
+    # Module tensors are traced with static shapes by default; the KV cache's slot count changes
+    # with a model's allocation, not its code. (Its length stays static: the rotary table, a
+    # buffer, is guarded on it whatever marks it.)
+    for k, v in model.kv_cache():
+        torch._dynamo.maybe_mark_dynamic(k, 0)
+        torch._dynamo.maybe_mark_dynamic(v, 0)
+
+
 class CompiledStep:
-    """model.hidden_states compiled once per model (shared by its runners), dynamic in rows."""
+    """model.hidden_states compiled, dynamic in rows (one per model: its runners share it)."""
 
     def __init__(self, model):
         self.model = model
         self.cache_state = inductor_cache_state()  # before this model's first compile
-        self._compiled = torch.compile(self._step, dynamic=True, fullgraph=True)
-
-    def _step(self, input_ids, positions, seq_slots, rows):
-        # Sliced inside the compiled code: slices passed in would be views whose base's size
-        # dynamo guards on, recompiling for every row count.
-        return self.model.hidden_states(input_ids[:rows], positions[:rows], seq_slots[:rows])
 
     def compile(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
         """Hidden states of the first `rows` rows of the static buffers; may compile (capture)."""
+        _cache_dims_dynamic(self.model)
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
-            return self._compiled(input_ids, positions, seq_slots, rows)
+            return _compiled()(self.model, input_ids, positions, seq_slots, rows)
 
     def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
         """The same, for a row count already compiled (replay): raises rather than recompiling."""
         with torch.compiler.set_stance("fail_on_recompile"):
-            return self._compiled(input_ids, positions, seq_slots, rows)
+            return _compiled()(self.model, input_ids, positions, seq_slots, rows)
 
 
 def compiled_step(model) -> CompiledStep:

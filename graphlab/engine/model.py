@@ -315,7 +315,9 @@ class LlamaForCausalLM(nn.Module):
         Values are not range-checked here (that would sync a GPU and break capture); callers
         validate with check_inputs.
         """
-        if not self.num_slots:
+        # max_seq_len, not num_slots: a compiled step guards on the int it reads, and models of
+        # one config share that compile whatever their slot count (graphlab.engine.compiled).
+        if not self.max_seq_len:
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         n, length = input_ids.shape
         cos, sin, cells, mask = self.attention_inputs(positions, seq_slots)
