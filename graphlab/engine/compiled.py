@@ -5,8 +5,8 @@ dispatch overhead the way a CUDA graph removes launch overhead on a GPU; it is n
 Capturing a size runs the compiled step once on the static buffers (the first size of a model
 config pays the compile); replay fills the buffers as for a graph and calls it.
 ``compiled-cuda-graph`` (CUDA only) compiles the same step and then captures a real CUDA graph of
-it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code; vllm/compilation/) and of gpt-fast's
-``mode="reduce-overhead"``.
+it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code;
+vllm/compilation/) and of gpt-fast's ``mode="reduce-overhead"``.
 
 One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a dimension
 of size 1, so batch 1 gets its own compile), not one compile per size, and every model of one
