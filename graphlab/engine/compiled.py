@@ -60,12 +60,14 @@ def _compiled():
 
 
 def _cache_dims_dynamic(model) -> None:
-    # Module tensors are traced with static shapes by default; the KV cache's slot count changes
-    # with a model's allocation, not its code. (Its length stays static: the rotary table, a
-    # buffer, is guarded on it whatever marks it.)
+    # Module tensors are traced with static shapes by default; the cache's slots and length
+    # change with a model's allocation, not its code.
     for k, v in model.kv_cache():
-        torch._dynamo.maybe_mark_dynamic(k, 0)
-        torch._dynamo.maybe_mark_dynamic(v, 0)
+        for cache in (k, v):
+            torch._dynamo.maybe_mark_dynamic(cache, 0)
+            torch._dynamo.maybe_mark_dynamic(cache, 2)
+    torch._dynamo.maybe_mark_dynamic(model.key_positions, 0)
+    torch._dynamo.maybe_mark_dynamic(model.rope_cache, 0)
 
 
 class CompiledStep:

@@ -198,6 +198,10 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.num_slots = 0
         self.max_seq_len = 0
+        # Plain attributes as the K/V caches are, not buffers: their length follows an
+        # allocation, and a compiled step traces buffers with static shapes.
+        self.key_positions: torch.Tensor | None = None
+        self.rope_cache: torch.Tensor | None = None
 
     @property
     def pad_slot(self) -> int:
@@ -243,14 +247,13 @@ class LlamaForCausalLM(nn.Module):
         for layer in self.model.layers:
             layer.self_attn.k_cache = torch.zeros(shape, device=device, dtype=dtype)
             layer.self_attn.v_cache = torch.zeros(shape, device=device, dtype=dtype)
-        key_positions = torch.arange(max_seq_len, device=device)
-        self.register_buffer("key_positions", key_positions, persistent=False)
+        key_positions = self.key_positions = torch.arange(max_seq_len, device=device)
         # Angles in float32 and cos/sin rounded to the model dtype, as Hugging Face computes them
         # each step; sin's first half negated for the roll in LlamaAttention.
         freqs = key_positions[:, None].float() * rope_inv_freq(self.config).to(device)
         sin = freqs.sin()
         rope = torch.stack((torch.cat((freqs, freqs), -1).cos(), torch.cat((-sin, sin), -1)), 1)
-        self.register_buffer("rope_cache", rope.to(self.dtype), persistent=False)
+        self.rope_cache = rope.to(self.dtype)
         self.num_slots, self.max_seq_len = num_slots, max_seq_len
 
     def kv_cache(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
@@ -315,9 +318,9 @@ class LlamaForCausalLM(nn.Module):
         Values are not range-checked here (that would sync a GPU and break capture); callers
         validate with check_inputs.
         """
-        # max_seq_len, not num_slots: a compiled step guards on the int it reads, and models of
-        # one config share that compile whatever their slot count (graphlab.engine.compiled).
-        if not self.max_seq_len:
+        # Not num_slots: a compiled step guards on an int it reads, and models of one config share
+        # that compile whatever their cache's size (graphlab.engine.compiled).
+        if self.rope_cache is None:
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         n, length = input_ids.shape
         cos, sin, cells, mask = self.attention_inputs(positions, seq_slots)
