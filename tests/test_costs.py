@@ -23,11 +23,10 @@ from graphlab.bench.costs import (
     eager_ratio,
     guard_report,
     guard_run_cost,
-    mode_lines,
-    mode_summary,
     priced_sizing,
     reference_ratio,
 )
+from graphlab.bench.verdicts import mode_lines, mode_summary
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig

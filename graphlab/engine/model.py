@@ -198,10 +198,8 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.num_slots = 0
         self.max_seq_len = 0
-        # Plain attributes as the K/V caches are, not buffers: their length follows an
-        # allocation, and a compiled step traces buffers with static shapes.
-        self.key_positions: torch.Tensor | None = None
-        self.rope_cache: torch.Tensor | None = None
+        # Plain attributes as the K/V caches, not buffers, which a compiled step traces static.
+        self.key_positions = self.rope_cache = None
 
     @property
     def pad_slot(self) -> int:
@@ -235,12 +233,8 @@ class LlamaForCausalLM(nn.Module):
         """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
         and the rotary cos/sin of every position below max_seq_len."""
         check_int("num_slots", num_slots, 1)
-        check_int(
-            "max_seq_len (up to max_position_embeddings)",
-            max_seq_len,
-            1,
-            self.config.max_position_embeddings,
-        )
+        limit = self.config.max_position_embeddings
+        check_int("max_seq_len (up to max_position_embeddings)", max_seq_len, 1, limit)
         device = self.device if device is None else torch.device(device)
         dtype = self.dtype if dtype is None else resolve_dtype(dtype)
         shape = (num_slots + 1, self.config.num_key_value_heads, max_seq_len, self.config.head_dim)
@@ -318,8 +312,7 @@ class LlamaForCausalLM(nn.Module):
         Values are not range-checked here (that would sync a GPU and break capture); callers
         validate with check_inputs.
         """
-        # Not num_slots: a compiled step guards on an int it reads, and models of one config share
-        # that compile whatever their cache's size (graphlab.engine.compiled).
+        # Not num_slots: a compile guards on an int's value (graphlab.engine.compiled shares it).
         if self.rope_cache is None:
             raise GraphlabError("no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first")
         n, length = input_ids.shape
