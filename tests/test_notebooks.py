@@ -128,7 +128,7 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
         "32 of 160 verify batch sizes leave the graphs: 129..160 requests (516..640 tokens)"
         in verify
     )
-    cliff = _printed(nb, "latency_rows(v1_model")
+    cliff = _printed(nb, "latency_rows(model, v1_engine")
     assert "512 tokens on the 512-token graph" in cliff and "516 tokens, no graph" in cliff
     assert cliff.startswith("cpu-emulated") == ("cpu-emulated: a 'graph' step" in cliff)
     issue = _printed(nb, "max_cudagraph_capture_size=42)")
