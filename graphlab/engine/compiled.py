@@ -33,8 +33,8 @@ from pathlib import Path
 
 import torch
 
-# Models (target, draft) x query lengths x the batch-1 specialisation a process may compile;
-# dynamo's default of 8 recompiles per code object would silently fall back to eager past it.
+# Model configs (target, draft) x query lengths x the batch-1 specialisation a process may
+# compile; past dynamo's default of 8 per code object a fullgraph compile raises.
 RECOMPILE_LIMIT = 64
 
 
