@@ -15,6 +15,7 @@ from graphlab.bench.stats import (
     MIN_SAMPLES,
     NO_DIFFERENCE,
     SLOWER,
+    Comparison,
     compare,
     load_warning,
     median_ci,
@@ -67,6 +68,23 @@ def test_the_verdict_follows_the_interval_it_is_printed_with(seed):
     c = compare(_times(rng, 12, rng.uniform(0.5, 2), 0.5), _times(rng, 12, 1.0, 0.5))
     expected = SLOWER if c.low > 1 else FASTER if c.high < 1 else NO_DIFFERENCE
     assert c.verdict == expected == verdict(c.low, c.high)
+
+
+@pytest.mark.parametrize(
+    "low, high, printed",
+    [
+        (1.004, 1.05, "CI 1.004-1.050"),  # "slower" beside 1.00-1.05 would read as a contradiction
+        (0.93, 0.9996, "CI 0.9300-0.9996"),
+        (0.97, 1.04, "CI 0.97-1.04"),  # no bound near 1: two decimals
+        (1.0, 1.03, "CI 1.00-1.03"),  # exactly 1 is on no side
+    ],
+)
+def test_a_bound_near_one_is_printed_on_its_side(low, high, printed):
+    c = Comparison((low + high) / 2, low, high, 20)
+    assert printed in c.interval
+    if c.verdict != NO_DIFFERENCE:
+        bound = float(printed.split()[1].split("-")[0 if c.verdict == SLOWER else 1])
+        assert (bound > 1) if c.verdict == SLOWER else (bound < 1)
 
 
 def test_intervals_are_seeded_and_cover_the_median():

@@ -265,13 +265,13 @@ def verdict_problems(text: str) -> list[str]:
         found = list(VERDICT.finditer(line))
         for match in found:
             said, low, high, n = match[1], float(match[2]), float(match[3]), int(match[4])
-            # Printed to two decimals: a bound that prints as 1.00 supports either reading.
+            # A bound near 1 is printed with the decimals that show its side (bound_digits).
             if n < MIN_SAMPLES:
                 ok = said.startswith("shows no difference")
             elif said == "is slower than":
-                ok = low >= 1
+                ok = low > 1
             elif said == "is faster than":
-                ok = high <= 1
+                ok = high < 1
             else:
                 ok = low <= 1 <= high
             if not ok:

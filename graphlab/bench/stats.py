@@ -58,6 +58,15 @@ def verdict(low: float, high: float) -> str:
     return NO_DIFFERENCE
 
 
+def bound_digits(low: float, high: float, most: int = 6) -> int:
+    """Decimals that print an interval's bounds on their own side of 1: two, more where a bound
+    off 1 would print as 1.00 (a "slower" beside "1.00-1.05" reads as a contradiction)."""
+    for digits in range(2, most):
+        if all(bound == 1 or round(bound, digits) != 1 for bound in (low, high)):
+            return digits
+    return most
+
+
 @dataclass(frozen=True)
 class Comparison:
     """median(a) / median(b), its bootstrap interval, and the verdict of that interval."""
@@ -76,9 +85,10 @@ class Comparison:
 
     @property
     def interval(self) -> str:
+        digits = bound_digits(self.low, self.high)
         return (
-            f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.2f}-{self.high:.2f}, "
-            f"{self.num_samples} pairs)"
+            f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.{digits}f}-"
+            f"{self.high:.{digits}f}, {self.num_samples} pairs)"
         )
 
     def sentence(self, subject: str, reference: str) -> str:

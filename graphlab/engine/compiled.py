@@ -80,7 +80,9 @@ class CompiledStep:
     def compile(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
         """Hidden states of the first `rows` rows of the static buffers; may compile (capture)."""
         _cache_dims_dynamic(self.model)
-        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT):
+        # specialize_float: dynamic=True would trace RMSNorm's eps as a symbolic float, and
+        # inductor then restarts the whole trace to make it a tensor (~2.5 s per compile, cold).
+        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True):
             return _compiled()(self.model, input_ids, positions, seq_slots, rows)
 
     def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
