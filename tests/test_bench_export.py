@@ -125,7 +125,7 @@ def test_timing_stats_tell_p90_from_the_median():
 
 
 def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
-    # The two modes step in turn (ABAB...): with each tick twice, each (batch size, mode) still
+    # The two modes step in turn (AB BA...): with each tick twice, each (batch size, mode) still
     # times steps of 1..10 ms, whatever the phase.
     ticks = itertools.cycle([t for t in range(1, 11) for _ in range(2)])
 

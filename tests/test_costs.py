@@ -118,12 +118,13 @@ def _guard_samples(eager_ms=2.0, replayed_ms=1.0, pairs=12, seed=0):
     for n in range(1, 17):
         for i in range(pairs):
             guard = eager_ms if n > 8 else replayed_ms
-            for engine, ms, path in (
-                ("vllm-0.6.0", guard, "eager" if n > 8 else "graph"),
-                ("adaptive", replayed_ms, "graph"),
+            padded = next((size for size in (1, 2, 4, 8) if size >= n), None)  # the guard's graphs
+            for engine, ms, path, graph in (
+                ("vllm-0.6.0", guard, "eager" if n > 8 else "graph", padded),
+                ("adaptive", replayed_ms, "graph", n),
             ):
                 rows.append(
-                    dict(engine=engine, batch_size=n, sample=i, path=path,
+                    dict(engine=engine, batch_size=n, sample=i, path=path, graph_size=graph,
                          time_ms=ms * rng.lognormal(0, 0.05), load_avg_1m=0.5, cpus=2,
                          backend="cpu-compiled", device="cpu: Test CPU (2 cores)",
                          model="tiny", dtype="float32")
@@ -150,7 +151,10 @@ def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
     bars = fig.axes[1].patches
     assert [b.get_height() for b in bars if b.get_height()] == [3, 5, 2]
     report = guard_report(samples, price)
-    assert report[0].startswith("n = 9..16, pooled: the guard's step is slower than")
+    assert report[0].startswith("n = 9..16, pooled: the guard's step, each size once, is slower")
+    assert report[0].endswith(", 96 pairs)")  # every pair of the eight sizes, 12 each
+    # Sizes 1, 2, 4, 8 replay same-size graphs on both sides (3 pads to 4, 5..7 to 8).
+    assert report[-1].startswith("as a control, at the 4 sizes where both replay a graph of")
 
 
 def test_the_guard_report_says_when_the_machine_cannot_resolve_it():

@@ -100,8 +100,16 @@ def test_pooled_difference_and_ratio_agree_in_direction():
     groups = [(_times(rng, 15, 1.3, 0.1), _times(rng, 15, 1.0, 0.1), w) for w in (1, 4, 2)]
     ratio, (total, low, high) = pooled(groups)
     assert ratio.verdict == SLOWER and 0 < low < total < high
+    assert ratio.num_samples == 45  # the pairs of all three groups
     expected = sum(w * (np.median(a) - np.median(b)) for a, b, w in groups)
     assert total == pytest.approx(expected)
+
+
+def test_a_pooled_group_with_too_few_pairs_leaves_the_verdict_open():
+    rng = np.random.default_rng(7)
+    groups = [(_times(rng, n, 2.0, 0.05), _times(rng, n, 1.0, 0.05), 1) for n in (20, 3)]
+    ratio, _ = pooled(groups)
+    assert ratio.num_samples == 3 and ratio.verdict == NO_DIFFERENCE
 
 
 def test_a_high_load_is_warned_about():
@@ -126,7 +134,8 @@ def test_modes_are_sampled_in_turn_after_warm_up():
     steps = sampling.interleaved_steps(
         {"a": _Step("a", log), "b": _Step("b", log)}, (), repeats=4, warmup=2
     )
-    assert log == ["a", "b"] * 6  # two warm-up rounds, then four timed ones: ABAB...
+    # two warm-up rounds, then four timed ones, every other one reversed: AB BA AB BA
+    assert log == ["a", "b"] * 2 + ["a", "b", "b", "a"] * 2
     assert [len(v) for v in steps.values()] == [4, 4]
 
 

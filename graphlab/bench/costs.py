@@ -88,7 +88,7 @@ def eager_ratio(
     samples: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
 ) -> pd.DataFrame:
     """Per batch size, from guard_cost's samples: each engine's median step with its bootstrap
-    interval and path, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
+    interval, path and graph size, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
     the guard's price per step at that size; the provenance columns of the samples."""
     rows = []
     for size, at in check_instance("samples", samples, pd.DataFrame).groupby("batch_size"):
@@ -97,6 +97,8 @@ def eager_ratio(
             batch_size=size,
             path=mine.path.iloc[0],
             covering_path=theirs.path.iloc[0],
+            graph_size=mine.graph_size.iloc[0],
+            covering_graph_size=theirs.graph_size.iloc[0],
             **{c: at[c].iloc[0] for c in PROVENANCE_COLUMNS if c in at},
         )
         for name, part in (("guard", mine), ("covering", theirs)):
@@ -112,11 +114,14 @@ def guard_run_cost(
     steps_met,
     engine: str = "vllm-0.6.0",
     covering: str = "adaptive",
+    subject: str = "weighted by those steps, the guard's step",
+    reference: str = "adaptive's",
 ) -> dict:
     """What the guard cost over a run, from guard_cost's samples and {batch size: steps} the
     run met: `ms`, the sum of steps x (guard's median step - covering's) with its bootstrap
     interval (ms_ci_low, ms_ci_high), and the pooled comparison of the two engines' time over
-    those steps (guard_over_*: ratio, interval, verdict, and its `sentence`); the
+    those steps (guard_over_*: ratio, interval, verdict, and its `sentence`, `subject` against
+    `reference`); the
     milliseconds' interval and the ratio's come from the same resamples, so they agree."""
     steps_met, groups = {int(n): int(c) for n, c in dict(steps_met).items()}, []
     for size, count in steps_met.items():
@@ -130,7 +135,7 @@ def guard_run_cost(
         ms_ci_high=high,
         steps=int(sum(steps_met.values())),
         **comparison_columns(comparison, "guard_over"),
-        sentence=comparison.sentence("the guard's step", "adaptive's at the same sizes"),
+        sentence=comparison.sentence(subject, reference),
     )
 
 
@@ -214,24 +219,39 @@ def adaptive_price(
 def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)) -> list[str]:
     """The lines notebook 03 prints under the guard's price: a load warning when the machine
     was busy, the pooled comparison at the eager sizes in `window` (each size once), saying
-    plainly when the interval cannot resolve it, and the per-size verdicts counted."""
+    plainly when the interval cannot resolve it, and the per-size verdicts counted, at the eager
+    sizes and, as a control for noise, where both engines replay a graph."""
     lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
     eager = price[price.path == "eager"]
     sizes = [n for n in window if n in eager.index]
     if sizes:
-        pooled_cost = guard_run_cost(samples, dict.fromkeys(sizes, 1))
+        pooled_cost = guard_run_cost(
+            samples,
+            dict.fromkeys(sizes, 1),
+            subject="the guard's step, each size once,",
+            reference="adaptive's at the same sizes",
+        )
         lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {pooled_cost['sentence']}")
         if pooled_cost["guard_over_verdict"] == NO_DIFFERENCE:
             lines.append(
                 "This machine cannot resolve the guard's per-step price at these sizes: the "
                 "interval holds 1 under this load and noise."
             )
-    counts = eager.guard_over_verdict.value_counts()
+
+    def counted(rows) -> str:
+        counts = rows.guard_over_verdict.value_counts()
+        return ", ".join(f"{counts.get(v, 0)} {v}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+
     lines.append(
         f"per size, at the {len(eager)} eager sizes (95% intervals; about 1 size in 20 crosses "
-        "by chance): "
-        + ", ".join(f"{counts.get(v, 0)} {v}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
+        f"by chance): {counted(eager)}"
     )
+    control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
+    if len(control):
+        lines.append(
+            f"as a control, at the {len(control)} sizes where both replay a graph of that size "
+            f"(95% intervals): {counted(control)}"
+        )
     return [line for line in lines if line]
 
 

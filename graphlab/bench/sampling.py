@@ -1,7 +1,8 @@
 """Interleaved sampling: the one way graphlab times steps it compares.
 
-`interleaved_steps` steps the compared runners in turn (ABAB..., after warm-up rounds), so a pair
-of samples shares the machine's load of its moment, and goes on until the ratio's bootstrap
+`interleaved_steps` steps the compared runners in turn (AB BA AB..., after warm-up rounds), so a
+pair of samples shares the machine's load of its moment and neither runner always steps first,
+and goes on until the ratio's bootstrap
 interval reaches a stated precision; `sample_rows` keeps every sample (long format);
 `compared_steps` turns one batch's samples into rows with medians, intervals and the verdict
 of graphlab.bench.stats.
@@ -15,8 +16,8 @@ from graphlab.bench.stats import compare, machine_load, median_ci, relative_half
 def interleaved_steps(
     runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
 ) -> dict[str, list]:
-    """{label: StepRecords} of each runner's step on one batch, taken in turn (ABAB...) after
-    `warmup` rounds: `repeats` rounds, then, with `precision`, more rounds until the bootstrap
+    """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
+    rounds, every other round in reverse order (AB BA AB...): `repeats` rounds, then, with `precision`, more rounds until the bootstrap
     interval of the first runner's median over the second's is within +-precision of the ratio
     or `max_repeats` rounds (default 4 x repeats) are taken."""
     for _ in range(warmup):
@@ -25,9 +26,14 @@ def interleaved_steps(
     steps = {label: [] for label in runners}
     first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
 
+    order = list(runners.items())
+
     def rounds(n: int) -> None:
         for _ in range(n):
-            for label, runner in runners.items():
+            # Reversed every other round: whatever running first (or last) in a round gains or
+            # loses, each runner's samples get it equally.
+            taken = len(next(iter(steps.values())))
+            for label, runner in order[::-1] if taken % 2 else order:
                 steps[label].append(runner.execute_model(*batch)[1])
 
     rounds(repeats)
@@ -48,9 +54,17 @@ def step_times(steps) -> list[float]:
 
 
 def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
-    """Long format: one row per timed step, `label` naming its runner, `sample` its round."""
+    """Long format: one row per timed step, `label` naming its runner, `sample` its round,
+    `graph_size` the graph it replayed (None: eager)."""
     return [
-        dict(fixed, **{label: name}, sample=i, path=step.path, time_ms=step.time_ms)
+        dict(
+            fixed,
+            **{label: name},
+            sample=i,
+            path=step.path,
+            graph_size=step.graph_size,
+            time_ms=step.time_ms,
+        )
         for name, records in steps.items()
         for i, step in enumerate(records)
     ]

@@ -148,19 +148,22 @@ def pooled(
     """Over (a, b, weight) groups of paired samples (one group per batch size, weight the steps
     it stands for): the Comparison of sum(weight * median(a)) over sum(weight * median(b)), and
     (total, low, high) of sum(weight * (median(a) - median(b))); each group is resampled on its
-    own and the bootstrap replicates are summed."""
+    own and the bootstrap replicates are summed. The Comparison counts the pairs of all groups."""
     sums, replicates = np.zeros(2), np.zeros((2, resamples))
-    count = None
+    counts = []
     for i, (a, b, weight) in enumerate(groups):
         pair = np.asarray([a, b], dtype=float)
         idx = _resampled(pair.shape[1], resamples, seed + i)
         sums += weight * np.median(pair, axis=1)
         replicates += weight * np.median(pair[:, idx], axis=2)
-        count = pair.shape[1] if count is None else min(count, pair.shape[1])
+        counts.append(pair.shape[1])
+    # Every pair taken, unless a group has too few for its own interval: then that count, which
+    # keeps the verdict undecided (Comparison.verdict).
+    count = sum(counts) if min(counts, default=0) >= MIN_SAMPLES else min(counts, default=0)
     ratio = Comparison(
         float(sums[0] / sums[1]),
         *_percentiles(replicates[0] / replicates[1], confidence),
-        count or 0,
+        count,
         confidence,
     )
     difference = (
