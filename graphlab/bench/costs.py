@@ -88,8 +88,8 @@ def eager_ratio(
     samples: pd.DataFrame, engine: str = "vllm-0.6.0", covering: str = "adaptive"
 ) -> pd.DataFrame:
     """Per batch size, from guard_cost's samples: each engine's median step with its bootstrap
-    interval, path and graph size, and `engine` over `covering` (guard_over_*: ratio, interval, verdict),
-    the guard's price per step at that size; the provenance columns of the samples."""
+    interval, path and graph size, and `engine` over `covering` (guard_over_*: ratio, interval,
+    verdict), the guard's price per step at that size; the provenance columns of the samples."""
     rows = []
     for size, at in check_instance("samples", samples, pd.DataFrame).groupby("batch_size"):
         mine, theirs = (at[at.engine == name].sort_values("sample") for name in (engine, covering))

@@ -17,9 +17,10 @@ def interleaved_steps(
     runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
 ) -> dict[str, list]:
     """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
-    rounds, every other round in reverse order (AB BA AB...): `repeats` rounds, then, with `precision`, more rounds until the bootstrap
-    interval of the first runner's median over the second's is within +-precision of the ratio
-    or `max_repeats` rounds (default 4 x repeats) are taken."""
+    rounds, every other round in reverse order (AB BA AB...): `repeats` rounds, then, with
+    `precision`, more rounds until the bootstrap interval of the first runner's median over the
+    second's is within +-precision of the ratio or `max_repeats` rounds (default 4 x repeats)
+    are taken."""
     for _ in range(warmup):
         for runner in runners.values():
             runner.execute_model(*batch)
