@@ -336,8 +336,8 @@ def capped_cost(
 
 
 def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataFrame:
-    """Per engine, every reachable batch n once: graph fraction, mean padding waste (an eager
-    step counts 0 there) and the mean step priced with measured step times (latency_rows'
+    """Per engine, every reachable batch n once: graph fraction, mean padding waste (the audit's:
+    over the batches that run, an eager step counting 0) and the mean step priced with measured step times (latency_rows'
     frame: graph mode's median at each replayed size, eager mode's at each n), which charges an
     eager step its eager time. An engine whose config crashes gets no price."""
     graph = latency[(latency["mode"] == "graph") & (latency.path != "eager")]
@@ -358,7 +358,7 @@ def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataF
             dict(
                 engine=engine,
                 graph_fraction=outcome.graph_fraction,
-                mean_padding_waste=outcome.mean_padding_waste,
+                mean_padding_waste=summary.mean_padding_waste,  # as the audit table beside it
                 mean_step_ms=outcome.mean_step_ms,
                 priced_on=backend,
             )

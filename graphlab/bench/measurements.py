@@ -254,17 +254,23 @@ def capture_summary(records, graph_pool: str) -> dict:
 
 
 def capture_cost(
-    model: LlamaForCausalLM, engines, cfg: SizingConfig, graph_pool: str = "shared"
+    model: LlamaForCausalLM,
+    engines,
+    cfg: SizingConfig,
+    graph_pool: str = "shared",
+    backend: str = "auto",
 ) -> pd.DataFrame:
     """Per engine: capture_summary of its target runner's captures for cfg, as a table, after
-    one warm-up capture (its time, the process's compile included, in a column of its own)."""
+    one warm-up capture (its time, the process's compile included, in a column of its own);
+    backend "auto" is what "auto" means for costs (graphlab.engine.device.AUTO)."""
+    backend = resolve_backend(backend, model.device, "costs").name
     # The process's first compile and allocations land in a warm-up capture, not the first engine.
     warmup = capture_summary(
-        capture_records(model, engines[0], cfg, graph_pool=graph_pool), graph_pool
+        capture_records(model, engines[0], cfg, backend, graph_pool), graph_pool
     )
     rows = []
     for engine in engines:
-        records = capture_records(model, engine, cfg, graph_pool=graph_pool)
+        records = capture_records(model, engine, cfg, backend, graph_pool)
         cost = capture_summary(records, graph_pool)
         rows.append(
             {
