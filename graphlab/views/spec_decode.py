@@ -100,7 +100,11 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
             df,
             "Speculative decoding per engine, scorer: "
             + (", ".join(scorers) or "batch-expansion")
-            + (f"; median of {runs} runs, whiskers min-max" if runs > 1 else ""),
+            + (
+                f"; median of {runs} runs, whiskers min-max"
+                if runs > 1
+                else "; one run: no spread, no verdict"
+            ),
         ),
         fontsize=9,
     )
