@@ -760,8 +760,15 @@ def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(
         capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4", "--max-graphs", "40"
     )
     lines = out.splitlines()
-    assert code == 0 and lines[1].startswith("same graph count and coverage (")
+    assert code == 0 and lines[1].startswith("same FULL graph count and coverage (")
     assert "up to 512 tokens" in lines[1] and "graph fraction 0.398 vs 0.398" in lines[1]
+    # The default's FULL graphs end at 500 (line 3), so its 505- and 510-token steps replay the
+    # one PIECEWISE size above that, 512: graphs the plan's 51 do not include.
+    assert lines[3].endswith(", 480, 500")
+    assert (
+        "the default's steps of 505..510 tokens, above its largest FULL graph, replay its "
+        "PIECEWISE sizes above it (1)" in lines[1]
+    )
     piecewise = next(line for line in lines if line.startswith("PIECEWISE graphs"))
     assert "default's 57 sizes up to 512 tokens with the plan's 40 up to 1280" in piecewise
     ceiling = next(line for line in lines if line.startswith("above vLLM's default ceiling"))

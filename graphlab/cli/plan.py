@@ -148,9 +148,17 @@ def _same_footing_lines(result, d) -> list[str]:
     lines = []
     if full:
         same = at_default_footing(result).plan
+        # Steps above its largest FULL graph replay PIECEWISE sizes: graphs the plan lacks.
+        reach = [int(n) for n in result.workload.sizes if full[-1] < n <= raw[-1]]
+        piecewise = (
+            f"; the default's steps of {reach[0]}..{reach[-1]} tokens, above its largest FULL "
+            f"graph, replay its PIECEWISE sizes above it ({sum(size > full[-1] for size in raw)})"
+            if reach
+            else ""
+        )
         lines += [
-            f"same graph count and coverage ({len(full)} FULL graphs, up to {raw[-1]} "
-            f"tokens): plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
+            f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
+            f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
             f"{result.default.mean_padding_waste:.3f}; graph fraction "
             f"{same.graph_fraction:.3f} vs {result.default.graph_fraction:.3f}",
             f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
