@@ -108,6 +108,8 @@ def test_the_crash_notebook_catches_keyerror_40(executed):
     out, _ = executed
     crash = json.loads((out / "02_the_crash" / "crash.json").read_text())
     assert crash["error"] == "KeyError: 40"
+    # The smallest crashing batch is another one: 9 rows pad to 16, which 0.5.5 never captured.
+    assert (crash["first_crash_n"], crash["first_crash_error"]) == (9, "KeyError: 16")
     assert "graph_runners[padded]" in (out / "02_the_crash" / "traceback.txt").read_text()
 
 
