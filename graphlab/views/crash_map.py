@@ -93,7 +93,10 @@ def plot_crash_map(df: pd.DataFrame, value: str = "num_crash", note: str = "") -
     if never and len(never) < len(grids):
         lines.append(f"no crash anywhere on this grid, so no panel: {', '.join(never)}")
     if any(" = " in t for t in panels):
-        lines.append("a = b: identical maps" + (f" ({note})" if note else ""))
+        lines.append(
+            "a panel titled a = b: the two engines' maps are identical"
+            + (f" ({note})" if note else "")
+        )
     elif note:
         lines.append(note)
     fig.suptitle("\n".join(lines), fontsize=9)
