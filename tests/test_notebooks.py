@@ -17,7 +17,7 @@ import pandas as pd
 import pytest
 import run_notebooks  # scripts/run_notebooks.py, loaded by conftest.py
 
-from graphlab.bench.stats import MIN_SAMPLES, compare
+from graphlab.bench.stats import MIN_SAMPLES, VERDICTS, compare
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -132,6 +132,14 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
     )
     cliff = _printed(nb, "latency_rows(model, v1_engine")
     assert "512 tokens on the 512-token graph" in cliff and "516 tokens, no graph" in cliff
+    # The counts under the lines: 125..128 requests on the 512-token graph; 129..131 and S off it.
+    assert "vllm-0.33.0, graph mode full at 4 sizes, eager mode against it" in cliff
+    assert "vllm-0.33.0, 4 sizes with no graph, where both modes run the eager step" in cliff
+    from graphlab.engine.device import resolve_backend, resolve_device
+
+    on_cuda = resolve_backend("auto", resolve_device("auto"), "costs").name == "cuda-graph"
+    mixed = _printed(nb, "piecewise_cost(")
+    assert ("the PIECEWISE pieces run eagerly" in mixed) != on_cuda
     assert cliff.startswith("cpu-emulated") == ("cpu-emulated: a 'graph' step" in cliff)
     issue = _printed(nb, "max_cudagraph_capture_size=42)")
     explicit, default = issue.split("default sizing:")
@@ -320,6 +328,17 @@ def test_the_guard_price_comes_with_intervals_or_says_it_cannot_resolve(executed
     text = _printed(nb, "guard_report(")
     (pooled,) = [line for line in text.splitlines() if line.startswith("n = 9..16, pooled:")]
     assert ("cannot resolve" in text) == ("no difference beyond noise" in pooled)
+    # It counts every pair it pooled, as guard_price.csv counts them per size.
+    pooled_sizes = price[price.path.eq("eager") & price.batch_size.between(9, 16)]
+    assert pooled.endswith(f", {pooled_sizes.samples.sum()} pairs)")
+    # The control: the sizes where both engines replay the same padded graph, from the CSV.
+    same = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
+    (control,) = [line for line in text.splitlines() if line.startswith("as a control")]
+    counts = same.guard_over_verdict.value_counts()
+    assert control == (
+        f"as a control, at the {len(same)} sizes where both replay a graph of that size (95% "
+        "intervals): " + ", ".join(f"{counts.get(v, 0)} {v}" for v in VERDICTS)
+    )
 
 
 def test_the_readme_table_gives_each_notebooks_figure_count():
