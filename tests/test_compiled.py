@@ -113,6 +113,14 @@ def test_cpu_compiled_needs_a_cpu_and_cuda_backends_need_cuda(model):
         device.resolve_backend("compiled-cuda-graph", model.device)
 
 
+def test_a_backend_is_resolved_for_a_device_given_by_name_or_value():
+    for purpose in ("logic", "costs"):
+        by_name = device.resolve_backend("auto", "cpu", purpose)
+        assert by_name == device.resolve_backend("auto", torch.device("cpu"), purpose)
+    with pytest.raises(GraphlabError, match="device 'gpu' is not one of auto, cpu, cuda"):
+        device.resolve_backend("auto", "gpu")
+
+
 def test_bench_rejects_an_unknown_backend_in_one_line(capsys, tmp_path):
     assert cli.main(["bench", "--backend", "nope", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()

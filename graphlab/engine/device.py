@@ -82,8 +82,10 @@ AUTO = {
 def resolve_backend(backend: str | Backend, device, purpose: str = "logic") -> Backend:
     """The Backend a model on `device` runs: a name or "auto" (AUTO[purpose]) checked against the
     device; cpu-compiled where inductor cannot build falls back to cpu-emulated, said in one
-    line on stderr. A Backend value passes through, checked against the device again."""
+    line on stderr. A Backend value passes through, checked against the device again; the
+    device as resolve_device takes it (a torch.device or its name)."""
     check_choice("backend purpose", purpose, AUTO)
+    device = resolve_device(device)
     name = str(backend)
     check_choice("backend", name, ("auto",) + BACKENDS)
     if name == "auto":
