@@ -118,10 +118,11 @@ def _guard_samples(eager_ms=2.0, replayed_ms=1.0, pairs=12, seed=0):
     for n in range(1, 17):
         for i in range(pairs):
             guard = eager_ms if n > 8 else replayed_ms
-            padded = next((size for size in (1, 2, 4, 8) if size >= n), None)  # the guard's graphs
+            # V0's padding: the guard's list stops at 8, adaptive's (1, 2, 4, 8, 16) covers 16.
+            padded = next(size for size in (1, 2, 4, 8, 16) if size >= n)
             for engine, ms, path, graph in (
-                ("vllm-0.6.0", guard, "eager" if n > 8 else "graph", padded),
-                ("adaptive", replayed_ms, "graph", n),
+                ("vllm-0.6.0", guard, "eager" if n > 8 else "graph", padded if n <= 8 else None),
+                ("adaptive", replayed_ms, "graph", padded),
             ):
                 rows.append(
                     dict(engine=engine, batch_size=n, sample=i, path=path, graph_size=graph,
@@ -153,8 +154,16 @@ def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
     report = guard_report(samples, price)
     assert report[0].startswith("n = 9..16, pooled: the guard's step, each size once, is slower")
     assert report[0].endswith(", 96 pairs)")  # every pair of the eight sizes, 12 each
-    # Sizes 1, 2, 4, 8 replay same-size graphs on both sides (3 pads to 4, 5..7 to 8).
-    assert report[-1].startswith("as a control, at the 4 sizes where both replay a graph of")
+    # Sizes 1..8 replay the same padded graph on both sides (3 pads to 4, 5..7 to 8).
+    assert report[-1].startswith("as a control, at the 8 sizes where both replay the same graph")
+
+
+def test_the_run_cost_prints_a_bound_near_zero_on_its_side():
+    from graphlab.views.costs import guard_price_line
+
+    near = dict(steps=5, ms=1.234, ms_ci_low=0.02, ms_ci_high=2.5, sentence="")
+    assert "(95% CI +0.02..+2.50)" in guard_price_line(near)  # not "+0.0..+2.5"
+    assert "(95% CI +0.2..+2.5)" in guard_price_line(near | dict(ms_ci_low=0.2))
 
 
 def test_the_guard_report_says_when_the_machine_cannot_resolve_it():

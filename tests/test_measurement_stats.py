@@ -134,9 +134,13 @@ def test_modes_are_sampled_in_turn_after_warm_up():
     steps = sampling.interleaved_steps(
         {"a": _Step("a", log), "b": _Step("b", log)}, (), repeats=4, warmup=2
     )
-    # two warm-up rounds, then four timed ones, every other one reversed: AB BA AB BA
+    # two warm-up rounds, then four timed ones, the order rotated each round: AB BA AB BA
     assert log == ["a", "b"] * 2 + ["a", "b", "b", "a"] * 2
     assert [len(v) for v in steps.values()] == [4, 4]
+    log.clear()
+    three = {name: _Step(name, log) for name in "abc"}
+    sampling.interleaved_steps(three, (), repeats=3, warmup=0)
+    assert "".join(log) == "abcbcacab"  # each runner once in each place
 
 
 def test_sampling_stops_at_the_precision_or_the_cap():

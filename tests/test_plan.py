@@ -767,13 +767,21 @@ def test_cli_text_leads_with_the_same_footing_and_flags_sizes_above_the_ceiling(
     assert lines[3].endswith(", 480, 500")
     assert (
         "the default's steps of 505..510 tokens, above its largest FULL graph, replay its "
-        "PIECEWISE sizes above it (1)" in lines[1]
+        "1 PIECEWISE size above it" in lines[1]
     )
     piecewise = next(line for line in lines if line.startswith("PIECEWISE graphs"))
     assert "default's 57 sizes up to 512 tokens with the plan's 40 up to 1280" in piecewise
     ceiling = next(line for line in lines if line.startswith("above vLLM's default ceiling"))
     assert ceiling.startswith("above vLLM's default ceiling of 512 tokens: 540, 570,")
     assert "PR 50488" in ceiling and "PR 54418" in ceiling
+    # Without PIECEWISE graphs those steps run eagerly, as the line on mixed batches says.
+    code, out, _ = run(
+        capsys, "--max-num-seqs", "256", "--num-speculative-tokens", "4", "--max-graphs", "40",
+        "--cudagraph-mode", "FULL_DECODE_ONLY",
+    )  # fmt: skip
+    eager = out.splitlines()
+    assert code == 0 and "505..510 tokens, above its largest FULL graph, run eagerly" in eager[1]
+    assert any(line.startswith("prefill and mixed batches: no PIECEWISE") for line in eager)
     # Within the ceiling, nothing is flagged.
     code, out, _ = run(capsys, "--max-num-seqs", "8", "--num-speculative-tokens", "4")
     assert code == 0 and "default ceiling" not in out

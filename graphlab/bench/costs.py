@@ -114,7 +114,7 @@ def guard_run_cost(
     steps_met,
     engine: str = "vllm-0.6.0",
     covering: str = "adaptive",
-    subject: str = "weighted by those steps, the guard's step",
+    subject: str = "the guard's step, weighted by the steps met,",
     reference: str = "adaptive's",
 ) -> dict:
     """What the guard cost over a run, from guard_cost's samples and {batch size: steps} the
@@ -220,7 +220,7 @@ def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)
     """The lines notebook 03 prints under the guard's price: a load warning when the machine
     was busy, the pooled comparison at the eager sizes in `window` (each size once), saying
     plainly when the interval cannot resolve it, and the per-size verdicts counted, at the eager
-    sizes and, as a control for noise, where both engines replay a graph."""
+    sizes and, as a control for noise, where both engines replay the same padded graph."""
     lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
     eager = price[price.path == "eager"]
     sizes = [n for n in window if n in eager.index]
@@ -249,8 +249,8 @@ def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)
     control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
     if len(control):
         lines.append(
-            f"as a control, at the {len(control)} sizes where both replay a graph of that size "
-            f"(95% intervals): {counted(control)}"
+            f"as a control, at the {len(control)} sizes where both replay the same graph (95% "
+            f"intervals): {counted(control)}"
         )
     return [line for line in lines if line]
 

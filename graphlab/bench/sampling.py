@@ -1,11 +1,10 @@
 """Interleaved sampling: the one way graphlab times steps it compares.
 
-`interleaved_steps` steps the compared runners in turn (AB BA AB..., after warm-up rounds), so a
-pair of samples shares the machine's load of its moment and neither runner always steps first,
-and goes on until the ratio's bootstrap
-interval reaches a stated precision; `sample_rows` keeps every sample (long format);
-`compared_steps` turns one batch's samples into rows with medians, intervals and the verdict
-of graphlab.bench.stats.
+`interleaved_steps` steps the compared runners in turn, the order rotated each round (AB BA...,
+ABC BCA CAB...), after warm-up rounds, so a round's samples share the machine's load of its moment
+and no runner always takes one place, and goes on until the ratio's bootstrap interval reaches a
+stated precision; `sample_rows` keeps every sample (long format); `compared_steps` turns one
+batch's samples into rows with medians, intervals and the verdict of graphlab.bench.stats.
 """
 
 from __future__ import annotations
@@ -17,7 +16,7 @@ def interleaved_steps(
     runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
 ) -> dict[str, list]:
     """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
-    rounds, every other round in reverse order (AB BA AB...): `repeats` rounds, then, with
+    rounds, the order rotated each round (AB BA AB...): `repeats` rounds, then, with
     `precision`, more rounds until the bootstrap interval of the first runner's median over the
     second's is within +-precision of the ratio or `max_repeats` rounds (default 4 x repeats)
     are taken."""
@@ -31,10 +30,10 @@ def interleaved_steps(
 
     def rounds(n: int) -> None:
         for _ in range(n):
-            # Reversed every other round: whatever running first (or last) in a round gains or
+            # Rotated each round (AB BA, ABC BCA CAB): whatever a place in the round gains or
             # loses, each runner's samples get it equally.
-            taken = len(next(iter(steps.values())))
-            for label, runner in order[::-1] if taken % 2 else order:
+            start = len(next(iter(steps.values()), [])) % max(len(order), 1)
+            for label, runner in order[start:] + order[:start]:
                 steps[label].append(runner.execute_model(*batch)[1])
 
     rounds(repeats)

@@ -61,10 +61,10 @@ def verdict(low: float, high: float) -> str:
 def bound_digits(low: float, high: float, most: int = 6) -> int:
     """Decimals that print an interval's bounds on their own side of 1: two, more where a bound
     off 1 would print as 1.00 (a "slower" beside "1.00-1.05" reads as a contradiction)."""
-    for digits in range(2, most):
+    for digits in range(2, most + 1):
         if all(bound == 1 or round(bound, digits) != 1 for bound in (low, high)):
             return digits
-    return most
+    return most  # within 5e-7 of 1: printed as 1.000000, past any timing's resolution
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ class Comparison:
     def interval(self) -> str:
         digits = bound_digits(self.low, self.high)
         return (
-            f"{self.ratio:.2f}x ({self.confidence:.0%} CI {self.low:.{digits}f}-"
+            f"{self.ratio:.{digits}f}x ({self.confidence:.0%} CI {self.low:.{digits}f}-"
             f"{self.high:.{digits}f}, {self.num_samples} pairs)"
         )
 
@@ -148,7 +148,8 @@ def pooled(
     """Over (a, b, weight) groups of paired samples (one group per batch size, weight the steps
     it stands for): the Comparison of sum(weight * median(a)) over sum(weight * median(b)), and
     (total, low, high) of sum(weight * (median(a) - median(b))); each group is resampled on its
-    own and the bootstrap replicates are summed. The Comparison counts the pairs of all groups."""
+    own and the bootstrap replicates are summed. The Comparison counts the pairs of all groups,
+    or, when a group has fewer than MIN_SAMPLES, that group's count (no direction then)."""
     sums, replicates = np.zeros(2), np.zeros((2, resamples))
     counts = []
     for i, (a, b, weight) in enumerate(groups):

@@ -141,21 +141,32 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+def _above_full(result, full, raw, mixed) -> str:
+    """The default's steps above its largest FULL graph and what serves them (PIECEWISE sizes
+    the plan lacks, or none); '' when the workload has none there."""
+    reach = [int(n) for n in result.workload.sizes if full[-1] < n <= raw[-1]]
+    if not reach:
+        return ""
+    steps = f"{reach[0]}..{reach[-1]}" if len(reach) > 1 else f"{reach[0]}"
+    if mixed != "piecewise":
+        return f"; the default's steps of {steps} tokens, above its largest FULL graph, run eagerly"
+    count = sum(size > full[-1] for size in raw)
+    return (
+        f"; the default's steps of {steps} tokens, above its largest FULL graph, replay its "
+        f"{count} PIECEWISE size{'s' * (count != 1)} above it"
+    )
+
+
 def _same_footing_lines(result, d) -> list[str]:
-    """Plan vs default at the default's FULL graph count and largest FULL size, then what the flag
-    does to the PIECEWISE graphs and any planned size above vLLM's default ceiling."""
+    """Plan vs default at the default's FULL graph count and largest FULL size (and what serves
+    the default's steps above its largest FULL graph), then what the flag does to the PIECEWISE
+    graphs and any planned size above vLLM's default ceiling."""
     full, raw = d["default_full_sizes"], d["default_capture_sizes"]
+    mixed = graph_families(result.engine, result.config).mixed_family
     lines = []
     if full:
         same = at_default_footing(result).plan
-        # Steps above its largest FULL graph replay PIECEWISE sizes: graphs the plan lacks.
-        reach = [int(n) for n in result.workload.sizes if full[-1] < n <= raw[-1]]
-        piecewise = (
-            f"; the default's steps of {reach[0]}..{reach[-1]} tokens, above its largest FULL "
-            f"graph, replay its PIECEWISE sizes above it ({sum(size > full[-1] for size in raw)})"
-            if reach
-            else ""
-        )
+        piecewise = _above_full(result, full, raw, mixed)
         lines += [
             f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
             f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, "
@@ -165,7 +176,6 @@ def _same_footing_lines(result, d) -> list[str]:
             f"  default FULL sizes (capture sizes rounded up to multiples of 1+k): "
             f"{', '.join(map(str, full))}",
         ]
-    mixed = graph_families(result.engine, result.config).mixed_family
     if raw and mixed != "piecewise":
         lines.append(
             f"prefill and mixed batches: no PIECEWISE graphs under cudagraph_mode "

@@ -101,9 +101,12 @@ def plot_adaptive_price(price: pd.DataFrame) -> Figure:
 def guard_price_line(cost: dict) -> str:
     """Two lines for a run's guard cost (graphlab.bench.costs.guard_run_cost's dict): its
     milliseconds with their interval, then the comparison's sentence, verdict included."""
+    low, high = cost["ms_ci_low"], cost["ms_ci_high"]
+    # Decimals enough that a bound off 0 does not print as +0.0 (its side is the verdict's).
+    digits = next((d for d in range(1, 4) if all(b == 0 or round(b, d) for b in (low, high))), 4)
     return (
-        f"guard cost over the run's {cost['steps']} decode steps: {cost['ms']:+.1f} ms (95% CI "
-        f"{cost['ms_ci_low']:+.1f}..{cost['ms_ci_high']:+.1f});\n{cost['sentence']}"
+        f"guard cost over the run's {cost['steps']} decode steps: {cost['ms']:+.{digits}f} ms "
+        f"(95% CI {low:+.{digits}f}..{high:+.{digits}f});\n{cost['sentence']}"
     )
 
 
