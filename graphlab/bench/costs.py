@@ -121,8 +121,8 @@ def guard_run_cost(
     run met: `ms`, the sum of steps x (guard's median step - covering's) with its bootstrap
     interval (ms_ci_low, ms_ci_high), and the pooled comparison of the two engines' time over
     those steps (guard_over_*: ratio, interval, verdict, and its `sentence`, `subject` against
-    `reference`); the
-    milliseconds' interval and the ratio's come from the same resamples, so they agree."""
+    `reference`); the milliseconds' interval and the ratio's come from the same resamples, so
+    they agree."""
     steps_met, groups = {int(n): int(c) for n, c in dict(steps_met).items()}, []
     for size, count in steps_met.items():
         at = samples[samples.batch_size == size]
