@@ -2,8 +2,8 @@
 
 Compiled replay must equal the eager step on the same padded batch. Tolerance 1e-4 (float32,
 logits of std ~1.5): inductor fuses and reorders the float reductions, measured differences are
-about 1e-5. One model is compiled once for the module (dynamo compiles batch 1 apart from the
-shared dynamic-shape graph, so two compiles).
+about 1e-5. One model is compiled once for the module: one dynamic-shape graph for every row
+count, batch 1 included.
 """
 
 import pytest
@@ -149,3 +149,33 @@ def test_models_of_one_config_share_the_compile_and_keep_their_own_weights(model
         expected, _ = eager.execute_model(ids, positions, slots)
         assert record.path == "graph"
         assert (replayed - expected).abs().max().item() < TOL, n
+
+
+@pytest.mark.parametrize("query_len", [1, 3])
+def test_one_compile_serves_every_row_count_batch_1_included(query_len):
+    # A config no other test compiles (three layers), so the count starts from nothing: a backed
+    # row dimension of 1 would be specialised and compile a second graph.
+    import dataclasses
+
+    from torch._dynamo.utils import counters
+
+    from graphlab.engine.compiled import compiled_step
+    from graphlab.engine.config import PRESETS
+    from graphlab.engine.graphs import StaticBuffers
+
+    config = dataclasses.replace(PRESETS["tiny"], num_hidden_layers=3)
+    m = build_model(config, seed=2)
+    m.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    buffers = StaticBuffers(m, 4 * query_len, query_len)
+    g = torch.Generator().manual_seed(query_len)
+    buffers.input_ids.copy_(torch.randint(0, 512, buffers.input_ids.shape, generator=g))
+    buffers.positions.add_(torch.randint(0, MAX_SEQ_LEN - query_len, (4, 1), generator=g))
+    buffers.seq_slots.copy_(torch.arange(4))  # distinct rows: no two write one cache cell
+    step, before = compiled_step(m), counters["stats"]["unique_graphs"]
+    for rows in (4, 1, 2, 3):
+        compiled = step.compile(buffers.input_ids, buffers.positions, buffers.seq_slots, rows)
+        eager = m.hidden_states(
+            buffers.input_ids[:rows], buffers.positions[:rows], buffers.seq_slots[:rows]
+        )
+        torch.testing.assert_close(compiled, eager, atol=TOL, rtol=TOL)
+    assert counters["stats"]["unique_graphs"] - before == 1

@@ -8,17 +8,19 @@ config pays the compile); replay fills the buffers as for a graph and calls it.
 it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code;
 vllm/compilation/) and of gpt-fast's ``mode="reduce-overhead"``.
 
-One dynamic-shape compile serves every size (``dynamic=True``; dynamo still specialises a dimension
-of size 1, so batch 1 gets its own compile), not one compile per size, and every model of one
-config in the process, whatever its KV cache (measured on the tiny preset, cold cache: the first
-model 30.5 s, a second model object 7.6 s when each had its own compile, 0 s shared). Measured with
-bench.timings' compiled figure on the tiny preset, one torch thread, a 2-core VM shared with other
-jobs (torch 2.13): per-size compiles took 31 s for the first size of a process (inductor's start-up
-included) and 4-6 s for each further size with a cold inductor cache, 3 s then 0.2 s each with a
-warm one; the dynamic compile took 16 s for the shared graph plus 4.5 s for batch 1, cold. The V1
-runner of the quick suite captures 64 sizes, about 5 minutes of per-size compiles cold, past the 90
-s a notebook may take on the 2-core CI machine; the dynamic compile fits. Warm steps are as fast
-either way (eager / compiled about 2.3x at batch 1, 1.7-2x at batch 8).
+One dynamic-shape compile serves every size (``dynamic=True``), batch 1 included, not one
+compile per size, and every model of one config in the process, whatever its KV cache (measured
+on the tiny preset, cold cache: the first model 30.5 s, a second model object 7.6 s when each had
+its own compile, 0 s shared). The row dimension is unbacked (``mark_unbacked``): dynamo
+specialises a backed size of 1, which compiled batch 1 a second time for every model config and
+query length. Measured with bench.timings' compiled figure on the tiny preset, one torch thread,
+a 2-core VM shared with other jobs (torch 2.13): per-size compiles took 31 s for the first size
+of a process (inductor's start-up included) and 4-6 s for each further size with a cold inductor
+cache, 3 s then 0.2 s each with a warm one; the dynamic compile took 16 s, and batch 1's own
+compile 4.5 s more before its dimension was unbacked. The V1 runner of the quick suite captures
+64 sizes, about 5 minutes of per-size compiles cold, past the 90 s a notebook may take on the
+2-core CI machine; the dynamic compile fits. Warm steps are as fast either way (eager / compiled
+about 2.3x at batch 1, 1.7-2x at batch 8).
 
 Replay runs under ``torch.compiler.set_stance("fail_on_recompile")``: a step that would compile
 again raises instead of silently running something other than what was captured. Where inductor
@@ -33,8 +35,10 @@ from pathlib import Path
 
 import torch
 
-# Model configs (target, draft) x query lengths x the batch-1 specialisation a process may
-# compile; past dynamo's default of 8 per code object a fullgraph compile raises.
+from graphlab.engine.model import LlamaForCausalLM
+
+# Model configs (target, draft) x query lengths a process may compile; past dynamo's default of
+# 8 per code object a fullgraph compile raises.
 RECOMPILE_LIMIT = 64
 
 
@@ -46,17 +50,20 @@ def inductor_cache_state() -> str:
     return "warm" if fxgraph.is_dir() and any(fxgraph.iterdir()) else "cold"
 
 
-def _hidden_states(model, input_ids, positions, seq_slots, rows):
-    # Sliced inside the compiled code: slices passed in would be views whose base's size dynamo
-    # guards on, recompiling for every row count.
-    return model.hidden_states(input_ids[:rows], positions[:rows], seq_slots[:rows])
+def _rows(input_ids, positions, seq_slots, rows: int):
+    """The first `rows` rows of each buffer, their row dimension unbacked (one symbol for all
+    three): a backed size of 1 would be specialised, compiling batch 1 a second time."""
+    views = input_ids[:rows], positions[:rows], seq_slots[:rows]
+    for view in views:
+        torch._dynamo.decorators.mark_unbacked(view, 0, min=1, shape_id="rows")
+    return views
 
 
 @functools.cache
 def _compiled():
     """One compiled function for every model: dynamo guards on the model's shapes, not on which
     model it is, so models of one config share a compile (a trace takes seconds per model)."""
-    return torch.compile(_hidden_states, dynamic=True, fullgraph=True)
+    return torch.compile(LlamaForCausalLM.hidden_states, dynamic=True, fullgraph=True)
 
 
 def _cache_dims_dynamic(model) -> None:
@@ -83,12 +90,12 @@ class CompiledStep:
         # specialize_float: dynamic=True would trace RMSNorm's eps as a symbolic float, and
         # inductor then restarts the whole trace to make it a tensor (~2.5 s per compile, cold).
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True):
-            return _compiled()(self.model, input_ids, positions, seq_slots, rows)
+            return _compiled()(self.model, *_rows(input_ids, positions, seq_slots, rows))
 
     def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
         """The same, for a row count already compiled (replay): raises rather than recompiling."""
         with torch.compiler.set_stance("fail_on_recompile"):
-            return _compiled()(self.model, input_ids, positions, seq_slots, rows)
+            return _compiled()(self.model, *_rows(input_ids, positions, seq_slots, rows))
 
 
 def compiled_step(model) -> CompiledStep:

@@ -300,7 +300,7 @@ def capture_full(session: CaptureSession, sizes, query_len: int = 1, family: str
     cache = "none" if step is None else step.cache_state
     graphs = {}
     for size in sizes:
-        # the compiled backends compile at the model's first size and at batch 1
+        # the compiled backends compile at the model's first size; later sizes reuse it
         run = partial(buffers.run, model, size, None if step is None else step.compile)
         (graph,) = session.capture(size, [run], family, query_len=query_len, compile_cache=cache)
         replay_step = step if graph is None else None  # a real graph has recorded the step
