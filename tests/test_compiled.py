@@ -6,13 +6,18 @@ about 1e-5. One model is compiled once for the module: one dynamic-shape graph f
 count, batch 1 included.
 """
 
+import dataclasses
+
 import pytest
 import torch
 from kvcache import restore, snapshot
 
 from graphlab import cli
 from graphlab.engine import device
+from graphlab.engine.compiled import compiled_step
+from graphlab.engine.config import PRESETS
 from graphlab.engine.factory import make_runner
+from graphlab.engine.graphs import StaticBuffers
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -153,15 +158,10 @@ def test_models_of_one_config_share_the_compile_and_keep_their_own_weights(model
 
 @pytest.mark.parametrize("query_len", [1, 3])
 def test_one_compile_serves_every_row_count_batch_1_included(query_len):
-    # A config no other test compiles (three layers), so the count starts from nothing: a backed
-    # row dimension of 1 would be specialised and compile a second graph.
-    import dataclasses
-
+    # Three layers: a config no other test compiles, and each query length is a graph of its own
+    # (a length of 1 takes the decode path), so each case compiles from nothing. A backed row
+    # dimension of 1 would be specialised: a second graph.
     from torch._dynamo.utils import counters
-
-    from graphlab.engine.compiled import compiled_step
-    from graphlab.engine.config import PRESETS
-    from graphlab.engine.graphs import StaticBuffers
 
     config = dataclasses.replace(PRESETS["tiny"], num_hidden_layers=3)
     m = build_model(config, seed=2)
