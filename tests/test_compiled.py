@@ -14,7 +14,7 @@ from kvcache import restore, snapshot
 
 from graphlab import cli
 from graphlab.engine import device
-from graphlab.engine.compiled import compiled_step
+from graphlab.engine.compiled import compiled_step, first_compile
 from graphlab.engine.config import PRESETS
 from graphlab.engine.factory import make_runner
 from graphlab.engine.graphs import StaticBuffers
@@ -156,26 +156,36 @@ def test_models_of_one_config_share_the_compile_and_keep_their_own_weights(model
         assert (replayed - expected).abs().max().item() < TOL, n
 
 
-@pytest.mark.parametrize("query_len", [1, 3])
-def test_one_compile_serves_every_row_count_batch_1_included(query_len):
-    # Three layers: a config no other test compiles, and each query length is a graph of its own
-    # (a length of 1 takes the decode path), so each case compiles from nothing. A backed row
-    # dimension of 1 would be specialised: a second graph.
+def test_one_compile_serves_every_row_count_and_query_length():
+    # Three layers: a config no other test compiles, so the case compiles from nothing. A backed
+    # row count or query length of 1 would be specialised: a second graph (V0's decode apart from
+    # V1's verify, batch 1 apart from the rest).
     from torch._dynamo.utils import counters
 
     config = dataclasses.replace(PRESETS["tiny"], num_hidden_layers=3)
     m = build_model(config, seed=2)
     m.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
-    buffers = StaticBuffers(m, 4 * query_len, query_len)
-    g = torch.Generator().manual_seed(query_len)
-    buffers.input_ids.copy_(torch.randint(0, 512, buffers.input_ids.shape, generator=g))
-    buffers.positions.add_(torch.randint(0, MAX_SEQ_LEN - query_len, (4, 1), generator=g))
-    buffers.seq_slots.copy_(torch.arange(4))  # distinct rows: no two write one cache cell
     step, before = compiled_step(m), counters["stats"]["unique_graphs"]
-    for rows in (4, 1, 2, 3):
-        compiled = step.compile(buffers.input_ids, buffers.positions, buffers.seq_slots, rows)
-        eager = m.hidden_states(
-            buffers.input_ids[:rows], buffers.positions[:rows], buffers.seq_slots[:rows]
-        )
-        torch.testing.assert_close(compiled, eager, atol=TOL, rtol=TOL)
+    for query_len in (3, 1, 5):
+        buffers = StaticBuffers(m, 4 * query_len, query_len)
+        g = torch.Generator().manual_seed(query_len)
+        buffers.input_ids.copy_(torch.randint(0, 512, buffers.input_ids.shape, generator=g))
+        buffers.positions.add_(torch.randint(0, MAX_SEQ_LEN - query_len, (4, 1), generator=g))
+        buffers.seq_slots.copy_(torch.arange(4))  # distinct rows: no two write one cache cell
+        for rows in (4, 1, 2, 3):
+            compiled = step.compile(buffers.input_ids, buffers.positions, buffers.seq_slots, rows)
+            eager = m.hidden_states(
+                buffers.input_ids[:rows], buffers.positions[:rows], buffers.seq_slots[:rows]
+            )
+            torch.testing.assert_close(compiled, eager, atol=TOL, rtol=TOL)
     assert counters["stats"]["unique_graphs"] - before == 1
+
+
+def test_the_first_compile_check_builds_or_names_the_failure():
+    assert first_compile() > 0
+    # A compiler that is not there (a fresh trace, not the one just cached: the reset drops every
+    # compile of the process, so this test comes last): the build fails, and the check says so.
+    torch._dynamo.reset()
+    with torch._inductor.config.patch({"cpp.cxx": ("graphlab-no-such-compiler",)}):
+        with pytest.raises(GraphlabError, match="^torch.compile failed on this CPU"):
+            first_compile()

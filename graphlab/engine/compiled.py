@@ -8,16 +8,18 @@ config pays the compile); replay fills the buffers as for a graph and calls it.
 it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code;
 vllm/compilation/) and of gpt-fast's ``mode="reduce-overhead"``.
 
-One dynamic-shape compile serves every size (``dynamic=True``), batch 1 included, not one
-compile per size, and every model of one config in the process, whatever its KV cache (measured
-on the tiny preset, cold cache: the first model 30.5 s, a second model object 7.6 s when each had
-its own compile, 0 s shared). The row dimension is unbacked (``mark_unbacked``): dynamo
-specialises a backed size of 1, which compiled batch 1 a second time for every model config and
-query length. Measured with bench.timings' compiled figure on the tiny preset, one torch thread,
-a 2-core VM shared with other jobs (torch 2.13): per-size compiles took 31 s for the first size
-of a process (inductor's start-up included) and 4-6 s for each further size with a cold inductor
-cache, 3 s then 0.2 s each with a warm one; the dynamic compile took 16 s, and batch 1's own
-compile 4.5 s more before its dimension was unbacked. The V1 runner of the quick suite captures
+One dynamic-shape compile serves every size (``dynamic=True``), batch 1 included, not one compile
+per size, and every model of one config in the process, whatever its KV cache (measured on the tiny
+preset, cold cache: the first model 30.5 s, a second model object 7.6 s when each had its own
+compile, 0 s shared), and every query length: V0's decode (1 token a row) and V1's verify (1 + k)
+share one graph. The rows and the query length are unbacked (``mark_unbacked``): dynamo specialises
+a backed size of 1, which compiled batch 1 a second time for every model config, and query length 1
+apart from the rest (the attention's decode-only view stays for eager steps,
+`LlamaAttention.attend`). Measured with bench.timings' compiled figure on the tiny preset, one
+torch thread, a 2-core VM shared with other jobs (torch 2.13): per-size compiles took 31 s for the
+first size of a process (inductor's start-up included) and 4-6 s for each further size with a cold
+inductor cache, 3 s then 0.2 s each with a warm one; the dynamic compile took 16 s, and batch 1's
+own compile 4.5 s more before its dimension was unbacked. The V1 runner of the quick suite captures
 64 sizes, about 5 minutes of per-size compiles cold, past the 90 s a notebook may take on the
 2-core CI machine; the dynamic compile fits. Warm steps are as fast either way (eager / compiled
 about 2.3x at batch 1, 1.7-2x at batch 8).
@@ -31,14 +33,16 @@ line and the run falls back to ``cpu-emulated``, labelled as such.
 from __future__ import annotations
 
 import functools
+import time
 from pathlib import Path
 
 import torch
 
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.errors import GraphlabError
 
-# Model configs (target, draft) x query lengths a process may compile; past dynamo's default of
-# 8 per code object a fullgraph compile raises.
+# Model configs (target, draft, test configs) a process may compile; past dynamo's default of 8
+# per code object a fullgraph compile raises.
 RECOMPILE_LIMIT = 64
 
 
@@ -50,12 +54,32 @@ def inductor_cache_state() -> str:
     return "warm" if fxgraph.is_dir() and any(fxgraph.iterdir()) else "cold"
 
 
+def first_compile() -> float:
+    """Seconds to compile and run a one-kernel function on the CPU with inductor: a check that
+    cpu-compiled builds here, which on a new machine (or cache) also pays inductor's one-time
+    set-up, kept on disk for every later compile: probing the CPU's vector ISAs (a test build and
+    load each) and building the kernels' precompiled header. GraphlabError if the build fails."""
+    start = time.perf_counter()
+    try:
+        torch.compile(lambda x: x.sin() * x.sum(), fullgraph=True)(torch.ones(8))
+    except Exception as error:  # noqa: BLE001 - any failure to build means no compiled backend
+        raise GraphlabError(f"torch.compile failed on this CPU ({type(error).__name__}: {error})")
+    return time.perf_counter() - start
+
+
 def _rows(input_ids, positions, seq_slots, rows: int):
-    """The first `rows` rows of each buffer, their row dimension unbacked (one symbol for all
-    three): a backed size of 1 would be specialised, compiling batch 1 a second time."""
+    """The first `rows` rows of each buffer, the rows and the query length unbacked (one symbol
+    each for every tensor holding it): a backed size of 1 would be specialised, compiling batch
+    1 and query length 1 (V0's decode) apart from the rest."""
+    mark = torch._dynamo.decorators.mark_unbacked
+    # On the buffers too: the views keep them as their base, and dynamo guards the base's sizes.
+    for tokens in (input_ids, positions):
+        mark(tokens, 1, min=1, shape_id="query_len")
     views = input_ids[:rows], positions[:rows], seq_slots[:rows]
     for view in views:
-        torch._dynamo.decorators.mark_unbacked(view, 0, min=1, shape_id="rows")
+        mark(view, 0, min=1, shape_id="rows")
+    for view in views[:2]:
+        mark(view, 1, min=1, shape_id="query_len")
     return views
 
 

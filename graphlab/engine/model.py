@@ -17,6 +17,7 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from graphlab.engine.config import ModelConfig, resolve_config, resolve_dtype
 from graphlab.engine.sdpa import sdpa_context
@@ -138,13 +139,14 @@ class LlamaAttention(nn.Module):
         keys = self.k_cache.index_select(0, seq_slots)
         values = self.v_cache.index_select(0, seq_slots)
         # Grouped-query attention without repeating K/V: fold each KV head's query group into
-        # the query-length axis, [n, kv, group * length, d] (a plain view when decoding).
-        if length == 1:
+        # the query-length axis, [n, kv, group * length, d] (a plain view when decoding). A
+        # symbolic length (one compile for every query length) takes the general path.
+        if guard_or_false(length == 1):
             q = q.reshape(n, kv, group, d)
         else:
             q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        if length > 1:
+        if not guard_or_false(length == 1):
             out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
         return out.reshape(-1, heads * d)
 
