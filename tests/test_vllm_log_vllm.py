@@ -156,12 +156,15 @@ def test_the_audit_has_teeth_a_wrong_rule_disagrees(vllm_code, tmp_path):
     assert report.format_table().startswith("DISAGREEMENT")
 
 
-def test_a_real_vllm_engine_run_is_read_and_audited(tmp_path, capsys):
+def test_a_real_vllm_engine_run_is_read_and_audited(tmp_path, capsys, monkeypatch):
     import vllm
 
     from graphlab.against_vllm.logged_run import logged_run
 
+    monkeypatch.setenv("VLLM_CACHE_ROOT", str(tmp_path / "vllm-cache"))
     path = logged_run(tmp_path, max_num_seqs=4, num_speculative_tokens=3, max_tokens=32)
+    # Llama was inspected in the engine's process: vLLM's inspection subprocess caches its answer.
+    assert not (tmp_path / "vllm-cache" / "modelinfos").exists()
     log = read_vllm_log(path)
     assert log.value("vllm_version") == vllm.__version__
     assert (log.value("max_num_seqs"), log.value("num_speculative_tokens")) == (4, 3)

@@ -55,6 +55,19 @@ def quiet_vllm_import() -> None:
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
+def _inspect_llama_here() -> None:
+    """Register vLLM's own Llama class object under its own architecture name, so the engine
+    inspects it in this process. Registered by name, vLLM inspects an architecture in a fresh
+    Python process (`_LazyRegisteredModel.inspect_model_cls` and `_run_in_subprocess`,
+    vllm/model_executor/models/registry.py) unless VLLM_CACHE_ROOT/modelinfos holds it, which
+    on a new machine added about 10 s to the first engine's start; the subprocess only keeps CUDA
+    out of the parent, and this process runs the engine anyway."""
+    from vllm import ModelRegistry
+    from vllm.model_executor.models.llama import LlamaForCausalLM
+
+    ModelRegistry.register_model("LlamaForCausalLM", LlamaForCausalLM)
+
+
 def generate_greedy(model_dir: str, prompts, max_tokens, *, seed: int = 0, **engine_args):
     """Greedy generation in the installed vLLM (this process) from token-id prompts: an `LLM` as
     the kit runs it on a CPU (no tokenizer, fp32, eager, stats logged) with `engine_args` added
@@ -63,6 +76,7 @@ def generate_greedy(model_dir: str, prompts, max_tokens, *, seed: int = 0, **eng
     from vllm import LLM, SamplingParams
     from vllm.inputs import TokensPrompt
 
+    _inspect_llama_here()
     llm = LLM(
         model=model_dir,
         skip_tokenizer_init=True,
