@@ -186,6 +186,6 @@ def test_the_first_compile_check_builds_or_names_the_failure():
     # A compiler that is not there (a fresh trace, not the one just cached: the reset drops every
     # compile of the process, so this test comes last): the build fails, and the check says so.
     torch._dynamo.reset()
-    with torch._inductor.config.patch({"cpp.cxx": ("graphlab-no-such-compiler",)}):
-        with pytest.raises(GraphlabError, match="^torch.compile failed on this CPU"):
-            first_compile()
+    missing = torch._inductor.config.patch({"cpp.cxx": ("graphlab-no-such-compiler",)})
+    with missing, pytest.raises(GraphlabError, match="^torch.compile failed on this CPU"):
+        first_compile()

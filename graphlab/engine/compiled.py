@@ -63,7 +63,9 @@ def first_compile() -> float:
     try:
         torch.compile(lambda x: x.sin() * x.sum(), fullgraph=True)(torch.ones(8))
     except Exception as error:  # noqa: BLE001 - any failure to build means no compiled backend
-        raise GraphlabError(f"torch.compile failed on this CPU ({type(error).__name__}: {error})")
+        # Inductor's build errors run to pages (the command, the compiler's output): the first line.
+        reason = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+        raise GraphlabError(f"torch.compile failed on this CPU ({reason})") from error
     return time.perf_counter() - start
 
 
