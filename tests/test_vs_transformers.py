@@ -55,6 +55,21 @@ def test_eager_smoke_run_compares_equal_logits_and_writes_its_rows(capsys, tmp_p
     assert out.startswith("machine: cpu: ") and "1 torch thread" in out and "max_seq_len 6" in out
 
 
+def test_compiled_smoke_run_compares_equal_logits(tmp_path):
+    # Both models compiled on the same tokens: ours marks its inputs' sizes unbacked, so
+    # transformers must get its own (it reads the query length as a plain bool).
+    from graphlab.engine.device import compile_unavailable
+
+    if compile_unavailable():
+        pytest.skip(compile_unavailable())
+    csv = tmp_path / "rows.csv"
+    argv = ["--presets", "tiny", "--batches", "2", "--routes", "compiled", "--pairs", "2"]
+    assert main([*argv, "--context", "5", "--csv", str(csv)]) == 0
+    rows = pd.read_csv(csv)
+    assert list(zip(rows.batch, rows.route)) == [(2, "compiled")]
+    assert (rows.max_abs_logit_diff < 1e-4).all()
+
+
 def test_interval_and_verdict():
     assert median_ci([1.3] * 7) == (1.3, 1.3, 1.3)
     median, low, high = median_ci(np.linspace(1.0, 1.4, 41))

@@ -120,6 +120,8 @@ def compiled_steps(ours, theirs, batch: int, context: int, max_seq_len: int):
 
     prompt, token = _prompt(ours.config, batch, context)
     slots, position = torch.arange(batch), torch.full((batch, 1), context)
+    # Transformers gets its own copies: our compiled step marks its inputs' sizes unbacked.
+    their_token, their_position = token.clone(), position.clone()
     ours.allocate_kv_cache(batch, max_seq_len)
     ours(prompt, torch.arange(context).repeat(batch, 1), slots)
     step = compiled_step(ours)
@@ -131,7 +133,10 @@ def compiled_steps(ours, theirs, batch: int, context: int, max_seq_len: int):
 
     def their_step():
         return forward(
-            input_ids=token, position_ids=position, cache_position=at, past_key_values=cache
+            input_ids=their_token,
+            position_ids=their_position,
+            cache_position=at,
+            past_key_values=cache,
         ).logits
 
     def our_step():
