@@ -63,8 +63,9 @@ def first_compile() -> float:
     try:
         torch.compile(lambda x: x.sin() * x.sum(), fullgraph=True)(torch.ones(8))
     except Exception as error:  # noqa: BLE001 - any failure to build means no compiled backend
+        cause = getattr(error, "inner_exception", error)  # dynamo's wrapper names only the backend
         # Inductor's build errors run to pages (the command, the compiler's output): the first line.
-        reason = f"{type(error).__name__}: {(str(error).strip().splitlines() or [''])[0]}"
+        reason = f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"
         raise GraphlabError(f"torch.compile failed on this CPU ({reason})") from error
     return time.perf_counter() - start
 
@@ -72,7 +73,8 @@ def first_compile() -> float:
 def _rows(input_ids, positions, seq_slots, rows: int):
     """The first `rows` rows of each buffer, the rows and the query length unbacked (one symbol
     each for every tensor holding it): a backed size of 1 would be specialised, compiling batch
-    1 and query length 1 (V0's decode) apart from the rest."""
+    1 and query length 1 (V0's decode) apart from the rest. Marks the given buffers too (their
+    query length): another compile of them traces it unbacked as well."""
     mark = torch._dynamo.decorators.mark_unbacked
     # On the buffers too: the views keep them as their base, and dynamo guards the base's sizes.
     for tokens in (input_ids, positions):
@@ -104,7 +106,8 @@ def _cache_dims_dynamic(model) -> None:
 
 
 class CompiledStep:
-    """model.hidden_states compiled, dynamic in rows (one per model: its runners share it)."""
+    """model.hidden_states compiled, dynamic in rows and query length (one per model: its
+    runners share it)."""
 
     def __init__(self, model):
         self.model = model

@@ -17,7 +17,6 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.fx.experimental.symbolic_shapes import guard_or_false
 
 from graphlab.engine.config import ModelConfig, resolve_config, resolve_dtype
 from graphlab.engine.sdpa import sdpa_context
@@ -140,13 +139,14 @@ class LlamaAttention(nn.Module):
         values = self.v_cache.index_select(0, seq_slots)
         # Grouped-query attention without repeating K/V: fold each KV head's query group into
         # the query-length axis, [n, kv, group * length, d] (a plain view when decoding). A
-        # symbolic length (one compile for every query length) takes the general path.
-        if guard_or_false(length == 1):
+        # compiled step takes the general path at every length: one compile serves them all.
+        decoding = not torch.compiler.is_compiling() and length == 1
+        if decoding:
             q = q.reshape(n, kv, group, d)
         else:
             q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
-        if not guard_or_false(length == 1):
+        if not decoding:
             out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
         return out.reshape(-1, heads * d)
 
