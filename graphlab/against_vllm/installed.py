@@ -60,7 +60,7 @@ def _inspect_llama_here() -> None:
     inspects it in this process. Registered by name, vLLM inspects an architecture in a fresh
     Python process (`_LazyRegisteredModel.inspect_model_cls` and `_run_in_subprocess`,
     vllm/model_executor/models/registry.py) unless VLLM_CACHE_ROOT/modelinfos holds it, which
-    on a new machine added about 10 s to the first engine's start; the subprocess only keeps CUDA
+    on a new machine added about 8 s to the first engine's start; the subprocess only keeps CUDA
     out of the parent, and this process runs the engine anyway."""
     from vllm import ModelRegistry
     from vllm.model_executor.models.llama import LlamaForCausalLM

@@ -93,9 +93,9 @@ class BenchRun:
 
     def model(self, num_slots: int, max_seq_len: int) -> LlamaForCausalLM:
         """The run's model with a KV cache of at least num_slots slots: one per max_seq_len for
-        the whole run, so its compiled step (cpu-compiled) is traced once, not once per sweep
-        (a trace takes seconds, and the inductor cache does not keep it across models). Growing
-        the cache moves its pad slot: build runners after this call, never keep one across it."""
+        the whole run, so its runners share one KV cache and its compiled step (cpu-compiled) is
+        traced once for the run (models of one config share it too). Growing the cache moves its
+        pad slot: build runners after this call, never keep one across it."""
         model = self._models.get(max_seq_len)
         if model is None:
             model = build_model(self.preset, seed=SEED, dtype=self.dtype, device=self.device)
