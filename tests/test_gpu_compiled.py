@@ -33,3 +33,21 @@ def test_compiled_cuda_graph_replay_equals_eager_for_every_captured_size():
         (replayed, record), (reference, _) = outputs
         assert (record.path, record.graph_size) == ("graph", size)
         torch.testing.assert_close(replayed, reference, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_compiled_cuda_graph_v1_verify_replay_equals_eager():
+    """V1's verify step (1 + k tokens a row) over the same compile as V0's decode: the query
+    length is unbacked, so this case runs the compiled attention's general path on CUDA."""
+    from graphlab.bench.measurements import latency_rows
+
+    model = make_model("cuda-graph", "float32")
+    cfg = SizingConfig(8, num_speculative_tokens=3)
+    rows = latency_rows(
+        model, "vllm-0.33.0", cfg, [1, 2, 8], repeats=1, warmup=0, backend="compiled-cuda-graph"
+    )
+    compiled = [row for row in rows if row["mode"] == "compiled-graph"]
+    assert [row["path"] for row in compiled] == ["full"] * 3
+    for row in compiled:
+        assert row["replay_matches_eager"], (row["batch_size"], row["max_abs_logit_diff"])
