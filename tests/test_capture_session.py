@@ -40,6 +40,10 @@ class FakeCuda:
         self.streams.append(FakeStream())
         return self.streams[-1]
 
+    def clear_workspaces(self):  # torch._C._cuda_clearCublasWorkspaces
+        self.free += WORKSPACE_BYTES * len(self.used)
+        self.used.clear()
+
     def graph_pool_handle(self):
         self.pools.append(object())
         return self.pools[-1]
@@ -60,6 +64,7 @@ class FakeCuda:
     def install(self, monkeypatch):
         for name in ("Stream", "graph_pool_handle", "stream", "graph"):
             monkeypatch.setattr(torch.cuda, name, getattr(self, name))
+        monkeypatch.setattr(torch._C, "_cuda_clearCublasWorkspaces", self.clear_workspaces, False)
         monkeypatch.setattr(torch.cuda, "CUDAGraph", object)
         monkeypatch.setattr(torch.cuda, "current_stream", lambda device=None: None)
         monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: None)
@@ -140,6 +145,21 @@ def test_v1_full_and_piecewise_share_one_stream_and_one_pool(cuda, model, backen
     }
     assert [r.memory_bytes for r in records[: len(full)]] == [GRAPH_BYTES] * len(full)
     assert [r.memory_bytes for r in records[len(full) :]] == [pieces * GRAPH_BYTES] * len(piecewise)
+
+
+def test_every_capture_loop_counts_its_stream_workspace_though_the_stream_is_reused(
+    cuda, model, monkeypatch
+):
+    # PyTorch hands out pooled streams (32 per device): a later runner may get a stream whose
+    # cuBLAS workspace exists already; the loop still counts one, as a first loop does.
+    stream = cuda.Stream(None)
+    monkeypatch.setattr(torch.cuda, "Stream", lambda device: stream)
+    loops = []
+    for _ in range(2):
+        r = V1ModelRunner(model, "vllm-0.33.0", CFG, backend=BACKEND_VALUES["cuda-graph"])
+        records = r.capture_model()
+        loops.append(records[0].capture_loop_bytes - sum(x.memory_bytes for x in records))
+    assert loops == [WORKSPACE_BYTES, WORKSPACE_BYTES]
 
 
 def test_separate_pools_are_one_per_size_shared_by_its_pieces(cuda, model):

@@ -416,6 +416,28 @@ def test_piecewise_replay_equals_eager_for_every_captured_size(backend):
     assert kinds == {"full", "piecewise"}
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_kv_cache_reallocated_after_capture_refuses_every_replay(backend):
+    # A CUDA graph keeps the old cache's addresses and pad slot: replaying it would write freed
+    # memory, so FULL and PIECEWISE graphs both refuse until captured again.
+    model = make_model(backend)
+    runner = runner_for(model, "vllm-0.33.0", SMALL, backend=backend)
+    ids, positions, slots = batch(1, 1, device=model.device)
+    graphs = [min(runner.graphs.values(), key=lambda g: g.size)]
+    graphs.append(min(runner.piecewise_graphs.values(), key=lambda g: g.size))
+    for graph in graphs:
+        graph.replay(ids, positions, slots)  # replays before the reallocation
+    model.allocate_kv_cache(NUM_SLOTS + 1, MAX_SEQ_LEN)
+    for graph in graphs:
+        with pytest.raises(GraphlabError, match="reallocated after the graph of .* capture again"):
+            graph.replay(ids, positions, slots)
+    fresh = runner_for(model, "vllm-0.33.0", SMALL, backend=backend)
+    _, record = fresh.execute_model(
+        *batch(1, SMALL.num_speculative_tokens + 1, device=model.device)
+    )
+    assert record.path == "full"
+
+
 # ---- the repro command and the sweeps ----------------------------------------------------------
 
 

@@ -136,7 +136,12 @@ def latency_modes(backend: str) -> dict[str, str]:
     return {"eager": backend, "graph": backend}
 
 
-def latency_rows(
+def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, *args, **kwargs):
+    """latency_points' rows, every request count's, as one list."""
+    return [row for point in latency_points(model, engine, cfg, *args, **kwargs) for row in point]
+
+
+def latency_points(
     model: LlamaForCausalLM,
     engine: str,
     cfg: SizingConfig,
@@ -146,8 +151,9 @@ def latency_rows(
     backend: str = "auto",
     precision: float | None = None,
     samples: list | None = None,
-) -> list[dict]:
-    """Step latency per request count, one row per (count, mode): eager and graph mode (and
+):
+    """Step latency per request count, yielded count by count (a sweep keeps each as it comes),
+    one row per (count, mode): eager and graph mode (and
     compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
     what "auto" means for costs (graphlab.engine.device.AUTO).
 
@@ -170,10 +176,10 @@ def latency_rows(
         runner.capture_model()
     # Every row names the graph-mode runner's backend (compiled-graph rows say so in their mode).
     q = _query_len(runners["graph"])
-    fixed, rows = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name), []
+    fixed = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name)
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch = batch_of(runners["graph"], reqs)
+        batch, rows = batch_of(runners["graph"], reqs), []
         checks, reference = {}, None
         for mode, runner in runners.items():  # eager first: its logits are the reference
             logits, first = runner.execute_model(*batch)
@@ -211,7 +217,7 @@ def latency_rows(
                     **checks[mode],
                 )
             )
-    return rows
+        yield rows
 
 
 def release_graphs(device: torch.device) -> None:
@@ -287,15 +293,23 @@ def capture_cost(
     return pd.DataFrame(rows).set_index("engine")
 
 
-def graph_memory_rows(
+def graph_memory_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, *args, **kwargs):
+    """graph_memory_points' rows, every pool mode's, as one list."""
+    return [
+        row for point in graph_memory_points(model, engine, cfg, *args, **kwargs) for row in point
+    ]
+
+
+def graph_memory_points(
     model: LlamaForCausalLM,
     engine: str,
     cfg: SizingConfig,
     graph_pools=GRAPH_POOLS,
     backend: str = "auto",
-) -> list[dict]:
-    """Memory and time of every capture, per pool mode, in capture order (largest first), after
-    a warm-up capture of the same list (warmup_capture_ms: the process's compile lands there).
+):
+    """Memory and time of every capture, yielded per pool mode (one capture loop each), in
+    capture order (largest first), after a warm-up capture of the same list
+    (warmup_capture_ms: the process's compile lands there).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
     emulated); cumulative_predicted_bytes what the prediction says all graphs so far hold
@@ -306,8 +320,9 @@ def graph_memory_rows(
     warmup = capture_summary(
         capture_records(model, engine, cfg, backend, graph_pools[0]), graph_pools[0]
     )
-    rows, sdpa = [], None
+    sdpa = None
     for graph_pool in graph_pools:
+        rows = []
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
         fixed, q = _sizing_columns(runner), _query_len(runner)
@@ -342,4 +357,4 @@ def graph_memory_rows(
             )
         del runner, records
         release_graphs(model.device)  # the next pool mode starts from released graphs
-    return rows
+        yield rows

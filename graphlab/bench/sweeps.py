@@ -33,8 +33,8 @@ import torch
 from graphlab.bench.export import export_csvs, locked_folder, read_csv, write_checkpoint
 from graphlab.bench.measurements import (
     SEED,
-    graph_memory_rows,
-    latency_rows,
+    graph_memory_points,
+    latency_points,
     measure_copy_bandwidth,
     weight_bytes,
 )
@@ -79,8 +79,8 @@ class BenchRun:
         return with_provenance(rows, self.provenance)
 
     def checkpoint(self, name: str, rows) -> None:
-        """Write the rows so far as out/<name>.partial.csv (each engine's once it is done), so a
-        run stopped in a later engine keeps them beside, never over, a complete <name>.csv."""
+        """Write the rows so far as out/<name>.partial.csv (after each request count or capture
+        loop), so a run stopped later keeps them beside, never over, a complete <name>.csv."""
         if self.out is not None and rows:
             write_checkpoint(self.stamp(rows), self.out, name)
 
@@ -196,19 +196,17 @@ def _latency(run: BenchRun) -> pd.DataFrame:
     ):
         model = run.model(max(num_reqs or (cfg.max_num_seqs,)), s.max_seq_len)
         weights, bandwidth = weight_bytes(model), run.copy_bandwidth()["bytes_per_s"]
-        rows += [
-            dict(
-                row,
-                weight_bytes=weights,
-                copy_bytes_per_s=bandwidth,
-                bandwidth_floor_ms=weights / bandwidth * 1e3,
-            )
-            for row in latency_rows(
-                model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
-            )
-        ]
-        run.checkpoint("latency", rows)
-        run.checkpoint("latency_samples", samples)
+        floor = dict(
+            weight_bytes=weights,
+            copy_bytes_per_s=bandwidth,
+            bandwidth_floor_ms=weights / bandwidth * 1e3,
+        )
+        for point in latency_points(
+            model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
+        ):
+            rows += [dict(row, **floor) for row in point]
+            run.checkpoint("latency", rows)
+            run.checkpoint("latency_samples", samples)
     if run.out is not None and samples:  # every timed step beside latency.csv, complete now
         export_csvs({"latency_samples": run.stamp(samples)}, run.out)
     return run.stamp(rows)
@@ -218,10 +216,10 @@ def _graph_memory(run: BenchRun) -> pd.DataFrame:
     """graph_memory_rows of the guard at suite.memory_max_num_seqs, then of suite.v1_sizing."""
     s, rows = run.suite, []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
-        rows += graph_memory_rows(
-            run.model(cfg.max_num_seqs, s.max_seq_len), engine, cfg, backend=run.backend
-        )
-        run.checkpoint("graph_memory", rows)
+        model = run.model(cfg.max_num_seqs, s.max_seq_len)
+        for point in graph_memory_points(model, engine, cfg, backend=run.backend):
+            rows += point
+            run.checkpoint("graph_memory", rows)
     return run.stamp(rows)
 
 

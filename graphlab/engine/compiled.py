@@ -8,31 +8,26 @@ config pays the compile); replay fills the buffers as for a graph and calls it.
 it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code;
 vllm/compilation/) and of gpt-fast's ``mode="reduce-overhead"``.
 
-One dynamic-shape compile serves every size (``dynamic=True``), batch 1 included, not one compile
-per size, and every model of one config in the process, whatever its KV cache (measured on the tiny
-preset, cold cache: the first model 30.5 s, a second model object 7.6 s when each had its own
-compile, 0 s shared), and every query length: V0's decode (1 token a row) and V1's verify (1 + k)
-share one graph. The rows and the query length are unbacked (``mark_unbacked``): dynamo specialises
-a backed size of 1, which compiled batch 1 a second time for every model config, and query length 1
-apart from the rest (the attention's decode-only view stays for eager steps,
-`LlamaAttention.attend`). Measured with bench.timings' compiled figure on the tiny preset, one
-torch thread, a 2-core VM shared with other jobs (torch 2.13): per-size compiles took 31 s for the
-first size of a process (inductor's start-up included) and 4-6 s for each further size with a cold
-inductor cache, 3 s then 0.2 s each with a warm one; the dynamic compile took 16 s, and batch 1's
-own compile 4.5 s more before its dimension was unbacked. The V1 runner of the quick suite captures
-64 sizes, about 5 minutes of per-size compiles cold, past the 90 s a notebook may take on the
-2-core CI machine; the dynamic compile fits. Warm steps are as fast either way (eager / compiled
-about 2.3x at batch 1, 1.7-2x at batch 8).
+One dynamic-shape compile serves every row count and query length (V0's decode rows and V1's
+verify requests) and every model of one config in the process: the rows and the query length are
+traced unbacked (``mark_unbacked(..., min=1)``), so a size of 1 gets no compile of its own.
+A torch whose ``mark_unbacked`` has no ``min`` (it came with PyTorch PR 176313; torch 2.11, the
+lent GPU machine's, lacks it, and its SDPA then guards on an unbacked row count) traces them
+backed instead: 1 is specialised, so a few sizes compile apart, all at capture.
 
-Replay runs under ``torch.compiler.set_stance("fail_on_recompile")``: a step that would compile
-again raises instead of silently running something other than what was captured. Where inductor
-cannot build (no C++ compiler on PATH), ``graphlab.engine.device.resolve_backend`` says so in one
-line and the run falls back to ``cpu-emulated``, labelled as such.
+Replay calls the compiled code the way a CUDA graph replays: no marks and no guard evaluation
+(``set_stance(skip_guard_eval_unsafe=True)``: only the guards that tell compiled entries apart
+run), which holds because replay passes only the static buffers a capture compiled, at a row
+count it compiled; under ``"fail_on_recompile"`` a call that fits no entry raises instead of
+compiling. Where inductor cannot build (no C++ compiler on PATH),
+``graphlab.engine.device.resolve_backend`` says so in one line and the run falls back to
+``cpu-emulated``, labelled as such. Measurements of these choices: docs/compiled_backend.md.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import time
 from pathlib import Path
 
@@ -44,6 +39,8 @@ from graphlab.errors import GraphlabError
 # Model configs (target, draft, test configs) a process may compile; past dynamo's default of 8
 # per code object a fullgraph compile raises.
 RECOMPILE_LIMIT = 64
+# Unbacked rows and query length need mark_unbacked's min=1 (see the module docstring).
+UNBACKED = "min" in inspect.signature(torch._dynamo.decorators.mark_unbacked).parameters
 
 
 def inductor_cache_state() -> str:
@@ -71,19 +68,23 @@ def first_compile() -> float:
 
 
 def _rows(input_ids, positions, seq_slots, rows: int):
-    """The first `rows` rows of each buffer, the rows and the query length unbacked (one symbol
-    each for every tensor holding it): a backed size of 1 would be specialised, compiling batch
-    1 and query length 1 (V0's decode) apart from the rest. Marks the given buffers too (their
-    query length): another compile of them traces it unbacked as well."""
-    mark = torch._dynamo.decorators.mark_unbacked
-    # On the buffers too: the views keep them as their base, and dynamo guards the base's sizes.
-    for tokens in (input_ids, positions):
-        mark(tokens, 1, min=1, shape_id="query_len")
-    views = input_ids[:rows], positions[:rows], seq_slots[:rows]
-    for view in views:
-        mark(view, 0, min=1, shape_id="rows")
-    for view in views[:2]:
-        mark(view, 1, min=1, shape_id="query_len")
+    """The first `rows` rows of each buffer."""
+    return input_ids[:rows], positions[:rows], seq_slots[:rows]
+
+
+def _marked_rows(input_ids, positions, seq_slots, rows: int):
+    """_rows with the rows and the query length unbacked (one symbol each for every tensor
+    holding it), where this torch can (UNBACKED). Marks the given buffers too: the views keep
+    them as their base, and dynamo guards the base's sizes."""
+    views = _rows(input_ids, positions, seq_slots, rows)
+    if UNBACKED:
+        mark = torch._dynamo.decorators.mark_unbacked
+        for tokens in (input_ids, positions):
+            mark(tokens, 1, min=1, shape_id="query_len")
+        for view in views:
+            mark(view, 0, min=1, shape_id="rows")
+        for view in views[:2]:
+            mark(view, 1, min=1, shape_id="query_len")
     return views
 
 
@@ -119,11 +120,12 @@ class CompiledStep:
         # specialize_float: dynamic=True would trace RMSNorm's eps as a symbolic float, and
         # inductor then restarts the whole trace to make it a tensor (~2.5 s per compile, cold).
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True):
-            return _compiled()(self.model, *_rows(input_ids, positions, seq_slots, rows))
+            return _compiled()(self.model, *_marked_rows(input_ids, positions, seq_slots, rows))
 
     def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
-        """The same, for a row count already compiled (replay): raises rather than recompiling."""
-        with torch.compiler.set_stance("fail_on_recompile"):
+        """The same, for a row count already compiled on these buffers (replay): the compiled
+        code without guard evaluation; raises rather than compiling."""
+        with torch.compiler.set_stance("fail_on_recompile", skip_guard_eval_unsafe=True):
             return _compiled()(self.model, *_rows(input_ids, positions, seq_slots, rows))
 
 

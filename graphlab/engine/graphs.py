@@ -103,6 +103,16 @@ class StaticBuffers:
         self.hidden_states[:size].copy_(out.view(size, -1))
 
 
+def check_kv_cache_version(model: LlamaForCausalLM, captured: int, size: int) -> None:
+    """Refuse to replay a graph captured before the model's last allocate_kv_cache: a CUDA
+    graph would write the freed cache and pad slot; every backend refuses alike."""
+    if captured != model.kv_cache_version:
+        raise GraphlabError(
+            f"the model's KV cache was reallocated after the graph of {size} was captured: "
+            "capture again (a new runner's capture_model()) before replaying"
+        )
+
+
 class CapturedGraph:
     """One size's graph (vLLM V0's CUDAGraphRunner); graph is None when emulated or compiled
     for a CPU (`step` is then the compiled step replay calls)."""
@@ -118,6 +128,7 @@ class CapturedGraph:
     ):
         self.model, self.buffers, self.size, self.graph = model, buffers, size, graph
         self.step = step
+        self.kv_cache_version = model.kv_cache_version
 
     def replay(
         self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
@@ -125,6 +136,7 @@ class CapturedGraph:
         """Hidden states [n * q, hidden] of n rows of q tokens: a view of the static output,
         which the next replay overwrites (vLLM V0's CUDAGraphRunner returns its output buffer
         the same way); pass it to model.compute_logits before replaying again."""
+        check_kv_cache_version(self.model, self.kv_cache_version, self.size)
         n = input_ids.numel()
         if n > self.size:
             unit = "rows" if self.buffers.query_len == 1 else "tokens"
@@ -151,8 +163,9 @@ class CaptureSession:
     pool per size ("separate": a PIECEWISE size's pieces share theirs, so a size costs one
     prediction either way). Elsewhere a capture runs its runnables once; memory is predicted.
     Used as a context manager; on exit every record carries the loop's figure, measured from
-    entry as vLLM's is, so it holds the one capture stream's cuBLAS workspace (made at the first
-    warm-up) as vLLM's does, and no per-capture figure does.
+    entry as vLLM's is, so it holds the capture stream's cuBLAS workspace (made at the first
+    warm-up, every loop: entry clears the workspaces) as vLLM's does, and no per-capture figure
+    does.
     """
 
     def __init__(
@@ -180,6 +193,10 @@ class CaptureSession:
             # and one collection of a process holding compiled code takes ~0.4 s there.
             gc.collect()
             gc.freeze()
+            # PyTorch keeps a cuBLAS workspace per stream and hands out 32 pooled streams: cleared,
+            # every loop makes its capture stream's anew, as vLLM's first capture loop does.
+            torch.cuda.synchronize(self.model.device)
+            torch._C._cuda_clearCublasWorkspaces()
             torch.cuda.empty_cache()  # the loop's start, cache emptied first, as vLLM measures
             self._start = MemorySnapshot.take(self.model.device)
         return self

@@ -9,7 +9,8 @@ Measured (CUDA), per capture:
 - ``capture_loop_bytes`` (graphlab.engine.graphs.CaptureSession): the free-memory drop across
   the whole loop, the figure vLLM V1 logs once ("Graph capturing finished in ... took"). Like
   vLLM's it holds the cuBLAS workspace of the loop's one capture stream, made at its first
-  warm-up (one stream per runner for all families, as vLLM's graph_capture has).
+  warm-up (one stream per runner for all families, as vLLM's graph_capture has; the loop clears
+  cuBLAS's workspaces first, so a pooled stream used before still counts its own).
 
 Predicted (any device): the peak bytes of live intermediate tensors of graphlab's own decode step
 at batch ``size``, counted analytically from the config (no allocator rounding, no cuBLAS

@@ -116,7 +116,7 @@ class LlamaAttention(nn.Module):
         before the attention op (inside vLLM's compiled pieces)."""
         heads, kv, d = self.num_heads, self.num_kv_heads, self.head_dim
         # Contiguous: CPU flash attention needs a unit-stride head_dim, else SDPA runs math.
-        qkv = self.qkv_proj(x).contiguous().view(-1, heads + 2 * kv, d)
+        qkv = self.qkv_proj(x).contiguous().view(x.shape[0], heads + 2 * kv, d)
         qk, v = qkv.split([heads + kv, kv], dim=1)
         # Hugging Face's rotate_half(x) is roll(x) with the first half negated: sin carries it.
         qk = torch.addcmul(qk * cos, qk.roll(d // 2, dims=-1), sin)
@@ -144,11 +144,12 @@ class LlamaAttention(nn.Module):
         if decoding:
             q = q.reshape(n, kv, group, d)
         else:
-            q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4).reshape(n, kv, -1, d)
+            q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4)
+            q = q.reshape(n, kv, group * length, d)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         if not decoding:
             out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
-        return out.reshape(-1, heads * d)
+        return out.reshape(n * length, heads * d)
 
 
 class LlamaMLP(nn.Module):
@@ -200,6 +201,8 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.num_slots = 0
         self.max_seq_len = 0
+        # Bumped by each allocate_kv_cache: a graph recorded the old cache's addresses.
+        self.kv_cache_version = 0
         # Plain attributes as the K/V caches, not buffers, which a compiled step traces static.
         self.key_positions = self.rope_cache = None
 
@@ -233,7 +236,8 @@ class LlamaForCausalLM(nn.Module):
 
     def allocate_kv_cache(self, num_slots: int, max_seq_len: int, device=None, dtype=None) -> None:
         """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
-        and the rotary cos/sin of every position below max_seq_len."""
+        and the rotary cos/sin of every position below max_seq_len. Graphs captured before
+        keep the old cache's addresses and pad slot: their replay refuses (kv_cache_version)."""
         check_int("num_slots", num_slots, 1)
         limit = self.config.max_position_embeddings
         check_int("max_seq_len (up to max_position_embeddings)", max_seq_len, 1, limit)
@@ -251,6 +255,7 @@ class LlamaForCausalLM(nn.Module):
         rope = torch.stack((torch.cat((freqs, freqs), -1).cos(), torch.cat((-sin, sin), -1)), 1)
         self.rope_cache = rope.to(self.dtype)
         self.num_slots, self.max_seq_len = num_slots, max_seq_len
+        self.kv_cache_version += 1
 
     def kv_cache(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The (K, V) cache tensors of each layer, in place (not copies)."""
@@ -323,7 +328,7 @@ class LlamaForCausalLM(nn.Module):
         with sdpa_context(x.device):
             for layer in self.model.layers:
                 x = layer(x, cos, sin, cells, seq_slots, mask)
-        return self.model.norm(x).view(n, length, -1)
+        return self.model.norm(x).view(n, length, self.config.hidden_size)
 
     def rotary(self, tokens: torch.Tensor):
         """cos, sin [tokens, 1, head_dim] of the flattened positions."""

@@ -22,7 +22,7 @@ from functools import partial
 
 import torch
 
-from graphlab.engine.graphs import CaptureSession
+from graphlab.engine.graphs import CaptureSession, check_kv_cache_version
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.sdpa import sdpa_context
 
@@ -71,6 +71,7 @@ class PiecewiseGraph:
 
     def __init__(self, buffers: PieceBuffers, size: int, pieces: list):
         self.buffers, self.size, self.pieces = buffers, size, pieces
+        self.kv_cache_version = buffers.model.kv_cache_version  # the rotary cache is in the pieces
 
     def replay(
         self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
@@ -78,6 +79,7 @@ class PiecewiseGraph:
         """Hidden states [n * L, hidden] of n rows of L tokens: pieces replayed, attention eager
         on the real tokens; a view of the static output, overwritten by the next replay."""
         b, model, tokens = self.buffers, self.buffers.model, input_ids.numel()
+        check_kv_cache_version(model, self.kv_cache_version, self.size)
         b.input_ids[:tokens].copy_(input_ids.flatten())
         b.positions[:tokens].copy_(positions.flatten())
         b.input_ids[tokens : self.size].zero_()
