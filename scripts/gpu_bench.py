@@ -12,7 +12,8 @@ under its own timeout, so a hung step costs only its own time).
     report:  python scripts/gpu_bench.py report --out DIR --small 100m --large 1b [--suite full]
              from DIR/<small>/ and DIR/<large>/: the speculative-decoding headline, the copy
              bandwidth, the V1 cliff, the graph-memory predictor's accuracy
-             (graphlab.bench.targets), the rows a step left out, and last the target table (also
+             (graphlab.bench.targets), the GPU clocks per step (DIR/clocks.csv, DIR/steps.tsv),
+             the rows a step left out, and last the target table (also
              written to DIR/targets.csv). A missing CSV or row is reported, not fatal; exit 1.
 """
 
@@ -30,6 +31,7 @@ import pandas as pd
 from graphlab.bench import suites, sweeps
 from graphlab.bench.export import partial_path, read_csv, write_csv_atomic
 from graphlab.bench.targets import (
+    clock_lines,
     expected_engines,
     loop_memory,
     missing_rows,
@@ -208,6 +210,11 @@ def report(args) -> int:
         )
         print('== graph memory, whole capture loop (vLLM V1\'s "took ... GiB") vs per graph')
         print(_table(loop_memory(frames["graph_memory"])))
+    steps = args.out / "steps.tsv"
+    if steps.exists():
+        clocks = args.out / "clocks.csv"
+        clocks = pd.read_csv(clocks) if clocks.exists() else None
+        print("\n".join(clock_lines(clocks, pd.read_csv(steps, sep="\t"))))
     # A step that timed out or failed leaves CSVs without some rows: see steps.tsv and logs/.
     print("\n".join(["== rows MISSING", *gaps] if gaps else ["== rows: every one expected"]))
     targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small, args.large)

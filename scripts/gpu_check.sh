@@ -13,9 +13,10 @@
 # --small: the quick suite on the tiny preset only (seconds). Needs no network and no venv.
 # Each step runs under `timeout`, interrupted with SIGINT first (its log ends in a traceback
 # naming where it was), its limit also cut to what is left of BUDGET_S (default 480 s); every
-# sweep writes its CSV when it ends, latency and graph memory also after each engine, and the
-# archive is rewritten after every step, so a step that times out, or a check killed from
-# outside, keeps what finished. A step's state is ok, timeout (at its limit), killed(137) (a
+# sweep writes its CSV when it ends, latency after each request count and graph memory after each
+# capture loop, and the archive and summary.txt are rewritten after every step, so a step that
+# times out, or a check killed from outside, keeps what finished. With nvidia-smi, the GPU's SM
+# and memory clocks are sampled every 0.5 s (clocks.csv) and the report prints them per step. A step's state is ok, timeout (at its limit), killed(137) (a
 # SIGKILL before its limit: the kernel's out-of-memory killer) or failed(rc); the report then
 # names every expected row a CSV lacks (a latency.csv with the guard's rows only is incomplete).
 # The plan (H200 estimates; limits about 1.5x; 35 s of the 480 kept for the report and a kill).
@@ -80,11 +81,38 @@ mkdir -p "$RESULTS/logs"
 START=$SECONDS
 RESERVE_S=$((35 * LIMIT_SCALE))  # 20 s for the report, 15 for a kill
 status=0
-declare -A PIDS LIMITS T0
-trap 'for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done; rm -rf "$WORK"' EXIT
-printf 'step\tstatus\tseconds\tlimit_s\n' >"$RESULTS/steps.tsv"
+declare -A PIDS LIMITS T0 T0_UNIX
+CLOCKS_PID=""
+trap 'for pid in "${PIDS[@]}" $CLOCKS_PID; do kill "$pid" 2>/dev/null; done; rm -rf "$WORK"' EXIT
+printf 'step\tstatus\tseconds\tlimit_s\tstart_unix\tend_unix\n' >"$RESULTS/steps.tsv"
+# The GPU's clocks every 0.5 s for the whole check, so each timed step can be read against the
+# clocks it ran at (the report prints them per step); none on a machine without nvidia-smi.
+if [[ "$DEVICE" != cpu ]] && command -v nvidia-smi >/dev/null; then
+    echo "unix_s,sm_mhz,mem_mhz,temperature_c,power_w" >"$RESULTS/clocks.csv"
+    nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw \
+        --format=csv,noheader,nounits -lms 500 2>/dev/null \
+        | while IFS= read -r line; do echo "$(date +%s.%N),${line// /}"; done \
+            >>"$RESULTS/clocks.csv" &
+    CLOCKS_PID=$!
+fi
 
-pack() {  # the archive of everything so far, replaced atomically
+summary() {  # summary.txt from what exists: environment, the steps so far, the report if run
+    {
+        cat "$RESULTS/environment.txt" 2>/dev/null
+        echo
+        echo "== steps (total $((SECONDS - START)) s; archive gpu_check.tar.gz)"
+        column -t -s $'\t' "$RESULTS/steps.tsv" 2>/dev/null || cat "$RESULTS/steps.tsv"
+        echo
+        if [[ -e "$RESULTS/report.txt" ]]; then cat "$RESULTS/report.txt"; else
+            echo "== report: not reached (the check was still running when this was written)"
+        fi
+    } >"$RESULTS/summary.txt"
+    cp "$RESULTS/summary.txt" "$OUT/.summary.txt.tmp" && mv "$OUT/.summary.txt.tmp" "$OUT/summary.txt"
+}
+
+pack() {  # the archive of everything so far and the summary, each replaced atomically: a check
+    # killed from outside (the device's own limit) still leaves both
+    summary
     tar -czf "$OUT/.gpu_check.tar.gz.tmp" -C "$WORK" gpu_check \
         && mv "$OUT/.gpu_check.tar.gz.tmp" "$OUT/gpu_check.tar.gz"
 }
@@ -94,7 +122,7 @@ launch() {  # launch NAME MAX_SECONDS COMMAND...: start a step under timeout, in
     shift 2
     left=$((BUDGET_S - (SECONDS - START) - RESERVE_S))
     ((limit > left)) && limit=$((left > 0 ? left : 0))
-    LIMITS[$name]=$limit T0[$name]=$SECONDS PIDS[$name]=""
+    LIMITS[$name]=$limit T0[$name]=$SECONDS T0_UNIX[$name]=${EPOCHSECONDS:-$(date +%s)} PIDS[$name]=""
     ((limit < 5)) && return
     echo "== $name (limit ${limit} s)"
     # The subshell notes when the step ended: a background step is waited for later.
@@ -131,7 +159,8 @@ finish() {  # finish NAME [optional]: wait for the step, record its state, pack
     PIDS[$name]=""
     # An optional step that ran out of time fails nothing; one that failed does.
     [[ -n "$optional" && ($state == skipped || $state == timeout) ]] || ((rc == 0)) || status=1
-    printf '%s\t%s\t%s\t%s\n' "$name" "$state" "$seconds" "$limit" >>"$RESULTS/steps.tsv"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$state" "$seconds" "$limit" \
+        "${T0_UNIX[$name]:-}" "${EPOCHSECONDS:-$(date +%s)}" >>"$RESULTS/steps.tsv"
     pack
 }
 
@@ -176,22 +205,15 @@ launch gpu_compiled 600 "${PYTEST[@]}" tests/test_gpu_compiled.py
 finish gpu_compiled optional
 
 # The report: budgeted apart (20 s of what every step leaves), its target table printed last.
-t0=$SECONDS
+[[ -n "$CLOCKS_PID" ]] && kill "$CLOCKS_PID" 2>/dev/null
+t0=$SECONDS t0_unix=$(date +%s)
 timeout -s INT --kill-after=5 $((15 * LIMIT_SCALE)) "${RUN[@]}" report --out "$RESULTS" \
-    --small "$SMALL" --large "$LARGE" --suite "$SUITE" >"$RESULTS/report.txt" 2>&1
+    --small "$SMALL" --large "$LARGE" --suite "$SUITE" >"$RESULTS/.report.txt" 2>&1
 rc=$?
+mv "$RESULTS/.report.txt" "$RESULTS/report.txt"
 ((rc == 0)) || status=1
-printf 'report\t%s\t%s\t%s\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
-    "$((SECONDS - t0))" "$((15 * LIMIT_SCALE))" >>"$RESULTS/steps.tsv"
-{
-    cat "$RESULTS/environment.txt"
-    echo
-    echo "== steps (total $((SECONDS - START)) s; archive gpu_check.tar.gz)"
-    column -t -s $'\t' "$RESULTS/steps.tsv" 2>/dev/null || cat "$RESULTS/steps.tsv"
-    echo
-    cat "$RESULTS/report.txt"
-} >"$RESULTS/summary.txt"
-cp "$RESULTS/summary.txt" "$OUT/summary.txt"
+printf 'report\t%s\t%s\t%s\t%s\t%s\n' "$([ $rc = 0 ] && echo ok || echo "failed($rc)")" \
+    "$((SECONDS - t0))" "$((15 * LIMIT_SCALE))" "$t0_unix" "$(date +%s)" >>"$RESULTS/steps.tsv"
 pack
 echo
 cat "$OUT/summary.txt"

@@ -6,9 +6,11 @@ CSVs of what finished; the environment probe sees the model's own attention call
 
 import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -227,6 +229,66 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     assert "== replay vs eager (tiny, vllm-0.6.0): 24 graph-path sizes" in summary
     assert "whole capture loop" in summary and "BEYOND" not in summary
     assert "== rows: every one expected" in summary and "MISSING" not in summary
+    assert "== GPU clocks: not sampled (no nvidia-smi here)" in summary
+
+
+def test_clock_lines_read_each_steps_samples_and_say_na():
+    clocks = pd.DataFrame(
+        {
+            "unix_s": [100.0, 100.5, 101.0, 105.0, 105.5],
+            "sm_mhz": [1980, 1755, 1980, 1200, "[N/A]"],
+            "mem_mhz": [3201] * 5,
+            "temperature_c": [40] * 5,
+            "power_w": ["[N/A]"] * 5,
+        }
+    )
+    steps = pd.DataFrame(
+        {"step": ["latency_100m", "spec_decode"], "start_unix": [100, 105], "end_unix": [101, 106]}
+    )
+    lines = gpu_targets.clock_lines(clocks, steps)
+    assert lines[1:] == [
+        "latency_100m: SM 1980 (1755-1980), memory 3201 (3201-3201), 3 samples",
+        "spec_decode: SM 1200 (1200-1200), memory 3201 (3201-3201), 2 samples",
+    ]
+
+
+def test_a_check_killed_from_outside_leaves_its_summary_so_far(tmp_path):
+    # The device's own limit kills the whole check (no trap runs): summary.txt and the archive
+    # already hold every step that finished. A stand-in Python makes the steps instant except the
+    # first sweep, which hangs until the kill.
+    fake = tmp_path / "python"
+    fake.write_text(
+        "#!/usr/bin/env bash\n"
+        'case "$*" in\n'
+        f'  -c*) exec {sys.executable} "$@" ;;\n'
+        "  *gpu_bench.py*sweep*) sleep 600 ;;\n"
+        "  *) echo ran ;;\n"
+        "esac\n"
+    )
+    fake.chmod(0o755)
+    out = tmp_path / "out"
+    check = subprocess.Popen(
+        ["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
+        cwd=ROOT,
+        env=os.environ | {"PYTHON": str(fake), "OUT": str(out)},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    try:
+        summary = out / "summary.txt"
+        for _ in range(300):  # gpu_tests' line comes once environment and gpu_tests finished
+            if summary.exists() and "gpu_tests" in summary.read_text():
+                break
+            time.sleep(0.1)
+        os.killpg(check.pid, signal.SIGKILL)
+    finally:
+        check.wait(timeout=30)
+    text = summary.read_text()
+    assert "environment  ok" in text and "gpu_tests    ok" in text
+    assert "== report: not reached" in text
+    with tarfile.open(out / "gpu_check.tar.gz") as archive:
+        assert "gpu_check/summary.txt" in archive.getnames()
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")

@@ -115,3 +115,11 @@ def test_make_lab_serves_the_notebooks_on_loopback(tmp_path):
             server.wait(timeout=10)
     with pytest.raises(OSError):  # stopped: nothing answers on the port any more
         urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2)
+
+
+def test_the_readme_states_every_gpu_target_with_its_threshold():
+    from graphlab.bench.targets import TARGETS
+
+    rows = re.findall(r"^  \| (.+?) \| ([≥≤]) ([\d.]+) \|", README.read_text(), flags=re.M)
+    stated = {name.split(", `")[0]: (float(value), sign == "≥") for name, sign, value in rows}
+    assert stated == TARGETS

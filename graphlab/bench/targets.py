@@ -31,6 +31,26 @@ TARGETS = {
 REPLAY_MISMATCH = "replay differs from eager"
 
 
+def clock_lines(clocks: pd.DataFrame | None, steps: pd.DataFrame) -> list[str]:
+    """Per step of steps.tsv (start_unix, end_unix): the GPU's SM and memory clocks sampled
+    while it ran (clocks.csv: unix_s, sm_mhz, mem_mhz), median (min-max) MHz, so a slow step
+    can be told from a throttled one."""
+    if clocks is None or clocks.empty:
+        return ["== GPU clocks: not sampled (no nvidia-smi here)"]
+    clocks = clocks.apply(pd.to_numeric, errors="coerce")  # "[N/A]" where a field is unsupported
+    lines = ["== GPU clocks while each step ran, MHz, median (min-max) of 0.5 s samples"]
+    for step in steps.dropna(subset=["start_unix", "end_unix"]).itertuples():
+        during = clocks[clocks["unix_s"].between(step.start_unix, step.end_unix)]
+        if during.empty:
+            continue
+        sm, mem = during["sm_mhz"], during["mem_mhz"]
+        lines.append(
+            f"{step.step}: SM {sm.median():.0f} ({sm.min():.0f}-{sm.max():.0f}), memory "
+            f"{mem.median():.0f} ({mem.min():.0f}-{mem.max():.0f}), {len(during)} samples"
+        )
+    return lines
+
+
 class ReplayMismatch(ValueError):
     """The graph row's first replay missed the eager logits beyond its tolerance."""
 
