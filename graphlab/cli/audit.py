@@ -9,7 +9,9 @@ from graphlab.cli.arguments import (
     EXIT_REFUSED,
     add_capture_sizes,
     add_config_arguments,
+    add_model_runner,
     add_vllm_args,
+    apply_model_runner,
     engine,
     int_in,
     joined_sizes,
@@ -86,6 +88,7 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
+    add_model_runner(parser)
     add_vllm_args(parser)
     vllm_log.add_option(parser)
     parser.add_argument(
@@ -129,12 +132,17 @@ def run(args) -> int:
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     cfg, notes = _config(args)
+    cfg, runner = apply_model_runner(args, cfg)
     report = audit(args.engine, cfg)
     if args.json:
         data = report.to_dict()
         if cfg.performance_mode is not None:
             data["performance_mode"] = cfg.performance_mode
+        if runner is not None:
+            data |= {"model_runner": cfg.model_runner, "model_runner_reason": runner}
         print(json_text("audit", data | {"notes": list(notes)}))
     else:
         print("\n".join([*(f"note: {note}" for note in notes), report.format_table()]))
+        if runner is not None:
+            print(f"model runner {cfg.model_runner.upper()}: {runner}")
     return EXIT_REFUSED if report.startup_error else 0
