@@ -17,6 +17,7 @@ from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
+from graphlab.sizing.attention import BACKENDS, attention_support
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
@@ -113,6 +114,35 @@ def add_model_runner(parser: argparse.ArgumentParser) -> None:
         "(default) decides as the release does: V1 before 0.22.0, then V2 unless the speculative "
         "method (from --vllm-args) is one V2 does not support (vLLM engines only)",
     )
+
+
+def add_attention_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--attention-backend",
+        type=str.upper,
+        default=None,
+        metavar="NAME",
+        help="vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, ...; read "
+        f"for vLLM {', '.join(BACKENDS)}): vLLM lowers cudagraph_mode to the AttentionCGSupport "
+        "it reports, with a WARNING; default: vLLM's pick for --device-tier (FLASH_ATTN, "
+        "FlashAttention 3 on the h100 tier)",
+    )
+
+
+def apply_attention_backend(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:
+    """cfg with the attention backend's support level (args.attention_backend, else vLLM's
+    default on args.device_tier), and the sentence that says which (None for engines without
+    one)."""
+    policy = get_engine(args.engine)
+    if not hasattr(policy, "model_runners"):
+        if args.attention_backend is not None:
+            raise GraphlabError(
+                f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
+            )
+        return cfg, None
+    version = getattr(args.engine, "release", None) or policy.release
+    backend, support, why = attention_support(version, args.attention_backend, args.device_tier)
+    return replace(cfg, attention_cg_support=support, attention_backend=backend), why
 
 
 def apply_model_runner(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:

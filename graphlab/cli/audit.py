@@ -7,10 +7,12 @@ import argparse
 from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
+    add_attention_backend,
     add_capture_sizes,
     add_config_arguments,
     add_model_runner,
     add_vllm_args,
+    apply_attention_backend,
     apply_model_runner,
     engine,
     int_in,
@@ -89,6 +91,7 @@ def add_parser(subparsers) -> None:
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
     add_model_runner(parser)
+    add_attention_backend(parser)
     add_vllm_args(parser)
     vllm_log.add_option(parser)
     parser.add_argument(
@@ -133,6 +136,7 @@ def run(args) -> int:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     cfg, notes = _config(args)
     cfg, runner = apply_model_runner(args, cfg)
+    cfg, attention = apply_attention_backend(args, cfg)
     report = audit(args.engine, cfg)
     if args.json:
         data = report.to_dict()
@@ -140,9 +144,11 @@ def run(args) -> int:
             data["performance_mode"] = cfg.performance_mode
         if runner is not None:
             data |= {"model_runner": cfg.model_runner, "model_runner_reason": runner}
+            data |= {"attention_cg_support": cfg.attention_cg_support, "attention": attention}
         print(json_text("audit", data | {"notes": list(notes)}))
     else:
         print("\n".join([*(f"note: {note}" for note in notes), report.format_table()]))
         if runner is not None:
             print(f"model runner {cfg.model_runner.upper()}: {runner}")
+            print(attention)
     return EXIT_REFUSED if report.startup_error else 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, check_choice, check_int, check_sizes
+from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.model_runner import MODEL_RUNNERS
 
@@ -33,6 +34,10 @@ class SizingConfig:
     model_runner: str = "auto"
     # speculative_config's method ("eagle", "ngram", "suffix", ...); None: not given.
     speculative_method: str | None = None
+    # The lowest AttentionCGSupport among the model's attention backends, and that backend's
+    # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
+    attention_cg_support: str = DEFAULT_CG_SUPPORT
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -50,6 +55,7 @@ class SizingConfig:
         if self.performance_mode is not None:
             check_choice("performance_mode", self.performance_mode, PERFORMANCE_MODES)
         check_choice("model_runner", self.model_runner, MODEL_RUNNERS)
+        check_choice("attention_cg_support", self.attention_cg_support, CG_SUPPORTS)
         if self.speculative_method is not None and not isinstance(self.speculative_method, str):
             raise GraphlabError(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"

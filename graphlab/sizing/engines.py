@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphlab.errors import GraphlabError, check_int, lookup
+from graphlab.sizing.attention import lower_cudagraph_mode
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
@@ -312,8 +313,16 @@ class _V1Policy(SizingPolicy):
         self.model_runner(cfg)
 
     def cudagraph_mode(self, cfg: SizingConfig) -> str:
-        """cfg's cudagraph_mode, or the version's default."""
-        return cfg.cudagraph_mode or self.default_cudagraph_mode
+        """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the
+        attention backend supports (graphlab.sizing.attention)."""
+        return self._lowered(cfg)[0]
+
+    def _lowered(self, cfg: SizingConfig):
+        requested = cfg.cudagraph_mode or self.default_cudagraph_mode
+        backend = cfg.attention_backend or "FlashAttentionBackend"
+        return lower_cudagraph_mode(
+            requested, cfg.attention_cg_support, cfg.decode_query_len, backend
+        )
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
@@ -346,7 +355,7 @@ class _V1Policy(SizingPolicy):
 
     def _compute_capture_sizes(self, cfg):
         sizes, _, error = self._configured(cfg)
-        if error:
+        if error or self._lowered(cfg)[2]:
             return []
         return (
             round_for_spec_decode(sizes, cfg.decode_query_len)
@@ -370,7 +379,7 @@ class _V1Policy(SizingPolicy):
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
-        return self._configured(cfg)[1]
+        return self._configured(cfg)[1] + self._lowered(cfg)[1]
 
     def startup_error(self, cfg):
         tokens = self.effective_max_num_batched_tokens(cfg)
@@ -380,6 +389,7 @@ class _V1Policy(SizingPolicy):
                 f"max_num_seqs ({cfg.max_num_seqs})."
             )
         sizes, _, error = self._configured(cfg)
+        error = error or self._lowered(cfg)[2]
         if error or not sizes or len(self.capture_array(cfg)):
             return error  # an empty configured list is not rounded: vLLM returns early
         return (
