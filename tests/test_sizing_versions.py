@@ -182,3 +182,16 @@ def test_vllm_args_speculative_method_picks_the_model_runner():
     data = json.loads(done.stdout)
     assert data["model_runner"] == "v1" and data["capture_sizes"] == [2, 4, 8, 16, 24]
     assert "does not support speculative method 'suffix'" in data["model_runner_reason"]
+
+
+def test_performance_mode_and_the_large_tier_per_release():
+    # --performance-mode is first in 0.17.0 (vllm/config/vllm.py); 0.12.0 to 0.16.0 refuse it
+    fast = SizingConfig(8, performance_mode="interactivity")
+    assert set(range(1, 17)) <= set(get_engine("vllm-0.20.1").capture_sizes(fast))
+    for engine in ("vllm-0.12.0", "vllm-0.13.0"):
+        with pytest.raises(GraphlabError, match="does not have --performance-mode"):
+            get_engine(engine).capture_sizes(fast)
+    # the >= 160 GiB tier of get_batch_defaults is first in 0.28.0
+    line = ["--vllm-args", "vllm serve m --max-num-seqs 8", "--device-tier", "b200"]
+    early = _cli("audit", "--vllm-version", "0.20.1", *line)
+    assert early.returncode == 2 and "vLLM 0.20.1 has no >= 160 GiB tier" in early.stderr

@@ -331,6 +331,21 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_device_tier(args) -> None:
+    """GraphlabError for --device-tier b200 on a release without that tier."""
+    from graphlab.sizing.batch_defaults import LARGE_TIER_FROM
+    from graphlab.sizing.model_runner import release_key
+
+    policy = get_engine(args.engine or "vllm-0.33.0")
+    version = getattr(args.engine, "release", None) or getattr(policy, "release", "")
+    early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
+    if args.device_tier == "b200" and early:
+        raise GraphlabError(
+            f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
+            f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
+        )
+
+
 def read_serve_line(args, given: dict):
     """The ServeLine of args.vllm_args (None without it); GraphlabError naming any of the
     config options in `given` (name -> value) that are set as well, or a value over the kit's
@@ -339,6 +354,7 @@ def read_serve_line(args, given: dict):
 
     if args.vllm_args is None:
         return None
+    _check_device_tier(args)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")

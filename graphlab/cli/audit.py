@@ -23,17 +23,13 @@ from graphlab.cli.arguments import (
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import ENGINES, PERFORMANCE_MODE_FROM, get_engine
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
     check_limits,
 )
-
-# The kit's engines with --performance-mode: 0.17.0 added it (graphlab.sizing.versions); its 1..32
-# interactivity grid reads the same in the 0.20.0 and 0.33.0 wheels; 0.12.0 and 0.13.0 lack it.
-PERFORMANCE_MODE_ENGINES = ("vllm-0.17.0", "vllm-0.18.0", "vllm-0.33.0")
 
 
 def add_parser(subparsers) -> None:
@@ -102,10 +98,11 @@ def add_parser(subparsers) -> None:
 
 def check_performance_mode(engine_name: str, cfg: SizingConfig) -> None:
     """GraphlabError when cfg asks a release without --performance-mode for one."""
-    if cfg.performance_mode is not None and engine_name not in PERFORMANCE_MODE_ENGINES:
+    policy = get_engine(engine_name)
+    if cfg.performance_mode is not None and not getattr(policy, "has_performance_mode", False):
         raise GraphlabError(
             f"--vllm-args sets --performance-mode {cfg.performance_mode}, which {engine_name} "
-            f"does not have (only {', '.join(PERFORMANCE_MODE_ENGINES)} of the kit's engines)"
+            f"does not have (vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
 
 

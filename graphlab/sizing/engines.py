@@ -35,7 +35,7 @@ from graphlab.sizing.families import (
     smallest_at_least,
     uniform_padding_assertion,
 )
-from graphlab.sizing.model_runner import choose_model_runner
+from graphlab.sizing.model_runner import choose_model_runner, release_key
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
@@ -47,6 +47,8 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 # memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
 # data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
 DEFAULT_GRAPH_CEILING = 512
+# The first release with --performance-mode (balanced / interactivity / throughput).
+PERFORMANCE_MODE_FROM = "0.17.0"
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
 # graph_pool_handle), or one pool per graph.
@@ -308,8 +310,18 @@ class _V1Policy(SizingPolicy):
     # opt-in preview).
     unmodelled_runner = "model runner V2 before 0.22.0 is an opt-in preview the kit does not model"
 
+    @property
+    def has_performance_mode(self) -> bool:
+        """Whether the release has --performance-mode (vllm/config/vllm.py, from 0.17.0)."""
+        return release_key(self.release) >= release_key(PERFORMANCE_MODE_FROM)
+
     def check_config(self, cfg: SizingConfig) -> None:
         super().check_config(cfg)
+        if cfg.performance_mode is not None and not self.has_performance_mode:
+            raise GraphlabError(
+                f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
+                f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
+            )
         self.model_runner(cfg)
 
     def cudagraph_mode(self, cfg: SizingConfig) -> str:
