@@ -136,7 +136,7 @@ def test_vllm_version_is_engine_and_model_runner_is_applied():
     assert "vLLM 0.25.0: model runner V2 is not modelled (vLLM 0.25.0 runs model runner V2" in (
         refused.stderr
     )
-    assert "--model-runner v1 (VLLM_USE_V2_MODEL_RUNNER=0)" in refused.stderr
+    assert "audit and crash-map --model-runner v1" in refused.stderr
     bad = _cli("audit", "--vllm-version", "0.13.0", "--model-runner", "v3", "--max-num-seqs", "8")
     assert bad.returncode == 2 and "invalid choice: 'v3'" in bad.stderr
 

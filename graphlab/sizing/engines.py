@@ -520,8 +520,9 @@ class Vllm033(_V1Policy):
 # 0.22.0 to 0.31.0 run model runner V2 by default, with graph rules that differ from 0.33.0's.
 _V2_BEFORE_032 = (
     "model runner V2's graphs (vllm/v1/worker/gpu/cudagraph_utils.py) changed in every release "
-    "from 0.22.0 to 0.31.0 and differ from 0.33.0's; --model-runner v1 "
-    "(VLLM_USE_V2_MODEL_RUNNER=0) gets model runner V1's rules, which the kit models"
+    "from 0.22.0 to 0.31.0 and differ from 0.33.0's; the kit models model runner V1 there "
+    "(VLLM_USE_V2_MODEL_RUNNER=0): audit and crash-map --model-runner v1, "
+    "SizingConfig(model_runner='v1')"
 )
 
 
