@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Regenerate data/vllm_sizing_vectors.json from the released vLLM wheels' own sizing code.
+"""Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json)
+from the released vLLM wheels' own sizing code.
 
-Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS and
-V1_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their .py members
-with zipfile WITHOUT importing vllm (the wheels need CUDA), pulls the sizing definitions out with
-`ast`, execs them in small namespaces with stand-in config objects, and records, per
-(engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens), the captured sizes and
-the path (graph / eager / crash) a batch of n rows (V0) or n tokens (V1) takes.
+Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS,
+V1_VERSIONS and RUNNER_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their
+.py members with zipfile WITHOUT importing vllm (the wheels need CUDA), pulls the sizing
+definitions out with `ast`, execs them in small namespaces with stand-in config objects, and
+records, per (engine, max_num_seqs, num_speculative_tokens, max_num_batched_tokens), the captured
+sizes and the path (graph / eager / crash) a batch of n rows (V0) or n tokens (V1) takes; and,
+per release, which model runner a speculative method gets and how cudagraph_mode is lowered to
+an attention backend's support.
 
 What is verbatim and what is mirrored by hand is listed in the output's provenance
 ("functions" and "notes"). Only the standard library is used. Output is deterministic apart
@@ -36,6 +39,9 @@ from typing import NamedTuple
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
+# Model runner V1's vectors of the releases that default to model runner V2, kept apart so that
+# the main file's "vectors" stay those of each release's default runner.
+RUNNER_V1_NAME = "vllm_sizing_vectors_model_runner_v1.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
@@ -54,7 +60,29 @@ V1_VERSIONS = (
     "0.19.0",
     "0.20.0",
     "0.21.0",
+    # model runner V1 of the releases that default to V2 (0.22.0 to 0.28.0: 0.20.1's answers;
+    # 0.29.0/0.30.0 and 0.31.0 to 0.33.0: uniform-decode sizes, rounded)
+    "0.22.0",
+    "0.25.0",
+    "0.28.0",
+    "0.29.0",
+    "0.30.0",
+    "0.31.0",
+    "0.33.0",
 )
+
+# Which model runner vLLM picks: one release from each range of identical
+# `VllmConfig._get_v2_model_runner_unsupported_features` speculative-method tests.
+RUNNER_VERSIONS = ("0.22.0", "0.24.0", "0.25.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
+SPECULATIVE_METHODS = (
+    "ngram", "ngram_gpu", "eagle", "eagle3", "mtp", "draft_model", "suffix", "medusa",
+    "mlp_speculator", "custom_class", "dflash", "dspark", "extract_hidden_states",
+)  # fmt: skip
+# How the mode is lowered to the attention backend's support: 0.13.0's
+# GPUModelRunner._check_and_update_cudagraph_mode, 0.25.0's and 0.33.0's
+# CompilationConfig.resolve_cudagraph_mode_and_sizes.
+ATTENTION_VERSIONS = ("0.13.0", "0.25.0", "0.33.0")
+CG_SUPPORTS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")
 # cudagraph_mode vectors: every mode through the wheel's own CudagraphDispatcher (uniform decode).
 MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 MODE_MAX_NUM_SEQS = (1, 3, 6, 8, 13, 40, 73)
@@ -197,7 +225,12 @@ def _plain_function(node: ast.AST) -> ast.AST:
     node.returns = None
     for arg in node.args.args + node.args.kwonlyargs + node.args.posonlyargs:
         arg.annotation = None
-    node.body = [s for s in node.body if not isinstance(s, (ast.Import, ast.ImportFrom))]
+    for parent in ast.walk(node):  # 0.28.0 on import current_platform inside an `if`
+        for field in ("body", "orelse"):
+            block = getattr(parent, field, None)
+            if isinstance(block, list) and block:
+                kept = [s for s in block if not isinstance(s, (ast.Import, ast.ImportFrom))]
+                setattr(parent, field, kept or [ast.Pass()])
     return node
 
 
@@ -437,12 +470,21 @@ def v0_vectors(version: str, src: WheelSource) -> list[dict]:
 # --------------------------------------------------------------------------- V1 (0.12.0, 0.13.0)
 
 
+def runner_field(version: str) -> dict:
+    """{"model_runner": "v1"} for a release that defaults to model runner V2 (the vectors come
+    from model runner V1's functions), else {}."""
+    key = [int(part) for part in version.split(".")[:3]]
+    return {"model_runner": "v1"} if key >= [0, 22, 0] else {}
+
+
 def v1_engine(src: WheelSource):
     comp, vcfg = "vllm/config/compilation.py", "vllm/config/vllm.py"
     args, sched = "vllm/engine/arg_utils.py", "vllm/config/scheduler.py"
     runner, disp = "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/cudagraph_dispatcher.py"
     log = _Logger()
-    module_ns: dict = {"enum": enum, "logger": log}
+    # An H200 (compute capability 9.0) for the platform checks 0.28.0 on make while sizing.
+    hopper = ns(is_device_capability_family=lambda family: family == 90)
+    module_ns: dict = {"enum": enum, "logger": log, "current_platform": hopper}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
     # 0.16 moved the padding table into CudagraphDispatcher: then the dispatcher pads.
@@ -470,6 +512,7 @@ def v1_engine(src: WheelSource):
         get_device_total_memory=lambda: H200_MEMORY_BYTES,
         get_device_name=lambda: H200_NAME,
         is_tpu=lambda: False,
+        is_device_capability=lambda capability: capability in ((9, 0), 90),  # 0.33.0: GB10 test
         is_cpu=lambda: False,
     )
     sched_consts = {}
@@ -545,7 +588,7 @@ def v1_engine(src: WheelSource):
         set_defaults(
             engine_args,
             usage.OPENAI_API_SERVER,
-            ns(max_model_len=STAND_IN_MAX_MODEL_LEN),
+            ns(max_model_len=STAND_IN_MAX_MODEL_LEN, is_multimodal_model=False),
             *extra,
         )
         scheduler = ns(
@@ -555,6 +598,7 @@ def v1_engine(src: WheelSource):
             max_num_partial_prefills=1,
             max_long_partial_prefills=1,
             long_prefill_token_threshold=0,
+            max_num_active_seqs=None,  # 0.31.0 on; vLLM's default
         )
         verify_ns["verify_max_model_len"](scheduler, STAND_IN_MAX_MODEL_LEN)
         return engine_args.max_num_batched_tokens
@@ -582,10 +626,16 @@ def v1_engine(src: WheelSource):
             model_config=ns(enforce_eager=False),
             compilation_config=cc,
             scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
-            speculative_config=ns(num_speculative_tokens=k) if k else None,
+            speculative_config=(
+                ns(num_speculative_tokens=k, uses_dynamic_speculative_decoding=lambda: False)
+                if k
+                else None
+            ),
             parallel_config=ns(tensor_parallel_size=1),
             lora_config=None,
             performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
+            num_speculative_tokens=k,  # a VllmConfig property read from 0.22.0 on
+            uniform_decode_query_len=1 + k,  # and this one from 0.29.0 on
         )
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
@@ -598,9 +648,12 @@ def v1_engine(src: WheelSource):
                 "CUDAGraphMode": mode,
                 "self": ns(uniform_decode_query_len=q),
                 "uniform_decode_query_len": q,  # a parameter of resolve_cudagraph_mode_and_sizes
+                "use_v2_model_runner": False,  # its parameter from 0.22.0 on: model runner V1
             },
         ):
-            cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
+            adjust = cc.adjust_cudagraph_sizes_for_spec_decode
+            # (q, tensor_parallel_size) to 0.31.0; 0.32.0 on drop the second
+            adjust(q, 1) if adjust.__code__.co_argcount == 3 else adjust(q)
         return vc, config_sizes
 
     last = []  # [(vc, its dispatcher)]: one dispatcher per built config
@@ -670,6 +723,7 @@ def mode_vectors(version: str, src: WheelSource) -> list[dict]:
                 vectors.append(
                     {
                         "engine": f"vllm-{version}",
+                        **runner_field(version),
                         "cudagraph_mode": cudagraph_mode,
                         "max_num_seqs": max_num_seqs,
                         "num_speculative_tokens": k,
@@ -707,6 +761,7 @@ def explicit_vectors(version: str, src: WheelSource) -> list[dict]:
     for s, k, t, sizes, user_max in explicit_settings():
         entry = {
             "engine": f"vllm-{version}",
+            **runner_field(version),
             "max_num_seqs": s,
             "num_speculative_tokens": k,
             "max_num_batched_tokens": t,
@@ -734,6 +789,7 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
             for tokens in LATER_MAX_NUM_BATCHED_TOKENS if later else MAX_NUM_BATCHED_TOKENS:
                 head = {
                     "engine": f"vllm-{version}",
+                    **runner_field(version),
                     "max_num_seqs": max_num_seqs,
                     "num_speculative_tokens": k,
                     "max_num_batched_tokens": tokens,
@@ -760,6 +816,122 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
     if len(defaults) != 1:
         raise SystemExit(f"max_num_batched_tokens=None resolved to {sorted(defaults)}")
     return vectors, startup_errors, defaults.pop()
+
+
+# --------------------------------------------------------------------------- model runner
+
+
+def runner_vectors(version: str, src: WheelSource) -> dict:
+    """Per speculative method, whether the wheel's `_get_v2_model_runner_unsupported_features`
+    lets model runner V2 run it: its `if speculative_config is not None:` block, verbatim, on a
+    config with nothing else set (no parallel drafting, pipeline parallelism, LoRA, dynamic
+    speculation or adaptive verification)."""
+    member = "vllm/config/vllm.py"
+    func = src.node(member, "_get_v2_model_runner_unsupported_features", "VllmConfig")
+    block = next(
+        node
+        for node in func.body
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "speculative_config is not None"
+    )
+    src.taken[-1] += " [its speculative_config block]"
+    wrapper = ast.parse("def check(self, speculative_config, unsupported, CUDAGraphMode): pass")
+    wrapper.body[0].body = [copy.deepcopy(block)]
+    namespace: dict = {}
+    exec(compile(ast.fix_missing_locations(wrapper), f"<{member}>", "exec"), namespace)
+    self = ns(
+        parallel_config=ns(pipeline_parallel_size=1),
+        lora_config=None,
+        compilation_config=ns(cudagraph_mode="FULL_AND_PIECEWISE"),
+    )
+    runs = {}
+    for method in SPECULATIVE_METHODS:
+        spec = ns(
+            method=method,
+            parallel_drafting=False,
+            enable_adaptive_verification=False,
+            use_heterogeneous_vocab=False,
+            uses_dynamic_speculative_decoding=lambda: False,
+        )
+        unsupported: list[str] = []
+        namespace["check"](self, spec, unsupported, ns(NONE="NONE"))
+        runs[method] = not unsupported
+    return {"release": version, "v2_runs_method": runs}
+
+
+# --------------------------------------------------------------------------- attention
+
+
+def attention_vectors(version: str, src: WheelSource) -> list[dict]:
+    """Every cudagraph_mode x AttentionCGSupport x q in 1..3 through the wheel's own lowering
+    (verbatim, with VLLM_COMPILE and attention among the splitting ops, the -O2/-O3 default):
+    the mode it keeps, its WARNING lines and the ValueError it raises."""
+    comp, runner = "vllm/config/compilation.py", "vllm/v1/worker/gpu_model_runner.py"
+    log = _Logger()
+    names: dict = {"enum": enum, "logger": log, "Enum": enum.Enum}
+    src.exec_defs(comp, ["CUDAGraphMode", "CompilationMode"], names)
+    support_member = next(
+        member
+        for member in ("vllm/v1/attention/backend.py", "vllm/v1/attention/backends/utils.py")
+        if member in src.zip.namelist() and src.has(member, "AttentionCGSupport")
+    )
+    src.exec_defs(support_member, ["AttentionCGSupport"], names)
+    mode, support_enum = names["CUDAGraphMode"], names["AttentionCGSupport"]
+    in_runner = src.has(runner, "_check_and_update_cudagraph_mode", "GPUModelRunner") and (
+        not src.has(comp, "resolve_cudagraph_mode_and_sizes", "CompilationConfig")
+    )
+    if in_runner:
+        fn = src.exec_defs(
+            runner, ["_check_and_update_cudagraph_mode"], names, cls="GPUModelRunner"
+        )["_check_and_update_cudagraph_mode"]
+    else:
+        fn = src.exec_defs(
+            comp, ["resolve_cudagraph_mode_and_sizes"], names, cls="CompilationConfig"
+        )["resolve_cudagraph_mode_and_sizes"]
+    vectors = []
+    for mode_name, level, q in itertools.product(MODES, CG_SUPPORTS, (1, 2, 3)):
+        log.lines.clear()
+        cc = ns(
+            cudagraph_mode=mode[mode_name],
+            mode=names["CompilationMode"].VLLM_COMPILE,
+            splitting_ops_contain_attention=lambda: True,
+            use_inductor_graph_partition=False,
+            adjust_cudagraph_sizes_for_spec_decode=lambda *args: None,
+            cudagraph_capture_sizes=[],
+        )
+        support = support_enum[level]
+        try:
+            if in_runner:
+                builder = ns(get_cudagraph_support=lambda config, spec, s=support: s)
+                backend = type(
+                    "FlashAttentionBackend", (), {"get_builder_cls": lambda b=builder: b}
+                )
+                self = ns(
+                    compilation_config=cc,
+                    vllm_config=None,
+                    uniform_decode_query_len=q,
+                    parallel_config=ns(tensor_parallel_size=1),
+                    cudagraph_dispatcher=ns(initialize_cudagraph_keys=lambda *args: None),
+                )
+                fn(self, [{backend}], [ns(kv_cache_spec=None)])
+            else:
+                params = fn.__code__.co_varnames[: fn.__code__.co_argcount]
+                extra = {"use_v2_model_runner": False} if "use_v2_model_runner" in params else {}
+                cc.cudagraph_mode = fn(cc, support, "FlashAttentionBackend", q, **extra)
+            resolved, error = cc.cudagraph_mode.name, None
+        except ValueError as exc:
+            resolved, error = None, f"ValueError: {exc}"
+        vectors.append(
+            {
+                "engine": f"vllm-{version}",
+                "cudagraph_mode": mode_name,
+                "support": level,
+                "query_len": q,
+                "resolved": resolved,
+                "warnings": list(log.lines),
+                "error": error,
+            }
+        )
+    return vectors
 
 
 # --------------------------------------------------------------------------- main
@@ -837,7 +1009,23 @@ NOTES = (
     "padded size looked up among the captured sizes. From 0.16.0 the padding table lives in "
     "CudagraphDispatcher (_compute_bs_to_padded_graph_size) and VllmConfig.pad_for_cudagraph "
     "is gone: there the "
-    "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do."
+    "vectors' outcomes come from the wheel's own dispatcher (uniform decode), as the modes' do. "
+    "0.22.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0 default to model runner V2: "
+    'their entries are model runner V1\'s ("model_runner": "v1"; '
+    "resolve_cudagraph_mode_and_sizes called with use_v2_model_runner=False, then the wheel's "
+    "CudagraphDispatcher), written to vllm_sizing_vectors_model_runner_v1.json; stand-ins added "
+    "for them: num_speculative_tokens and uniform_decode_query_len on the VllmConfig stand-in, "
+    "uses_dynamic_speculative_decoding() False, is_multimodal_model False, max_num_active_seqs "
+    "None, an H200's is_device_capability / is_device_capability_family (9.0). "
+    "model_runners: per release in RUNNER_VERSIONS and speculative method, whether the verbatim "
+    "`if speculative_config is not None:` block of VllmConfig._get_v2_model_runner_unsupported_"
+    "features names it (no parallel drafting, pipeline parallelism, LoRA, dynamic speculation or "
+    "adaptive verification). attention: per ATTENTION_VERSIONS release, every cudagraph_mode x "
+    "AttentionCGSupport x q in 1..3 through the verbatim GPUModelRunner._check_and_update_"
+    "cudagraph_mode (0.13.0; one backend class named FlashAttentionBackend reporting the support) "
+    "or CompilationConfig.resolve_cudagraph_mode_and_sizes (0.25.0: use_v2_model_runner False; "
+    "0.33.0), with VLLM_COMPILE and attention among the splitting ops: the mode kept, the WARNING "
+    "lines and the ValueError."
 )
 
 
@@ -853,6 +1041,17 @@ def write_json_atomic(payload: dict, out: Path) -> None:
     except BaseException:
         os.unlink(tmp)
         raise
+
+
+def split_by_runner(payload: dict) -> tuple[dict, dict]:
+    """(the payload without the entries marked "model_runner", those entries with the same
+    provenance): the lists vectors, startup_errors, explicit and modes are split."""
+    lists = ("vectors", "startup_errors", "explicit", "modes")
+    main_part, runner_v1 = dict(payload), {"provenance": payload["provenance"]}
+    for name in lists:
+        main_part[name] = [e for e in payload[name] if "model_runner" not in e]
+        runner_v1[name] = [e for e in payload[name] if "model_runner" in e]
+    return main_part, runner_v1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -872,7 +1071,13 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
-    modes = []
+    modes, runners, attention = [], [], []
+    for version in RUNNER_VERSIONS:
+        path = fetch_wheel(version, args.cache_dir)
+        wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
+        src = WheelSource(path)
+        runners.append(runner_vectors(version, src))
+        functions.setdefault(version, []).extend(src.taken)
     for version in V0_VERSIONS + V1_VERSIONS:
         path = fetch_wheel(version, args.cache_dir)
         wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
@@ -885,7 +1090,9 @@ def main(argv: list[str] | None = None) -> int:
             startup_errors += errors
             explicit += explicit_vectors(version, src)
             modes += mode_vectors(version, src)
-        functions[version] = list(dict.fromkeys(src.taken))
+        if version in ATTENTION_VERSIONS:
+            attention += attention_vectors(version, src)
+        functions[version] = list(dict.fromkeys(functions.get(version, []) + src.taken))
     payload = {
         "provenance": {
             "generated_by": "scripts/make_sizing_vectors.py",
@@ -901,12 +1108,15 @@ def main(argv: list[str] | None = None) -> int:
         "startup_errors": startup_errors,
         "explicit": explicit,
         "modes": modes,
+        "model_runners": runners,
+        "attention": attention,
     }
-    write_json_atomic(payload, args.out)
+    for out, part in zip((args.out, args.out.with_name(RUNNER_V1_NAME)), split_by_runner(payload)):
+        write_json_atomic(part, out)
     print(
         f"wrote {len(vectors)} vectors, {len(startup_errors)} startup errors, "
-        f"{len(explicit)} explicit settings, {len(modes)} mode vectors to {args.out} "
-        f"({args.out.stat().st_size} bytes)"
+        f"{len(explicit)} explicit settings, {len(modes)} mode vectors to {args.out} and "
+        f"{RUNNER_V1_NAME} (model runner V1 of the releases that default to V2)"
     )
     return 0
 

@@ -1,11 +1,12 @@
 """Historical vLLM versions against vectors computed from the released wheels' own functions.
 
-data/vllm_sizing_vectors.json is produced by scripts/make_sizing_vectors.py from the modelled
-releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
-graphlab.sizing.versions (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0): each
-release's vectors
-are checked against the engine `engine_for_version` maps it to. A missing file is a failure,
-never a skip.
+scripts/make_sizing_vectors.py writes data/vllm_sizing_vectors.json (and, for model runner V1 of
+the releases that default to V2, data/vllm_sizing_vectors_model_runner_v1.json) from the
+modelled releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
+graphlab.sizing.versions (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0; on
+model runner V1, 0.22.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0): each release's
+vectors are checked against the engine `engine_for_version` maps it to. A missing file is a
+failure, never a skip.
 """
 
 import json
@@ -18,9 +19,12 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SGLang, TrtLlm, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.model_runner import choose_model_runner
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
+# Model runner V1 of the releases that default to model runner V2 (the same script writes both).
+RUNNER_V1 = VECTORS.with_name("vllm_sizing_vectors_model_runner_v1.json")
 V1_RELEASES = (
     "0.12.0",
     "0.13.0",
@@ -31,19 +35,40 @@ V1_RELEASES = (
     "0.19.0",
     "0.20.0",
     "0.21.0",
+    # model runner V1 of the releases that default to model runner V2 ("model_runner": "v1")
+    "0.22.0",
+    "0.25.0",
+    "0.28.0",
+    "0.29.0",
+    "0.30.0",
+    "0.31.0",
+    "0.33.0",
 )
 RELEASES = {"0.5.4", "0.5.5", "0.6.0", "0.6.3", "0.6.6.post1", "0.7.3", *V1_RELEASES}
+# One release per range of identical model-runner choice (`_get_v2_model_runner_unsupported_
+# features`' speculative methods).
+RUNNER_RELEASES = ("0.22.0", "0.24.0", "0.25.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0")
 
 
 @pytest.fixture(scope="module")
 def data():
-    assert VECTORS.exists(), f"{VECTORS} is missing: run scripts/make_sizing_vectors.py"
-    return json.loads(VECTORS.read_text())
+    for path in (VECTORS, RUNNER_V1):
+        assert path.exists(), f"{path} is missing: run scripts/make_sizing_vectors.py"
+    merged, runner_v1 = json.loads(VECTORS.read_text()), json.loads(RUNNER_V1.read_text())
+    assert runner_v1["provenance"] == merged["provenance"]
+    assert all(v.get("model_runner") == "v1" for v in runner_v1["vectors"] + runner_v1["modes"])
+    for name in ("vectors", "startup_errors", "explicit", "modes"):
+        merged[name] = merged[name] + runner_v1[name]
+    return merged
 
 
-def _config(entry):
+def _config(entry, **settings):
     return SizingConfig(
-        entry["max_num_seqs"], entry["num_speculative_tokens"], entry["max_num_batched_tokens"]
+        entry["max_num_seqs"],
+        entry["num_speculative_tokens"],
+        entry["max_num_batched_tokens"],
+        model_runner=entry.get("model_runner", "auto"),
+        **settings,
     )
 
 
@@ -54,7 +79,7 @@ def _policy(entry):
 
 def test_every_release_is_covered(data):
     assert {v["engine"].removeprefix("vllm-") for v in data["vectors"]} == RELEASES
-    assert set(data["provenance"]["wheels"]) == RELEASES
+    assert set(data["provenance"]["wheels"]) == RELEASES | set(RUNNER_RELEASES)
     assert len(data["vectors"]) >= 1000
 
 
@@ -68,13 +93,11 @@ def test_capture_sizes_and_dispatch_match_the_wheels(data, release):
         cfg = _config(vector)
         assert list(policy.capture_sizes(cfg)) == vector["capture_sizes"], vector
         assert policy.startup_error(cfg) is None, vector
-        for n, path, graph_size, error in vector["outcomes"]:
-            d = policy.dispatch(n, cfg)
-            assert (d.path, d.graph_size, d.error) == (path, graph_size, error), (
-                vector["max_num_seqs"],
-                vector["num_speculative_tokens"],
-                n,
-            )
+        # all of a vector's batches at once (`dispatch` is one batch's answer, the same rule)
+        ns = np.array([o[0] for o in vector["outcomes"]], dtype=np.int64)
+        outcomes = policy.dispatch_batches(ns, cfg).outcomes()
+        got = [[d.batch_size, d.path, d.graph_size, d.error] for d in outcomes]
+        assert got == vector["outcomes"], (vector["max_num_seqs"], vector["num_speculative_tokens"])
 
 
 def test_startup_refusals_match_the_wheels(data):
@@ -97,10 +120,8 @@ def test_user_set_capture_settings_match_the_wheels(data):
         sizes = (
             None if v["cudagraph_capture_sizes"] is None else tuple(v["cudagraph_capture_sizes"])
         )
-        cfg = SizingConfig(
-            v["max_num_seqs"],
-            v["num_speculative_tokens"],
-            v["max_num_batched_tokens"],
+        cfg = _config(
+            v,
             cudagraph_capture_sizes=sizes,
             max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
         )
@@ -120,9 +141,7 @@ def test_every_cudagraph_mode_matches_the_wheels_dispatcher(data, release):
     assert {v["cudagraph_mode"] for v in vectors} == set(CUDAGRAPH_MODES)
     crashes = 0
     for v in vectors:
-        cfg = SizingConfig(
-            v["max_num_seqs"], v["num_speculative_tokens"], cudagraph_mode=v["cudagraph_mode"]
-        )
+        cfg = _config(v, cudagraph_mode=v["cudagraph_mode"])
         policy = _policy(v)
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
         ns = [o[0] for o in v["outcomes"]]
@@ -139,6 +158,24 @@ def test_every_cudagraph_mode_matches_the_wheels_dispatcher(data, release):
         crashes += sum(o[1] == "crash" for o in v["outcomes"])
     # 0.12.0 to 0.17.0 assert; from 0.18.0 plain FULL batches are not marked uniform
     assert crashes >= 50 if policy.asserts_uniform_padding else crashes == 0
+
+
+def test_model_runner_choice_matches_the_wheels(data):
+    # auto, per speculative method: model runner V2 where the wheel's own test lets it run the
+    # method, V1 where it names it unsupported (vLLM then falls back).
+    entries = data["model_runners"]
+    assert tuple(entry["release"] for entry in entries) == RUNNER_RELEASES
+    fallbacks = 0
+    for entry in entries:
+        for method, v2_runs in entry["v2_runs_method"].items():
+            runner, why = choose_model_runner(entry["release"], "auto", method)
+            assert runner == ("v2" if v2_runs else "v1"), (entry["release"], method)
+            assert repr(method) in why and entry["release"] in why
+            fallbacks += not v2_runs
+    assert fallbacks >= 30
+    # before 0.22.0 model runner V1 whatever the method; --model-runner v1/v2 is what it says
+    assert choose_model_runner("0.21.0", "auto", "eagle")[0] == "v1"
+    assert choose_model_runner("0.33.0", "v1", "eagle")[0] == "v1"
 
 
 # --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code)

@@ -62,8 +62,16 @@ def vllm_parts():
     return CompilationConfig, CUDAGraphMode, CudagraphDispatcher, CudaGraphManager
 
 
-def _cfg(seqs, k, sizes, mode):
-    return SizingConfig(seqs, k, cudagraph_capture_sizes=sizes, cudagraph_mode=mode)
+def _cfg(seqs, k, sizes, mode, runner="auto"):
+    return SizingConfig(
+        seqs, k, cudagraph_capture_sizes=sizes, cudagraph_mode=mode, model_runner=runner
+    )
+
+
+def _modelled(engine):
+    """The engine's last modelled model runner (0.33.0: V2, the default; the others: V1, which
+    0.22.0 to 0.31.0 run only where V2 does not take the config)."""
+    return get_engine(engine).model_runners[-1]
 
 
 def _vllm_rule(seqs, q, sizes, mode, runner):
@@ -79,12 +87,15 @@ def _vllm_rule(seqs, q, sizes, mode, runner):
 
 
 @pytest.mark.vllm
-@pytest.mark.parametrize("engine", ["vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"])
-def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
+@pytest.mark.parametrize(
+    "engine, runner",
+    [("vllm-0.12.0", "v1"), ("vllm-0.13.0", "v1"), ("vllm-0.33.0", "v2"), ("vllm-0.33.0", "v1")],
+)
+def test_rule_matches_vllms_dispatchers(vllm_parts, engine, runner):
     policy = get_engine(engine)
     checked = 0
     for seqs, k, sizes, mode in GRID:
-        cfg, q = _cfg(seqs, k, sizes, mode), 1 + k
+        cfg, q = _cfg(seqs, k, sizes, mode, runner), 1 + k
         if policy.startup_error(cfg):
             continue
         configured = policy._configured(cfg)[0]  # the list before any start-up rounding
@@ -94,8 +105,10 @@ def test_rule_matches_vllms_dispatchers(vllm_parts, engine):
             paths, _ = graph_families(policy, cfg).dispatch_batches(range(1, 600))
             assert set(paths) == {"eager"}
             continue
-        runner = "v1" if policy.rounds_for_spec_decode else "v2"
-        vllm = _vllm_rule(seqs, q, configured, resolved, runner)
+        # 0.33.0's model runner V1 rounds wherever decode_mode() is FULL (resolve_cudagraph_mode_
+        # and_sizes), the helper as 0.12.0 / 0.13.0 do: it is handed the rounded list
+        given = policy.capture_sizes(cfg) if runner == "v1" and policy.rounds_plain_full else None
+        vllm = _vllm_rule(seqs, q, given or configured, resolved, runner)
         top = max(configured) + q + 2
         uniform = [b * q for b in range(1, seqs + 1)]
         for flag, ns_ in ((True, uniform), (False, range(1, top))):
@@ -172,7 +185,7 @@ def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
     mode=st.sampled_from(CUDAGRAPH_MODES),
 )
 def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
-    policy, cfg, q = get_engine(engine), _cfg(seqs, k, None, mode), k + 1
+    policy, cfg, q = get_engine(engine), _cfg(seqs, k, None, mode, _modelled(engine)), k + 1
     batches = policy.dispatch_batches(np.arange(1, seqs + 1) * q, cfg)
     sizes = policy.capture_sizes(cfg)
     if mode == "NONE":  # the list is [] and every batch runs eagerly
@@ -211,7 +224,7 @@ def test_rounding_matches_vllms_own(vllm_parts, sizes, k):
 @pytest.mark.parametrize("engine", V1_ENGINES + tuple(RELEASE_ENGINES))
 @pytest.mark.parametrize("mode", CUDAGRAPH_MODES)
 def test_one_batch_is_the_first_of_many_for_either_kind_of_batch(engine, mode):
-    cfg = SizingConfig(13, 2, cudagraph_mode=mode)
+    cfg = _cfg(13, 2, None, mode, _modelled(engine))
     families = families_for(get_engine(engine), cfg)
     ns = np.arange(1, 13 * 3 + 2)
     for uniform in (True, False):

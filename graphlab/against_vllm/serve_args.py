@@ -301,6 +301,8 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         config = SizingConfig(
             max_num_seqs=defaults.max_num_seqs if args.max_num_seqs is None else args.max_num_seqs,
             num_speculative_tokens=_num_speculative_tokens(args.speculative_config),
+            # which model runner vLLM picks depends on it (graphlab.sizing.model_runner)
+            speculative_method=(args.speculative_config or {}).get("method"),
             max_num_batched_tokens=defaults.max_num_batched_tokens
             if args.max_num_batched_tokens is None
             else args.max_num_batched_tokens,

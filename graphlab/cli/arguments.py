@@ -12,14 +12,18 @@ import json
 import math
 import os
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
+from graphlab.sizing.attention import BACKENDS, attention_support
+from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
-from graphlab.sizing.versions import engine_for_version, resolve_engine
+from graphlab.sizing.model_runner import MODEL_RUNNERS, choose_model_runner
+from graphlab.sizing.versions import release_of, resolve_engine
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value
 # fails at once.
@@ -63,18 +67,102 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
 
+class ReleaseEngine(str):
+    """An engine name that keeps the vLLM release it was given as (`release`), so that model
+    runner `auto` decides as that release does."""
+
+    release: str | None = None
+
+
 def engine(value: str) -> str:
     """An argparse type: a name of graphlab.sizing.engines.ENGINES, a vLLM release (its engine,
     graphlab.sizing.versions) or "auto" (the installed vllm's release)."""
     try:
         if value == "auto":
-            value = engine_for_version(installed_vllm_version())
-        value = resolve_engine(value)
-        get_engine(value)
+            value = installed_vllm_version()
+        given = release_of(value)
+        name = ReleaseEngine(resolve_engine(value))
+        name.release = given
+        get_engine(name)
     except GraphlabError as error:
         # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).
         raise argparse.ArgumentTypeError(str(error)) from None
-    return value
+    return name
+
+
+def add_vllm_version(parser: argparse.ArgumentParser) -> None:
+    """--vllm-version X.Y.Z, the same as --engine X.Y.Z (the spelling a vLLM user types)."""
+    parser.add_argument(
+        "--vllm-version",
+        dest="engine",
+        type=engine,
+        default=argparse.SUPPRESS,
+        metavar="X.Y.Z",
+        help="a vLLM release, 0.5.0 to 0.34.0: the same as --engine X.Y.Z (the engine whose "
+        "rules that release shipped; refused with the reason where the kit does not model it)",
+    )
+
+
+def add_model_runner(parser: argparse.ArgumentParser) -> None:
+    """--vllm-version and --model-runner."""
+    add_vllm_version(parser)
+    parser.add_argument(
+        "--model-runner",
+        choices=MODEL_RUNNERS,
+        default=None,
+        help="vLLM's model runner: v1 / v2 as VLLM_USE_V2_MODEL_RUNNER=0 / 1 force it; auto "
+        "(default) decides as the release does: V1 before 0.22.0, then V2 unless the speculative "
+        "method (from --vllm-args) is one V2 does not support (vLLM engines only)",
+    )
+
+
+def add_attention_backend(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--attention-backend",
+        type=str.upper,
+        default=None,
+        metavar="NAME",
+        help="vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, ...; read "
+        f"for vLLM {', '.join(BACKENDS)}): vLLM lowers cudagraph_mode to the AttentionCGSupport "
+        "it reports, with a WARNING; default: vLLM's pick for --device-tier (FLASH_ATTN, "
+        "FlashAttention 3 on the h100 tier)",
+    )
+
+
+def apply_attention_backend(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:
+    """cfg with the attention backend's support level (args.attention_backend, else vLLM's
+    default on args.device_tier), and the sentence that says which (None for engines without
+    one)."""
+    policy = get_engine(args.engine)
+    if not hasattr(policy, "model_runners"):
+        if args.attention_backend is not None:
+            raise GraphlabError(
+                f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
+            )
+        return cfg, None
+    version = getattr(args.engine, "release", None) or policy.release
+    backend, support, why = attention_support(version, args.attention_backend, args.device_tier)
+    return replace(cfg, attention_cg_support=support, attention_backend=backend), why
+
+
+def apply_model_runner(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:
+    """cfg with the model runner the release runs it on (args.model_runner, else cfg's), and why
+    that one (None for engines without model runners); GraphlabError naming the release and the
+    reason where the kit does not model that runner of it."""
+    policy = get_engine(args.engine)
+    requested = args.model_runner or cfg.model_runner
+    if not hasattr(policy, "model_runners"):
+        if requested != "auto":
+            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
+        return cfg, None
+    version = getattr(args.engine, "release", None) or policy.release
+    runner, why = choose_model_runner(version, requested, cfg.speculative_method)
+    if runner not in policy.model_runners:
+        raise GraphlabError(
+            f"vLLM {version}: model runner {runner.upper()} is not modelled ({why}); "
+            f"{policy.unmodelled_runner}"
+        )
+    return replace(cfg, model_runner=runner), why
 
 
 def int_in(minimum: int, maximum: int | None = None):
@@ -243,6 +331,21 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _check_device_tier(args) -> None:
+    """GraphlabError for --device-tier b200 on a release without that tier."""
+    from graphlab.sizing.batch_defaults import LARGE_TIER_FROM
+    from graphlab.sizing.model_runner import release_key
+
+    policy = get_engine(args.engine or "vllm-0.33.0")
+    version = getattr(args.engine, "release", None) or getattr(policy, "release", "")
+    early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
+    if args.device_tier == "b200" and early:
+        raise GraphlabError(
+            f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
+            f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
+        )
+
+
 def read_serve_line(args, given: dict):
     """The ServeLine of args.vllm_args (None without it); GraphlabError naming any of the
     config options in `given` (name -> value) that are set as well, or a value over the kit's
@@ -251,6 +354,7 @@ def read_serve_line(args, given: dict):
 
     if args.vllm_args is None:
         return None
+    _check_device_tier(args)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")

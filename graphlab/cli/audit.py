@@ -7,9 +7,13 @@ import argparse
 from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
+    add_attention_backend,
     add_capture_sizes,
     add_config_arguments,
+    add_model_runner,
     add_vllm_args,
+    apply_attention_backend,
+    apply_model_runner,
     engine,
     int_in,
     joined_sizes,
@@ -19,17 +23,13 @@ from graphlab.cli.arguments import (
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import ENGINES, PERFORMANCE_MODE_FROM, get_engine
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
     check_limits,
 )
-
-# The kit's engines with --performance-mode: 0.17.0 added it (graphlab.sizing.versions); its 1..32
-# interactivity grid reads the same in the 0.20.0 and 0.33.0 wheels; 0.12.0 and 0.13.0 lack it.
-PERFORMANCE_MODE_ENGINES = ("vllm-0.17.0", "vllm-0.18.0", "vllm-0.33.0")
 
 
 def add_parser(subparsers) -> None:
@@ -86,6 +86,8 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
+    add_model_runner(parser)
+    add_attention_backend(parser)
     add_vllm_args(parser)
     vllm_log.add_option(parser)
     parser.add_argument(
@@ -96,10 +98,11 @@ def add_parser(subparsers) -> None:
 
 def check_performance_mode(engine_name: str, cfg: SizingConfig) -> None:
     """GraphlabError when cfg asks a release without --performance-mode for one."""
-    if cfg.performance_mode is not None and engine_name not in PERFORMANCE_MODE_ENGINES:
+    policy = get_engine(engine_name)
+    if cfg.performance_mode is not None and not getattr(policy, "has_performance_mode", False):
         raise GraphlabError(
             f"--vllm-args sets --performance-mode {cfg.performance_mode}, which {engine_name} "
-            f"does not have (only {', '.join(PERFORMANCE_MODE_ENGINES)} of the kit's engines)"
+            f"does not have (vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
 
 
@@ -129,12 +132,20 @@ def run(args) -> int:
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     cfg, notes = _config(args)
+    cfg, runner = apply_model_runner(args, cfg)
+    cfg, attention = apply_attention_backend(args, cfg)
     report = audit(args.engine, cfg)
     if args.json:
         data = report.to_dict()
         if cfg.performance_mode is not None:
             data["performance_mode"] = cfg.performance_mode
+        if runner is not None:
+            data |= {"model_runner": cfg.model_runner, "model_runner_reason": runner}
+            data |= {"attention_cg_support": cfg.attention_cg_support, "attention": attention}
         print(json_text("audit", data | {"notes": list(notes)}))
     else:
         print("\n".join([*(f"note: {note}" for note in notes), report.format_table()]))
+        if runner is not None:
+            print(f"model runner {cfg.model_runner.upper()}: {runner}")
+            print(attention)
     return EXIT_REFUSED if report.startup_error else 0

@@ -9,6 +9,7 @@ from pathlib import Path
 from graphlab.cli.arguments import (
     CRASH_MAP_MAX_NUM_SEQS,
     add_config_arguments,
+    add_model_runner,
     check_out_file,
     engine,
     int_range,
@@ -61,6 +62,7 @@ def add_parser(subparsers) -> None:
         help="num_speculative_tokens START:END, inclusive (default 0:8)",
     )
     add_config_arguments(parser)
+    add_model_runner(parser)
     parser.add_argument(
         "--out",
         help="CSV path, written atomically (missing folders are created), or - for standard "
@@ -91,6 +93,7 @@ def run(args) -> int:
         args.max_num_batched_tokens,
         progress=args.engine == "all",
         cudagraph_mode=args.cudagraph_mode,
+        model_runner=args.model_runner or "auto",
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))

@@ -9,6 +9,7 @@ from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     add_config_arguments,
     add_vllm_args,
+    add_vllm_version,
     engine,
     int_in,
     json_text,
@@ -73,6 +74,7 @@ def add_parser(subparsers) -> None:
         help="k (default 0)",
     )
     add_config_arguments(parser)
+    add_vllm_version(parser)
     add_vllm_args(parser)
     workload = parser.add_mutually_exclusive_group()
     workload.add_argument(

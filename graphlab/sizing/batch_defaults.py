@@ -33,6 +33,8 @@ DEVICE_TIERS = {
 }
 # The kit's reference device is an H200, so a line without the flag is sized on its tier.
 DEFAULT_DEVICE_TIER = "h100"
+# get_batch_defaults' >= 160 GiB tier is first in 0.28.0; before it a B200 gets the h100 tier's.
+LARGE_TIER_FROM = "0.28.0"
 
 
 def batch_defaults(tier: str, performance_mode: str | None = None) -> BatchDefaults:

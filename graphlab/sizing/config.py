@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphlab.errors import check_choice, check_int, check_sizes
+from graphlab.errors import GraphlabError, check_choice, check_int, check_sizes
+from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.model_runner import MODEL_RUNNERS
 
 # vLLM's PerformanceMode (vllm/config/vllm.py, 0.32 and 0.33; absent from 0.12.0 and 0.13.0).
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
@@ -27,6 +29,15 @@ class SizingConfig:
     cudagraph_mode: str | None = None
     # vLLM's --performance-mode (0.33: "interactivity" captures every size 1..32); None: balanced.
     performance_mode: str | None = None
+    # vLLM's model runner: "v1" / "v2" as VLLM_USE_V2_MODEL_RUNNER=0 / 1 force it; "auto": as the
+    # release decides (graphlab.sizing.model_runner), from the speculative method among others.
+    model_runner: str = "auto"
+    # speculative_config's method ("eagle", "ngram", "suffix", ...); None: not given.
+    speculative_method: str | None = None
+    # The lowest AttentionCGSupport among the model's attention backends, and that backend's
+    # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
+    attention_cg_support: str = DEFAULT_CG_SUPPORT
+    attention_backend: str | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -43,6 +54,12 @@ class SizingConfig:
             check_choice("cudagraph_mode", self.cudagraph_mode, CUDAGRAPH_MODES)
         if self.performance_mode is not None:
             check_choice("performance_mode", self.performance_mode, PERFORMANCE_MODES)
+        check_choice("model_runner", self.model_runner, MODEL_RUNNERS)
+        check_choice("attention_cg_support", self.attention_cg_support, CG_SUPPORTS)
+        if self.speculative_method is not None and not isinstance(self.speculative_method, str):
+            raise GraphlabError(
+                f"speculative_method must be a method name, got {self.speculative_method!r}"
+            )
 
     @property
     def sets_capture_sizes(self) -> bool:

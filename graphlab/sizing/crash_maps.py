@@ -47,6 +47,7 @@ def crash_map(
     max_num_batched_tokens: int | None = None,
     progress: bool = False,
     cudagraph_mode: str | None = None,
+    model_runner: str = "auto",
 ) -> pd.DataFrame:
     """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
 
@@ -60,7 +61,8 @@ def crash_map(
     progress: a tqdm bar on stderr, one step per engine.
     GraphlabError when the sweep would cover more than CRASH_MAP_MAX_BATCH_SIZES batch sizes.
     cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
-    the other engines have no such setting and keep their rows.
+    the other engines have no such setting and keep their rows. model_runner: vLLM's model
+    runner for the V1 engines ("auto": each engine's release decides).
     """
     policies = parse_engines(engine)
     seqs_values = list(check_sizes("max_num_seqs_range", max_num_seqs_range, 1))
@@ -84,6 +86,7 @@ def crash_map(
                     k,
                     max_num_batched_tokens,
                     cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None,
+                    model_runner=model_runner if policy.batch_unit == "tokens" else "auto",
                 )
                 # Cells with the same captured sizes and reachable batches share a summary (for
                 # engines counting requests, k changes neither).

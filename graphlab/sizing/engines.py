@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphlab.errors import GraphlabError, check_int, lookup
+from graphlab.sizing.attention import lower_cudagraph_mode
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.families import (
@@ -34,6 +35,7 @@ from graphlab.sizing.families import (
     smallest_at_least,
     uniform_padding_assertion,
 )
+from graphlab.sizing.model_runner import choose_model_runner, release_key
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
@@ -45,6 +47,8 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 # memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
 # data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
 DEFAULT_GRAPH_CEILING = 512
+# The first release with --performance-mode (balanced / interactivity / throughput).
+PERFORMANCE_MODE_FROM = "0.17.0"
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
 # graph_pool_handle), or one pool per graph.
@@ -265,7 +269,11 @@ class _V1Policy(SizingPolicy):
     batch_unit = "tokens"
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
-    rounds_for_spec_decode = True  # model runner V1 (0.12, 0.13); V2 (0.33) rounds FULL graphs only
+    # The release whose rules the engine models (model runner `auto` decides as it does), and the
+    # model runners the kit models for it: model runner V1 rounds the capture list at start-up,
+    # V2 (0.33) rounds its FULL graphs only (graphlab.sizing.families).
+    release = ""
+    model_runners = ("v1",)
     # 0.20.0 on round wherever decode_mode() is FULL (resolve_cudagraph_mode_and_sizes)
     rounds_plain_full = False
     # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
@@ -284,11 +292,49 @@ class _V1Policy(SizingPolicy):
             cfg.max_cudagraph_capture_size,
             self.cudagraph_mode(cfg),
             cfg.performance_mode == "interactivity",
+            self.model_runner(cfg)[0],
         )
 
+    def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
+        """("v1" | "v2", why) for cfg on this release; GraphlabError where the kit does not model
+        that runner of the release."""
+        runner, why = choose_model_runner(self.release, cfg.model_runner, cfg.speculative_method)
+        if runner not in self.model_runners:
+            raise GraphlabError(
+                f"{self.name}: model runner {runner.upper()} is not modelled for this release "
+                f"({why}); {self.unmodelled_runner}"
+            )
+        return runner, why
+
+    # Why the runner not in model_runners is refused (vLLM's model runner V2 before 0.22.0 is an
+    # opt-in preview).
+    unmodelled_runner = "model runner V2 before 0.22.0 is an opt-in preview the kit does not model"
+
+    @property
+    def has_performance_mode(self) -> bool:
+        """Whether the release has --performance-mode (vllm/config/vllm.py, from 0.17.0)."""
+        return release_key(self.release) >= release_key(PERFORMANCE_MODE_FROM)
+
+    def check_config(self, cfg: SizingConfig) -> None:
+        super().check_config(cfg)
+        if cfg.performance_mode is not None and not self.has_performance_mode:
+            raise GraphlabError(
+                f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
+                f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
+            )
+        self.model_runner(cfg)
+
     def cudagraph_mode(self, cfg: SizingConfig) -> str:
-        """cfg's cudagraph_mode, or the version's default."""
-        return cfg.cudagraph_mode or self.default_cudagraph_mode
+        """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the
+        attention backend supports (graphlab.sizing.attention)."""
+        return self._lowered(cfg)[0]
+
+    def _lowered(self, cfg: SizingConfig):
+        requested = cfg.cudagraph_mode or self.default_cudagraph_mode
+        backend = cfg.attention_backend or "FlashAttentionBackend"
+        return lower_cudagraph_mode(
+            requested, cfg.attention_cg_support, cfg.decode_query_len, backend
+        )
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
@@ -296,7 +342,7 @@ class _V1Policy(SizingPolicy):
         `_check_and_update_cudagraph_mode`)."""
         mode = self.cudagraph_mode(cfg)
         return (
-            self.rounds_for_spec_decode
+            self.model_runner(cfg)[0] == "v1"
             and cfg.decode_query_len > 1
             and (separate_routine(mode) or (self.rounds_plain_full and mode == "FULL"))
         )
@@ -321,7 +367,7 @@ class _V1Policy(SizingPolicy):
 
     def _compute_capture_sizes(self, cfg):
         sizes, _, error = self._configured(cfg)
-        if error:
+        if error or self._lowered(cfg)[2]:
             return []
         return (
             round_for_spec_decode(sizes, cfg.decode_query_len)
@@ -345,7 +391,7 @@ class _V1Policy(SizingPolicy):
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
-        return self._configured(cfg)[1]
+        return self._configured(cfg)[1] + self._lowered(cfg)[1]
 
     def startup_error(self, cfg):
         tokens = self.effective_max_num_batched_tokens(cfg)
@@ -355,6 +401,7 @@ class _V1Policy(SizingPolicy):
                 f"max_num_seqs ({cfg.max_num_seqs})."
             )
         sizes, _, error = self._configured(cfg)
+        error = error or self._lowered(cfg)[2]
         if error or not sizes or len(self.capture_array(cfg)):
             return error  # an empty configured list is not rounded: vLLM returns early
         return (
@@ -367,6 +414,7 @@ class Vllm012(_V1Policy):
     """vllm 0.12.0, vllm/config/vllm.py `_set_cudagraph_sizes`: grid up to min(T, 2*S, 512)."""
 
     name = "vllm-0.12.0"
+    release = "0.12.0"
 
     def _default_sizing(self, cfg, tokens):
         return min(2 * cfg.max_num_seqs, DEFAULT_GRAPH_CEILING), []
@@ -377,6 +425,7 @@ class Vllm013(_V1Policy):
     min(T, 2*S*(1+k), 512)."""
 
     name = "vllm-0.13.0"
+    release = "0.13.0"
 
     def _default_sizing(self, cfg, tokens):
         return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
@@ -389,6 +438,7 @@ class Vllm017(Vllm013):
     replays its graph only where size // q >= S, and runs eagerly otherwise."""
 
     name = "vllm-0.17.0"
+    release = "0.17.0"
     uniform_full_eager = True
 
 
@@ -398,6 +448,7 @@ class Vllm018(Vllm013):
     padded size and no assertion fires."""
 
     name = "vllm-0.18.0"
+    release = "0.18.0"
     asserts_uniform_padding = False
 
 
@@ -407,6 +458,7 @@ class Vllm020(Vllm018):
     `decode_mode() == FULL` alone: plain FULL's list is rounded to multiples of q too."""
 
     name = "vllm-0.20.0"
+    release = "0.20.0"
     rounds_plain_full = True
 
 
@@ -422,6 +474,7 @@ class Vllm0201(Vllm020):
     even when off-stride")."""
 
     name = "vllm-0.20.1"
+    release = "0.20.1"
 
     def _default_sizing(self, cfg, tokens):
         ceiling, _ = super()._default_sizing(cfg, tokens)
@@ -438,8 +491,12 @@ class Vllm033(_V1Policy):
     multiple of q (graphlab.sizing.dispatch). The kit does not model dynamic speculation."""
 
     name = "vllm-0.33.0"
-    rounds_for_spec_decode = False
+    release = "0.33.0"
+    model_runners = ("v1", "v2")
     asserts_uniform_padding = False
+    rounds_plain_full = True  # model runner V1: resolve_cudagraph_mode_and_sizes, as from 0.20.0
+    # 0.29.0 and 0.30.0 add no uniform-decode size without speculation (q = 1)
+    adds_max_num_seqs = True
 
     def __init__(self, default_max_graph_size: int = DEFAULT_GRAPH_CEILING) -> None:
         super().__init__()
@@ -456,8 +513,48 @@ class Vllm033(_V1Policy):
                 m * q for m in request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling
             ]
         else:
-            decode = [seqs] if seqs <= ceiling else []
+            decode = [seqs] if seqs <= ceiling and self.adds_max_num_seqs else []
         return ceiling, decode + _with_max_num_batched_tokens(cfg, tokens, ceiling)
+
+
+# 0.22.0 to 0.31.0 run model runner V2 by default, with graph rules that differ from 0.33.0's.
+_V2_BEFORE_032 = (
+    "model runner V2's graphs (vllm/v1/worker/gpu/cudagraph_utils.py) changed in every release "
+    "from 0.22.0 to 0.31.0 and differ from 0.33.0's; the kit models model runner V1 there "
+    "(VLLM_USE_V2_MODEL_RUNNER=0): audit and crash-map --model-runner v1, "
+    "SizingConfig(model_runner='v1')"
+)
+
+
+class Vllm022(Vllm0201):
+    """vllm 0.22.0 to 0.28.0 on model runner V1: 0.20.1's `_set_cudagraph_sizes`,
+    `resolve_cudagraph_mode_and_sizes` rounding and `CudagraphDispatcher` (the same answers in
+    every release of the range, on an H200). Model runner V2, the default there for some models,
+    is not modelled."""
+
+    name = "vllm-0.22.0"
+    release = "0.22.0"
+    unmodelled_runner = _V2_BEFORE_032
+
+
+class Vllm031(Vllm033):
+    """vllm 0.31.0 on model runner V1: 0.33.0's `_set_cudagraph_sizes` (uniform-decode sizes, T),
+    rounded to multiples of q by `resolve_cudagraph_mode_and_sizes` as from 0.20.0. Its model
+    runner V2, the default, is not modelled."""
+
+    name = "vllm-0.31.0"
+    release = "0.31.0"
+    model_runners = ("v1",)
+    unmodelled_runner = _V2_BEFORE_032
+
+
+class Vllm029(Vllm031):
+    """vllm 0.29.0 and 0.30.0 on model runner V1: 0.31.0's rules, but without speculation
+    (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself)."""
+
+    name = "vllm-0.29.0"
+    release = "0.29.0"
+    adds_max_num_seqs = False
 
 
 # --- peers ----------------------------------------------------------------------------------------
@@ -632,7 +729,8 @@ V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit
 # Releases whose rules differ from the table's under plain FULL or by one size
 # (graphlab.sizing.versions); reached by name or version, not part of "all".
 RELEASE_ENGINES: dict[str, SizingPolicy] = {
-    p.name: p for p in (Vllm017(), Vllm018(), Vllm020(), Vllm0201())
+    p.name: p
+    for p in (Vllm017(), Vllm018(), Vllm020(), Vllm0201(), Vllm022(), Vllm029(), Vllm031())
 }
 # Every vLLM V1 engine, the table's and the releases': what the V1 runner and the planner take.
 ALL_V1_ENGINES = V1_ENGINES + tuple(RELEASE_ENGINES)

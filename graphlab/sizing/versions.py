@@ -27,7 +27,7 @@ RELEASES = (
     "0.13.0", "0.14.0", "0.14.1", "0.15.0", "0.15.1", "0.16.0", "0.17.0", "0.17.1", "0.18.0",
     "0.18.1", "0.19.0", "0.19.1", "0.20.0", "0.20.1", "0.20.2", "0.21.0", "0.22.0", "0.22.1",
     "0.23.0", "0.24.0", "0.25.0", "0.25.1", "0.26.0", "0.27.0", "0.27.1", "0.28.0", "0.29.0",
-    "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+    "0.30.0", "0.31.0", "0.32.0", "0.33.0", "0.34.0",
 )
 # fmt: on
 
@@ -73,10 +73,29 @@ RANGES = (
     ),
     ReleaseRange(
         "0.8.0",
+        "0.8.5.post1",
+        None,
+        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1 defaults to 1), whose "
+        "VllmConfig._set_cudagraph_sizes (vllm/config.py) captures 1, 2, 4, 8..512 step 8 up to "
+        "max_num_batched_tokens whatever max_num_seqs, as PIECEWISE graphs only (no "
+        "cudagraph_mode yet): a V1 rule the kit does not model",
+    ),
+    ReleaseRange(
+        "0.9.0",
+        "0.11.0",
+        None,
+        "V1 sizes its graphs from SchedulerConfig.cuda_graph_sizes (1, 2, 4, 8..N step 8; "
+        "N = 512 in 0.9.x, min(2 * max_num_seqs, 512) from 0.10.0), with full_cuda_graph "
+        "(0.9.0 to 0.10.0) or cudagraph_mode (0.10.2, 0.11.0) and the dispatcher of its release "
+        "(read in 0.9.0, 0.9.2, 0.10.0, 0.10.2 and 0.11.0): V1 rules the kit does not model",
+    ),
+    ReleaseRange(
+        "0.11.1",
         "0.11.2",
         None,
-        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1 defaults to 1); V1's sizing "
-        "before 0.12.0 is not modelled",
+        "vllm/config/vllm.py _set_cudagraph_sizes reads like 0.12.0's (min(T, 2S, 512)), but its "
+        "default batch limits (no EngineArgs._set_default_max_num_seqs_and_batched_tokens_args) "
+        "and dispatcher have not been checked against the kit's vllm-0.12.0: not modelled",
     ),
     ReleaseRange(
         "0.12.0",
@@ -126,12 +145,26 @@ RANGES = (
     ),
     ReleaseRange(
         "0.22.0",
+        "0.28.0",
+        "vllm-0.22.0",
+        "model runner V1: the same answers as 0.20.1 from _set_cudagraph_sizes, "
+        "resolve_cudagraph_mode_and_sizes and CudagraphDispatcher in every release of the range "
+        "(0.28.0's 1024-token ceiling is data-center Blackwell's); 0.22.0 makes model runner V2 "
+        "the default where supported (VllmConfig.use_v2_model_runner), not modelled here",
+    ),
+    ReleaseRange(
+        "0.29.0",
+        "0.30.0",
+        "vllm-0.29.0",
+        "model runner V1: 0.29.0's _set_cudagraph_sizes adds uniform-decode sizes m * (1 + k) "
+        "and T, but no max_num_seqs without speculation; model runner V2 not modelled",
+    ),
+    ReleaseRange(
         "0.31.0",
-        None,
-        "0.22.0 makes model runner V2 the default where supported (VllmConfig."
-        "use_v2_model_runner), whose vllm/v1/worker/gpu/cudagraph_utils.py changed in every "
-        "release to 0.31.0; _set_cudagraph_sizes changed in 0.24.0, 0.28.0 (1024 on "
-        "data-center Blackwell), 0.29.0 (uniform-decode sizes) and 0.31.0",
+        "0.31.0",
+        "vllm-0.31.0",
+        "model runner V1: 0.33.0's _set_cudagraph_sizes, rounded to multiples of 1 + k as from "
+        "0.20.0; model runner V2 not modelled",
     ),
     ReleaseRange(
         "0.32.0",
@@ -140,6 +173,16 @@ RANGES = (
         "0.32.0: the same _set_cudagraph_sizes, CudaGraphManager._init_candidates and dispatch "
         "(vllm/v1/worker/gpu/cudagraph_utils.py) as 0.33.0 (its medusa and mlp_speculator "
         "drafts fall back to model runner V1)",
+    ),
+    ReleaseRange(
+        "0.34.0",
+        "0.34.0",
+        None,
+        "0.34.0 removes model runner V1 (vllm/v1/worker/gpu_model_runner.py and "
+        "vllm/v1/cudagraph_dispatcher.py are gone) and sizes model runner V2's graphs per decode "
+        "query length (VllmConfig.get_decode_cudagraph_query_lens; resolve_cudagraph_mode_and_"
+        "sizes takes kv_cache_config, max_num_reqs and piecewise_capture_available): rules the "
+        "kit does not model",
     ),
 )
 
@@ -163,13 +206,18 @@ def release(version: str) -> str:
 def resolve_engine(value: str) -> str:
     """An engine name as given, or the engine of a vLLM release ("0.14.1", "vllm==0.14.1", and
     "vllm-0.14.1" when that is a release but no engine name)."""
+    given = release_of(value)
+    return value if given is None else engine_for_version(given)  # get_engine names the engines
+
+
+def release_of(value: str) -> str | None:
+    """The vLLM release an --engine value names ("0.14.1", "vllm==0.14.1", "vllm-0.14.1" when
+    that is no engine name), else None."""
     if value in ENGINES or value in RELEASE_ENGINES:
-        return value
+        return None
     if value.startswith("vllm-") and value.removeprefix("vllm-") in RELEASES:
-        return engine_for_version(value.removeprefix("vllm-"))
-    if re.match(r"^(vllm(-cpu)?==|v)?\d", str(value)):
-        return engine_for_version(value)
-    return value  # get_engine names the engines
+        return value.removeprefix("vllm-")
+    return release(value) if re.match(r"^(vllm(-cpu)?==|v)?\d", str(value)) else None
 
 
 def engine_for_version(version: str) -> str:

@@ -1,0 +1,87 @@
+"""Which model runner a vLLM release runs a config on: V1 (vllm/v1/worker/gpu_model_runner.py,
+`CudagraphDispatcher`) or V2 (vllm/v1/worker/gpu/, `CudaGraphManager`), as `VllmConfig.
+use_v2_model_runner` decides it (`choose_model_runner`).
+
+Read in the wheels: up to 0.21.0 `VLLM_USE_V2_MODEL_RUNNER` defaults to 0 (V1); from 0.22.0 it
+defaults to unset and V2 runs unless `_get_v2_model_runner_unsupported_features` names a feature
+of the config (the speculative method is the one the kit knows) or, to 0.28.0,
+`_is_default_v2_model_runner_model` rejects the model's architecture. The kit never sees the
+model, so `auto` assumes one V2 runs by default and says so.
+"""
+
+from __future__ import annotations
+
+import re
+
+MODEL_RUNNERS = ("auto", "v1", "v2")
+# The first release whose VllmConfig.use_v2_model_runner defaults to V2 (envs.py: unset, not 0).
+V2_DEFAULT_FROM = "0.22.0"
+
+# `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
+# next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
+# fmt: off
+_V2_METHODS = (
+    ("0.22.0", "only", ("eagle", "eagle3", "mtp")),
+    ("0.24.0", "only", ("eagle", "eagle3", "mtp", "dflash")),
+    ("0.25.0", "only", ("eagle", "eagle3", "mtp", "dflash", "dspark")),
+    ("0.29.0", "only", ("eagle", "eagle3", "mtp", "dflash", "dspark", "extract_hidden_states")),
+    ("0.30.0", "except", ("ngram", "ngram_gpu", "draft_model", "suffix", "medusa",
+                          "mlp_speculator", "custom_class")),
+    ("0.31.0", "except", ("ngram", "ngram_gpu", "suffix", "medusa", "mlp_speculator",
+                          "custom_class")),
+    ("0.32.0", "except", ("suffix", "medusa", "mlp_speculator", "custom_class")),
+    ("0.33.0", "except", ("suffix", "custom_class")),
+)
+# `_is_default_v2_model_runner_model` (DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES), gone in 0.29.0.
+_V2_MODELS = (
+    ("0.22.0", "Qwen3ForCausalLM models, dense and unquantized"),
+    ("0.23.0", "LlamaForCausalLM, MistralForCausalLM and Qwen3ForCausalLM models, dense and "
+               "unquantized"),
+    ("0.24.0", "Qwen3, Llama, Mistral, DeepseekV2, Qwen2Moe and GraniteMoe models"),
+    ("0.25.0", "dense (non-MoE), non-hybrid models and a list of MoE architectures"),
+    ("0.29.0", "every model"),
+)
+# fmt: on
+
+
+def release_key(version: str) -> tuple[int, ...]:
+    """A release's numbers, for ordering ("0.8.5.post1" -> (0, 8, 5))."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split(".post")[0])[:3])
+
+
+def _entry(table, version: str):
+    return [row for row in table if release_key(row[0]) <= release_key(version)][-1]
+
+
+def v2_runs_method(version: str, method: str | None) -> bool:
+    """Whether release `version`'s model runner V2 takes speculative `method` (None: no method
+    known, taken as one it does)."""
+    if method is None:
+        return True
+    _, kind, methods = _entry(_V2_METHODS, version)
+    return (method in methods) == (kind == "only")
+
+
+def choose_model_runner(version: str, requested: str, method: str | None) -> tuple[str, str]:
+    """("v1" | "v2", why) for release `version`: `requested` "v1"/"v2" is what
+    VLLM_USE_V2_MODEL_RUNNER=0/1 forces; "auto" decides as that release's use_v2_model_runner."""
+    if requested != "auto":
+        flag = int(requested == "v2")
+        return requested, f"--model-runner {requested} (VLLM_USE_V2_MODEL_RUNNER={flag})"
+    if release_key(version) < release_key(V2_DEFAULT_FROM):
+        return "v1", (
+            f"vLLM {version} runs model runner V1 unless VLLM_USE_V2_MODEL_RUNNER=1 "
+            f"(V2 is the default from {V2_DEFAULT_FROM})"
+        )
+    if not v2_runs_method(version, method):
+        return "v1", (
+            f"vLLM {version}'s model runner V2 does not support speculative method {method!r} "
+            "(VllmConfig._get_v2_model_runner_unsupported_features), so vLLM falls back to "
+            "model runner V1"
+        )
+    models = _entry(_V2_MODELS, version)[1]
+    return "v2", (
+        f"vLLM {version} runs model runner V2 by default for {models}"
+        + ("" if method is None else f" with speculative method {method!r}")
+        + "; others fall back to V1 (--model-runner v1, VLLM_USE_V2_MODEL_RUNNER=0)"
+    )
