@@ -31,7 +31,8 @@ class BuildPy(build_py):
         if self.editable_mode:  # an editable install reads the checkout itself
             return
         package = Path(self.build_lib) / "graphlab"
-        shutil.copytree(ROOT / "data", package / "data", dirs_exist_ok=True)
+        shutil.rmtree(package / "data", ignore_errors=True)  # a file gone from data/ goes too
+        shutil.copytree(ROOT / "data", package / "data")
         (package / "BUILD_COMMIT").write_text(built_commit() + "\n")
 
 
