@@ -9,7 +9,8 @@ unpadded and padded tokens, runtime mode) is set only under `--cudagraph-metrics
 (`ObservabilityConfig.cudagraph_metrics`, gpu_model_runner.py).
 
 Opt-in: GRAPHLAB_VLLM_STEPS names an output folder. Unset, the logger keeps nothing, writes
-nothing and imports nothing of graphlab beyond this module (record() returns at once). Set, per
+nothing and imports nothing of graphlab beyond this module and the package's top level (record()
+returns at once). Set, per
 engine index it writes DIR/engine_000/ (every GRAPHLAB_VLLM_STEPS_INTERVAL seconds, default 60,
 and at exit): `vllm.log` (the engine's config as vLLM logs it, then one CUDAGraph Stats table of
 every step so far: what `graphlab audit|plan --vllm-log` read), `steps.csv` (its rows) and
