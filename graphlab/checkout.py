@@ -46,14 +46,13 @@ def data_folder() -> Path:
     return checkout if checkout.is_dir() or not SHIPPED_DATA.is_dir() else SHIPPED_DATA
 
 
-def reference_file(path) -> Path:
+def reference_file(path):
     """An input path as given; a relative data/... one that does not exist here (an installed
     kit run outside its checkout: `plan --latency data/cpu/latency.csv`) from data_folder()."""
-    path = Path(path)
-    parts = path.parts
-    if path.exists() or path.is_absolute() or parts[:1] != ("data",):
+    given = Path(path)
+    if given.exists() or given.is_absolute() or given.parts[:1] != ("data",):
         return path
-    shipped = data_folder().joinpath(*parts[1:])
+    shipped = data_folder().joinpath(*given.parts[1:])
     return shipped if shipped.exists() else path
 
 
