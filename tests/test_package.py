@@ -112,17 +112,9 @@ def test_a_torchvision_built_for_another_torch_is_one_line_naming_the_fix(tmp_pa
         'raise RuntimeError("operator torchvision::nms does not exist")\n'
     )
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])}
+    command = "-m graphlab audit --engine vllm-0.33.0 --vllm-args"
     run = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "graphlab",
-            "audit",
-            "--engine",
-            "vllm-0.33.0",
-            "--vllm-args",
-            "vllm serve m --max-num-seqs 6",
-        ],
+        [sys.executable, *command.split(), "vllm serve m --max-num-seqs 6"],
         capture_output=True,
         text=True,
         env=env,
