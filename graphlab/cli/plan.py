@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from graphlab.checkout import reference_file
 from graphlab.cli import vllm_log
 from graphlab.cli.arguments import (
     add_config_arguments,
@@ -80,6 +81,7 @@ def add_parser(subparsers) -> None:
     workload.add_argument(
         "--batch-sizes",
         metavar="CSV",
+        type=reference_file,
         help="observed tokens per decode step: a batch_size column (one step "
         "per row) and optionally count (default workload: every reachable "
         "step once)",
@@ -88,6 +90,7 @@ def add_parser(subparsers) -> None:
     workload.add_argument(
         "--steps",
         metavar="CSV",
+        type=reference_file,
         help="a spec_decode_steps.csv; its decode steps as num_seqs + num_speculating*k tokens",
     )
     parser.add_argument(
@@ -110,7 +113,10 @@ def add_parser(subparsers) -> None:
         "compare at equal coverage)",
     )
     parser.add_argument(
-        "--graph-memory", metavar="CSV", help="a graph_memory.csv: bytes per graph size"
+        "--graph-memory",
+        metavar="CSV",
+        type=reference_file,
+        help="a graph_memory.csv: bytes per graph size",
     )
     parser.add_argument(
         "--graph-pool",
@@ -121,6 +127,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--latency",
         metavar="CSV",
+        type=reference_file,
         help="a latency.csv: minimise mean step latency instead of padding waste",
     )
     rows = parser.add_argument_group(
