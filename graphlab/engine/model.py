@@ -144,8 +144,7 @@ class LlamaAttention(nn.Module):
         if decoding:
             q = q.reshape(n, kv, group, d)
         else:
-            q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4)
-            q = q.reshape(n, kv, group * length, d)
+            q = q.reshape(n, length, kv, group, d).permute(0, 2, 3, 1, 4).flatten(2, 3)
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=mask)
         if not decoding:
             out = out.view(n, kv, group, length, d).permute(0, 3, 1, 2, 4)
@@ -201,8 +200,7 @@ class LlamaForCausalLM(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.num_slots = 0
         self.max_seq_len = 0
-        # Bumped by each allocate_kv_cache: a graph recorded the old cache's addresses.
-        self.kv_cache_version = 0
+        self.kv_cache_version = 0  # bumped by allocate_kv_cache: graphs hold the old addresses
         # Plain attributes as the K/V caches, not buffers, which a compiled step traces static.
         self.key_positions = self.rope_cache = None
 
@@ -236,8 +234,7 @@ class LlamaForCausalLM(nn.Module):
 
     def allocate_kv_cache(self, num_slots: int, max_seq_len: int, device=None, dtype=None) -> None:
         """Preallocate [num_slots + 1, num_kv_heads, max_seq_len, head_dim] K and V per layer,
-        and the rotary cos/sin of every position below max_seq_len. Graphs captured before
-        keep the old cache's addresses and pad slot: their replay refuses (kv_cache_version)."""
+        and the rotary cos/sin of every position below max_seq_len (older graphs then refuse)."""
         check_int("num_slots", num_slots, 1)
         limit = self.config.max_position_embeddings
         check_int("max_seq_len (up to max_position_embeddings)", max_seq_len, 1, limit)
@@ -255,7 +252,7 @@ class LlamaForCausalLM(nn.Module):
         rope = torch.stack((torch.cat((freqs, freqs), -1).cos(), torch.cat((-sin, sin), -1)), 1)
         self.rope_cache = rope.to(self.dtype)
         self.num_slots, self.max_seq_len = num_slots, max_seq_len
-        self.kv_cache_version += 1
+        self.kv_cache_version += 1  # graphs captured before refuse to replay
 
     def kv_cache(self) -> list[tuple[torch.Tensor, torch.Tensor]]:
         """The (K, V) cache tensors of each layer, in place (not copies)."""

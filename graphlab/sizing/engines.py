@@ -17,13 +17,12 @@ vLLM V1 policies dispatch by graphlab.sizing.families' rule instead.
 
 from __future__ import annotations
 
-import math
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_int, lookup
+from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.attention import lower_cudagraph_mode
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
@@ -32,28 +31,31 @@ from graphlab.sizing.families import (
     round_for_spec_decode,
     round_up,
     separate_routine,
-    smallest_at_least,
     uniform_padding_assertion,
 )
 from graphlab.sizing.model_runner import choose_model_runner, release_key
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
+from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatches
+from graphlab.sizing.peers import NanoVllm, SGLang, TrtLlm
+from graphlab.sizing.policy import (
+    DEFAULT_GRAPH_CEILING,
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    GRAPH_POOLS,
+    MIB,
+    PERFORMANCE_MODE_FROM,
+    SizingPolicy,
+)
 
-# vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
-# used by the V1 engines when the config leaves it unset.
-DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
-
-# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
-# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
-# data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
-DEFAULT_GRAPH_CEILING = 512
-# The first release with --performance-mode (balanced / interactivity / throughput).
-PERFORMANCE_MODE_FROM = "0.17.0"
-
-# Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
-# graph_pool_handle), or one pool per graph.
-GRAPH_POOLS = ("shared", "separate")
-MIB = 2**20
+# Shared names other modules take from here, the engines' module.
+__all__ = [
+    "DEFAULT_GRAPH_CEILING",
+    "DEFAULT_MAX_NUM_BATCHED_TOKENS",
+    "GRAPH_POOLS",
+    "MIB",
+    "NanoVllm",
+    "SGLang",
+    "SizingPolicy",
+    "TrtLlm",
+]
 
 # V0 (vllm/worker/model_runner.py): 1, 2, 4, then multiples of 8; 0.5.5 stops at 256, 0.6.0 at 8192.
 _V0_ALIGNMENT = 8
@@ -66,119 +68,6 @@ def pad0(n):
     n <= 4, else n rounded up to a multiple of 8."""
     padded = np.where(n <= 2, n, np.where(n <= 4, 4, round_up(n, _V0_ALIGNMENT)))
     return int(padded) if np.ndim(padded) == 0 else padded
-
-
-class SizingPolicy(ABC):
-    """One engine's capture sizing and batch dispatch."""
-
-    name: str
-    batch_unit: str  # "rows" (V0 batch expansion) | "tokens" (V1 uniform decode) | "requests"
-    uses_max_num_batched_tokens: bool = False
-    reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
-
-    def __init__(self) -> None:
-        self._cache: dict[tuple, np.ndarray] = {}
-
-    # --- what each engine defines -------------------------------------------------------------
-    @abstractmethod
-    def sizing_key(self, cfg: SizingConfig) -> tuple:
-        """The part of cfg the captured sizes depend on (lets a sweep reuse them across k)."""
-
-    @abstractmethod
-    def _compute_capture_sizes(self, cfg: SizingConfig) -> list[int]:
-        """The engine's own rule; may be unsorted or repeat a size."""
-
-    def graph_limit(self, cfg: SizingConfig, capture_sizes=None) -> int:
-        """Largest n the engine tries to replay a graph for; default: the largest captured size."""
-        sizes = self.capture_sizes(cfg) if capture_sizes is None else capture_sizes
-        return int(sizes[-1]) if len(sizes) else 0
-
-    def tries_graph(self, ns: np.ndarray, cfg: SizingConfig, capture_sizes) -> np.ndarray:
-        """Per n, whether the engine tries a graph; default: n <= graph_limit."""
-        return ns <= self.graph_limit(cfg, capture_sizes)
-
-    def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
-        """Vectorized lookup key per n; default: the smallest captured size >= n, 0 when none
-        fits."""
-        return smallest_at_least(capture_sizes, ns)
-
-    def startup_error(self, cfg: SizingConfig) -> str | None:
-        """The error the engine refuses to start with for cfg (then nothing is captured), else
-        None."""
-        return None
-
-    def sizing_warnings(self, cfg: SizingConfig) -> tuple[str, ...]:
-        """The WARNING lines the engine logs while sizing cfg (vLLM V1: user-set capture
-        settings)."""
-        self.check_config(cfg)
-        return ()
-
-    def check_config(self, cfg: SizingConfig) -> None:
-        """GraphlabError when cfg sets capture settings this engine has no such option for."""
-        if cfg.sets_capture_sizes and not self.reads_capture_settings:
-            readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
-            raise GraphlabError(
-                f"engine {self.name!r} has no cudagraph_capture_sizes / "
-                "max_cudagraph_capture_size / "
-                f"cudagraph_mode setting; only {readers} read them"
-            )
-
-    # --- derived --------------------------------------------------------------------------------
-    def capture_sizes(self, cfg: SizingConfig) -> tuple[int, ...]:
-        """Captured sizes, sorted ascending and unique (cached per sizing-relevant part of cfg)."""
-        return tuple(self.capture_array(cfg).tolist())
-
-    def capture_array(self, cfg: SizingConfig) -> np.ndarray:
-        """`capture_sizes` as a read-only numpy array, computed once per sizing-relevant part of
-        cfg."""
-        self.check_config(cfg)
-        key = self.sizing_key(cfg)
-        if key not in self._cache:
-            sizes = np.unique(np.asarray(self._compute_capture_sizes(cfg), dtype=np.int64))
-            sizes.flags.writeable = False
-            self._cache[key] = sizes
-        return self._cache[key]
-
-    def effective_max_num_batched_tokens(self, cfg: SizingConfig) -> int | None:
-        """The max_num_batched_tokens this engine sizes with (None when it does not read it)."""
-        if not self.uses_max_num_batched_tokens:
-            return None
-        if cfg.max_num_batched_tokens is None:
-            return DEFAULT_MAX_NUM_BATCHED_TOKENS
-        return cfg.max_num_batched_tokens
-
-    def padded_size(self, n: int, capture_sizes) -> int:
-        """The key looked up for a batch of n; StopIteration when no captured size fits (nano-vllm's
-        next())."""
-        key = int(self.padded_sizes(np.array([n]), capture_sizes)[0])
-        if key == 0:
-            raise StopIteration
-        return key
-
-    def dispatch_batches(self, ns, cfg: SizingConfig, capture_sizes=None) -> Dispatches:
-        """graph / eager / crash for many batches at once, as a runner using the three answers
-        would: it looks the padded key up among the captured sizes (key 0: next() found none)."""
-        sizes = (
-            self.capture_array(cfg)
-            if capture_sizes is None
-            else np.asarray(capture_sizes, dtype=np.int64)
-        )
-        ns = np.asarray(ns, dtype=np.int64)
-        tries = self.tries_graph(ns, cfg, sizes)
-        keys = self.padded_sizes(ns, sizes) * tries
-        found = tries & np.isin(keys, sizes)
-        path = np.where(tries, np.where(found, GRAPH, CRASH), EAGER)
-        return Dispatches(ns, path, keys * found, keys, None, crash_error)
-
-    def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """What the engine does with one batch of n: `dispatch_batches`' [0]."""
-        return self.dispatch_batches([n], cfg, capture_sizes)[0]
-
-    def __repr__(self) -> str:
-        return f"<SizingPolicy {self.name}>"
-
-
-# --- vLLM V0 --------------------------------------------------------------------------------------
 
 
 class _V0Policy(SizingPolicy):
@@ -555,107 +444,6 @@ class Vllm029(Vllm031):
     name = "vllm-0.29.0"
     release = "0.29.0"
     adds_max_num_seqs = False
-
-
-# --- peers ----------------------------------------------------------------------------------------
-
-# The kit's reference device, an H200: nvidia-smi reports memory.total = 143771 MiB.
-REFERENCE_DEVICE_MEMORY_GIB = 143771 / 1024
-
-
-class SGLang(SizingPolicy):
-    """sglang 0.4.6, python/sglang/srt/model_executor/cuda_graph_runner.py
-    `get_batch_sizes_to_capture` and `replay_prepare` (bisect): graphs keyed by request count, so no
-    lookup can miss. max_num_seqs maps to max_running_requests, so req_to_token_pool.size = S + 1
-    (model_runner.py); cuda_graph_max_bs unset, dp_size 1; with k > 0 the speculative list. A GPU
-    with more than 80 GiB (`get_device_memory_capacity() > 81920` MiB) adds 160..256:
-    `device_memory_gib` defaults to the reference device, an H200 (141 GB), so the list reaches 256;
-    pass 80 for an 80 GB A100/H100."""
-
-    name = "sglang"
-    batch_unit = "requests"
-
-    def __init__(self, device_memory_gib: float = REFERENCE_DEVICE_MEMORY_GIB) -> None:
-        super().__init__()
-        self.device_memory_gib = device_memory_gib
-
-    def sizing_key(self, cfg):
-        return (cfg.max_num_seqs, cfg.num_speculative_tokens > 0)
-
-    def _compute_capture_sizes(self, cfg):
-        if cfg.num_speculative_tokens == 0:
-            sizes = [1, 2, 4, 8] + list(range(16, 161, 8))
-        else:
-            sizes = list(range(1, 9)) + list(range(10, 33, 2)) + list(range(40, 161, 16))
-        if self.device_memory_gib * 1024 > 81920:
-            sizes += list(range(160, 257, 8))
-        pool = cfg.max_num_seqs + 1
-        if max(sizes) > pool:  # the pool's last two sizes, so its largest batch is captured
-            sizes += [pool - 1, pool]
-        return [s for s in sizes if s <= pool]
-
-
-class NanoVllm(SizingPolicy):
-    """nano-vllm, nanovllm/engine/model_runner.py `capture_cudagraph` / `run_model`: captures
-    [1, 2, 4, 8] + multiples of 16 up to min(max_num_seqs, 512); a decode batch <= 512 replays
-    `graphs[next(x for x in graph_bs if x >= bs)]`. So it crashes (StopIteration) exactly when
-    8 < S <= 512 and S is not a multiple of 16, for the batches above the last multiple of 16.
-    It has no speculative decoding."""
-
-    name = "nano-vllm"
-    batch_unit = "requests"
-
-    def sizing_key(self, cfg):
-        return (cfg.max_num_seqs,)
-
-    def _compute_capture_sizes(self, cfg):
-        return [1, 2, 4, 8] + list(range(16, min(cfg.max_num_seqs, 512) + 1, 16))
-
-    def graph_limit(self, cfg, capture_sizes=None):
-        return 512
-
-
-class TrtLlm(SizingPolicy):
-    """TensorRT-LLM PyTorch backend, tensorrt_llm/llmapi/llm_args.py `CudaGraphConfig.
-    _generate_cuda_graph_batch_sizes` with its defaults (max_batch_size 128, enable_padding False).
-    With padding: [1, 2, 4], multiples of 8 to 128, then +64 steps (PR 12895, 2026-04; before it
-    powers of 2), then max_batch_size; a batch is padded with dummy requests to the next size.
-    Without: 1..31, 32, 64, 128, powers of 2 below max_batch_size, then max_batch_size; only a
-    batch of exactly a captured size replays (_torch/pyexecutor/cuda_graph_runner.py
-    `_maybe_get_cuda_graph`), every other runs eagerly. Neither depends on max_num_seqs. The
-    executor then drops sizes above max_batch_size and above max_num_tokens // (1 + draft length)
-    (_torch/pyexecutor/model_engine.py `_filter_cuda_graph_batch_sizes`); the second filter keeps
-    every size up to 128 while max_num_tokens >= 128 * (1 + draft length)."""
-
-    name = "trtllm"
-    batch_unit = "requests"
-
-    def __init__(self, max_batch_size: int = 128, enable_padding: bool = False) -> None:
-        super().__init__()
-        check_int("max_batch_size", max_batch_size, 1)
-        self.max_batch_size, self.enable_padding = max_batch_size, enable_padding
-
-    def sizing_key(self, cfg):
-        return ()
-
-    def _compute_capture_sizes(self, cfg):
-        top = self.max_batch_size
-        if self.enable_padding:
-            sizes = [1, 2, 4] + [8 * i for i in range(1, 17)]
-            while sizes[-1] + 64 <= top:
-                sizes.append(sizes[-1] + 64)
-        else:
-            sizes = (
-                list(range(1, 32))
-                + [32, 64, 128]
-                + [2**i for i in range(8, math.ceil(math.log2(top)))]
-            )
-        return [s for s in sizes if s <= top] + [top]
-
-    def tries_graph(self, ns, cfg, capture_sizes):
-        if self.enable_padding:
-            return super().tries_graph(ns, cfg, capture_sizes)
-        return np.isin(ns, capture_sizes)
 
 
 @dataclass(frozen=True)
