@@ -219,23 +219,38 @@ def test_stdin_and_a_missing_file(tmp_path, capsys, monkeypatch):
     assert "cannot read --vllm-log" in err
 
 
-def test_plan_takes_the_logged_steps_as_its_workload(tmp_path, capsys):
+def test_plan_replays_the_logged_steps_per_family(tmp_path, capsys):
+    # S 6, k 6 (q 7): FULL graphs at the sizes rounded up to 7 (7, 14, 21, 28, 35), PIECEWISE at
+    # the sizes; the mixed step of 36 tokens pads to 40
     rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
     log = write(tmp_path, ARGS + prefixed(table(rows)))
-    csv = tmp_path / "steps.csv"
-    csv.write_text("batch_size,count\n21,5\n35,4\n36,2\n")
-    common = ("--max-graphs", "3", "--json")
-    code, out, _ = run(capsys, "plan", "--vllm-log", log, *common)
-    from_log = json.loads(out)
-    code2, out2, _ = run(
-        capsys, "plan", "--batch-sizes", str(csv), "--max-num-seqs", "6",
-        "--num-speculative-tokens", "6", "--cudagraph-mode", "FULL_AND_PIECEWISE", *common,
-    )  # fmt: skip
-    from_csv = json.loads(out2)
-    assert code == code2 == 0
-    assert from_log["capture_sizes"] == from_csv["capture_sizes"]
-    assert from_log["mean_padding_waste"] == from_csv["mean_padding_waste"]
-    assert "vLLM's logged steps" in from_log["workload"]
+    code, out, _ = run(capsys, "plan", "--vllm-log", log, "--max-graphs", "3", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["command"] == "plan" and result["headline_kind"] == "plan"
+    current, plan = result["current"], result["plan"]
+    assert (current["padding_tokens"], current["steps_without_graph"]) == (8, 0)
+    assert current["full_sizes"] == [7, 14, 21, 28, 35]
+    # three sizes serve every step without padding: FULL 21 and 35 from sizes rounded up to 7
+    assert (plan["num_sizes"], plan["padding_tokens"], plan["steps_without_graph"]) == (3, 0, 0)
+    served = {(s["path"], s["graph_size"]): s["steps"] for s in plan["served"]}
+    assert served == {("full", 21): 5, ("full", 35): 4, ("piecewise", 36): 2}
+    assert result["vllm_flag"].startswith("--compilation-config")
+    # a pasted table without the config: --vllm-args fills S and k, and its compilation config
+    # is kept whole in the flag
+    pasted = write(tmp_path, table(rows), "pasted.md")
+    spec = '{"method": "ngram", "num_speculative_tokens": 6}'
+    cc = '{"cudagraph_mode": "FULL_AND_PIECEWISE", "mode": 3}'
+    line = f"vllm serve m --max-num-seqs 6 --speculative-config '{spec}' -cc '{cc}'"
+    code, out, err = run(capsys, "plan", "--vllm-log", pasted, "--vllm-args", line, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["plan"] == plan, err
+    assert again["compilation_config"]["mode"] == 3
+
+
+def test_plan_of_a_log_refuses_what_it_does_not_read(tmp_path, capsys):
+    log = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    err = one_error_line(capsys, "plan", "--vllm-log", log, "--latency", "x.csv")
+    assert "does not read --latency" in err
 
 
 def test_the_audit_of_an_empty_capture_list_runs_every_step_without_a_graph(tmp_path):

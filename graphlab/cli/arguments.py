@@ -133,6 +133,9 @@ capture_sizes = checked(
 )
 # inf and nan too: a budget is a finite amount.
 positive_float = checked(float, lambda number: 0 < number < float("inf"), "a finite number > 0")
+nonnegative_float = checked(
+    float, lambda number: 0 <= number < float("inf"), "a finite number >= 0"
+)
 
 
 @contextlib.contextmanager
