@@ -12,7 +12,7 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import SCHEMA, audit_log, engine_for_version
+from graphlab.sizing.log_audit import audit_log, engine_for_version
 from graphlab.sizing.vllm_log import read_vllm_log
 
 PREFIX = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
@@ -93,17 +93,17 @@ def test_a_pasted_table_without_num_paddings_reads_as_the_same_steps(tmp_path):
 
 def test_the_audit_agrees_with_a_table_the_kit_predicts(tmp_path, capsys):
     # S = 6, k = 6 on vllm-0.33.0 (issue example): 21 and 35 tokens replay FULL graphs of 21 and
-    # 35, a mixed batch of 36 the PIECEWISE 40; 28 tokens (4 verify requests) ran PIECEWISE at 32
-    # where FULL 28 exists: the lost-FULL class.
+    # 35, a mixed batch of 36 the PIECEWISE 40; 28 tokens ran PIECEWISE at 32 where FULL 28 is
+    # smaller: a mixed batch (a uniform one takes the smaller FULL graph), not PR 53407's class.
     rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
     rows.append((28, 32, "PIECEWISE", 3))
     path = write(tmp_path, ARGS + prefixed(table(rows)))
     code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json")
     data = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
-    assert code == 0 and data["schema"] == SCHEMA
+    assert code == 0 and (data["schema"], data["command"]) == (2, "audit")
     assert all(r["agrees"] for r in data["rows"])
     lost = [r for r in data["rows"] if r["full_graph_could_serve"]]
-    assert [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in lost] == [(28, 28)]
+    assert lost == []
     s = data["summary"]
     assert (s["steps"], s["steps_without_graph"], s["padding_tokens"]) == (14, 0, 2 * 4 + 3 * 4)
     assert s["disagreements"] == 0 and s["capture_sizes_agree"] is False
@@ -288,3 +288,42 @@ def test_an_over_long_line_is_skipped_and_lines_still_counted(tmp_path, capsys):
     assert ":5: cudagraph mode 'BOGUS'" in err  # ARGS 1, the long line 2, the settings 3..
     text = ARGS + long_line + table([(21, 21, "FULL", 2)])
     assert read_vllm_log(write(tmp_path, text)).frame()["count"].sum() == 2
+
+
+def test_assumed_mode_and_sizes_explain_a_disagreement_in_one_line_first(tmp_path, capsys):
+    # a pasted table without mode or sizes: the kit assumes both, and says so before any row
+    rows = [(21, 24, "FULL", 5), (9, 10, "PIECEWISE", 2), (10, 10, "NONE", 4)]
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, ARGS + stats), "--top", "1")
+    lines = out.splitlines()
+    assert code == 0 and "DISAGREEMENT" not in out
+    assert lines[0].startswith("3 of 3 rows differ from the kit's dispatch, which assumed")
+    assert "cudagraph_mode (FULL_AND_PIECEWISE" in lines[0] and "capture sizes" in lines[0]
+    assert "1 of 3 rows (the 1 most frequent per engine):" in out
+    # PR 53407's class is a PIECEWISE row in a gap below a FULL graph, never an eager row
+    assert "PR 53407" not in out
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    rows = [(n, n, "NONE", 1) for n in range(1, 3000)]
+    log = write(tmp_path, ARGS + prefixed(table(rows)))
+    command = f"{sys.executable} -m graphlab audit --vllm-log {log} | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.stdout.count("\n") == 1 and done.stderr == "", done.stderr
+
+
+def test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph(tmp_path, capsys):
+    # q = 3, sizes [1, 2, 4, 8, 16, 24] (PR 53407's example): FULL graphs 3, 6, 9, 18, 24; 12
+    # tokens (4 verify requests) took PIECEWISE 16 below FULL 18: flagged; eager rows never are
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (6, 6, "FULL", 2), (30, 30, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--json")
+    data = json.loads(out)
+    lost = [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in data["rows"]]
+    assert code == 0 and [row for row in lost if row[1]] == [(12, 18)]

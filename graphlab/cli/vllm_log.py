@@ -7,10 +7,9 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 
 from __future__ import annotations
 
-import json
 import re
 
-from graphlab.cli.arguments import joined_sizes
+from graphlab.cli.arguments import int_in, joined_sizes, json_text
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import FIELDS, audit_log
 from graphlab.sizing.vllm_log import read_vllm_log
@@ -24,6 +23,13 @@ HELP = (
 
 def add_option(parser) -> None:
     parser.add_argument("--vllm-log", metavar="FILE", default=None, help=HELP)
+    parser.add_argument(
+        "--top",
+        type=int_in(1, 10**6),
+        default=None,
+        metavar="N",
+        help="with --vllm-log: list each engine's N most frequent rows (default: every row)",
+    )
 
 
 def given_values(args) -> dict:
@@ -61,5 +67,5 @@ def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
     report = audit_log(read_vllm_log(args.vllm_log), given_values(args), args.engine)
-    print(json.dumps(report.to_dict(), allow_nan=False) if args.json else report.format_table())
+    print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0
