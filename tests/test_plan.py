@@ -18,6 +18,8 @@ from graphlab.sizing.plan import (
     Budget,
     SizeTable,
     Workload,
+    eager_penalty_tokens,
+    fewest_graphs,
     plan,
     read_graph_memory,
     read_latency,
@@ -929,3 +931,44 @@ def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
         == len(result.capture_sizes)
         == len(result.default.capture_sizes)
     )
+
+
+def test_eager_penalty_optimum_equals_brute_force():
+    # the cost: mean padding + penalty per eager step, over every subset of the kept sizes
+    for engine, cfg, workload, _rng in CASES[::4]:
+        load = workload or uniform_workload(engine, cfg)
+        for penalty in (0.0, 2.5, 40.0):
+            for graphs in (1, 2):
+                result = plan(engine, cfg, workload, Budget(graphs), eager_penalty=penalty)
+                q = cfg.decode_query_len
+                tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
+                universe = range(q, min(tokens, int(load.sizes[-1]) + 2 * q) + 1, q)
+                best = min(
+                    result.mean_cost(evaluate(engine, cfg, subset, load))
+                    for g in range(1, graphs + 1)
+                    for subset in itertools.combinations(universe, g)
+                )
+                assert result.mean_cost(result.plan) == pytest.approx(best), (cfg, penalty)
+                assert result.to_dict()["mean_cost"] == pytest.approx(best)
+
+
+def test_fewest_graphs_pads_less_than_the_default_with_fewer_graphs():
+    # S 256, k 4 (notebook 06): the default's 51 FULL graphs pad 1.344 tokens a step up to 512
+    result = fewest_graphs("vllm-0.33.0", SizingConfig(256, 4))
+    graphs, full = len(result.capture_sizes), len(result.default_full_sizes)
+    assert graphs < full and result.plan.mean_padding_waste < result.default.mean_padding_waste
+    assert result.capture_sizes[-1] <= result.default.capture_sizes[-1]  # the same coverage
+    # one graph fewer does not pad less: the count is the fewest
+    fewer = plan(
+        "vllm-0.33.0", SizingConfig(256, 4), budget=Budget(graphs - 1), max_capture_size=512
+    )
+    assert fewer.plan.mean_padding_waste >= result.default.mean_padding_waste
+
+
+def test_an_eager_penalty_in_tokens_from_measured_curves():
+    # graph ms 1 + size/100 (0.01 ms a token); eager ms 1.2 + n/50: (0.2 + n/100) / 0.01 tokens
+    graph = SizeTable(np.array([4, 8, 16, 24]), 1 + np.array([4, 8, 16, 24]) / 100, "graph")
+    eager = SizeTable(np.array([4, 8, 12]), 1.2 + np.array([4, 8, 12]) / 50, "eager")
+    assert eager_penalty_tokens((graph, eager)) == pytest.approx(20 + 8)
+    with pytest.raises(GraphlabError, match="no eager penalty"):
+        eager_penalty_tokens((SizeTable(np.array([4]), np.array([1.0]), "graph"), eager))

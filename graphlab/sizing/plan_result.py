@@ -113,10 +113,19 @@ class Plan:
     compilation_config: dict | None = None
     eager_penalty: float | None = None  # padding tokens an eager step costs; None: free
 
-    def mean_cost(self, outcome: Outcome) -> float:
-        """Mean padding waste plus the eager penalty per eager step (the waste without one)."""
+    def objective(self, outcome: Outcome) -> float:
+        """What the plan minimised, for the plan or the default: mean step latency (latency
+        cost), else the mean padding plus the eager penalty per eager step."""
+        if self.cost == "latency":
+            return outcome.mean_step_ms
+        return self.mean_cost(outcome)
+
+    def mean_cost(self, outcome: Outcome, eager_penalty: float | None = None) -> float:
+        """Mean padding waste plus the eager penalty (the plan's, or the one given) per eager
+        step; the waste alone without a penalty."""
+        penalty = self.eager_penalty if eager_penalty is None else eager_penalty
         eager = max(0.0, 1.0 - outcome.graph_fraction)
-        return outcome.mean_padding_waste + (self.eager_penalty or 0.0) * eager
+        return outcome.mean_padding_waste + (penalty or 0.0) * eager
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
