@@ -327,3 +327,22 @@ def test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph(tmp_path
     data = json.loads(out)
     lost = [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in data["rows"]]
     assert code == 0 and [row for row in lost if row[1]] == [(12, 18)]
+
+
+def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monkeypatch):
+    import io
+
+    from graphlab.sizing import vllm_log
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    terminal = Terminal()
+    monkeypatch.setattr(vllm_log.sys, "stderr", terminal)
+    read_vllm_log(path)  # below PROGRESS_BYTES: no bar
+    assert terminal.getvalue() == ""
+    monkeypatch.setattr(vllm_log, "PROGRESS_BYTES", 1)
+    assert read_vllm_log(path).steps[0].count == 5
+    assert path in terminal.getvalue() and "B/s" in terminal.getvalue()

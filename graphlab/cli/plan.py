@@ -41,7 +41,11 @@ def add_parser(subparsers) -> None:
             f"so that a plan takes seconds: at most {MAX_CANDIDATES} candidate sizes (multiples "
             f"of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}. "
             "With --vllm-args the config is your `vllm serve` line's, and the printed flag is its "
-            "whole compilation config with the planned capture sizes."
+            "whole compilation config with the planned capture sizes. With --vllm-log the "
+            "workload is the logged steps, planned per graph family as vLLM dispatches them "
+            "(uniform decode steps on FULL graphs at the sizes rounded up to 1+k, the rest on "
+            "PIECEWISE sizes) and replayed on the current sizes and the plan; a plan worse than "
+            "the current sizes on that traffic is never the headline."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
