@@ -346,3 +346,18 @@ def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monke
     monkeypatch.setattr(vllm_log, "PROGRESS_BYTES", 1)
     assert read_vllm_log(path).steps[0].count == 5
     assert path in terminal.getvalue() and "B/s" in terminal.getvalue()
+
+
+def test_an_eager_penalty_lets_the_log_plan_buy_coverage(tmp_path, capsys):
+    # 36 tokens ran eagerly above the largest size, 32: by default the plan may leave it eager
+    # (no more steps without a graph than now); at 100 tokens an eager step, a graph of 36 pays
+    rows = [(21, 21, "FULL", 5), (36, 36, "NONE", 2)]
+    log = write(tmp_path, ARGS + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24, 32]")))
+    common = ("plan", "--vllm-log", log, "--max-graphs", "2", "--json")
+    _, out, _ = run(capsys, *common)
+    plain = json.loads(out)["plan"]
+    _, out, _ = run(capsys, *common, "--eager-penalty", "100")
+    priced = json.loads(out)
+    assert (plain["padding_tokens"], plain["steps_without_graph"]) == (0, 2)
+    assert priced["plan"]["steps_without_graph"] == 0 and 36 in priced["plan"]["capture_sizes"]
+    assert priced["headline_kind"] == "plan" and priced["eager_penalty"] == 100

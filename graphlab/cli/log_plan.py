@@ -105,7 +105,10 @@ def _format(result, d: dict) -> str:
         f"  {'sizing':<36} {'sizes':>5} {'graphs':>6}  {'uniform decode':<16} {'mixed':<16} "
         f"{'total':<16}"
     )
-    for kind in ("current", "plan", "same_count"):
+    kinds = ["current", "plan"]
+    if d["same_count"]["capture_sizes"] != d["plan"]["capture_sizes"]:
+        kinds.append("same_count")
+    for kind in kinds:
         r = d[kind]
         total = {
             "padding_tokens": r["padding_tokens"],
@@ -116,7 +119,7 @@ def _format(result, d: dict) -> str:
             f"  {label:<36} {r['num_sizes']:>5} {r['num_graphs']:>6}  "
             f"{_cell(r['families']['uniform'])}  {_cell(r['families']['mixed'])}  {_cell(total)}"
         )
-    for kind in ("current", "plan", "same_count"):
+    for kind in kinds:
         lines.append(
             f"  {LABELS[kind].format(graphs=d['max_graphs']) + ':':<36} "
             f"{', '.join(map(str, d[kind]['capture_sizes']))}"

@@ -258,10 +258,10 @@ def plan_for_log(
     max_graphs: int | None = None,
     eager_penalty: float | None = None,
 ) -> LogPlan:
-    """The capture list of at most max_graphs sizes (default: as many as current_sizes, the list
-    vLLM captured) with the least padding on the logged traffic, leaving no more steps without a
-    graph than the current sizes (or, with eager_penalty, the least padding plus penalty per eager
-    step), and the best capturing no more graphs than current_sizes; see the module docstring."""
+    """The capture list of at most max_graphs sizes with the least padding on the logged traffic,
+    leaving no more steps without a graph than current_sizes (the list vLLM captured) do (or, with
+    eager_penalty, the least padding plus penalty per eager step), and the best capturing no more
+    graphs than current_sizes (the plan too when max_graphs is None); see the module docstring."""
     policy = get_engine(engine)
     current = tuple(sorted({int(s) for s in current_sizes}))
     if not current:
@@ -276,14 +276,14 @@ def plan_for_log(
         sizes = _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_penalty)
         return replay(policy, cfg, traffic, sizes)
 
-    graphs = max_graphs or len(current)
-    chosen = best(graphs)
     # FULL and PIECEWISE graphs of one size are two graphs: fewer sizes until the count fits
     same = best(len(current))
     for fewer in range(len(current) - 1, 0, -1):
         if same.num_graphs <= current_replay.num_graphs:
             break
         same = best(fewer)
+    graphs = max_graphs or len(same.capture_sizes)
+    chosen = same if max_graphs is None else best(graphs)
     return LogPlan(policy.name, cfg, traffic, graphs, eager_penalty, current_replay, chosen, same)
 
 
