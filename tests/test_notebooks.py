@@ -152,7 +152,7 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
 def test_the_planner_headline_pads_less_than_the_default_at_fewer_graphs(executed):
     out, _ = executed
     nb = nbformat.read(out / "notebooks" / "06_capture_size_planner.ipynb", as_version=4)
-    text = _printed(nb, "headline = planner.fewest_graphs(")
+    text = _printed(nb, "headline = fewest_graphs(")
     found = re.search(
         r"headline: (\d+) graphs pad ([\d.]+) tokens per step against the default's ([\d.]+) "
         r"with its (\d+) FULL graphs \((\d+) capture sizes\)",

@@ -18,14 +18,13 @@ from graphlab.sizing.plan import (
     Budget,
     SizeTable,
     Workload,
-    eager_penalty_tokens,
-    fewest_graphs,
     plan,
     read_graph_memory,
     read_latency,
     read_spec_decode_steps,
     uniform_workload,
 )
+from graphlab.sizing.plan_compare import eager_penalty_tokens, fewest_graphs
 from graphlab.sizing.plan_result import evaluate
 
 V0, V1 = (

@@ -85,6 +85,8 @@ def test_a_plan_pads_no_more_than_the_current_sizes_through_vllms_dispatch(
     assert current["capture_sizes"] == sorted(sizes)
     assert current["padding_tokens"] == audit["padding_tokens"]
     assert current["steps_without_graph"] == audit["steps_without_graph"]
+    assert result["logged"] == {key: current[key] for key in result["logged"]}
+    assert not any("differs from what vLLM logged" in note for note in result["notes"])
     # at the current sizes' count the plan pads no more and leaves no more steps eager
     assert same["num_graphs"] <= current["num_graphs"]
     assert same["padding_tokens"] <= current["padding_tokens"]

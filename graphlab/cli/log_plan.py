@@ -52,8 +52,22 @@ def run(args) -> int:
     if error:
         raise GraphlabError(f"{engine} refuses the log's config: {error}")
     current = log.value("capture_sizes") or policy.capture_sizes(cfg)
-    traffic = LoggedTraffic.from_frame(log.frame(), policy.cudagraph_mode(cfg), log.source)
+    frame = log.frame()
+    traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
+    logged = {
+        "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
+        "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
+    }
     result = plan_for_log(engine, cfg, traffic, current, args.max_graphs, args.eager_penalty)
+    replayed = {key: getattr(result.current, key) for key in logged}
+    if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
+        notes = (
+            f"the kit's replay of the current sizes ({replayed['padding_tokens']} padding tokens, "
+            f"{replayed['steps_without_graph']} steps without a graph) differs from what vLLM "
+            f"logged ({logged['padding_tokens']}, {logged['steps_without_graph']}); "
+            "`audit --vllm-log` shows the rows",
+            *notes,
+        )
     kind = result.headline_kind
     compilation = None
     if kind != "current":
@@ -69,6 +83,7 @@ def run(args) -> int:
         "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),
         "cudagraph_mode": policy.cudagraph_mode(cfg),
         "steps": traffic.steps,
+        "logged": logged,
         "max_graphs": result.max_graphs,
         "eager_penalty": result.eager_penalty,
         "current": result.current.to_dict(),

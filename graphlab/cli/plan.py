@@ -25,7 +25,8 @@ from graphlab.sizing.limits import (
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
-from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS, at_default_footing
+from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
+from graphlab.sizing.plan_compare import at_default_footing
 
 
 def add_parser(subparsers) -> None:
