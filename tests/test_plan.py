@@ -971,3 +971,32 @@ def test_an_eager_penalty_in_tokens_from_measured_curves():
     assert eager_penalty_tokens((graph, eager)) == pytest.approx(20 + 8)
     with pytest.raises(GraphlabError, match="no eager penalty"):
         eager_penalty_tokens((SizeTable(np.array([4]), np.array([1.0]), "graph"), eager))
+
+
+def test_log_plan_equals_brute_force_over_the_replays():
+    # every list of at most 2 sizes up to T replayed by the kit's dispatch: the log planner's
+    # padding is the least of those leaving no more steps without a graph than the current list
+    from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log, replay
+
+    rng = np.random.default_rng(5)
+    for case in range(24):
+        seqs, k, tokens = int(rng.integers(2, 7)), int(rng.integers(1, 3)), 30
+        mode = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")[case % 2]
+        engine = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        cfg = SizingConfig(seqs, k, tokens, cudagraph_mode=mode)
+        uniform = [(int(m) * (k + 1), "FULL") for m in rng.integers(1, seqs + 1, 4)]
+        mixed = [(int(n), "PIECEWISE") for n in rng.integers(1, tokens + 1, 4)]
+        frame = pd.DataFrame(uniform + mixed, columns=["unpadded_tokens", "runtime_mode"])
+        frame["count"] = rng.integers(1, 9, len(frame))
+        traffic = LoggedTraffic.from_frame(frame, mode, "random")
+        current = sorted({int(s) for s in rng.integers(1, tokens + 1, 4)})
+        result = plan_for_log(engine, cfg, traffic, current, 2)
+        allowed = result.current.steps_without_graph
+        best = min(
+            replayed.padding_tokens
+            for g in (1, 2)
+            for sizes in itertools.combinations(range(1, tokens + 1), g)
+            if (replayed := replay(engine, cfg, traffic, sizes)).steps_without_graph <= allowed
+        )
+        assert result.plan.steps_without_graph <= allowed
+        assert result.plan.padding_tokens == best, (engine, mode, seqs, k, current)

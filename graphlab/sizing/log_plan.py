@@ -10,17 +10,19 @@ step is planned as the mixed batch vLLM ran it as.
 
 The cost is padding tokens, each step weighed by its logged count. A step is served by the
 smallest chosen size c at or above its threshold: a mixed step of n tokens by c >= n, padding
-c - n; a uniform one by c >= n - q + 1 (then round_up(c, q) >= n), padding round_up(c, q) - n.
-Both grow with c, so the thresholds (and the current sizes) are candidates enough, and the
-interval programme of graphlab.sizing.optimum is exact. Engines that round the whole list at
-start-up (0.12, 0.13) and FULL_DECODE_ONLY are planned on multiples of q only. A step above the
-largest size runs eagerly: by default the plan may leave no more steps without a graph than the
-current sizes do (least padding among those); `eager_penalty` instead charges each eager step that
-many padding tokens, trading coverage against padding.
+c - n; a uniform one by c >= n - q + 1 (then round_up(c, q) >= n), padding round_up(c, q) - n
+(c - n on the PIECEWISE graph where round_up(c, q) is above S*q, which has no FULL graph).
+Both grow with c, so the thresholds and the step sizes (the largest graph decides which steps
+run eagerly) are candidates enough, and the interval programme of graphlab.sizing.optimum is
+exact. Engines that round the whole list at start-up (0.12, 0.13) and FULL_DECODE_ONLY are planned
+on multiples of q only. A step above the largest size runs eagerly: by default the plan may leave
+no more steps without a graph than the current sizes do (least padding among those);
+`eager_penalty` instead charges each eager step that many padding tokens, trading coverage
+against padding.
 
 The plan is replayed beside the current sizes; one that the replay finds worse on the logged
-traffic (more padding, or more steps without a graph) is never the headline: the current sizes
-are, and the result says so.
+traffic (more padding, or more steps without a graph) is never the headline: the best list
+capturing no more graphs than the current sizes is, else the current sizes themselves.
 """
 
 from __future__ import annotations
@@ -184,22 +186,25 @@ def _steps(policy, cfg: SizingConfig, traffic: LoggedTraffic) -> tuple[_Steps, b
 
 
 def _candidates(steps: _Steps, current, q: int, multiples: bool, tokens: int) -> np.ndarray:
-    """The thresholds and the current sizes (multiples of q where only those serve), at most
-    `tokens`; on a coarser grid when there are more than MAX_LOG_CANDIDATES."""
-    candidates = np.unique(np.concatenate((steps.threshold, np.asarray(current, np.int64))))
+    """The thresholds, the step sizes (a largest graph below a uniform step's n leaves it eager)
+    and the current sizes (multiples of q where only those serve), at most `tokens`; on a coarser
+    grid when there are more than MAX_LOG_CANDIDATES."""
+    given = np.asarray(current, np.int64)
+    candidates = np.unique(np.concatenate((steps.threshold, steps.n, given)))
     if multiples:
         candidates = np.unique(round_up(candidates, q))
     candidates = candidates[candidates <= tokens]
     if len(candidates) > MAX_LOG_CANDIDATES:  # keep the current sizes exactly: they stay feasible
         stride = q * -(-int(candidates[-1]) // (q * MAX_LOG_CANDIDATES))
         coarse = np.unique(round_up(candidates, stride))
-        candidates = np.union1d(coarse[coarse <= tokens], np.asarray(current, np.int64))
+        candidates = np.union1d(coarse[coarse <= tokens], given)
     return candidates
 
 
-def _costs(candidates: np.ndarray, steps: _Steps, q: int) -> np.ndarray:
+def _costs(candidates: np.ndarray, steps: _Steps, q: int, full_limit: int) -> np.ndarray:
     """cost[i, j]: padding of the steps with thresholds in (candidates[i-1], candidates[j]] on
-    candidates[j] (i = 0: from 0); uniform steps pad to round_up(candidates[j], q)."""
+    candidates[j] (i = 0: from 0); uniform steps pad to round_up(candidates[j], q), or to
+    candidates[j] itself (PIECEWISE) where that FULL size is above full_limit = S*q."""
     covered = np.searchsorted(steps.threshold, candidates, side="right")
 
     def ranges(values):
@@ -210,7 +215,9 @@ def _costs(candidates: np.ndarray, steps: _Steps, q: int) -> np.ndarray:
     mixed_w = ranges(steps.count * ~steps.uniform)
     uniform_w = ranges(steps.count * steps.uniform)
     tokens = ranges(steps.count * steps.n)
-    cost = candidates[None, :] * mixed_w + round_up(candidates, q)[None, :] * uniform_w - tokens
+    full = round_up(candidates, q)
+    uniform_pad = np.where(full <= full_limit, full, candidates)
+    cost = candidates[None, :] * mixed_w + uniform_pad[None, :] * uniform_w - tokens
     return np.where(np.triu(np.ones_like(cost, dtype=bool)), cost, np.inf)
 
 
@@ -293,7 +300,7 @@ def _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_
     if not len(steps.n):  # nothing a graph can serve: the current sizes stand
         return current
     candidates = _candidates(steps, current, q, multiples, tokens)
-    cost = _costs(candidates, steps, q)
+    cost = _costs(candidates, steps, q, cfg.max_num_seqs * q)
     # Steps above the largest size run eagerly (a uniform step between its threshold and n
     # too, which the cost priced at 0 padding: round_up(c, q) = n there).
     eager_steps = np.concatenate((np.cumsum(steps.count[np.argsort(-steps.n)])[::-1], [0.0]))
