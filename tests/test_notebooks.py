@@ -149,6 +149,25 @@ def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
 
 
 @pytest.mark.notebooks
+def test_the_planner_headline_pads_less_than_the_default_at_fewer_graphs(executed):
+    out, _ = executed
+    nb = nbformat.read(out / "notebooks" / "06_capture_size_planner.ipynb", as_version=4)
+    text = _printed(nb, "headline = fewest_graphs(")
+    found = re.search(
+        r"headline: (\d+) graphs pad ([\d.]+) tokens per step against the default's ([\d.]+) "
+        r"with its (\d+) FULL graphs \((\d+) capture sizes\)",
+        text,
+    )
+    assert found, text
+    graphs, waste, default_waste, full, sizes = (float(v) for v in found.groups())
+    assert graphs < full <= sizes and waste < default_waste
+    # the memory budget binds: it is below what the unconstrained plan needs
+    memory = _printed(nb, "small = SizingConfig(6, 3)")
+    needed, budget = map(float, re.findall(r"([\d.]+) MiB", memory)[:2])
+    assert budget < needed
+
+
+@pytest.mark.notebooks
 def test_adaptive_price_text_is_computed_from_its_frame(executed):
     out, _ = executed
     price = pd.read_csv(out / "04_adaptive_sizing" / "adaptive_price.csv")

@@ -24,6 +24,7 @@ from graphlab.sizing.plan import (
     read_spec_decode_steps,
     uniform_workload,
 )
+from graphlab.sizing.plan_compare import eager_penalty_tokens, fewest_graphs
 from graphlab.sizing.plan_result import evaluate
 
 V0, V1 = (
@@ -929,3 +930,73 @@ def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
         == len(result.capture_sizes)
         == len(result.default.capture_sizes)
     )
+
+
+def test_eager_penalty_optimum_equals_brute_force():
+    # the cost: mean padding + penalty per eager step, over every subset of the kept sizes
+    for engine, cfg, workload, _rng in CASES[::4]:
+        load = workload or uniform_workload(engine, cfg)
+        for penalty in (0.0, 2.5, 40.0):
+            for graphs in (1, 2):
+                result = plan(engine, cfg, workload, Budget(graphs), eager_penalty=penalty)
+                q = cfg.decode_query_len
+                tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
+                universe = range(q, min(tokens, int(load.sizes[-1]) + 2 * q) + 1, q)
+                best = min(
+                    result.mean_cost(evaluate(engine, cfg, subset, load))
+                    for g in range(1, graphs + 1)
+                    for subset in itertools.combinations(universe, g)
+                )
+                assert result.mean_cost(result.plan) == pytest.approx(best), (cfg, penalty)
+                assert result.to_dict()["mean_cost"] == pytest.approx(best)
+
+
+def test_fewest_graphs_pads_less_than_the_default_with_fewer_graphs():
+    # S 256, k 4 (notebook 06): the default's 51 FULL graphs pad 1.344 tokens a step up to 512
+    result = fewest_graphs("vllm-0.33.0", SizingConfig(256, 4))
+    graphs, full = len(result.capture_sizes), len(result.default_full_sizes)
+    assert graphs < full and result.plan.mean_padding_waste < result.default.mean_padding_waste
+    assert result.capture_sizes[-1] <= result.default.capture_sizes[-1]  # the same coverage
+    # one graph fewer does not pad less: the count is the fewest
+    fewer = plan(
+        "vllm-0.33.0", SizingConfig(256, 4), budget=Budget(graphs - 1), max_capture_size=512
+    )
+    assert fewer.plan.mean_padding_waste >= result.default.mean_padding_waste
+
+
+def test_an_eager_penalty_in_tokens_from_measured_curves():
+    # graph ms 1 + size/100 (0.01 ms a token); eager ms 1.2 + n/50: (0.2 + n/100) / 0.01 tokens
+    graph = SizeTable(np.array([4, 8, 16, 24]), 1 + np.array([4, 8, 16, 24]) / 100, "graph")
+    eager = SizeTable(np.array([4, 8, 12]), 1.2 + np.array([4, 8, 12]) / 50, "eager")
+    assert eager_penalty_tokens((graph, eager)) == pytest.approx(20 + 8)
+    with pytest.raises(GraphlabError, match="no eager penalty"):
+        eager_penalty_tokens((SizeTable(np.array([4]), np.array([1.0]), "graph"), eager))
+
+
+def test_log_plan_equals_brute_force_over_the_replays():
+    # every list of at most 2 sizes up to T replayed by the kit's dispatch: the log planner's
+    # padding is the least of those leaving no more steps without a graph than the current list
+    from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log, replay
+
+    rng = np.random.default_rng(5)
+    for case in range(24):
+        seqs, k, tokens = int(rng.integers(2, 7)), int(rng.integers(1, 3)), 30
+        mode = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")[case % 2]
+        engine = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        cfg = SizingConfig(seqs, k, tokens, cudagraph_mode=mode)
+        uniform = [(int(m) * (k + 1), "FULL") for m in rng.integers(1, seqs + 1, 4)]
+        mixed = [(int(n), "PIECEWISE") for n in rng.integers(1, tokens + 1, 4)]
+        frame = pd.DataFrame(uniform + mixed, columns=["unpadded_tokens", "runtime_mode"])
+        frame["count"] = rng.integers(1, 9, len(frame))
+        traffic = LoggedTraffic.from_frame(frame, mode, "random")
+        current = sorted({int(s) for s in rng.integers(1, tokens + 1, 4)})
+        result = plan_for_log(engine, cfg, traffic, current, 2)
+        allowed = result.current.steps_without_graph
+        best = min(
+            replayed.padding_tokens
+            for g in (1, 2)
+            for sizes in itertools.combinations(range(1, tokens + 1), g)
+            if (replayed := replay(engine, cfg, traffic, sizes)).steps_without_graph <= allowed
+        )
+        assert result.plan.steps_without_graph <= allowed
+        assert result.plan.padding_tokens == best, (engine, mode, seqs, k, current)

@@ -272,21 +272,27 @@ def test_inline_shows_figures_as_images_under_agg():
     assert "<svg" in shell.display_formatter.format(fig)[0]["image/svg+xml"]
 
 
-def test_plan_figure_marks_both_lists_and_the_eager_steps():
+def test_plan_figure_is_a_staircase_over_cumulative_padding():
     from graphlab.sizing.plan import Budget, plan
 
     result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8))
     fig = plots.plot_plan(result)
     text = _texts(fig)
     assert fig.get_suptitle().startswith("vllm-0.33.0, max_num_seqs=256, k=4")
-    assert (
-        f"default: {len(result.default.capture_sizes)} graphs" in text and "plan: 8 graphs" in text
-    )
-    # The default stops at 512 tokens: the steps above it are drawn as eager crosses.
-    (ax,) = fig.axes
-    eager = [line for line in ax.lines if line.get_label().startswith("default: eager steps")]
-    assert "not free" in eager[0].get_label()  # drawn at 0 waste, but an eager step has a cost
-    assert min(eager[0].get_xdata()) > 512
+    sizes = len(result.default.capture_sizes)
+    assert f"default: {sizes} capture sizes" in text and "plan: 8 capture sizes" in text
+    top, bottom = fig.axes
+    # the staircase: each step of n tokens at the graph it replays, never below n
+    stairs = {line.get_label().split(":")[0]: line for line in top.lines}
+    for side in ("default", "plan"):
+        x, y = stairs[side].get_xdata(), stairs[side].get_ydata()
+        assert (y[np.isfinite(y)] >= x[np.isfinite(y)]).all()
+    # the cumulative padding ends at each side's mean padding waste
+    ends = [line.get_ydata()[-1] for line in bottom.lines]
+    means = [result.default.mean_padding_waste, result.plan.mean_padding_waste]
+    assert ends == pytest.approx(means)
+    # the default stops at 512 tokens: its eager steps are a band, labelled as not free
+    assert "default: eager from 515 tokens (60% of steps; not free)" in text
 
 
 def _every_figure():

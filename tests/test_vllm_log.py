@@ -12,7 +12,7 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import SCHEMA, audit_log, engine_for_version
+from graphlab.sizing.log_audit import audit_log, engine_for_version
 from graphlab.sizing.vllm_log import read_vllm_log
 
 PREFIX = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
@@ -93,17 +93,17 @@ def test_a_pasted_table_without_num_paddings_reads_as_the_same_steps(tmp_path):
 
 def test_the_audit_agrees_with_a_table_the_kit_predicts(tmp_path, capsys):
     # S = 6, k = 6 on vllm-0.33.0 (issue example): 21 and 35 tokens replay FULL graphs of 21 and
-    # 35, a mixed batch of 36 the PIECEWISE 40; 28 tokens (4 verify requests) ran PIECEWISE at 32
-    # where FULL 28 exists: the lost-FULL class.
+    # 35, a mixed batch of 36 the PIECEWISE 40; 28 tokens ran PIECEWISE at 32 where FULL 28 is
+    # smaller: a mixed batch (a uniform one takes the smaller FULL graph), not PR 53407's class.
     rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
     rows.append((28, 32, "PIECEWISE", 3))
     path = write(tmp_path, ARGS + prefixed(table(rows)))
     code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json")
     data = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
-    assert code == 0 and data["schema"] == SCHEMA
+    assert code == 0 and (data["schema"], data["command"]) == (2, "audit")
     assert all(r["agrees"] for r in data["rows"])
     lost = [r for r in data["rows"] if r["full_graph_could_serve"]]
-    assert [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in lost] == [(28, 28)]
+    assert lost == []
     s = data["summary"]
     assert (s["steps"], s["steps_without_graph"], s["padding_tokens"]) == (14, 0, 2 * 4 + 3 * 4)
     assert s["disagreements"] == 0 and s["capture_sizes_agree"] is False
@@ -219,23 +219,38 @@ def test_stdin_and_a_missing_file(tmp_path, capsys, monkeypatch):
     assert "cannot read --vllm-log" in err
 
 
-def test_plan_takes_the_logged_steps_as_its_workload(tmp_path, capsys):
+def test_plan_replays_the_logged_steps_per_family(tmp_path, capsys):
+    # S 6, k 6 (q 7): FULL graphs at the sizes rounded up to 7 (7, 14, 21, 28, 35), PIECEWISE at
+    # the sizes; the mixed step of 36 tokens pads to 40
     rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
     log = write(tmp_path, ARGS + prefixed(table(rows)))
-    csv = tmp_path / "steps.csv"
-    csv.write_text("batch_size,count\n21,5\n35,4\n36,2\n")
-    common = ("--max-graphs", "3", "--json")
-    code, out, _ = run(capsys, "plan", "--vllm-log", log, *common)
-    from_log = json.loads(out)
-    code2, out2, _ = run(
-        capsys, "plan", "--batch-sizes", str(csv), "--max-num-seqs", "6",
-        "--num-speculative-tokens", "6", "--cudagraph-mode", "FULL_AND_PIECEWISE", *common,
-    )  # fmt: skip
-    from_csv = json.loads(out2)
-    assert code == code2 == 0
-    assert from_log["capture_sizes"] == from_csv["capture_sizes"]
-    assert from_log["mean_padding_waste"] == from_csv["mean_padding_waste"]
-    assert "vLLM's logged steps" in from_log["workload"]
+    code, out, _ = run(capsys, "plan", "--vllm-log", log, "--max-graphs", "3", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["command"] == "plan" and result["headline_kind"] == "plan"
+    current, plan = result["current"], result["plan"]
+    assert (current["padding_tokens"], current["steps_without_graph"]) == (8, 0)
+    assert current["full_sizes"] == [7, 14, 21, 28, 35]
+    # three sizes serve every step without padding: FULL 21 and 35 from sizes rounded up to 7
+    assert (plan["num_sizes"], plan["padding_tokens"], plan["steps_without_graph"]) == (3, 0, 0)
+    served = {(s["path"], s["graph_size"]): s["steps"] for s in plan["served"]}
+    assert served == {("full", 21): 5, ("full", 35): 4, ("piecewise", 36): 2}
+    assert result["vllm_flag"].startswith("--compilation-config")
+    # a pasted table without the config: --vllm-args fills S and k, and its compilation config
+    # is kept whole in the flag
+    pasted = write(tmp_path, table(rows), "pasted.md")
+    spec = '{"method": "ngram", "num_speculative_tokens": 6}'
+    cc = '{"cudagraph_mode": "FULL_AND_PIECEWISE", "mode": 3}'
+    line = f"vllm serve m --max-num-seqs 6 --speculative-config '{spec}' -cc '{cc}'"
+    code, out, err = run(capsys, "plan", "--vllm-log", pasted, "--vllm-args", line, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["plan"] == plan, err
+    assert again["compilation_config"]["mode"] == 3
+
+
+def test_plan_of_a_log_refuses_what_it_does_not_read(tmp_path, capsys):
+    log = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    err = one_error_line(capsys, "plan", "--vllm-log", log, "--latency", "x.csv")
+    assert "does not read --latency" in err
 
 
 def test_the_audit_of_an_empty_capture_list_runs_every_step_without_a_graph(tmp_path):
@@ -273,3 +288,80 @@ def test_an_over_long_line_is_skipped_and_lines_still_counted(tmp_path, capsys):
     assert ":5: cudagraph mode 'BOGUS'" in err  # ARGS 1, the long line 2, the settings 3..
     text = ARGS + long_line + table([(21, 21, "FULL", 2)])
     assert read_vllm_log(write(tmp_path, text)).frame()["count"].sum() == 2
+
+
+def test_assumed_mode_and_sizes_explain_a_disagreement_in_one_line_first(tmp_path, capsys):
+    # a pasted table without mode or sizes: the kit assumes both, and says so before any row
+    rows = [(21, 24, "FULL", 5), (9, 10, "PIECEWISE", 2), (10, 10, "NONE", 4)]
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, ARGS + stats), "--top", "1")
+    lines = out.splitlines()
+    assert code == 0 and "DISAGREEMENT" not in out
+    assert lines[0].startswith("3 of 3 rows differ from the kit's dispatch, which assumed")
+    assert "cudagraph_mode (FULL_AND_PIECEWISE" in lines[0] and "capture sizes" in lines[0]
+    assert "1 of 3 rows (the 1 most frequent per engine):" in out
+    # PR 53407's class is a PIECEWISE row in a gap below a FULL graph, never an eager row
+    assert "PR 53407" not in out
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    rows = [(n, n, "NONE", 1) for n in range(1, 3000)]
+    log = write(tmp_path, ARGS + prefixed(table(rows)))
+    command = f"{sys.executable} -m graphlab audit --vllm-log {log} | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.stdout.count("\n") == 1 and done.stderr == "", done.stderr
+
+
+def test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph(tmp_path, capsys):
+    # q = 3, sizes [1, 2, 4, 8, 16, 24] (PR 53407's example): FULL graphs 3, 6, 9, 18, 24; 12
+    # tokens (4 verify requests) took PIECEWISE 16 below FULL 18: flagged; eager rows never are
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (6, 6, "FULL", 2), (30, 30, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--json")
+    data = json.loads(out)
+    lost = [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in data["rows"]]
+    assert code == 0 and [row for row in lost if row[1]] == [(12, 18)]
+
+
+def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monkeypatch):
+    import io
+
+    from graphlab.sizing import vllm_log
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    terminal = Terminal()
+    monkeypatch.setattr(vllm_log.sys, "stderr", terminal)
+    read_vllm_log(path)  # below PROGRESS_BYTES: no bar
+    assert terminal.getvalue() == ""
+    monkeypatch.setattr(vllm_log, "PROGRESS_BYTES", 1)
+    assert read_vllm_log(path).steps[0].count == 5
+    assert path in terminal.getvalue() and "B/s" in terminal.getvalue()
+
+
+def test_an_eager_penalty_lets_the_log_plan_buy_coverage(tmp_path, capsys):
+    # 36 tokens ran eagerly above the largest size, 32: by default the plan may leave it eager
+    # (no more steps without a graph than now); at 100 tokens an eager step, a graph of 36 pays
+    rows = [(21, 21, "FULL", 5), (36, 36, "NONE", 2)]
+    log = write(tmp_path, ARGS + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24, 32]")))
+    common = ("plan", "--vllm-log", log, "--max-graphs", "2", "--json")
+    _, out, _ = run(capsys, *common)
+    plain = json.loads(out)["plan"]
+    # a log the kit's rules do not reproduce (21 tokens at 24) is said before the plan
+    bad = write(tmp_path, ARGS + prefixed(table([(21, 24, "FULL", 5)])), "bad.log")
+    _, out, _ = run(capsys, "plan", "--vllm-log", bad)
+    assert "differs from what vLLM logged (15, 0)" in out.splitlines()[0]
+    _, out, _ = run(capsys, *common, "--eager-penalty", "100")
+    priced = json.loads(out)
+    assert (plain["padding_tokens"], plain["steps_without_graph"]) == (0, 2)
+    assert priced["plan"]["steps_without_graph"] == 0 and 36 in priced["plan"]["capture_sizes"]
+    assert priced["headline_kind"] == "plan" and priced["eager_penalty"] == 100

@@ -4,8 +4,8 @@
 each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
 registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
 the exit status. Bad input raises GraphlabError, which `main` prints on one line (exit status 2,
-no traceback). Commands import torch only inside `run`, so audit, plan and crash-map stay
-torch-free.
+no traceback); a closed stdout (`| head`) ends quietly with status 141. Commands import torch
+only inside `run`, so audit, plan and crash-map stay torch-free.
 """
 
 from __future__ import annotations
@@ -55,3 +55,6 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:  # bench names its finished CSVs itself
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head` closed the pipe: stop quietly, as a shell tool does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error at exit flush
+        return 141  # 128 + SIGPIPE

@@ -221,6 +221,9 @@ capture_sizes = checked(
 )
 # inf and nan too: a budget is a finite amount.
 positive_float = checked(float, lambda number: 0 < number < float("inf"), "a finite number > 0")
+nonnegative_float = checked(
+    float, lambda number: 0 <= number < float("inf"), "a finite number >= 0"
+)
 
 
 @contextlib.contextmanager
@@ -369,9 +372,11 @@ def read_serve_line(args, given: dict):
 
 
 def _finite(value):
-    """value with every NaN or infinity replaced by None, in nested dicts and lists."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
+    """value with every NaN or infinity replaced by None and every float rounded to 12
+    significant digits (a sum of fractions prints 1.0, not 1.0000000000000002), in nested dicts
+    and lists."""
+    if isinstance(value, float):
+        return float(f"{value:.12g}") if math.isfinite(value) else None
     if isinstance(value, dict):
         return {key: _finite(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
@@ -381,5 +386,5 @@ def _finite(value):
 
 def json_text(command: str, data: dict) -> str:
     """The one JSON object a command's --json prints: `schema` and `command` first, strict JSON
-    (null where a number is undefined, never NaN)."""
+    (null where a number is undefined, never NaN; floats to 12 significant digits)."""
     return json.dumps({"schema": JSON_SCHEMA, "command": command, **_finite(data)}, allow_nan=False)

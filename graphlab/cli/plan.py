@@ -14,6 +14,7 @@ from graphlab.cli.arguments import (
     engine,
     int_in,
     json_text,
+    nonnegative_float,
     positive_float,
     read_serve_line,
 )
@@ -26,7 +27,8 @@ from graphlab.sizing.limits import (
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
-from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS, at_default_footing
+from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
+from graphlab.sizing.plan_compare import at_default_footing
 
 
 def add_parser(subparsers) -> None:
@@ -42,7 +44,11 @@ def add_parser(subparsers) -> None:
             f"so that a plan takes seconds: at most {MAX_CANDIDATES} candidate sizes (multiples "
             f"of 1+k the workload uses) and graphs x candidates^2 <= {MAX_PROGRAMME_CELLS}. "
             "With --vllm-args the config is your `vllm serve` line's, and the printed flag is its "
-            "whole compilation config with the planned capture sizes."
+            "whole compilation config with the planned capture sizes. With --vllm-log the "
+            "workload is the logged steps, planned per graph family as vLLM dispatches them "
+            "(uniform decode steps on FULL graphs at the sizes rounded up to 1+k, the rest on "
+            "PIECEWISE sizes) and replayed on the current sizes and the plan; a plan worse than "
+            "the current sizes on that traffic is never the headline."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
@@ -111,6 +117,15 @@ def add_parser(subparsers) -> None:
         default=None,
         help="no graph above this many tokens (e.g. the default's largest, to "
         "compare at equal coverage)",
+    )
+    parser.add_argument(
+        "--eager-penalty",
+        type=nonnegative_float,
+        default=None,
+        metavar="TOKENS",
+        help="charge each step without a graph this many padding tokens, trading coverage against "
+        "padding (default: every step up to the largest graph the budget allows has one; with "
+        "--vllm-log: no more steps without a graph than the current sizes leave)",
     )
     parser.add_argument(
         "--graph-memory",
@@ -302,13 +317,11 @@ def run(args) -> int:
     from graphlab.sizing import plan
     from graphlab.sizing.engines import get_engine
 
-    line = None
-    if args.vllm_log is not None and args.vllm_args is not None:
-        raise GraphlabError("give --vllm-args or --vllm-log, not both")
     if args.vllm_log is not None:
-        args.engine, cfg, workload = vllm_log.plan_inputs(args)
-    else:
-        cfg, line = _config(args)
+        from graphlab.cli import log_plan
+
+        return log_plan.run(args)
+    cfg, line = _config(args)
     if get_engine(args.engine or "vllm-0.33.0").cudagraph_mode(cfg) == "NONE":
         return _no_graphs(args, line)
     if args.memory_mib is not None and args.graph_memory is None:
@@ -319,14 +332,13 @@ def run(args) -> int:
         engine=args.bench_engine,
         num_speculative_tokens=args.bench_k,
     )
-    if args.vllm_log is None:
-        workload = (
-            plan.read_batch_sizes(args.batch_sizes)
-            if args.batch_sizes
-            else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
-            if args.steps
-            else None
-        )
+    workload = (
+        plan.read_batch_sizes(args.batch_sizes)
+        if args.batch_sizes
+        else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
+        if args.steps
+        else None
+    )
     result = plan.plan(
         args.engine or "vllm-0.33.0",
         cfg,
@@ -336,6 +348,7 @@ def run(args) -> int:
         latency=plan.read_latency(args.latency, **pick) if args.latency else None,
         max_capture_size=args.max_capture_size,
         compilation_config=line.compilation_config if line is not None else None,
+        eager_penalty=args.eager_penalty,
     )
     if args.json:
         extra = (

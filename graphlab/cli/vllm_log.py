@@ -1,5 +1,5 @@
-"""`--vllm-log FILE` for `audit` and `plan`: a vLLM `--cudagraph-metrics` log as the config and
-the traffic; what the log lacks comes from --vllm-args or the ordinary flags.
+"""`--vllm-log FILE` for `audit` and `plan` (graphlab.cli.log_plan): a vLLM `--cudagraph-metrics`
+log as the config and the traffic; what the log lacks comes from --vllm-args or the flags.
 
 The log is read by graphlab.sizing.vllm_log (streamed, "-" for stdin) and audited by
 graphlab.sizing.log_audit; a flag that contradicts the log is an error naming both values.
@@ -7,12 +7,11 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 
 from __future__ import annotations
 
-import json
 import re
 
-from graphlab.cli.arguments import joined_sizes
+from graphlab.cli.arguments import int_in, joined_sizes, json_text
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import FIELDS, audit_log, engine_for_version, logged_config
+from graphlab.sizing.log_audit import FIELDS, audit_log
 from graphlab.sizing.vllm_log import read_vllm_log
 
 HELP = (
@@ -24,6 +23,13 @@ HELP = (
 
 def add_option(parser) -> None:
     parser.add_argument("--vllm-log", metavar="FILE", default=None, help=HELP)
+    parser.add_argument(
+        "--top",
+        type=int_in(1, 10**6),
+        default=None,
+        metavar="N",
+        help="with --vllm-log: list each engine's N most frequent rows (default: every row)",
+    )
 
 
 def given_values(args) -> dict:
@@ -61,20 +67,5 @@ def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
     report = audit_log(read_vllm_log(args.vllm_log), given_values(args), args.engine)
-    print(json.dumps(report.to_dict(), allow_nan=False) if args.json else report.format_table())
+    print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0
-
-
-def plan_inputs(args):
-    """`plan --vllm-log`: (engine, SizingConfig, Workload) of the log's deployment, its observed
-    steps (unpadded tokens weighted by count, every engine together) as the workload."""
-    from graphlab.sizing.plan_inputs import Workload
-
-    log = read_vllm_log(args.vllm_log)
-    cfg, _ = logged_config(log, given_values(args))
-    engine = args.engine or engine_for_version(log.value("vllm_version"))[0]
-    steps = log.frame().groupby("unpadded_tokens")["count"].sum()
-    workload = Workload.from_counts(
-        steps.index.to_numpy(), steps.to_numpy(), f"{log.source} (vLLM's logged steps)"
-    )
-    return engine, cfg, workload

@@ -7,10 +7,11 @@ a mode with separate FULL decode graphs (FULL_AND_PIECEWISE, FULL_DECODE_ONLY) a
 batch, every other row as a mixed batch (graphlab.sizing.families `GraphFamilies.dispatch`). The
 graphs are the capture sizes the log names (what the engine captured), else the kit's own sizing.
 
-A row not on a FULL graph whose n is a whole number of verify requests (n = m * (1 + k),
-m <= max_num_seqs, k > 0) while a FULL graph >= n exists is flagged: if it was a uniform verify
-batch, a FULL graph could have served it; the class vLLM PR 53407 fixed (uniform decode batches in
-a gap between FULL sizes fell to PIECEWISE).
+A PIECEWISE row whose n is a whole number of verify requests (n = m * (1 + k), m <=
+max_num_seqs, k > 0) padded below the smallest FULL graph >= n is flagged: if it was a uniform
+verify batch, that FULL graph could have served it; the class vLLM PR 53407 fixed (uniform decode
+batches in a gap between FULL sizes took the smaller PIECEWISE graph). An eager (NONE) row is
+never that class.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
 from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
 
-SCHEMA = "graphlab.audit.vllm_log/1"
 NEWEST = "vllm-0.33.0"
 # SizingConfig's fields a log or the command line can set, and how the command line names them.
 FIELDS = (
@@ -124,10 +124,30 @@ class LogAudit:
             "steps_full_graph_could_serve": int(r["count"][r.full_graph_could_serve > 0].sum()),
             "capture_sizes_agree": self.capture_sizes_agree,
             "per_mode": per_mode,
+            "per_engine": {
+                engine: {
+                    "steps": int(rows["count"].sum()),
+                    "steps_without_graph": int(rows["count"][rows.runtime_mode == "NONE"].sum()),
+                    "padding_tokens": int((rows.num_paddings * rows["count"]).sum()),
+                    "disagreements": int((~rows.agrees).sum()),
+                }
+                for engine, rows in r.groupby("engine", sort=True)
+            },
         }
 
+    def assumptions(self) -> list[str]:
+        """What the audit assumed because neither the log nor the command line said it."""
+        assumed = []
+        if self.cfg.cudagraph_mode is None:
+            mode = get_engine(self.engine).cudagraph_mode(self.cfg)
+            assumed.append(f"cudagraph_mode ({mode}, the engine's default)")
+        if self.log.capture_sizes is None:
+            assumed.append(f"the capture sizes ({self.engine}'s own sizing)")
+        return assumed
+
     def to_dict(self) -> dict:
-        """Strict JSON values only (no NaN): ints, strings, booleans, None."""
+        """Strict JSON values only (no NaN): ints, strings, booleans, None (`audit --json` adds
+        `schema` and `command`)."""
         log = self.log
         config = {k: getattr(self.cfg, k) for k in FIELDS}
         config["cudagraph_capture_sizes"] = config["cudagraph_capture_sizes"] and list(
@@ -135,7 +155,6 @@ class LogAudit:
         )
         logged_sizes = log.value("capture_sizes")
         return {
-            "schema": SCHEMA,
             "source": log.source,
             "vllm_version": log.value("vllm_version"),
             "engine": self.engine,
@@ -152,28 +171,32 @@ class LogAudit:
             "rows": json.loads(self.rows.to_json(orient="records")),
         }
 
-    def format_table(self) -> str:
+    def format_table(self, top: int | None = None) -> str:
+        """The audit as text: a disagreement first (in one line when the audit assumed what the
+        log does not say), the summary per mode and per engine, then the rows (with top, each
+        engine's `top` most frequent)."""
         s, log = self.summary(), self.log
         version = log.value("vllm_version") or "(version not in the log)"
         lines = []
         bad = self.rows[~self.rows.agrees]
-        if not bad.empty or not self.capture_sizes_agree:
+        assumed = self.assumptions()
+        disagree = not bad.empty or not self.capture_sizes_agree
+        if disagree and assumed:
+            what = f"{len(bad)} of {len(self.rows)} rows" + (
+                "" if self.capture_sizes_agree else " and the capture sizes"
+            )
+            lines.append(
+                f"{what} differ from the kit's dispatch, which assumed what the log does not "
+                f"say: {'; '.join(assumed)}; give them (flags or --vllm-args) to audit the rows "
+                "(listed below)"
+            )
+        elif disagree:
             lines.append(
                 f"DISAGREEMENT between vLLM's log and graphlab's {self.engine} rules (a kit bug, "
                 f"or a vLLM version the kit does not model; log: vLLM {version}, assumed "
                 f"{self.engine}):"
             )
-            if not self.capture_sizes_agree:
-                lines.append(
-                    f"  capture sizes: vLLM logged {list(log.value('capture_sizes'))}, the kit "
-                    f"computes {list(self.kit_capture_sizes)}"
-                )
-            for row in bad.itertuples():
-                lines.append(
-                    f"  engine {row.engine}: {row.unpadded_tokens} tokens ran {row.runtime_mode} "
-                    f"at {row.padded_tokens} ({row.count} steps); kit: {row.kit_runtime_mode} at "
-                    f"{row.kit_padded_tokens}"
-                )
+            lines += self._disagreements(bad)
         cfg = self.cfg
         tokens = get_engine(self.engine).effective_max_num_batched_tokens(cfg)
         lines += [
@@ -191,6 +214,12 @@ class LogAudit:
                 f"  {mode:<9} {m['steps']:>8} steps {m['tokens']:>10} tokens "
                 f"{m['padding_tokens']:>8} padding tokens"
             )
+        if len(s["per_engine"]) > 1:
+            lines += [
+                f"  engine {engine}: {e['steps']} steps, {e['steps_without_graph']} without a "
+                f"graph, {e['padding_tokens']} padding tokens, {e['disagreements']} rows disagree"
+                for engine, e in s["per_engine"].items()
+            ]
         if log.capture_seconds is not None:
             lines.append(
                 f"graph capture: {log.value('capture_seconds'):g} s, "
@@ -199,18 +228,38 @@ class LogAudit:
         lost = self.rows[self.rows.full_graph_could_serve > 0]
         if not lost.empty:
             lines.append(
-                f"{s['steps_full_graph_could_serve']} steps ran without a FULL graph although, as "
-                "uniform verify batches, a FULL graph could have served them (PR 53407's class):"
+                f"{s['steps_full_graph_could_serve']} steps ran on a smaller PIECEWISE graph "
+                "although, as uniform verify batches, a FULL graph could have served them (PR "
+                "53407's class):"
             )
             lines += [
-                f"  {r.unpadded_tokens} tokens ran {r.runtime_mode} ({r.count} steps): FULL "
-                f"graph {r.full_graph_could_serve}"
-                for r in lost.itertuples()
+                f"  {r.unpadded_tokens} tokens ran {r.runtime_mode} at {r.padded_tokens} "
+                f"({r.count} steps): FULL graph {r.full_graph_could_serve}"
+                for r in lost.head(top or len(lost)).itertuples()
             ]
-        table = self.rows.drop(columns="engine") if len(log.engines) == 1 else self.rows
-        lines += ["", table.to_string(index=False)]
+        if disagree and assumed:
+            lines.append("what differs under those assumptions:")
+            lines += self._disagreements(bad.head(top or len(bad)))
+        rows = self.rows if top is None else self.rows.groupby("engine", sort=False).head(top)
+        table = rows.drop(columns="engine") if len(log.engines) == 1 else rows
+        shown = "" if len(rows) == len(self.rows) else f" (the {top} most frequent per engine)"
+        lines += ["", f"{len(rows)} of {len(self.rows)} rows{shown}:", table.to_string(index=False)]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
+
+    def _disagreements(self, bad: pd.DataFrame) -> list[str]:
+        lines = []
+        if not self.capture_sizes_agree:
+            lines.append(
+                f"  capture sizes: vLLM logged {list(self.log.value('capture_sizes'))}, the kit "
+                f"computes {list(self.kit_capture_sizes)}"
+            )
+        return lines + [
+            f"  engine {row.engine}: {row.unpadded_tokens} tokens ran {row.runtime_mode} "
+            f"at {row.padded_tokens} ({row.count} steps); kit: {row.kit_runtime_mode} at "
+            f"{row.kit_padded_tokens}"
+            for row in bad.itertuples()
+        ]
 
 
 def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None) -> LogAudit:
@@ -244,7 +293,13 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
         kit_modes.append("NONE" if path == "eager" else path.upper())
         verify = q > 1 and n % q == 0 and n // q <= cfg.max_num_seqs
         full_path, full_size = families.dispatch(n, True)
-        lost = verify and row.runtime_mode != "FULL" and full_path == "full"
+        # PR 53407's class: a smaller PIECEWISE graph in a gap below the FULL one (never NONE)
+        lost = (
+            verify
+            and row.runtime_mode == "PIECEWISE"
+            and full_path == "full"
+            and row.padded_tokens < full_size
+        )
         could.append(full_size if lost else 0)
     frame["kit_padded_tokens"] = kit_sizes
     frame["kit_runtime_mode"] = kit_modes

@@ -70,7 +70,6 @@ __all__ = [
     "Budget",
     "SizeTable",
     "Workload",
-    "at_default_footing",
     "plan",
     "read_batch_sizes",
     "read_graph_memory",
@@ -78,22 +77,6 @@ __all__ = [
     "read_spec_decode_steps",
     "uniform_workload",
 ]
-
-
-def at_default_footing(result: Plan) -> Plan:
-    """The plan on the default's terms: as many graphs as the default has FULL uniform-decode graphs
-    (its raw sizes when it has none), none above its largest capture size (the same coverage: a
-    uniform step no FULL graph holds still replays a PIECEWISE one up to there)."""
-    sizes = result.default_full_sizes or result.default.capture_sizes
-    if not sizes:
-        return result
-    return plan(
-        result.engine,
-        result.config,
-        result.workload,
-        Budget(len(sizes), graph_pool=result.budget.graph_pool),
-        max_capture_size=result.default.capture_sizes[-1],
-    )
 
 
 def uniform_workload(engine, cfg: SizingConfig) -> Workload:
@@ -109,7 +92,9 @@ def uniform_workload(engine, cfg: SizingConfig) -> Workload:
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
 
 
-def _check_arguments(cfg, workload, budget, memory, latency, max_capture_size) -> None:
+def _check_arguments(
+    cfg, workload, budget, memory, latency, max_capture_size, eager_penalty
+) -> None:
     """GraphlabError naming the first argument of plan() of the wrong type or value."""
     check_instance("cfg", cfg, SizingConfig)
     check_instance("budget", budget, Budget)
@@ -125,6 +110,17 @@ def _check_arguments(cfg, workload, budget, memory, latency, max_capture_size) -
             )
     if max_capture_size is not None:  # 0 would read as no cap, 12.5 as a cap of 12
         check_int("max_capture_size", max_capture_size, 1)
+    if eager_penalty is not None:
+        real = isinstance(eager_penalty, (int, float, np.integer, np.floating))
+        if isinstance(eager_penalty, bool) or not (real and 0 <= eager_penalty < np.inf):
+            raise GraphlabError(
+                f"eager_penalty must be a finite number >= 0 (tokens), got {eager_penalty!r}"
+            )
+        if latency is not None:
+            raise GraphlabError(
+                "give latency or eager_penalty, not both: latency prices an eager step from the "
+                "eager curve, eager_penalty in padding tokens"
+            )
 
 
 def _checked_workload(
@@ -211,11 +207,17 @@ def _chosen_sizes(
     workload: Workload,
     budget: Budget,
     latency: tuple[SizeTable, SizeTable] | None,
+    eager_penalty: float | None = None,
 ) -> np.ndarray:
-    """The optimal capture sizes among the candidates, by padding waste or by step latency."""
+    """The optimal capture sizes among the candidates, by padding waste (eager steps free, or
+    each costing eager_penalty tokens) or by step latency."""
     graph_ms, eager_ms = latency if latency is not None else (None, None)
     cost = interval_costs(candidates, workload, graph_ms)
-    if latency is None:
+    if eager_penalty is not None:  # each eager step costs the penalty in padding tokens
+        covered = np.searchsorted(workload.sizes, candidates, side="right")
+        above = np.concatenate((np.cumsum(workload.weights[::-1])[::-1], [0.0]))[covered]
+        tail = eager_penalty * above
+    elif latency is None:
         # Coverage first: the largest affordable candidate is the top graph; eager steps waste 0.
         top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
         candidates, cost, own = candidates[: top + 1], cost[: top + 1, : top + 1], own[: top + 1]
@@ -262,6 +264,7 @@ def plan(
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,
     compilation_config: dict | None = None,
+    eager_penalty: float | None = None,
 ) -> Plan:
     """The capture sizes minimising the workload's mean cost within the budget (see the module
     docstring).
@@ -271,11 +274,13 @@ def plan(
     memory budget, the plan may capture as many graphs as the engine's default does.
     max_capture_size: no graph above it (e.g. the default's largest size, to compare at equal
     coverage). compilation_config: the user's (JSON values), which the plan's flag keeps whole
-    (None: no user line; the flag then names cfg's cudagraph_mode).
+    (None: no user line; the flag then names cfg's cudagraph_mode). eager_penalty: the padding
+    tokens an eager step costs, so that coverage is bought only where it pays (None: coverage
+    first, eager steps free).
     GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
     policy = get_engine(engine)
-    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size)
+    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size, eager_penalty)
     if policy.name in ALL_V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
@@ -290,7 +295,7 @@ def plan(
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
     candidates, own, reason = _affordable(candidates, own, budget)
-    chosen = _chosen_sizes(candidates, own, workload, budget, latency)
+    chosen = _chosen_sizes(candidates, own, workload, budget, latency, eager_penalty)
     plan_outcome = evaluate(policy, cfg, chosen, workload, memory, budget.graph_pool, latency)
     default = _default_outcome(policy, cfg, workload, memory, budget, latency, notes)
     eager = tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]])
@@ -298,6 +303,9 @@ def plan(
         reason = (
             "eager steps are faster than a graph padded over them"
             if latency is not None
+            else f"an eager step costs {eager_penalty:g} tokens, less than the padding a graph "
+            "over it adds"
+            if eager_penalty is not None
             else f"no graph above max_capture_size={ceiling}"
             if ceiling < tokens
             else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
@@ -313,7 +321,7 @@ def plan(
         tokens,
         workload,
         budget,
-        "latency" if latency else "padding",
+        "latency" if latency else "padding" if eager_penalty is None else "padding+eager",
         plan_outcome,
         default,
         eager,
@@ -322,4 +330,5 @@ def plan(
         latency[0].kind if latency is not None else None,
         tuple(notes),
         None if compilation_config is None else dict(compilation_config),
+        eager_penalty,
     )

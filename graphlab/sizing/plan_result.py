@@ -69,6 +69,26 @@ def evaluate(
     )
 
 
+def compilation_with_sizes(user: dict | None, cudagraph_mode: str | None, sizes) -> dict:
+    """The user's compilation_config with only the capture sizes changed (and a user-set
+    max_cudagraph_capture_size moved to the largest, which vLLM requires to agree); without a
+    user's config, the cudagraph_mode when one is set."""
+    sizes = [int(s) for s in sizes]
+    out = dict(user or {})
+    if user is None and cudagraph_mode is not None:
+        out["cudagraph_mode"] = cudagraph_mode
+    if "max_cudagraph_capture_size" in out:
+        out["max_cudagraph_capture_size"] = sizes[-1]
+    return out | {"cudagraph_capture_sizes": sizes}
+
+
+def vllm_flag(compilation: dict) -> str:
+    """One --compilation-config flag holding the whole compilation config: vLLM keeps the last of
+    a repeated flag (logging "Found duplicate keys"), so a flag of sizes alone would drop the
+    user's other settings."""
+    return f"--compilation-config '{json.dumps(compilation)}'"
+
+
 # --- the planner's result -------------------------------------------------------------------------
 
 
@@ -91,6 +111,21 @@ class Plan:
     # The user's compilation_config (a `vllm serve` line's, as JSON values), which the flag keeps;
     # None: no line, so the flag names the config's cudagraph_mode itself.
     compilation_config: dict | None = None
+    eager_penalty: float | None = None  # padding tokens an eager step costs; None: free
+
+    def objective(self, outcome: Outcome) -> float:
+        """What the plan minimised, for the plan or the default: mean step latency (latency
+        cost), else the mean padding plus the eager penalty per eager step."""
+        if self.cost == "latency":
+            return outcome.mean_step_ms
+        return self.mean_cost(outcome)
+
+    def mean_cost(self, outcome: Outcome, eager_penalty: float | None = None) -> float:
+        """Mean padding waste plus the eager penalty (the plan's, or the one given) per eager
+        step; the waste alone without a penalty."""
+        penalty = self.eager_penalty if eager_penalty is None else eager_penalty
+        eager = max(0.0, 1.0 - outcome.graph_fraction)
+        return outcome.mean_padding_waste + (penalty or 0.0) * eager
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -109,23 +144,14 @@ class Plan:
 
     @property
     def compilation(self) -> dict:
-        """The user's compilation_config with only the capture sizes changed (and a user-set
-        max_cudagraph_capture_size moved to the largest, which vLLM requires to agree); without a
-        user's config, the config's cudagraph_mode when it sets one."""
-        sizes = list(self.capture_sizes)
-        out = dict(self.compilation_config or {})
-        if self.compilation_config is None and self.config.cudagraph_mode is not None:
-            out["cudagraph_mode"] = self.config.cudagraph_mode
-        if "max_cudagraph_capture_size" in out:
-            out["max_cudagraph_capture_size"] = sizes[-1]
-        return out | {"cudagraph_capture_sizes": sizes}
+        """`compilation_with_sizes` of the user's config, the config's mode and the plan."""
+        return compilation_with_sizes(
+            self.compilation_config, self.config.cudagraph_mode, self.capture_sizes
+        )
 
     @property
     def vllm_flag(self) -> str:
-        """One --compilation-config flag holding the whole compilation config: vLLM keeps the
-        last of a repeated flag (logging "Found duplicate keys"), so a flag of sizes alone would
-        drop the user's other settings."""
-        return f"--compilation-config '{json.dumps(self.compilation)}'"
+        return vllm_flag(self.compilation)
 
     @property
     def warnings(self) -> tuple[str, ...]:
@@ -152,6 +178,7 @@ class Plan:
             "cudagraph_mode": get_engine(self.engine).cudagraph_mode(self.config),
             "workload": self.workload.source,
             "cost": self.cost,
+            "eager_penalty": self.eager_penalty,
             "max_graphs": self.budget.max_graphs,
             "memory_budget_mib": self.budget.memory_mib,
             "graph_pool": self.budget.graph_pool,
@@ -164,6 +191,7 @@ class Plan:
                 f"{prefix}num_graphs": len(outcome.capture_sizes),
                 f"{prefix}mean_padding_waste": outcome.mean_padding_waste,
                 f"{prefix}graph_fraction": outcome.graph_fraction,
+                f"{prefix}mean_cost": self.mean_cost(outcome),
                 f"{prefix}mean_step_ms": outcome.mean_step_ms,
                 f"{prefix}memory_mib": None
                 if outcome.memory_bytes is None

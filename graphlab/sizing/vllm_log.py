@@ -19,6 +19,8 @@ and older pastes lack `Num Paddings`. Start-up lines read too: `non-default args
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import sys
 from collections import Counter
@@ -36,6 +38,7 @@ OPTIONAL_COLUMNS = ("Num Paddings",)  # tables pasted from before it was added l
 # Lines longer than this are skipped (never held whole): a vLLM line is a few KiB at most.
 MAX_LINE_BYTES = 1 << 20
 BLOCK_BYTES = 1 << 20  # read at a time
+PROGRESS_BYTES = 64 << 20  # a log this large read at a terminal shows a progress bar
 BINARY = "binary data (a NUL byte), not a text log"
 # What a line must hold to be parsed at all; every other line is only checked for binary data.
 _MARKERS = re.compile(
@@ -291,16 +294,35 @@ def read_vllm_log(path) -> VllmLog:
     if str(path) == "-":
         return _read(sys.stdin.buffer, "<stdin>")
     try:
-        with open(path, "rb") as stream:
-            return _read(stream, str(path))
+        with open(path, "rb") as stream, _progress(stream, str(path)) as shown:
+            return _read(stream, str(path), shown)
     except OSError as error:
         raise GraphlabError(f"cannot read --vllm-log {str(path)!r}: {error.strerror}") from None
 
 
-def _read(stream, source: str) -> VllmLog:
+@contextlib.contextmanager
+def _progress(stream, source: str):
+    """A bytes bar on stderr (tqdm) for a log of PROGRESS_BYTES or more read at a terminal; None
+    otherwise (a pipe or a file gets no bar lines)."""
+    size = os.fstat(stream.fileno()).st_size
+    if size < PROGRESS_BYTES or not sys.stderr.isatty():
+        yield None
+        return
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:
+        yield None
+        return
+    with tqdm(total=size, unit="B", unit_scale=True, desc=source, file=sys.stderr) as bar:
+        yield bar
+
+
+def _read(stream, source: str, shown=None) -> VllmLog:
     """Blocks of whole lines; a line over MAX_LINE_BYTES is skipped to its end, never held."""
     reader, carry, skipping = _Reader(source), b"", False
     while block := stream.read(BLOCK_BYTES):
+        if shown is not None:
+            shown.update(len(block))
         if skipping:
             cut = block.find(b"\n")
             if b"\0" in (block if cut < 0 else block[:cut]):

@@ -1,4 +1,5 @@
-"""The capture size plan figure: padding waste per decode step size, default against plan."""
+"""The capture size plan figure: a staircase of the graph each decode step replays, default against
+plan, over the padding each accumulates across the workload."""
 
 from __future__ import annotations
 
@@ -7,62 +8,79 @@ from matplotlib.figure import Figure
 
 from graphlab.views.style import WIDTH_IN
 
+SIDES = (("default", "tab:orange"), ("plan", "tab:blue"))
+
+
+def _summary(result, label: str, outcome) -> str:
+    text = (
+        f"{label}: {len(outcome.capture_sizes)} capture sizes, mean padding "
+        f"{outcome.mean_padding_waste:.2f} tokens/step, graph fraction {outcome.graph_fraction:.3f}"
+    )
+    if result.eager_penalty is not None:
+        text += f", mean cost {result.mean_cost(outcome):.2f}"
+    if outcome.mean_step_ms is not None:
+        text += f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
+    return text
+
 
 def plot_plan(result) -> Figure:
-    """A graphlab.sizing.plan_result.Plan: padding waste per decode step size, the engine's
-    default against the plan; ticks mark the captured sizes (default below, plan above) and
-    crosses the steps that run eagerly."""
-    fig = Figure(figsize=(WIDTH_IN, 4.4), layout="constrained")
-    ax = fig.add_subplot()
-    ns = result.workload.sizes
-    for label, outcome, color in (
-        ("default", result.default, "tab:orange"),
-        ("plan", result.plan, "tab:blue"),
-    ):
+    """A graphlab.sizing.plan_result.Plan. Top: the graph size each decode step of n tokens
+    replays, a staircase per side up to the largest graph (the rise above the dotted diagonal is
+    its padding). Bottom: over the whole workload, the padding accumulated in tokens per step as n
+    grows (with an eager penalty each eager step adds it: the cost the plan minimised); a shaded
+    band marks each side's eager steps."""
+    fig = Figure(figsize=(WIDTH_IN, 5.6), layout="constrained")
+    top, bottom = fig.subplots(2, 1, height_ratios=(3, 2))
+    ns, weights = result.workload.sizes, result.workload.weights
+    # The staircase where graphs are: beyond the largest graph there are no stairs to see.
+    reach = max(int(getattr(result, label).padded.max()) for label, _ in SIDES) or int(ns[-1])
+    shown = ns <= reach
+    top.plot(ns[shown], ns[shown], ":", color="0.5", linewidth=0.9, label="graph size = step size")
+    for label, color in SIDES:
+        outcome = getattr(result, label)
         on_graph = outcome.padded > 0
-        summary = (
-            f"{label}: {len(outcome.capture_sizes)} graphs, "
-            f"mean waste {outcome.mean_padding_waste:.2f}, "
-            f"graph fraction {outcome.graph_fraction:.3f}"
-            + (
-                f", {outcome.mean_step_ms:.3f} ms/step ({result.latency_backend})"
-                if outcome.mean_step_ms is not None
-                else ""
+        padded = np.where(on_graph, outcome.padded, np.nan).astype(float)
+        top.plot(
+            ns[shown],
+            padded[shown],
+            drawstyle="steps-pre",
+            color=color,
+            linewidth=1.4,
+            label=_summary(result, label, outcome),
+        )
+        cost = np.where(on_graph, outcome.padded - ns, result.eager_penalty or 0.0)
+        bottom.plot(ns, np.cumsum(weights * cost), drawstyle="steps-post", color=color)
+        if not on_graph.all():
+            first = int(ns[~on_graph][0])
+            share = float(weights[~on_graph].sum())
+            bottom.axvspan(
+                first,
+                ns[-1],
+                ymin=0.0 if label == "default" else 0.5,
+                ymax=0.5 if label == "default" else 1.0,
+                color=color,
+                alpha=0.12,
+                label=f"{label}: eager from {first} tokens ({share:.0%} of steps; not free)",
             )
-        )
-        ax.plot(
-            ns[on_graph],
-            (outcome.padded - ns)[on_graph],
-            ".",
-            markersize=4,
-            color=color,
-            label=summary,
-        )
-        ax.plot(
-            ns[~on_graph],
-            np.zeros((~on_graph).sum()),
-            "x",
-            color=color,
-            label=f"{label}: eager steps (drawn at 0, not free)",
-        )
-        ymin, ymax = (0.0, 0.04) if label == "default" else (0.96, 1.0)
-        for size in outcome.capture_sizes:
-            ax.axvline(size, ymin=ymin, ymax=ymax, color=color, linewidth=0.8)
-    ax.set_xlabel(f"decode step size n (tokens; {result.workload.source} workload)")
-    ax.set_ylabel("padding waste: padded size - n (tokens)")
+    top.set(
+        xlabel="decode step size n (tokens), up to the largest graph",
+        ylabel="graph size replayed (tokens)",
+    )
+    what = (
+        "padding" if result.eager_penalty is None else f"padding + {result.eager_penalty:g}/eager"
+    )
+    bottom.set(
+        xlabel=f"decode step size n (tokens; {result.workload.source} workload)",
+        ylabel=f"cumulative {what}\n(tokens per step)",
+    )
     cfg = result.config
     fig.suptitle(
         f"{result.engine}, max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens}, "
-        f"max_num_batched_tokens={result.max_num_batched_tokens}:\ncapture sizes, default vs "
-        f"plan ({result.cost} cost)",
+        f"max_num_batched_tokens={result.max_num_batched_tokens}:\nthe graph each step replays, "
+        f"default vs plan ({result.cost} cost)",
         fontsize=10,
     )
-    # Below the axes, off the data: the summaries are long.
-    priced = result.plan.mean_step_ms is not None  # longer labels: one per line
-    fig.legend(
-        *ax.get_legend_handles_labels(),
-        loc="outside lower center",
-        fontsize=8,
-        ncols=1 + (not priced),
-    )
+    handles, labels = top.get_legend_handles_labels()
+    more = bottom.get_legend_handles_labels()
+    fig.legend(handles + more[0], labels + more[1], loc="outside lower center", fontsize=8)
     return fig

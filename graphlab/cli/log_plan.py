@@ -1,0 +1,175 @@
+"""`plan --vllm-log FILE`: capture sizes for the logged traffic, per graph family, with the logged
+steps replayed through the kit's dispatch on the current sizes and on the plan
+(graphlab.sizing.log_plan); what the log lacks comes from --vllm-args or the flags."""
+
+from __future__ import annotations
+
+from graphlab.cli.arguments import json_text
+from graphlab.cli.vllm_log import given_values
+from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.log_audit import engine_for_version, logged_config
+from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log
+from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
+from graphlab.sizing.vllm_log import read_vllm_log
+
+# Options of the workload planner that price steps or memory, which the log planner does not read.
+UNREAD = ("latency", "graph_memory", "memory_mib", "max_capture_size")
+LABELS = {
+    "current": "current",
+    "plan": "plan, at most {graphs} sizes",
+    "same_count": "plan, at most the current graphs",
+}
+
+
+def _config(args):
+    """(engine, SizingConfig, notes, the user's compilation_config or None) of the log, filled by
+    --vllm-args or the flags."""
+    log = read_vllm_log(args.vllm_log)
+    cfg, notes = logged_config(log, given_values(args))
+    engine, assumed = engine_for_version(log.value("vllm_version"))
+    engine = args.engine or engine
+    if assumed and args.engine is None:
+        notes = (assumed, *notes)
+    user = None
+    if args.vllm_args is not None:
+        from graphlab.against_vllm.serve_args import read_vllm_args
+
+        user = read_vllm_args(args.vllm_args, args.device_tier).compilation_config or None
+    return log, engine, cfg, notes, user
+
+
+def run(args) -> int:
+    given = [f"--{name.replace('_', '-')}" for name in UNREAD if getattr(args, name) is not None]
+    if given:
+        raise GraphlabError(
+            f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
+            "(plan the steps with --batch-sizes to price latency or memory)"
+        )
+    log, engine, cfg, notes, user = _config(args)
+    policy = get_engine(engine)
+    error = policy.startup_error(cfg)
+    if error:
+        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+    current = log.value("capture_sizes") or policy.capture_sizes(cfg)
+    frame = log.frame()
+    traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
+    logged = {
+        "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
+        "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
+    }
+    result = plan_for_log(engine, cfg, traffic, current, args.max_graphs, args.eager_penalty)
+    replayed = {key: getattr(result.current, key) for key in logged}
+    if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
+        notes = (
+            f"the kit's replay of the current sizes ({replayed['padding_tokens']} padding tokens, "
+            f"{replayed['steps_without_graph']} steps without a graph) differs from what vLLM "
+            f"logged ({logged['padding_tokens']}, {logged['steps_without_graph']}); "
+            "`audit --vllm-log` shows the rows",
+            *notes,
+        )
+    kind = result.headline_kind
+    compilation = None
+    if kind != "current":
+        compilation = compilation_with_sizes(
+            user, cfg.cudagraph_mode, result.headline.capture_sizes
+        )
+    data = {
+        "source": log.source,
+        "vllm_version": log.value("vllm_version"),
+        "engine": engine,
+        "max_num_seqs": cfg.max_num_seqs,
+        "num_speculative_tokens": cfg.num_speculative_tokens,
+        "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),
+        "cudagraph_mode": policy.cudagraph_mode(cfg),
+        "steps": traffic.steps,
+        "logged": logged,
+        "max_graphs": result.max_graphs,
+        "eager_penalty": result.eager_penalty,
+        "current": result.current.to_dict(),
+        "plan": result.plan.to_dict(),
+        "same_count": result.same_count.to_dict(),
+        "headline_kind": kind,
+        "headline": result.headline.to_dict(),
+        "compilation_config": compilation,
+        "vllm_flag": None if compilation is None else vllm_flag(compilation),
+        "notes": list(notes),
+    }
+    print(json_text("plan", data) if args.json else _format(result, data))
+    return 0
+
+
+def _cell(family: dict) -> str:
+    return f"{family['padding_tokens']:>7} / {family['steps_without_graph']:<6}"
+
+
+def _format(result, d: dict) -> str:
+    mode = d["cudagraph_mode"]
+    lines = [f"note: {note}" for note in d["notes"]]
+    lines.append(
+        f"vLLM log {d['source']}: {d['steps']} steps; planned with {d['engine']} at "
+        f"max_num_seqs={d['max_num_seqs']} num_speculative_tokens={d['num_speculative_tokens']} "
+        f"max_num_batched_tokens={d['max_num_batched_tokens']} cudagraph_mode={mode}; "
+        "uniform decode steps are those vLLM ran on FULL graphs, every other step is mixed"
+    )
+    lines.append(
+        "the logged steps replayed through the kit's dispatch: padding tokens / steps without a "
+        "graph"
+    )
+    lines.append(
+        f"  {'sizing':<36} {'sizes':>5} {'graphs':>6}  {'uniform decode':<16} {'mixed':<16} "
+        f"{'total':<16}"
+    )
+    kinds = ["current", "plan"]
+    if d["same_count"]["capture_sizes"] != d["plan"]["capture_sizes"]:
+        kinds.append("same_count")
+    for kind in kinds:
+        r = d[kind]
+        total = {
+            "padding_tokens": r["padding_tokens"],
+            "steps_without_graph": r["steps_without_graph"],
+        }
+        label = LABELS[kind].format(graphs=d["max_graphs"])
+        lines.append(
+            f"  {label:<36} {r['num_sizes']:>5} {r['num_graphs']:>6}  "
+            f"{_cell(r['families']['uniform'])}  {_cell(r['families']['mixed'])}  {_cell(total)}"
+        )
+    for kind in kinds:
+        lines.append(
+            f"  {LABELS[kind].format(graphs=d['max_graphs']) + ':':<36} "
+            f"{', '.join(map(str, d[kind]['capture_sizes']))}"
+        )
+    lines.append(_headline(result, d))
+    served = d["headline"]["served"]
+    lines.append(
+        "what each graph serves (steps): "
+        + ", ".join(f"{s['path'].upper()} {s['graph_size']}: {s['steps']}" for s in served)
+    )
+    if mode == "FULL_DECODE_ONLY":
+        lines.append("mixed steps run eagerly under FULL_DECODE_ONLY whatever the sizes")
+    if d["vllm_flag"] is not None:
+        lines.append(f"vllm: {d['vllm_flag']}")
+    return "\n".join(lines)
+
+
+def _headline(result, d: dict) -> str:
+    current, kind = d["current"], d["headline_kind"]
+    plan = d["plan"]
+    if kind == "current":
+        return (
+            "headline: keep the current sizes: no plan pads less on this traffic without leaving "
+            "more steps without a graph"
+        )
+    head = d[kind]
+    text = (
+        f"headline: {LABELS[kind].format(graphs=d['max_graphs'])} ({head['num_sizes']} sizes, "
+        f"{head['num_graphs']} graphs): {head['padding_tokens']} padding tokens against the "
+        f"current sizes' {current['padding_tokens']}, {head['steps_without_graph']} steps without "
+        f"a graph against {current['steps_without_graph']}"
+    )
+    if kind == "same_count":
+        text += (
+            f"; within {d['max_graphs']} sizes the best pads {plan['padding_tokens']} with "
+            f"{plan['steps_without_graph']} steps without a graph, worse than the current sizes"
+        )
+    return text

@@ -1,0 +1,90 @@
+"""The planner's result against the engine's default: on the default's terms (its count of FULL
+graphs and its coverage), the fewest graphs that beat it, and the price of an eager step in padding
+tokens read off measured latency curves, which lets plans of different coverage be compared."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.optimum import Budget
+from graphlab.sizing.plan import plan
+from graphlab.sizing.plan_inputs import SizeTable, Workload
+from graphlab.sizing.plan_result import Plan
+
+
+def at_default_footing(result: Plan) -> Plan:
+    """The plan on the default's terms: as many graphs as the default has FULL uniform-decode graphs
+    (its raw sizes when it has none), none above its largest capture size (the same coverage: a
+    uniform step no FULL graph holds still replays a PIECEWISE one up to there)."""
+    sizes = result.default_full_sizes or result.default.capture_sizes
+    if not sizes:
+        return result
+    return plan(
+        result.engine,
+        result.config,
+        result.workload,
+        Budget(len(sizes), graph_pool=result.budget.graph_pool),
+        max_capture_size=result.default.capture_sizes[-1],
+    )
+
+
+def fewest_graphs(
+    engine,
+    cfg: SizingConfig,
+    workload: Workload | None = None,
+    latency: tuple[SizeTable, SizeTable] | None = None,
+    eager_penalty: float | None = None,
+) -> Plan | None:
+    """The plan with the fewest graphs that costs less than the engine's default, with fewer
+    graphs than the default's FULL uniform-decode graphs (its capture sizes when it has none);
+    None when no such count does.
+
+    Cost: mean step latency with latency, padding plus eager_penalty per eager step with one,
+    else padding at the default's coverage (no graph above its largest size: an eager step would
+    count as free). The optimum's cost never rises with more graphs, so a bisection finds it.
+    """
+    first = plan(engine, cfg, workload, Budget(1), latency=latency, eager_penalty=eager_penalty)
+    graphs = len(first.default_full_sizes or first.default.capture_sizes)
+    cap = None
+    if latency is None and eager_penalty is None and first.default.capture_sizes:
+        cap = first.default.capture_sizes[-1]
+
+    def beating(count: int) -> Plan | None:
+        result = plan(
+            engine,
+            cfg,
+            workload,
+            Budget(count),
+            latency=latency,
+            max_capture_size=cap,
+            eager_penalty=eager_penalty,
+        )
+        return result if result.objective(result.plan) < result.objective(result.default) else None
+
+    low, high, best = 1, graphs - 1, None
+    while low <= high:
+        middle = (low + high) // 2
+        found = beating(middle)
+        if found is None:
+            low = middle + 1
+        else:
+            best, high = found, middle - 1
+    return best
+
+
+def eager_penalty_tokens(latency: tuple[SizeTable, SizeTable]) -> float:
+    """The padding tokens an eager step costs on measured curves: the median over the eager
+    sizes inside the graph table of (eager ms - graph ms at the same size) / the graph curve's
+    ms per token (a least-squares slope). GraphlabError when the curves give no such price."""
+    graph_ms, eager_ms = latency
+    inside = (eager_ms.sizes >= graph_ms.sizes[0]) & (eager_ms.sizes <= graph_ms.sizes[-1])
+    sizes = eager_ms.sizes[inside]
+    slope = np.polyfit(graph_ms.sizes, graph_ms.values, 1)[0] if len(graph_ms.sizes) > 1 else 0.0
+    if not len(sizes) or slope <= 0:
+        raise GraphlabError(
+            f"{graph_ms.what}: no eager penalty in tokens: it needs graph latency that grows with "
+            "size and eager rows inside the graph rows' sizes"
+        )
+    return float(np.median((eager_ms(sizes) - graph_ms(sizes)) / slope))
