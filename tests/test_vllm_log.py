@@ -298,6 +298,9 @@ HEADER = (
         (HEADER + f"| {10**30} | {10**30} | 0 | FULL | 3 |\n", 3, "is not a whole number below"),
         (HEADER + "| ٣ | ٣ | 0 | FULL | 3 |\n", 3, "Unpadded Tokens cell '٣' is not a whole"),
         (ARGS + ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 9"), 2, "two runs in one log"),
+        (HEADER + "| 4 | 4 | 0 | FULL | 0 |\n", 3, "is not a step vLLM logs"),  # no step
+        (HEADER.replace("|---|\n", "|\n"), 2, "is not followed by its |---| line"),  # 4 of 5
+        ("\0" + HEADER, 1, "binary data"),  # a NUL as the very first byte
     ],
 )
 def test_a_table_vllm_never_writes_is_refused(tmp_path, capsys, text, line, problem):
@@ -373,3 +376,24 @@ def test_only_a_whole_number_of_verify_requests_up_to_max_num_seqs_is_flagged(tm
     audit = audit_log(read_vllm_log(path))
     assert audit.cfg.max_num_seqs == 2 and audit.cfg.decode_query_len == 4
     assert audit.rows.full_graph_could_serve.tolist() == [8, 0]
+
+
+def test_what_the_engine_ran_wins_over_what_the_user_asked(tmp_path):
+    # The user asked PIECEWISE; the engine's settings block says it ran NONE (e.g. -O0).
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 6, 'cudagraph_mode': 'PIECEWISE'")
+    log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "NONE", 1)], mode="NONE"))))
+    assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 4  # "- Mode:"
+
+
+def test_a_full_row_under_plain_full_is_audited_as_the_mixed_batch_it_was(tmp_path):
+    # vLLM 0.13.0 under plain FULL, k = 3: a uniform batch of 2 tokens would fail the dispatcher's
+    # padding assertion, so a logged FULL step of 2 tokens was a mixed batch, on the FULL 2.
+    log = f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m'\n"
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 4").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    log += args + prefixed(table([(2, 2, "FULL", 1)], mode="FULL", sizes="[1, 2, 4, 8]"))
+    audit = audit_log(read_vllm_log(write(tmp_path, log)))
+    assert audit.engine == "vllm-0.13.0" and audit.cfg.cudagraph_mode == "FULL"
+    row = audit.rows.iloc[0]
+    assert (row.kit_runtime_mode, row.kit_padded_tokens, bool(row.agrees)) == ("FULL", 2, True)
