@@ -82,6 +82,10 @@ SIZING_CALLS = {
         "cudagraph_capture_sizes",
     ),
     "capture sizes empty": (lambda: g.SizingConfig(8, cudagraph_capture_sizes=[]), "non-empty"),
+    "Budget memory 0 MiB": (
+        lambda: g.Budget(memory_mib=0),
+        "memory budget must be a finite number > 0 MiB, got '0'",
+    ),
     "verify_batches cfg=8": (
         lambda: verify_batches("vllm-0.33.0", 8),
         "cfg must be a SizingConfig, got int",
