@@ -531,3 +531,18 @@ def test_relative_out_dir_is_under_the_repository_root(tmp_path, monkeypatch):
         )
         assert 'out_dir = "build/' in source and "out = out_folder(out_dir)" in source, notebook
         assert "../build" not in source, notebook
+
+
+@pytest.mark.parametrize("number", ["8k", "8K", "2m", "2M", "1g", "1G", "1t", "1T", "1.5k"])
+def test_vllms_suffixed_numbers_pass_the_json_check_before_the_import(monkeypatch, number):
+    # vLLM expands bare k/m/g/t and K/M/G/T numbers in a JSON config
+    # (arg_utils._expand_json_human_readable_numbers): the kit's JSON check must let them reach it.
+    from graphlab.against_vllm import serve_args
+
+    def reached(words):
+        raise AssertionError("reached vLLM's parser")
+
+    monkeypatch.setattr(serve_args, "_parse", reached)
+    line = f"vllm serve m -cc '{{\"max_cudagraph_capture_size\": {number}}}'"
+    with pytest.raises(AssertionError, match="reached vLLM's parser"):
+        serve_args.read_vllm_args(line)
