@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import numbers
 import os
@@ -83,6 +84,18 @@ def check_instance(name: str, value, kind: type):
     return value
 
 
+def check_json_object(name: str, value) -> dict | None:
+    """`value` when None or a dict JSON can write (no objects, NaN or cycles)."""
+    if value is None:
+        return None
+    check_instance(name, value, dict)
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError) as error:
+        raise GraphlabError(f"{name} must hold JSON values only: {error}") from None
+    return value
+
+
 def check_path(name: str, value) -> Path:
     """`value` as a Path when it is non-empty text or a path object."""
     if not isinstance(value, (str, os.PathLike)) or not str(value):
@@ -91,15 +104,16 @@ def check_path(name: str, value) -> Path:
 
 
 def check_file_name(name: str, value) -> str:
-    """A file name inside one folder: non-empty text, no path separator, not hidden, no ..."""
+    """A file name inside one folder: non-empty text without a path separator or NUL, not hidden
+    (so neither . nor ..)."""
     if (
         not isinstance(value, str)
         or not value
         or value.startswith(".")
-        or re.search(r"[/\\]", value)
+        or re.search(r"[/\\\0]", value)
     ):
         raise GraphlabError(
-            f"{name} must be a non-empty file name without '/', '\\' or a leading '.', "
+            f"{name} must be a non-empty file name without '/', '\\', a NUL or a leading '.', "
             f"got {value!r}"
         )
     return value
@@ -121,12 +135,15 @@ def _node_kind(mode: int) -> str | None:
 
 def check_input_file(name: str, path) -> Path:
     """`path` when it is an existing regular file (a FIFO would block the read, a device never
-    end); GraphlabError naming the option and what the path is otherwise."""
-    path = Path(path)
+    end); GraphlabError naming the option and what the path is otherwise (a number too: open()
+    would take it for a descriptor and close it)."""
+    path = check_path(name, path)
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
         raise GraphlabError(f"cannot read {name} {str(path)!r}: {error.strerror}") from None
+    except ValueError:  # a NUL in the path
+        raise GraphlabError(f"{name} {str(path)!r} holds a NUL byte; give a file path") from None
     kind = _node_kind(mode)
     if kind is not None:
         raise GraphlabError(f"{name} {str(path)!r} is {kind}; give a regular file")

@@ -7,6 +7,12 @@ Executed copies go to <out>/notebooks/<name>.ipynb; what a notebook writes (figu
 to <out>/<name>/, passed to it as the `out_dir` parameter. `--ci` passes `ci=True`, which the
 notebooks turn into small sizes. Exit status 1 when any notebook failed, did not write what it
 promises, or did not show its figures inline (EXPECTED).
+
+An executed notebook is written whole or not at all, as the kit's CSVs are: papermill saves after
+every cell, so it writes to a hidden file that takes the final name only when the run ends; a run
+that fails in a cell leaves <name>.failed.ipynb beside the last complete one, and an interrupt
+leaves the earlier notebooks as they were (exit status 130, one line). One runner per --out: a
+second is refused while the first lives (graphlab.bench.export.locked_folder).
 """
 
 from __future__ import annotations
@@ -168,11 +174,13 @@ def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
     out_dir.mkdir(parents=True, exist_ok=True)
     executed = out / "notebooks" / f"{name}.ipynb"
     executed.parent.mkdir(parents=True, exist_ok=True)
+    running = executed.with_name(f".{name}.running.ipynb")  # papermill saves after every cell
+    failed = executed.with_name(f"{name}.failed.ipynb")
     start = time.perf_counter()
     try:
         papermill.execute_notebook(
             str(NOTEBOOK_DIR / f"{name}.ipynb"),
-            str(executed),
+            str(running),
             parameters={"ci": ci, "out_dir": str(out_dir)},
             kernel_name="python3",
             cwd=str(NOTEBOOK_DIR),
@@ -180,10 +188,17 @@ def run_notebook(name: str, out: Path, ci: bool = False) -> Result:
             extra_arguments=KERNEL_ARGS,
         )
     except Exception as exc:  # papermill raises PapermillExecutionError with the cell's error
+        if running.exists():  # the failed run, its error cell included, beside the last good one
+            os.replace(running, failed)
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         return Result(
             name, time.perf_counter() - start, "failed", lines[-1] if lines else repr(exc)
         )
+    except BaseException:  # an interrupt: the cells run so far are no executed notebook
+        running.unlink(missing_ok=True)
+        raise
+    os.replace(running, executed)
+    failed.unlink(missing_ok=True)  # an earlier failure's notebook, superseded
     seconds = time.perf_counter() - start
     missing = [f for f in promised(name).outputs if not (out_dir / f).is_file()]
     if missing:
@@ -203,7 +218,11 @@ def run_notebooks(
         if unknown:
             raise SystemExit(f"unknown notebook(s) {unknown}; known: {', '.join(names)}")
         names = [n for n in names if n in only]
-    return [run_notebook(name, out, ci) for name in names]
+    from graphlab.bench.export import locked_folder
+
+    Path(out).mkdir(parents=True, exist_ok=True)
+    with locked_folder(out):
+        return [run_notebook(name, out, ci) for name in names]
 
 
 def summary(results: list[Result]) -> str:
@@ -233,8 +252,21 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this notebook (name without .ipynb); repeatable",
     )
     args = parser.parse_args(argv)
+    from graphlab.errors import GraphlabError
+
     before = os.getloadavg()[0]
-    results = run_notebooks(args.out, args.ci, args.only)
+    try:
+        results = run_notebooks(args.out, args.ci, args.only)
+    except GraphlabError as error:  # another runner holds --out
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(
+            f"interrupted: no notebook half-written; {args.out}/notebooks holds the last complete "
+            "runs as they were",
+            file=sys.stderr,
+        )
+        return 130
     print(summary(results))
     path = record_times(results, args.out, args.ci, before)
     print(f"times recorded in {path}")

@@ -24,8 +24,9 @@ from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_float, check_sizes
 from graphlab.sizing.audit import audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
-from graphlab.sizing.dispatch import decode_graph_sizes
+from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
 from graphlab.sizing.plan_inputs import read_graph_memory, read_latency
+from graphlab.sizing.vllm_log import read_vllm_log
 
 CFG = g.SizingConfig(8, 2)
 FRAME = pd.DataFrame({"a": [1]})
@@ -81,6 +82,30 @@ SIZING_CALLS = {
         "cudagraph_capture_sizes",
     ),
     "capture sizes empty": (lambda: g.SizingConfig(8, cudagraph_capture_sizes=[]), "non-empty"),
+    "Budget memory 0 MiB": (
+        lambda: g.Budget(memory_mib=0),
+        "memory budget must be a finite number > 0 MiB, got '0'",
+    ),
+    "verify_batches cfg=8": (
+        lambda: verify_batches("vllm-0.33.0", 8),
+        "cfg must be a SizingConfig, got int",
+    ),
+    "plan compilation_config text": (
+        lambda: g.plan("vllm-0.33.0", CFG, compilation_config="x"),
+        "compilation_config must be a dict, got str",
+    ),
+    "plan compilation_config object": (
+        lambda: g.plan("vllm-0.33.0", CFG, compilation_config={"a": object()}),
+        "compilation_config must hold JSON values only: Object of type object",
+    ),
+    "plan compilation_config NaN": (
+        lambda: g.plan("vllm-0.33.0", CFG, compilation_config={"a": float("nan")}),
+        "compilation_config must hold JSON values only",
+    ),
+    "read_vllm_log descriptor 1": (
+        lambda: read_vllm_log(1),
+        "--vllm-log must be a non-empty path, got 1",
+    ),
 }
 
 
@@ -98,6 +123,19 @@ def model():
 TORCH_CALLS = {
     "export_csvs escaping name": (lambda m, d: export_csvs({"../escaped": FRAME}, d), "frame name"),
     "export_csvs empty name": (lambda m, d: export_csvs({"": FRAME}, d), "frame name"),
+    "export_csvs hidden name": (
+        lambda m, d: export_csvs({".latency": FRAME}, d),
+        "frame name must be a non-empty file name without .* a leading '.', got '.latency'",
+    ),
+    "export_csvs NUL in name": (lambda m, d: export_csvs({"a\0b": FRAME}, d), "a NUL"),
+    "export_csvs checkpoint name": (
+        lambda m, d: export_csvs({"latency.partial": FRAME}, d),
+        "frame name 'latency.partial' ends in '.partial', the name of a sweep's checkpoint",
+    ),
+    "export_csvs out /dev/null": (
+        lambda m, d: export_csvs({"x": FRAME}, "/dev/null"),
+        "out '/dev/null' is not a folder",
+    ),
     "export_csvs a list": (lambda m, d: export_csvs([FRAME], d), "frames must be a dict"),
     "export_csvs frame None": (
         lambda m, d: export_csvs({"x": None}, d),
@@ -137,10 +175,27 @@ TORCH_CALLS = {
     "with_provenance prov empty": (lambda m, d: with_provenance([{"a": 1}], {}), "prov lacks"),
     "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
     "build_model seed -1": (lambda m, d: g.build_model("tiny", seed=-1), "seed"),
+    "build_model device bogus": (
+        lambda m, d: g.build_model("tiny", device="bogus"),
+        "device 'bogus' is not one of auto, cpu, cuda",
+    ),
+    "ModelRunner model text": (
+        lambda m, d: g.ModelRunner("model", "vllm-0.6.0", CFG),
+        "model must be a LlamaForCausalLM, got str",
+    ),
+    "ModelRunner num_warmups -1": (
+        lambda m, d: g.ModelRunner(m, "vllm-0.6.0", CFG, num_warmups=-1),
+        "num_warmups must be an integer >= 0, got -1",
+    ),
     "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),
     "eager_ratio None": (lambda m, d: eager_ratio(None), "samples must be"),
     "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
 }
+if not torch.cuda.is_available():
+    TORCH_CALLS["build_model on cuda without one"] = (
+        lambda m, d: g.build_model("tiny", device="cuda"),
+        "device 'cuda' requested but torch .* sees no CUDA device",
+    )
 
 
 @pytest.mark.parametrize("call, named", TORCH_CALLS.values(), ids=TORCH_CALLS)
@@ -279,3 +334,41 @@ def test_repro_refuses_bad_arguments_without_importing_torch(argv):
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.startswith("error: ") and done.stderr.count("\n") == 1
+
+
+# ---- what issue 50's bad calls raised raw --------------------------------------------------------
+
+
+def test_meta_tensors_have_no_values_to_run(model):
+    allocated = g.build_model("tiny")
+    allocated.allocate_kv_cache(4, 8)
+    runner = g.ModelRunner(allocated, "vllm-0.6.0", CFG)
+    runner.capture_model()
+    meta = torch.zeros(2, dtype=torch.long, device="meta")
+    with pytest.raises(
+        GraphlabError,
+        match=r"input_ids must be a tensor with values, got tensor\(\.\.\., device='meta'",
+    ):
+        runner.execute_model(meta, meta, meta)
+    ids = torch.zeros(1, 1, dtype=torch.long)
+    with pytest.raises(GraphlabError, match=r"seq_slots must be a tensor with values, got \[0\]"):
+        allocated.check_inputs(ids, ids, [0])
+
+
+def test_an_export_onto_a_file_or_an_unwritable_folder_names_the_csv(tmp_path, monkeypatch):
+    onto = tmp_path / "a_file"
+    onto.write_text("kept\n")
+    with pytest.raises(GraphlabError, match=f"out {str(onto)!r} is not a folder"):
+        export_csvs({"x": FRAME}, onto)
+    assert onto.read_text() == "kept\n"
+
+    def refused(*args, dir, **kwargs):
+        raise PermissionError(13, "Permission denied", f"{dir}/.x.csv.abc.tmp")
+
+    monkeypatch.setattr("tempfile.mkstemp", refused)
+    with pytest.raises(GraphlabError) as error:
+        export_csvs({"x": FRAME}, tmp_path / "out")
+    assert str(error.value) == (
+        f"cannot write {str(tmp_path / 'out' / 'x.csv')!r}: Permission denied in folder "
+        f"{str(tmp_path / 'out')!r}"
+    )

@@ -333,6 +333,9 @@ MALFORMED = {
     "vllm serve m --max_num_seqs=100000": "max_num_seqs must be an integer in 1..65536, got 100000",
     "vllm serve m -O5": "optimization level '5' is not one of 0, 1, 2, 3",
     "vllm serve 'm": "is not a shell command line",
+    "": "--vllm-args must be a `vllm serve MODEL ...` line, got ''",
+    "  ": "--vllm-args must be a `vllm serve MODEL ...` line, got '  '",
+    "vllm serve m --max-num-seqs ²": "--max-num-seqs '²' is not an integer",
 }
 
 
@@ -347,6 +350,43 @@ def test_malformed_lines_refused_without_importing_vllm(monkeypatch, capsys, lin
     code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert MALFORMED[line] in err, err
+
+
+@pytest.mark.parametrize(
+    "line, named",
+    [
+        (
+            "vllm serve m --max-num-seqs " + "9" * 5000,
+            "max_num_seqs must be an integer in 1..65536, got a number of 5000 digits",
+        ),
+        ("vllm serve m -cc " + "x" * 2**20, "--vllm-args holds 1048593 characters, more than"),
+        ("vllm serve m -cc '" + "x" * 2**15 + "'", "-cc 'xxxxxxxx"),
+    ],
+)
+def test_a_huge_line_is_refused_at_once_in_a_short_line(monkeypatch, capsys, line, named):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 300, err
+    assert named in err, err
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vllm serve m --cudagraph-capture-sizes 4 8 -cc '{\"cudagraph_capture_sizes\": [4]}'",
+        "vllm serve m --max-cudagraph-capture-size 8 -cc.max_cudagraph_capture_size=16",
+    ],
+)
+def test_a_capture_setting_given_twice_is_vllms_mutually_exclusive_error(capsys, line):
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "and compilation_config." in err and "are mutually exclusive" in err, err
 
 
 def test_unknown_device_tier_is_refused(capsys):
@@ -491,3 +531,18 @@ def test_relative_out_dir_is_under_the_repository_root(tmp_path, monkeypatch):
         )
         assert 'out_dir = "build/' in source and "out = out_folder(out_dir)" in source, notebook
         assert "../build" not in source, notebook
+
+
+@pytest.mark.parametrize("number", ["8k", "8K", "2m", "2M", "1g", "1G", "1t", "1T", "1.5k"])
+def test_vllms_suffixed_numbers_pass_the_json_check_before_the_import(monkeypatch, number):
+    # vLLM expands bare k/m/g/t and K/M/G/T numbers in a JSON config
+    # (arg_utils._expand_json_human_readable_numbers): the kit's JSON check must let them reach it.
+    from graphlab.against_vllm import serve_args
+
+    def reached(words):
+        raise AssertionError("reached vLLM's parser")
+
+    monkeypatch.setattr(serve_args, "_parse", reached)
+    line = f"vllm serve m -cc '{{\"max_cudagraph_capture_size\": {number}}}'"
+    with pytest.raises(AssertionError, match="reached vLLM's parser"):
+        serve_args.read_vllm_args(line)

@@ -257,3 +257,60 @@ def test_the_cpu_step_timer_counts_milliseconds():
     ms = timer.stop()
     outer_ms = (time.perf_counter() - before) * 1e3
     assert 200 <= ms <= outer_ms
+
+
+# ---- what the mutation campaign of issue 50 found untested -------------------------------------
+
+
+def test_a_smaller_batch_after_a_larger_one_pads_with_the_pad_slot_not_the_last_batchs(model):
+    # One graph of 8 rows replays 7 rows, then 3: rows 3..7 of the static buffers still hold the
+    # first batch's slots unless fill() pads them, and the padding tokens would overwrite those
+    # sequences' K/V at positions 0 (the pad positions).
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    runner.capture_model()
+    start = snapshot(model)
+    try:
+        first = batch(7, seed=1)
+        assert runner.execute_model(*first)[1].graph_size == 8
+        before = snapshot(model)
+        ids, pos, seq_slots = batch(3, seed=2)
+        assert runner.execute_model(ids, pos, seq_slots)[1].graph_size == 4
+        ids, pos, seq_slots = batch(5, seed=3)
+        assert runner.execute_model(ids, pos, seq_slots)[1].graph_size == 8
+        second = snapshot(model)
+    finally:
+        restore(model, start)
+    written = torch.zeros(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool)
+    for _, p, s in (batch(3, seed=2), batch(5, seed=3)):
+        written[s, p] = True
+    for (k, v), (k1, v1) in zip(second, before):
+        for c, c1 in ((k, k1), (v, v1)):
+            # [slot, head, position, dim] -> which (slot, position) cells the two steps changed
+            changed = (c[:NUM_SLOTS] != c1[:NUM_SLOTS]).any(dim=-1).any(dim=1)
+            assert not (changed & ~written).any(), (changed & ~written).nonzero().tolist()
+
+
+def test_capture_sizes_must_hold_whole_rows_of_query_len(model):
+    with pytest.raises(GraphlabError) as error:
+        capture_graphs(model, [8, 6], backend="cpu-emulated", query_len=4)
+    assert str(error.value) == (
+        "capture sizes [8, 6] must be multiples of query_len=4: a graph holds whole rows"
+    )
+
+
+def test_a_padded_step_records_its_real_batch_size(model):
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    runner.capture_model()
+    _, record = runner.execute_model(*batch(5))
+    assert (record.batch_size, record.path, record.graph_size) == (5, "graph", 8)
+
+
+def test_two_rows_on_one_cell_are_refused_wherever_they_sit_in_the_batch(model):
+    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    runner.capture_model()
+    ids = torch.tensor([1, 2, 3])
+    # cells 0*16+3, 1*16+3, 0*16+3: the duplicates are not next to each other in batch order
+    with pytest.raises(GraphlabError, match="same KV cache cell"):
+        runner.execute_model(ids, torch.tensor([3, 3, 3]), torch.tensor([0, 1, 0]))
+    with pytest.raises(GraphlabError, match="same KV cache cell"):
+        runner.execute_model(ids, torch.tensor([5, 2, 5]), torch.tensor([4, 9, 4]))

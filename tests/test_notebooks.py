@@ -409,3 +409,71 @@ def test_a_notebook_that_needs_vllm_promises_nothing_without_it(monkeypatch):
     assert run_notebooks.promised("07_your_deployment") == run_notebooks.Expected(0)
     assert run_notebooks.expected_figures("07_your_deployment") == 0
     assert run_notebooks.promised("02_the_crash") == run_notebooks.EXPECTED["02_the_crash"]
+
+
+# ---- an executed notebook is written whole or not at all (issue 50) ----------------------------
+
+FIRST = NAMES[1]  # 01_cuda_graphs_first_principles
+
+
+def _papermill_that(monkeypatch, then):
+    """papermill.execute_notebook writing its output as papermill does (a first save, before the
+    cells end), then `then()`: an interrupt, a failing cell, or nothing."""
+    import papermill
+
+    def execute(source, output, **kwargs):
+        Path(output).write_text('{"cells": "3 of 9 run"}')
+        then()
+
+    monkeypatch.setattr(papermill, "execute_notebook", execute)
+
+
+def _previous_run(out):
+    executed = out / "notebooks" / f"{FIRST}.ipynb"
+    executed.parent.mkdir(parents=True)
+    executed.write_text('{"cells": "all 9 run"}')
+    return executed
+
+
+def test_an_interrupted_run_leaves_the_previous_notebook_and_says_so_in_one_line(
+    tmp_path, monkeypatch, capsys
+):
+    executed = _previous_run(tmp_path)
+
+    def interrupt():
+        raise KeyboardInterrupt
+
+    _papermill_that(monkeypatch, interrupt)
+    assert run_notebooks.main(["--out", str(tmp_path), "--only", FIRST]) == 130
+    out, err = capsys.readouterr()
+    assert err.count("\n") == 1 and err.startswith("interrupted: ") and "Traceback" not in err
+    assert executed.read_text() == '{"cells": "all 9 run"}'
+    assert sorted(p.name for p in executed.parent.iterdir()) == [executed.name]
+    assert not (tmp_path / ".graphlab.lock").exists()
+
+
+def test_a_failed_run_is_kept_beside_the_last_complete_one(tmp_path, monkeypatch):
+    executed = _previous_run(tmp_path)
+
+    def fail():
+        raise RuntimeError("KeyError: 40")
+
+    _papermill_that(monkeypatch, fail)
+    result = run_notebooks.run_notebooks(tmp_path, only=[FIRST])[0]
+    assert (result.status, result.detail) == ("failed", "KeyError: 40")
+    assert executed.read_text() == '{"cells": "all 9 run"}'
+    failed = executed.with_name(f"{FIRST}.failed.ipynb")
+    assert failed.read_text() == '{"cells": "3 of 9 run"}'
+    _papermill_that(monkeypatch, lambda: None)  # the next run ends: its notebook takes the name
+    run_notebooks.run_notebooks(tmp_path, only=[FIRST])
+    assert executed.read_text() == '{"cells": "3 of 9 run"}' and not failed.exists()
+
+
+def test_a_second_runner_on_one_out_is_refused(tmp_path, monkeypatch, capsys):
+    from graphlab.bench.export import locked_folder
+
+    _papermill_that(monkeypatch, lambda: pytest.fail("a second runner executed a notebook"))
+    with locked_folder(tmp_path):
+        assert run_notebooks.main(["--out", str(tmp_path), "--only", FIRST]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"--out {str(tmp_path)!r} is in use by another run" in err

@@ -267,3 +267,48 @@ def test_a_full_disk_keeps_the_complete_csvs_and_says_which_failed(
         if name not in listed:
             assert (small_tmpfs / name).read_bytes() == complete[name]
     assert not [p for p in small_tmpfs.iterdir() if p.name.endswith(".tmp")]
+
+
+# ---- issue 50: refusals before the slow start, and a folder named "-" --------------------------
+
+REFUSED_BEFORE_TORCH = (
+    "import sys; from graphlab.cli import main\n"
+    "code = main(['bench', '--device', 'cpu', '--out', sys.argv[1]])\n"
+    "print(code, 'torch' in sys.modules)\n"
+)
+
+
+def test_a_second_bench_is_refused_before_torch_is_imported(tmp_path):
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    with lock_held_by_another_process(tmp_path) as first:
+        second = subprocess.run(
+            [sys.executable, "-c", REFUSED_BEFORE_TORCH, str(tmp_path)],
+            capture_output=True, text=True, env=env, timeout=60,
+        )  # fmt: skip
+    assert second.stdout == "2 False\n", second.stderr
+    assert second.stderr == (
+        f"error: --out {str(tmp_path)!r} is in use by another run (pid {first.pid}, lock file "
+        f"{str(tmp_path / LOCK_NAME)!r}); wait for it to end or give another --out\n"
+    )
+
+
+def test_bench_out_dash_is_refused_not_made_a_folder(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, "bench", "--out", "-")
+    assert (code, out) == (2, "")
+    assert err == "error: --out '-' is standard output; give a folder for the CSVs\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_lock_itself_refuses_a_second_holder_in_another_process(tmp_path):
+    # Without fcntl.flock both would "hold" the folder: the second must be refused by the kernel's
+    # lock, not by the lock file's presence (a killed run leaves one that is taken).
+    with (
+        lock_held_by_another_process(tmp_path) as first,
+        pytest.raises(GraphlabError) as refused,
+        locked_folder(tmp_path),
+    ):
+        pass
+    assert f"in use by another run (pid {first.pid}," in str(refused.value)
+    with locked_folder(tmp_path):  # the holder gone (killed): taken
+        pass

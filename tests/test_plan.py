@@ -1000,3 +1000,15 @@ def test_log_plan_equals_brute_force_over_the_replays():
         )
         assert result.plan.steps_without_graph <= allowed
         assert result.plan.padding_tokens == best, (engine, mode, seqs, k, current)
+
+
+def test_a_ceiling_equal_to_the_smallest_graph_plans_that_one_graph(capsys, tmp_path):
+    # 9 tokens round up to a graph of 12 (1+k = 4): a cap of exactly 12 still allows it.
+    (tmp_path / "in.csv").write_text("batch_size\n9\n")
+    argv = ["--max-num-seqs", "2", "--num-speculative-tokens", "3", "--max-num-batched-tokens"]
+    code, out, err = run(
+        capsys, *argv, "16", "--batch-sizes", str(tmp_path / "in.csv"), "--max-capture-size", "12",
+        "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(out)["capture_sizes"] == [12]

@@ -22,7 +22,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.dispatch import graph_families, verify_batches
 from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, get_engine
 from graphlab.sizing.families import CUDAGRAPH_MODES, families_for
 from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
@@ -254,3 +254,16 @@ def test_cudagraph_mode_none_captures_nothing_even_from_a_given_list(engine):
     assert families.by_family == {"full": (), "piecewise": ()}
     paths, _ = families.dispatch_batches(np.arange(1, 25), True)
     assert set(paths) == {"eager"}
+
+
+@pytest.mark.parametrize("cfg", [SizingConfig(1, 3), SizingConfig(6, 6), SizingConfig(9, 1, 4096)])
+def test_verify_batches_are_every_request_count_up_to_max_num_seqs(cfg):
+    rows = verify_batches("vllm-0.33.0", cfg)
+    q = cfg.decode_query_len
+    assert [r["num_reqs"] for r in rows] == list(range(1, cfg.max_num_seqs + 1))
+    assert [r["num_tokens"] for r in rows] == [m * q for m in range(1, cfg.max_num_seqs + 1)]
+
+
+def test_verify_batches_of_a_bare_number_is_refused():
+    with pytest.raises(GraphlabError, match="cfg must be a SizingConfig, got int"):
+        verify_batches("vllm-0.33.0", 8)

@@ -513,3 +513,30 @@ def test_uniform_decode_batch_rows(model):
     assert pos.tolist() == [[5, 6, 7, 8]] * 3
     with pytest.raises(GraphlabError, match="max_seq_len"):
         uniform_decode_batch(3, 4, model, MAX_SEQ_LEN - 2)
+
+
+# ---- what the mutation campaign of issue 50 found untested -------------------------------------
+
+
+@pytest.mark.parametrize(
+    "counts, named",
+    [
+        ([0, 4], "every num_scheduled_tokens entry must be an integer in 1..4, got 0"),
+        ([4, 5], "every num_scheduled_tokens entry must be an integer in 1..4, got 5"),
+        ([2.7, 4], "every num_scheduled_tokens entry must be an integer in 1..4, got 2.7"),
+        ("abc", "num_scheduled_tokens must be a non-empty list or tuple of integers, got str"),
+        ([4], "num_scheduled_tokens must hold 2 values in [1, 4], got [4]"),
+    ],
+)
+def test_scheduled_token_counts_outside_one_to_q_are_refused(model, counts, named):
+    runner = runner_for(model, "vllm-0.33.0", SMALL)
+    with pytest.raises(GraphlabError) as error:
+        runner.execute_model(*batch(2, 4), counts)
+    assert str(error.value).startswith(named), error.value
+
+
+def test_uniform_decode_batch_may_end_at_the_last_cache_position_not_past_it(model):
+    last = MAX_SEQ_LEN - 4  # positions last..last+3 = MAX_SEQ_LEN - 1: the last cell
+    assert uniform_decode_batch(2, 4, model, last)[1].max().item() == MAX_SEQ_LEN - 1
+    with pytest.raises(GraphlabError, match=f"positions up to {MAX_SEQ_LEN} exceed"):
+        uniform_decode_batch(2, 4, model, last + 1)

@@ -6,13 +6,14 @@ tests/test_vllm_log_vllm.py.
 """
 
 import json
+import os
 import tracemalloc
 
 import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import audit_log, engine_for_version
+from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
 from graphlab.sizing.vllm_log import read_vllm_log
 
 PREFIX = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
@@ -365,3 +366,126 @@ def test_an_eager_penalty_lets_the_log_plan_buy_coverage(tmp_path, capsys):
     assert (plain["padding_tokens"], plain["steps_without_graph"]) == (0, 2)
     assert priced["plan"]["steps_without_graph"] == 0 and 36 in priced["plan"]["capture_sizes"]
     assert priced["headline_kind"] == "plan" and priced["eager_penalty"] == 100
+
+
+# ---- what the mutation campaign and the bad inputs of issue 50 found untested ------------------
+
+HEADER = (
+    "| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |\n"
+    "|---|---|---|---|---|\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        # paddings must be padded - unpadded: 8 - 4 is 4, not 3
+        (HEADER + "| 4 | 8 | 3 | PIECEWISE | 1 |\n", 3, "is not a step vLLM logs"),
+        (HEADER + "INFO the table was cut here\n", 1, "CUDAGraph Stats table has no rows"),
+        (
+            "| Unpadded Tokens | Padded Tokens | Runtime Mode |\n|---|---|---|\n| 4 | 4 | FULL |\n",
+            1,
+            "(missing ['Count'])",
+        ),
+        (HEADER + f"| {10**30} | {10**30} | 0 | FULL | 3 |\n", 3, "is not a whole number below"),
+        (HEADER + "| ٣ | ٣ | 0 | FULL | 3 |\n", 3, "Unpadded Tokens cell '٣' is not a whole"),
+        (ARGS + ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 9"), 2, "two runs in one log"),
+        (HEADER + "| 4 | 4 | 0 | FULL | 0 |\n", 3, "is not a step vLLM logs"),  # no step
+        (HEADER.replace("|---|\n", "|\n"), 2, "is not followed by its |---| line"),  # 4 of 5
+        ("\0" + HEADER, 1, "binary data"),  # a NUL as the very first byte
+    ],
+)
+def test_a_table_vllm_never_writes_is_refused(tmp_path, capsys, text, line, problem):
+    path = write(tmp_path, text + prefixed(table([(4, 4, "FULL", 1)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err.startswith(f"error: {path}:{line}: ") and problem in err, err
+
+
+def test_a_second_args_line_with_the_same_values_is_one_run(tmp_path):
+    log = read_vllm_log(write(tmp_path, ARGS + ARGS + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.max_num_seqs.value == 6 and log.max_num_seqs.line == 1
+
+
+def test_an_over_long_line_is_never_held_nor_read(tmp_path):
+    # 24 MiB in one line that names max_num_seqs: skipped unread, in memory a few blocks at most.
+    path = tmp_path / "long.log"
+    with open(path, "wb") as out:
+        out.write(b"non-default args: {'max_num_seqs': 9, 'x': '")
+        for _ in range(24):
+            out.write(b"y" * 2**20)
+        out.write(b"'}\n")
+        out.write(table([(21, 21, "FULL", 2)]).encode())
+    tracemalloc.start()
+    try:
+        log = read_vllm_log(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert log.max_num_seqs is None and log.frame()["count"].sum() == 2
+    assert peak < 8 * 2**20, peak
+
+
+def test_a_config_dump_with_enforce_eager_ran_no_graphs(tmp_path):
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, enforce_eager=True, max_num_seqs=4\n"
+    )
+    stats = table([(4, 4, "NONE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 1
+
+
+def test_the_same_capture_sizes_in_another_order_do_not_contradict_the_log(tmp_path):
+    sizes = "'max_num_seqs': 6, 'cudagraph_capture_sizes': [7, 14]"
+    args = ARGS.replace("'max_num_seqs': 6", sizes)
+    log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "FULL", 1)]))))
+    cfg, _ = logged_config(log, {"cudagraph_capture_sizes": ((14, 7), "--cudagraph-capture-sizes")})
+    assert sorted(cfg.cudagraph_capture_sizes) == [7, 14]
+    with pytest.raises(GraphlabError, match="cudagraph_capture_sizes: the log says"):
+        logged_config(log, {"cudagraph_capture_sizes": ((7, 21), "--cudagraph-capture-sizes")})
+
+
+def test_a_fifo_or_a_descriptor_number_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "vllm.fifo"
+    os.mkfifo(fifo)  # a reader of it would wait for a writer forever
+    for command in ("audit", "plan"):
+        err = one_error_line(capsys, command, "--vllm-log", str(fifo))
+        assert f"--vllm-log {str(fifo)!r} is a FIFO; give a regular file" in err
+    before = os.fstat(1)
+    with pytest.raises(GraphlabError, match="--vllm-log must be a non-empty path, got 1"):
+        read_vllm_log(1)
+    assert os.fstat(1).st_ino == before.st_ino  # standard output still open
+
+
+def test_only_a_whole_number_of_verify_requests_up_to_max_num_seqs_is_flagged(tmp_path):
+    # S = 2, k = 3 under plain FULL: 8 tokens (2 requests) that ran without a graph could have
+    # replayed the FULL 8; 12 tokens are 3 requests, more than S, so no uniform verify batch.
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 2").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    rows = [(8, 8, "NONE", 2), (12, 12, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, mode="FULL", sizes="[4, 8, 16]")))
+    audit = audit_log(read_vllm_log(path))
+    assert audit.cfg.max_num_seqs == 2 and audit.cfg.decode_query_len == 4
+    assert audit.rows.full_graph_could_serve.tolist() == [8, 0]
+
+
+def test_what_the_engine_ran_wins_over_what_the_user_asked(tmp_path):
+    # The user asked PIECEWISE; the engine's settings block says it ran NONE (e.g. -O0).
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 6, 'cudagraph_mode': 'PIECEWISE'")
+    log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "NONE", 1)], mode="NONE"))))
+    assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 4  # "- Mode:"
+
+
+def test_a_full_row_under_plain_full_is_audited_as_the_mixed_batch_it_was(tmp_path):
+    # vLLM 0.13.0 under plain FULL, k = 3: a uniform batch of 2 tokens would fail the dispatcher's
+    # padding assertion, so a logged FULL step of 2 tokens was a mixed batch, on the FULL 2.
+    log = f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m'\n"
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 4").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    log += args + prefixed(table([(2, 2, "FULL", 1)], mode="FULL", sizes="[1, 2, 4, 8]"))
+    audit = audit_log(read_vllm_log(write(tmp_path, log)))
+    assert audit.engine == "vllm-0.13.0" and audit.cfg.cudagraph_mode == "FULL"
+    row = audit.rows.iloc[0]
+    assert (row.kit_runtime_mode, row.kit_padded_tokens, bool(row.agrees)) == ("FULL", 2, True)

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import GraphlabError
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     assumed_defaults_note,
@@ -27,6 +27,8 @@ COMPILATION_FLAGS = ("--compilation-config", "-cc")
 # Top-level flags vLLM copies into compilation_config; a compilation config with capture sizes on
 # the same line is vLLM's "mutually exclusive" error (`EngineArgs.create_engine_config`).
 CAPTURE_FLAGS = ("--cudagraph-capture-sizes", "--max-cudagraph-capture-size")
+# A serve line is a few KiB even with a JSON compilation config; past this it is not one.
+MAX_LINE_CHARS = 1 << 16
 
 
 @dataclass(frozen=True)
@@ -65,11 +67,20 @@ class ServeLine:
 
 def _entrypoint_words(command_line: str) -> list[str]:
     """The line's words after `vllm serve` or `python -m vllm.entrypoints.openai.api_server`."""
+    if not isinstance(command_line, str) or not command_line.strip():
+        raise GraphlabError(
+            f"--vllm-args must be a `vllm serve MODEL ...` line, got {_shown(command_line)}"
+        )
+    if len(command_line) > MAX_LINE_CHARS:
+        raise GraphlabError(
+            f"--vllm-args holds {len(command_line)} characters, more than a serve line's "
+            f"{MAX_LINE_CHARS}: {_shown(command_line)}"
+        )
     try:
         words = shlex.split(command_line)
     except ValueError as error:  # shlex's "No closing quotation" / "No escaped character"
         raise GraphlabError(
-            f"--vllm-args {command_line!r} is not a shell command line: {error}"
+            f"--vllm-args {_shown(command_line)} is not a shell command line: {error}"
         ) from None
     if words[:2] == ["vllm", "serve"]:
         return words[2:]
@@ -85,6 +96,12 @@ def _entrypoint_words(command_line: str) -> list[str]:
             f"--vllm-args: the vllm command must be `vllm serve`, got {' '.join(words[:2])!r}"
         )
     return words
+
+
+def _shown(value) -> str:
+    """value's repr, cut to its first 60 characters: an error names a long line, not repeats it."""
+    text = repr(value)
+    return text if len(text) <= 60 else f"{text[:60]}... ({len(text)} characters)"
 
 
 def _flag_values(words: list[str], names) -> list[tuple[str, str | None]]:
@@ -125,7 +142,7 @@ def _check_before_import(words: list[str]) -> None:
                 )
             except json.JSONDecodeError as error:
                 raise GraphlabError(
-                    f"--vllm-args: {name} {value!r} is not JSON ({error.msg} at character "
+                    f"--vllm-args: {name} {_shown(value)} is not JSON ({error.msg} at character "
                     f"{error.pos})"
                 ) from None
             if not isinstance(value, dict):
@@ -140,12 +157,15 @@ def _check_before_import(words: list[str]) -> None:
                 "(any case)"
             )
     for _, value in _flag_values(words, ("--max-num-seqs",)):
-        if not (value or "").isdigit():  # vLLM's type is int
-            raise GraphlabError(f"--vllm-args: --max-num-seqs {value!r} is not an integer")
-        try:  # the kit's bound (graphlab.sizing.limits)
-            check_int("max_num_seqs", int(value), 1, MAX_NUM_SEQS_LIMIT)
-        except GraphlabError as error:
-            raise GraphlabError(f"--vllm-args: {error}") from None
+        if re.fullmatch(r"[0-9]+", value or "") is None:  # vLLM's type is int
+            raise GraphlabError(f"--vllm-args: --max-num-seqs {_shown(value)} is not an integer")
+        # the kit's bound (graphlab.sizing.limits); int() refuses over 4300 digits
+        if len(value) > 20 or not 1 <= int(value) <= MAX_NUM_SEQS_LIMIT:
+            shown = value if len(value) <= 20 else f"a number of {len(value)} digits"
+            raise GraphlabError(
+                f"--vllm-args: max_num_seqs must be an integer in 1..{MAX_NUM_SEQS_LIMIT}, "
+                f"got {shown}"
+            )
     for i, word in enumerate(words):  # -O3, -O 3, -O=3 (FlexibleArgumentParser)
         level = word[2:].lstrip("=") if word.startswith("-O") and word != "-O" else None
         if word == "-O" and i + 1 < len(words):

@@ -41,6 +41,7 @@ INTEGER_COLUMNS = (
     "num_reqs",
 )
 PARTIAL_SUFFIX = ".partial.csv"  # rows of a sweep still running (or interrupted)
+PARTIAL_NAME = PARTIAL_SUFFIX.removesuffix(".csv")
 LOCK_NAME = ".graphlab.lock"  # holds the pid of the run writing the folder
 
 
@@ -52,7 +53,15 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     """
     path = check_output_file("CSV path", path)
     df = csv_ready(check_instance("frame", df, pd.DataFrame))
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except PermissionError as error:  # a folder the user cannot write: name it, not the .tmp file
+        raise GraphlabError(
+            f"cannot write {str(path)!r}: {error.strerror} in folder {str(path.parent)!r}"
+        ) from None
+    except OSError as error:
+        error.filename = str(path)
+        raise
     try:
         with os.fdopen(fd, "w", newline="") as handle:
             df.to_csv(handle, index=False)
@@ -73,8 +82,13 @@ def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     drop its checkpoint, out/<name>.partial.csv, once the whole table is in place."""
     check_instance("frames", frames, dict)
     for name in frames:
-        check_file_name("frame name", name)
+        if check_file_name("frame name", name).endswith(PARTIAL_NAME):
+            raise GraphlabError(
+                f"frame name {name!r} ends in {PARTIAL_NAME!r}, the name of a sweep's checkpoint"
+            )
     out = check_path("out", out)
+    if out.exists() and not out.is_dir():
+        raise GraphlabError(f"out {str(out)!r} is not a folder; give a folder for the CSVs")
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, frame in frames.items():
@@ -120,6 +134,14 @@ def locked_folder(out):
     finally:
         lock.unlink(missing_ok=True)  # while still held, so no other run holds a removed file
         os.close(fd)
+
+
+def check_unlocked(out) -> None:
+    """GraphlabError, as locked_folder's, when another run holds out's lock now: a start-up check
+    before slow imports (the run itself still takes the lock)."""
+    if Path(out).is_dir():
+        with locked_folder(out):
+            pass
 
 
 def _same_file(fd: int, path: Path) -> bool:

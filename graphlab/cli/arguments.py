@@ -250,6 +250,8 @@ def check_out_folder(path) -> Path:
     work."""
     if not str(path):
         raise GraphlabError("--out is empty; give a folder for the CSVs")
+    if str(path) == "-":  # standard output where one CSV is written (crash-map), not a folder
+        raise GraphlabError("--out '-' is standard output; give a folder for the CSVs")
     out = Path(path)
     if out.exists() and not out.is_dir():
         raise GraphlabError(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")

@@ -79,9 +79,12 @@ def _outcome(out: Path, before: dict, where: str = "") -> str:
 
 
 def run(args) -> int:
-    from graphlab.bench import sweeps
+    from graphlab.bench.export import check_unlocked
 
     out = check_out_folder(args.out)
+    check_unlocked(out)  # before torch's import (tens of seconds): a second run is told at once
+    from graphlab.bench import sweeps
+
     before = _stamps(out) if out.is_dir() else {}
     try:
         paths = sweeps.run_bench(args.suite, args.device, out, backend=args.backend)

@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from graphlab.engine.config import ModelConfig, resolve_config, resolve_dtype
+from graphlab.engine.device import resolve_device
 from graphlab.engine.sdpa import sdpa_context
 from graphlab.errors import GraphlabError, check_int
 
@@ -265,6 +266,12 @@ class LlamaForCausalLM(nn.Module):
     ) -> None:
         """Raise GraphlabError for inputs forward() would mis-index (reads values: syncs a GPU)."""
         self.kv_cache()
+        named = (("input_ids", input_ids), ("positions", positions), ("seq_slots", seq_slots))
+        for name, t in named:
+            if not isinstance(t, torch.Tensor) or t.is_meta:  # meta: no values to check or run
+                raise GraphlabError(f"{name} must be a tensor with values, got {t!r:.40}")
+            if t.dtype != torch.long:
+                raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
         if input_ids.dim() != 2 or positions.shape != input_ids.shape:
             raise GraphlabError(
                 f"input_ids {tuple(input_ids.shape)} and positions "
@@ -276,13 +283,6 @@ class LlamaForCausalLM(nn.Module):
             )
         if input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
             raise GraphlabError(f"empty batch: input_ids shape {tuple(input_ids.shape)}")
-        for name, t in (
-            ("input_ids", input_ids),
-            ("positions", positions),
-            ("seq_slots", seq_slots),
-        ):
-            if t.dtype != torch.long:
-                raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
         checks = (
             ("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
             ("positions", positions, self.max_seq_len, "max_seq_len"),
@@ -397,6 +397,6 @@ def build_model(
     as init_weights' std."""
     config = resolve_config(preset_or_config)
     seed = check_int("seed", seed, 0, 2**63 - 1)  # torch.Generator.manual_seed's int64
-    model = LlamaForCausalLM(config, device=torch.device(device), dtype=resolve_dtype(dtype))
+    model = LlamaForCausalLM(config, device=resolve_device(device), dtype=resolve_dtype(dtype))
     init_weights(model, seed, std=weight_std)
     return model.eval().requires_grad_(False)

@@ -13,7 +13,7 @@ import torch
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.graphs import NUM_WARMUPS, CaptureSession, GraphRecord
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import GraphlabError, check_choice, check_instance, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, SizingPolicy, get_engine
 
@@ -49,6 +49,8 @@ class DecodeRunner:
         enforce_eager: bool = False,
         num_warmups: int = NUM_WARMUPS,
     ):
+        check_instance("model", model, LlamaForCausalLM)
+        num_warmups = check_int("num_warmups", num_warmups, 0)
         self.engine = get_engine(engine)
         check_choice(
             f"the {self.runner_shape}-shaped runner's engine", self.engine.name, self.engines

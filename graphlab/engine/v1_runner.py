@@ -24,7 +24,7 @@ from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import GraphlabError, check_int, check_sizes
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
@@ -101,10 +101,11 @@ class V1ModelRunner(DecodeRunner):
         num_tokens = num_reqs * q
         uniform = True
         if num_scheduled_tokens is not None:
-            counts = [int(c) for c in num_scheduled_tokens]
-            if len(counts) != num_reqs or not all(1 <= c <= q for c in counts):
+            counts = check_sizes("num_scheduled_tokens", num_scheduled_tokens, 1, q)
+            if len(counts) != num_reqs:
                 raise GraphlabError(
-                    f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], got {counts}"
+                    f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], "
+                    f"got {list(counts)}"
                 )
             num_tokens, uniform = sum(counts), all(c == q for c in counts)
         # uniform: num_tokens is B * q; otherwise the rows still carry B * q tokens

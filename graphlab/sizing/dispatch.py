@@ -35,7 +35,7 @@ def verify_batches(engine: str | SizingPolicy, cfg: SizingConfig) -> list[dict]:
     """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens: its tokens,
     the path ("full" | "piecewise" | "eager" | "crash"), the graph it replays (None when eager or
     crashing) and the padding tokens."""
-    q = cfg.decode_query_len
+    q = check_instance("cfg", cfg, SizingConfig).decode_query_len
     tokens = [num_reqs * q for num_reqs in range(1, cfg.max_num_seqs + 1)]
     paths, sizes = graph_families(engine, cfg).dispatch_batches(tokens)
     rows = []

@@ -29,7 +29,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_instance, check_int
+from graphlab.errors import GraphlabError, check_instance, check_int, check_json_object
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
@@ -281,6 +281,7 @@ def plan(
     """
     policy = get_engine(engine)
     _check_arguments(cfg, workload, budget, memory, latency, max_capture_size, eager_penalty)
+    check_json_object("compilation_config", compilation_config)
     if policy.name in ALL_V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_input_file
 from graphlab.sizing.families import CUDAGRAPH_MODES
 
 # The modes a step runs in: `CUDAGraphMode.valid_runtime_modes()` (vllm/config/compilation.py).
@@ -45,6 +45,8 @@ _MARKERS = re.compile(
     rb"\||CUDAGraph|- Mode:|- Capture sizes:|non-default args|LLM engine \(v|version|"
     rb"max_num_batched_tokens=|Graph capturing finished|Engine"
 )
+# A whole number as vLLM logs one: ASCII digits, few enough for an int64 (int() takes "٣" too).
+_WHOLE = re.compile(r"[0-9]{1,15}")
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 # vLLM's prefix: `(EngineCore_DP0 pid=12) INFO 12-01 18:35:39 [cuda_graph.py:123] ` (each optional).
 _PREFIX = re.compile(
@@ -143,7 +145,18 @@ class _Reader:
         raise GraphlabError(f"{self.source}:{line or self.line}: {problem}")
 
     def keep(self, kind: str, name: str, value) -> None:
-        self.values[kind].setdefault(name, Logged(value, self.line))
+        kept = self.values[kind].setdefault(name, Logged(value, self.line))
+        if kept.line != self.line and kept.value != value:  # a line's own first match wins
+            self.fail(
+                f"{name} is {value!r} here and {kept.value!r} at line {kept.line}: two runs in "
+                "one log? give the log of one run"
+            )
+
+    def whole(self, what: str, text: str) -> int:
+        if _WHOLE.fullmatch(text) is None:
+            shown = text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+            self.fail(f"{what} {shown!r} is not a whole number below 10**15")
+        return int(text)
 
     def feed(self, message: str) -> None:
         message = message.lstrip()
@@ -175,7 +188,9 @@ class _Reader:
         elif "Chunked prefill is enabled with max_num_batched_tokens=" in message:
             tokens = message.rsplit("=", 1)[1].strip().rstrip(".")
             if tokens.isdigit():
-                self.keep("dump", "max_num_batched_tokens", int(tokens))
+                self.keep(
+                    "dump", "max_num_batched_tokens", self.whole("max_num_batched_tokens", tokens)
+                )
         elif (found := _CAPTURED.search(message)) is not None:
             self.keep("dump", "capture_seconds", float(found.group(1)))
             self.keep("dump", "capture_gib", float(found.group(2)))
@@ -185,9 +200,7 @@ class _Reader:
         if not (inner.startswith("[") and inner.endswith("]")):
             self.fail(f"capture sizes {text!r} are not a list like [1, 2, 4]")
         parts = [p.strip() for p in inner[1:-1].split(",") if p.strip()]
-        if not all(p.isdigit() for p in parts):
-            self.fail(f"capture sizes {text!r} are not whole numbers")
-        return tuple(int(p) for p in parts)
+        return tuple(self.whole("capture size", p) for p in parts)
 
     def config_line(self, text: str, kind: str) -> None:
         """The sizing values of a `non-default args` dict or a config dump (a Python repr: the
@@ -195,14 +208,16 @@ class _Reader:
         for name in _INT_KEYS if kind == "args" else _RESOLVED_INT_KEYS:
             found = re.search(rf"(?<![A-Za-z_])['\"]?{name}['\"]?\s*[:=]\s*(\d+)", text)
             if found:
-                self.keep(kind, name, int(found.group(1)))
+                self.keep(kind, name, self.whole(name, found.group(1)))
         if (found := _SIZES.search(text)) is not None:
             name = "cudagraph_capture_sizes" if kind == "args" else "capture_sizes"
             self.keep(kind, name, self.sizes(f"[{found.group(1)}]"))
         if (found := _MODE.search(text)) is not None and found.group(1) in CUDAGRAPH_MODES:
             self.keep(kind, "cudagraph_mode", found.group(1))
         if (found := _SPEC_K.search(text)) is not None:
-            self.keep(kind, "num_speculative_tokens", int(found.group(1)))
+            self.keep(
+                kind, "num_speculative_tokens", self.whole("num_speculative_tokens", found.group(1))
+            )
         if (found := _METHOD.search(text)) is not None:
             self.keep(kind, "speculative_method", found.group(1))
         if kind == "dump" and "speculative_config=None" in text:
@@ -245,9 +260,7 @@ class _Reader:
         numbers = {}
         for column in ("Unpadded Tokens", "Padded Tokens", "Num Paddings", "Count"):
             if column in value:
-                if not value[column].isdigit():
-                    self.fail(f"{column} cell {value[column]!r} is not a whole number")
-                numbers[column] = int(value[column])
+                numbers[column] = self.whole(f"{column} cell", value[column])
         n, padded, count = numbers["Unpadded Tokens"], numbers["Padded Tokens"], numbers["Count"]
         paddings = numbers.get("Num Paddings", padded - n)
         if padded < n or paddings != padded - n or count < 1 or n < 1:
@@ -293,6 +306,7 @@ def read_vllm_log(path) -> VllmLog:
     the file, the line and the problem for anything that is not a vLLM log with a table."""
     if str(path) == "-":
         return _read(sys.stdin.buffer, "<stdin>")
+    path = check_input_file("--vllm-log", path)  # a FIFO would block, a number is a descriptor
     try:
         with open(path, "rb") as stream, _progress(stream, str(path)) as shown:
             return _read(stream, str(path), shown)
