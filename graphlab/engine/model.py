@@ -1,13 +1,11 @@
 """A Llama-family decoder with a static KV cache that a CUDA graph can capture.
 
-RMSNorm, rotary embeddings (Hugging Face's rotate_half layout, optional Llama 3 frequency
-scaling), grouped-query attention and a SwiGLU MLP, with the query/key/value and the gate/up
-projections fused into one matrix each (as vLLM and gpt-fast do) so a decode step launches fewer
-kernels; ``hf_parameters()`` names every weight as Hugging Face does (graphlab.engine.checkpoint
-reads and writes checkpoints through it). The KV cache is preallocated once: one row per sequence
-slot plus a pad row (``pad_slot``) that padded batch rows write into, so padding never touches a
-real sequence's cache. A step reads only the tensors it is given plus the cache, which is what makes
-a decode step capturable; the LM head runs after it (``compute_logits``), outside any graph.
+RMSNorm, rotary embeddings (Hugging Face's rotate_half layout, optional Llama 3 scaling),
+grouped-query attention and a SwiGLU MLP, q/k/v and gate/up projections fused into one matrix each
+(as vLLM and gpt-fast do) so a step launches fewer kernels; ``hf_parameters()`` names every weight
+as Hugging Face does (graphlab.engine.checkpoint). The KV cache is preallocated once: a row per
+sequence slot plus a pad row (``pad_slot``) that padded batch rows write into. A step reads only
+its tensors and the cache (what makes it capturable); the LM head runs after it, outside any graph.
 """
 
 from __future__ import annotations
