@@ -92,6 +92,13 @@ def test_gpu_shaped_steps_are_recorded_every_interval_and_audited(tmp_path, monk
     assert log.value("capture_sizes") == tuple(sizes)
     assert main(["plan", "--vllm-log", str(folder / "vllm.log"), "--max-graphs", "4"]) == 0
     capsys.readouterr()
+    # the plan written beside the audit is the command's, with the flag to set
+    assert main(["plan", "--vllm-log", str(folder / "vllm.log"), "--json"]) == 0
+    command = json.loads(capsys.readouterr().out)
+    written = json.loads((folder / "plan.json").read_text())
+    assert {key: command[key] for key in written} == written
+    assert written["headline"]["padding_tokens"] <= written["current"]["padding_tokens"]
+    assert written["vllm_flag"] is None or "--compilation-config" in written["vllm_flag"]
 
 
 @pytest.fixture(scope="module")

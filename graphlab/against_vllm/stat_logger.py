@@ -13,8 +13,8 @@ nothing and imports nothing of graphlab beyond this module and the package's top
 returns at once). Set, per
 engine index it writes DIR/engine_000/ (every GRAPHLAB_VLLM_STEPS_INTERVAL seconds, default 60,
 and at exit): `vllm.log` (the engine's config as vLLM logs it, then one CUDAGraph Stats table of
-every step so far: what `graphlab audit|plan --vllm-log` read), `steps.csv` (its rows) and
-`audit.txt` / `audit.json` (the kit's audit of those steps).
+every step so far: what `graphlab audit|plan --vllm-log` read), `steps.csv` (its rows),
+`audit.txt` / `audit.json` (the kit's audit of those steps) and `plan.json` (the plan for them).
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
 """The files the stat logger (graphlab.against_vllm.stat_logger) writes for one engine index: the
-steps it recorded as a vLLM log, their rows as a CSV, and the kit's audit of them.
+steps it recorded as a vLLM log, their rows as a CSV, the kit's audit of them, and the capture
+sizes planned for that traffic with the compilation config to set (`plan --vllm-log`'s JSON).
 
 `vllm.log` holds lines vLLM itself writes: core.py's `Initializing a V1 LLM engine (vX) with
 config: ...` (`VllmConfig.__str__`: model, speculative config, compilation config with the mode
@@ -19,7 +20,8 @@ from dataclasses import fields
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import audit_log
+from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
+from graphlab.sizing.log_plan import log_plan_report
 from graphlab.sizing.vllm_log import GraphStep, read_vllm_log
 
 NO_STATS = (
@@ -49,8 +51,8 @@ def log_text(vllm_config, engine_index: int, steps) -> str:
 
 
 def write_step_record(folder: Path, vllm_config, engine_index: int, steps) -> None:
-    """folder's vllm.log, steps.csv, audit.txt and audit.json for steps (each replaced whole).
-    Never raises: a failure is logged as a warning and the server goes on."""
+    """folder's vllm.log, steps.csv, audit.txt, audit.json and plan.json for steps (each replaced
+    whole). Never raises: a failure is logged as a warning and the server goes on."""
     try:
         log_path = folder / "vllm.log"
         _replace(log_path, log_text(vllm_config, engine_index, steps))
@@ -63,8 +65,19 @@ def write_step_record(folder: Path, vllm_config, engine_index: int, steps) -> No
         report = audit_log(log)
         _replace(folder / "audit.txt", report.format_table() + "\n")
         _replace(folder / "audit.json", json.dumps(report.to_dict(), indent=1) + "\n")
+        _replace(folder / "plan.json", json.dumps(_plan(log), indent=1) + "\n")
     except (GraphlabError, OSError, ValueError) as error:
         _log.warning("graphlab stat logger: cannot write %s: %s", folder, error)
+
+
+def _plan(log) -> dict:
+    """`plan --vllm-log`'s report of the recorded log, or why there is none (a deployment that
+    captured no graph, as vLLM on a CPU)."""
+    cfg, notes = logged_config(log, {})
+    try:
+        return log_plan_report(log, engine_for_version(log.value("vllm_version"))[0], cfg, notes)[1]
+    except GraphlabError as error:
+        return {"source": log.source, "error": str(error)}
 
 
 def _replace(path: Path, text: str) -> None:

@@ -7,10 +7,8 @@ from __future__ import annotations
 from graphlab.cli.arguments import json_text
 from graphlab.cli.vllm_log import given_values
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import engine_for_version, logged_config
-from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log
-from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
+from graphlab.sizing.log_plan import log_plan_report
 from graphlab.sizing.vllm_log import read_vllm_log
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.
@@ -47,54 +45,9 @@ def run(args) -> int:
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
     log, engine, cfg, notes, user = _config(args)
-    policy = get_engine(engine)
-    error = policy.startup_error(cfg)
-    if error:
-        raise GraphlabError(f"{engine} refuses the log's config: {error}")
-    current = log.value("capture_sizes") or policy.capture_sizes(cfg)
-    frame = log.frame()
-    traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
-    logged = {
-        "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
-        "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
-    }
-    result = plan_for_log(engine, cfg, traffic, current, args.max_graphs, args.eager_penalty)
-    replayed = {key: getattr(result.current, key) for key in logged}
-    if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
-        notes = (
-            f"the kit's replay of the current sizes ({replayed['padding_tokens']} padding tokens, "
-            f"{replayed['steps_without_graph']} steps without a graph) differs from what vLLM "
-            f"logged ({logged['padding_tokens']}, {logged['steps_without_graph']}); "
-            "`audit --vllm-log` shows the rows",
-            *notes,
-        )
-    kind = result.headline_kind
-    compilation = None
-    if kind != "current":
-        compilation = compilation_with_sizes(
-            user, cfg.cudagraph_mode, result.headline.capture_sizes
-        )
-    data = {
-        "source": log.source,
-        "vllm_version": log.value("vllm_version"),
-        "engine": engine,
-        "max_num_seqs": cfg.max_num_seqs,
-        "num_speculative_tokens": cfg.num_speculative_tokens,
-        "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),
-        "cudagraph_mode": policy.cudagraph_mode(cfg),
-        "steps": traffic.steps,
-        "logged": logged,
-        "max_graphs": result.max_graphs,
-        "eager_penalty": result.eager_penalty,
-        "current": result.current.to_dict(),
-        "plan": result.plan.to_dict(),
-        "same_count": result.same_count.to_dict(),
-        "headline_kind": kind,
-        "headline": result.headline.to_dict(),
-        "compilation_config": compilation,
-        "vllm_flag": None if compilation is None else vllm_flag(compilation),
-        "notes": list(notes),
-    }
+    result, data = log_plan_report(
+        log, engine, cfg, notes, user, args.max_graphs, args.eager_penalty
+    )
     print(json_text("plan", data) if args.json else _format(result, data))
     return 0
 

@@ -37,6 +37,7 @@ from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import get_engine, round_up
 from graphlab.sizing.families import separate_routine
 from graphlab.sizing.optimum import Budget, optimum
+from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
 
 FAMILIES = ("uniform", "mixed")  # uniform decode steps (FULL graphs), every other step
 # Candidates above this are merged onto a coarser grid (the programme holds candidates^2 cells).
@@ -316,3 +317,67 @@ def _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_
             return current
     chosen = optimum(candidates, cost, tail, np.zeros(len(candidates)), Budget(graphs))
     return tuple(int(s) for s in candidates[chosen])
+
+
+def log_plan_report(
+    log,
+    engine,
+    cfg: SizingConfig,
+    notes=(),
+    user_compilation: dict | None = None,
+    max_graphs: int | None = None,
+    eager_penalty: float | None = None,
+) -> tuple[LogPlan, dict]:
+    """plan_for_log of a read vLLM log (graphlab.sizing.vllm_log) beside what vLLM logged, and
+    its report: the replays, the headline and the compilation config to set (user_compilation's
+    other keys kept); a note first where the kit's replay of the current sizes differs from the
+    logged padding. What `plan --vllm-log` prints and vLLM's stat logger plugin writes."""
+    policy = get_engine(engine)
+    error = policy.startup_error(cfg)
+    if error:
+        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+    current = log.value("capture_sizes") or policy.capture_sizes(cfg)
+    frame = log.frame()
+    traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
+    logged = {
+        "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
+        "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
+    }
+    result = plan_for_log(engine, cfg, traffic, current, max_graphs, eager_penalty)
+    replayed = {key: getattr(result.current, key) for key in logged}
+    if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
+        notes = (
+            f"the kit's replay of the current sizes ({replayed['padding_tokens']} padding tokens, "
+            f"{replayed['steps_without_graph']} steps without a graph) differs from what vLLM "
+            f"logged ({logged['padding_tokens']}, {logged['steps_without_graph']}); "
+            "`audit --vllm-log` shows the rows",
+            *notes,
+        )
+    kind = result.headline_kind
+    compilation = None
+    if kind != "current":
+        compilation = compilation_with_sizes(
+            user_compilation, cfg.cudagraph_mode, result.headline.capture_sizes
+        )
+    data = {
+        "source": log.source,
+        "vllm_version": log.value("vllm_version"),
+        "engine": engine,
+        "max_num_seqs": cfg.max_num_seqs,
+        "num_speculative_tokens": cfg.num_speculative_tokens,
+        "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),
+        "cudagraph_mode": policy.cudagraph_mode(cfg),
+        "steps": traffic.steps,
+        "logged": logged,
+        "max_graphs": result.max_graphs,
+        "eager_penalty": result.eager_penalty,
+        "current": result.current.to_dict(),
+        "plan": result.plan.to_dict(),
+        "same_count": result.same_count.to_dict(),
+        "headline_kind": kind,
+        "headline": result.headline.to_dict(),
+        "compilation_config": compilation,
+        "vllm_flag": None if compilation is None else vllm_flag(compilation),
+        "notes": list(notes),
+    }
+    return result, data
