@@ -458,16 +458,18 @@ def test_a_fifo_or_a_descriptor_number_is_refused_at_once(tmp_path, capsys):
 
 
 def test_only_a_whole_number_of_verify_requests_up_to_max_num_seqs_is_flagged(tmp_path):
-    # S = 2, k = 3 under plain FULL: 8 tokens (2 requests) that ran without a graph could have
-    # replayed the FULL 8; 12 tokens are 3 requests, more than S, so no uniform verify batch.
+    # S = 2, k = 3, FULL_AND_PIECEWISE over [6, 13, 16]: 4 tokens (1 request) on the PIECEWISE 6,
+    # in the gap below the FULL 8, is PR 53407's class; 12 tokens on the PIECEWISE 13 are 3
+    # requests, more than S, so no uniform verify batch; a NONE row never is.
     args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 2").replace(
         "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
     )
-    rows = [(8, 8, "NONE", 2), (12, 12, "NONE", 1)]
-    path = write(tmp_path, args + prefixed(table(rows, mode="FULL", sizes="[4, 8, 16]")))
+    rows = [(4, 6, "PIECEWISE", 2), (12, 13, "PIECEWISE", 1), (8, 8, "NONE", 1)]
+    mode, sizes = "FULL_AND_PIECEWISE", "[6, 13, 16]"
+    path = write(tmp_path, args + prefixed(table(rows, mode=mode, sizes=sizes)))
     audit = audit_log(read_vllm_log(path))
     assert audit.cfg.max_num_seqs == 2 and audit.cfg.decode_query_len == 4
-    assert audit.rows.full_graph_could_serve.tolist() == [8, 0]
+    assert audit.rows.full_graph_could_serve.tolist() == [8, 0, 0]
 
 
 def test_what_the_engine_ran_wins_over_what_the_user_asked(tmp_path):
