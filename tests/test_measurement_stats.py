@@ -6,6 +6,8 @@ must read as noise (in all but about 5% of seeded trials, the interval's level),
 small effect drowned in noise must not be called.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -198,3 +200,20 @@ def test_sequential_sampling_stops_once_the_interval_excludes_one():
     c = compare(sampling.step_times(taken["a"]), sampling.step_times(taken["b"]))
     assert c.verdict == SLOWER and c.decided and 6 <= len(taken["a"]) < 60
     assert relative_half_width(c) > 0.01  # stopped by the direction, not by the precision
+
+
+def test_sequential_sampling_waits_for_every_runner_against_the_first():
+    # b steps as a does (decided at once); c alternates 0.5 and 2 ms, an interval around 1 that
+    # never narrows to +-5%: sampling goes on for c's sake.
+    swing = itertools.cycle([0.5, 2.0])
+
+    class Timed(_Step):
+        def execute_model(self, *batch):
+            _, record = super().execute_model()
+            record.time_ms = 1.0 if self.label != "c" else next(swing)
+            return None, record
+
+    log = []
+    runners = {name: Timed(name, log) for name in "abc"}
+    taken = sampling.interleaved_steps(runners, (), 6, 0, precision=0.05, max_repeats=30)
+    assert len(taken["a"]) == 30  # the cap: a's and b's ratio alone would have stopped at 6

@@ -19,14 +19,14 @@ def interleaved_steps(
 ) -> dict[str, list]:
     """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
     rounds, the order rotated each round (AB BA AB...): `repeats` rounds, then, with
-    `precision`, more rounds until the first runner's median over the second's is decided (its
+    `precision`, more rounds until every other runner's median over the first's is decided (its
     bootstrap interval excludes 1, or lies within +-precision of the ratio) or `max_repeats`
     rounds (default 4 x repeats) are taken."""
     for _ in range(warmup):
         for runner in runners.values():
             runner.execute_model(*batch)
     steps = {label: [] for label in runners}
-    first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
+    first, *others = list(steps) or [None]
 
     order = list(runners.items())
 
@@ -42,9 +42,12 @@ def interleaved_steps(
     limit = max_repeats or 4 * repeats
     while (
         precision is not None
-        and first is not None
+        and others
         and len(steps[first]) < limit
-        and not decided(compare(*(step_times(steps[k]) for k in (first, second))), precision)
+        and not all(
+            decided(compare(step_times(steps[k]), step_times(steps[first])), precision)
+            for k in others
+        )
     ):
         rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
     return steps
