@@ -273,3 +273,13 @@ def test_an_over_long_line_is_skipped_and_lines_still_counted(tmp_path, capsys):
     assert ":5: cudagraph mode 'BOGUS'" in err  # ARGS 1, the long line 2, the settings 3..
     text = ARGS + long_line + table([(21, 21, "FULL", 2)])
     assert read_vllm_log(write(tmp_path, text)).frame()["count"].sum() == 2
+
+
+def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
+    # 07 prints it: at 135 columns JupyterLab wrapped each row, its last column on a line alone.
+    log = ARGS + prefixed(table([(21, 21, "FULL", 5), (9, 14, "PIECEWISE", 2)]))
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
+    head = out.index("\n\n") + 2  # the table follows the summary's sentences
+    rows = out[head:].split("\nnote:")[0].splitlines()
+    assert code == 0 and rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
+    assert max(len(row) for row in rows) <= 100
