@@ -64,7 +64,7 @@ EXPECTED = {
         ),
     ),
     "04_adaptive_sizing": Expected(
-        6,
+        4,
         (
             "crash_map.csv",
             "crash_map_before_after.png",
@@ -72,10 +72,10 @@ EXPECTED = {
             "adaptive_graph_memory.png",
             "adaptive_price.csv",
             "adaptive_price.png",
-            "vllm_v1_graph_fraction.png",
-            "v1_verify_cliff.png",
-            "v1_verify_samples.csv",
         ),
+    ),
+    "04b_vllm_v1_today": Expected(
+        2, ("vllm_v1_graph_fraction.png", "v1_verify_cliff.png", "v1_verify_samples.csv")
     ),
     "05_latency_and_memory": Expected(
         4,
@@ -160,7 +160,7 @@ class Result:
 
 
 def notebook_names() -> list[str]:
-    return sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    return sorted(p.stem for p in NOTEBOOK_DIR.glob("[0-9][0-9]*_*.ipynb"))  # 04b after 04
 
 
 def run_notebook(name: str, out: Path, ci: bool = False) -> Result:

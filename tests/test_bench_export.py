@@ -130,11 +130,14 @@ def test_latency_rows_report_p90_apart_from_the_median(monkeypatch):
     ticks = itertools.cycle([t for t in range(1, 11) for _ in range(2)])
 
     class Timer:
+        clock = "fake"
+
         def __init__(self, device):
             pass
 
         def stop(self):
-            return float(next(ticks))
+            self.ms = self.wall_ms = float(next(ticks))
+            return self.ms
 
     monkeypatch.setattr(runner, "StepTimer", Timer)
     suite = suites.replace_suite(TINY, latency_batch_sizes=(1, 3), repeats=10, warmup=0)

@@ -23,9 +23,9 @@ from graphlab.bench.costs import (
     eager_ratio,
     guard_report,
     guard_run_cost,
-    priced_sizing,
     reference_ratio,
 )
+from graphlab.bench.priced import priced_sizing
 from graphlab.bench.verdicts import mode_lines, mode_summary
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
@@ -166,12 +166,14 @@ def test_the_run_cost_prints_a_bound_near_zero_on_its_side():
     assert "(95% CI +0.2..+2.5)" in guard_price_line(near | dict(ms_ci_low=0.2))
 
 
-def test_the_guard_report_says_when_the_machine_cannot_resolve_it():
+def test_the_guard_report_says_when_the_machine_cannot_decide_it():
     samples = _guard_samples(eager_ms=1.0)
     samples.loc[:, "load_avg_1m"] = 7.0
     report = guard_report(samples, eager_ratio(samples))
     assert report[0].startswith("WARNING: load average 7.00 on 2 CPUs")
-    assert "shows no difference beyond noise" in report[1] and "cannot resolve" in report[2]
+    assert "shows no difference beyond noise" in report[1]
+    # The same steps on both sides: the interval is within +-5% of 1, which decides it.
+    assert "(any difference is under +-5%)" in report[1]
 
 
 def test_the_reference_ratio_keeps_v0_rows_that_replayed():
@@ -202,6 +204,40 @@ def test_padding_priced_in_time_charges_eager_steps():
     assert guard.mean_step_ms == pytest.approx(2 - guard.graph_fraction)
     assert adaptive.mean_step_ms == pytest.approx(1.0)
     assert guard.mean_padding_waste < adaptive.mean_padding_waste  # waste alone says the reverse
+
+
+def _priced_with_samples(eager_ms, pairs=12, seed=0):
+    """latency_rows' frame and samples, synthetic: n = 1..40, each mode replaying or running
+    eagerly at n, lognormal noise of 5%."""
+    rng, samples, rows = np.random.default_rng(seed), [], []
+    for n in range(1, 41):
+        for mode, path, ms in (("eager", "eager", eager_ms), ("graph", "graph", 1.0)):
+            times = ms * rng.lognormal(0, 0.05, pairs)
+            samples += [
+                dict(mode=mode, num_reqs=n, sample=i, time_ms=t) for i, t in enumerate(times)
+            ]
+            rows.append(dict(mode=mode, path=path, num_reqs=n, batch_size=n, backend="cpu-compiled",
+                             graph_size=None if path == "eager" else n,
+                             median_ms=float(np.median(times))))  # fmt: skip
+    engines, cfg = ["vllm-0.5.5", "vllm-0.6.0", "adaptive"], SizingConfig(8, 4)
+    return priced_sizing(engines, cfg, pd.DataFrame(rows), pd.DataFrame(samples), resamples=200)
+
+
+def test_the_priced_mean_step_comes_with_its_interval_and_verdict():
+    priced = _priced_with_samples(eager_ms=2.0)
+    guard, adaptive = priced.loc["vllm-0.6.0"], priced.loc["adaptive"]
+    for engine in (guard, adaptive):
+        assert engine.mean_step_ci_low < engine.mean_step_ms < engine.mean_step_ci_high
+    assert np.isnan(priced.loc["vllm-0.5.5", "mean_step_ci_low"])  # it crashes: no price
+    assert np.isnan(adaptive.over_reference_ratio)  # the reference itself
+    # Eager steps cost twice a replay: the guard's mean is 2 - graph fraction times adaptive's.
+    assert guard.over_reference_ratio == pytest.approx(2 - guard.graph_fraction, rel=0.03)
+    assert guard.over_reference_verdict == "slower" and guard.over_reference_ci_low > 1
+    assert guard.sentence.startswith("vllm-0.6.0's mean step is slower than adaptive's: 1.")
+    # No difference in truth: the interval holds 1 and lies within +-5%, which decides it.
+    same = _priced_with_samples(eager_ms=1.0, seed=1).loc["vllm-0.6.0"]
+    assert same.over_reference_ci_low < 1 < same.over_reference_ci_high
+    assert same.sentence.endswith("(any difference is under +-5%)")
 
 
 def test_capture_times_are_compared_with_their_interval(price):

@@ -249,14 +249,22 @@ def test_eager_steps_equal_the_model_and_record_their_requests(model):
         assert record.time_ms > 0
 
 
-def test_the_cpu_step_timer_counts_milliseconds():
-    # A unit check, not a speed check: the timer lies within the clock read around it.
+def test_the_cpu_step_timer_counts_the_threads_cpu_time_and_the_wall_beside_it(one_thread):
+    # A unit check, not a speed check: a sleep holds no CPU, so the one torch thread's clock
+    # leaves it out (as it leaves out another process's turn on the core) and the wall keeps it;
+    # a busy loop shows on both.
     before = time.perf_counter()
     timer = StepTimer(torch.device("cpu"))
     time.sleep(0.2)
     ms = timer.stop()
     outer_ms = (time.perf_counter() - before) * 1e3
-    assert 200 <= ms <= outer_ms
+    assert timer.clock == "thread_cpu" and ms == timer.ms
+    assert ms < 50 and 200 <= timer.wall_ms <= outer_ms
+    timer = StepTimer(torch.device("cpu"))
+    end = time.thread_time() + 0.05
+    while time.thread_time() < end:
+        pass
+    assert timer.stop() >= 50 and timer.wall_ms >= timer.ms * 0.99
 
 
 # ---- what the mutation campaign of issue 50 found untested -------------------------------------

@@ -6,6 +6,8 @@ must read as noise (in all but about 5% of seeded trials, the interval's level),
 small effect drowned in noise must not be called.
 """
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -20,6 +22,7 @@ from graphlab.bench.stats import (
     load_warning,
     median_ci,
     pooled,
+    relative_half_width,
     verdict,
 )
 
@@ -159,3 +162,58 @@ def test_sampling_stops_at_the_precision_or_the_cap():
     noisy_runners = {"a": Noisy("a", log), "b": Noisy("b", log)}
     taken = sampling.interleaved_steps(noisy_runners, (), 6, 0, precision=0.01)
     assert len(taken["a"]) == 24  # never precise enough: stops at 4 x repeats
+
+
+def test_a_comparison_is_decided_by_a_direction_or_an_interval_within_the_effect():
+    rng = np.random.default_rng(4)
+    clear = compare(_times(rng, 20, 1.5, 0.05), _times(rng, 20, 1.0, 0.05))
+    same = compare(_times(rng, 40, 1.0, 0.02), _times(rng, 40, 1.0, 0.02))
+    wide = compare(_times(rng, 8, 1.0, 0.5), _times(rng, 8, 1.0, 0.5))
+    assert clear.decided and "is slower than" in clear.sentence("a", "b")
+    assert same.verdict == NO_DIFFERENCE and same.decided
+    assert same.sentence("a", "b").endswith("(any difference is under +-5%)")
+    assert wide.verdict == NO_DIFFERENCE and not wide.decided
+    assert "this machine cannot decide it" in wide.sentence("a", "b")
+    # Too few pairs never decide, whatever the interval.
+    assert not compare([1.0] * (MIN_SAMPLES - 1), [1.0] * (MIN_SAMPLES - 1)).decided
+
+
+def _noisy_runners(log, scale_a, sigma, seed):
+    rng = np.random.default_rng(seed)
+
+    class Noisy(_Step):
+        def execute_model(self, *batch):
+            _, record = super().execute_model()
+            record.time_ms = float(
+                (scale_a if self.label == "a" else 1.0) * rng.lognormal(0, sigma)
+            )
+            return None, record
+
+    return {"a": Noisy("a", log), "b": Noisy("b", log)}
+
+
+def test_sequential_sampling_stops_once_the_interval_excludes_one():
+    # A 30% effect in 15% noise: undecided after 6 pairs at +-1% precision, decided (slower)
+    # long before the interval could reach +-1%, and well before the cap.
+    runners = _noisy_runners([], 1.3, 0.15, seed=7)
+    taken = sampling.interleaved_steps(runners, (), 6, 0, precision=0.01, max_repeats=200)
+    c = compare(sampling.step_times(taken["a"]), sampling.step_times(taken["b"]))
+    assert c.verdict == SLOWER and c.decided and 6 <= len(taken["a"]) < 60
+    assert relative_half_width(c) > 0.01  # stopped by the direction, not by the precision
+
+
+def test_sequential_sampling_waits_for_every_runner_against_the_first():
+    # b steps as a does (decided at once); c alternates 0.5 and 2 ms, an interval around 1 that
+    # never narrows to +-5%: sampling goes on for c's sake.
+    swing = itertools.cycle([0.5, 2.0])
+
+    class Timed(_Step):
+        def execute_model(self, *batch):
+            _, record = super().execute_model()
+            record.time_ms = 1.0 if self.label != "c" else next(swing)
+            return None, record
+
+    log = []
+    runners = {name: Timed(name, log) for name in "abc"}
+    taken = sampling.interleaved_steps(runners, (), 6, 0, precision=0.05, max_repeats=30)
+    assert len(taken["a"]) == 30  # the cap: a's and b's ratio alone would have stopped at 6

@@ -122,7 +122,7 @@ def _printed(nb, marker: str) -> str:
 @pytest.mark.notebooks
 def test_the_v1_chapter_computes_the_cliff_and_issue_54933(executed):
     out, _ = executed
-    nb = nbformat.read(out / "notebooks" / "04_adaptive_sizing.ipynb", as_version=4)
+    nb = nbformat.read(out / "notebooks" / "04b_vllm_v1_today.ipynb", as_version=4)
     verify = _printed(nb, "verify_batches(v1_engine, v1_cfg)")
     # CI: 160 requests x 4 tokens; the FULL graphs stop at vLLM's 512-token ceiling.
     assert "FULL decode graphs: 49 token counts, 4..512" in verify
@@ -367,7 +367,8 @@ def test_the_readme_table_gives_each_notebooks_figure_count():
 
     readme = (ROOT / "README.md").read_text()
     rows = re.findall(
-        r"^\| `(\d\d_\w+)` \| .* \| (\d+)(?: \+ the reference runs' \((\d+) for `data/cpu`\))? \|$",
+        r"^\| `(\d\db?_\w+)` \| .* \| (\d+)"
+        r"(?: \+ the reference runs' \((\d+) for `data/cpu`\))? \|$",
         readme,
         re.M,
     )

@@ -491,3 +491,13 @@ def test_a_full_row_under_plain_full_is_audited_as_the_mixed_batch_it_was(tmp_pa
     assert audit.engine == "vllm-0.13.0" and audit.cfg.cudagraph_mode == "FULL"
     row = audit.rows.iloc[0]
     assert (row.kit_runtime_mode, row.kit_padded_tokens, bool(row.agrees)) == ("FULL", 2, True)
+
+
+def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
+    # 07 prints it: at 135 columns JupyterLab wrapped each row, its last column on a line alone.
+    log = ARGS + prefixed(table([(21, 21, "FULL", 5), (9, 14, "PIECEWISE", 2)]))
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
+    head = out.index("\n\n") + 2  # the table follows the summary's sentences
+    rows = out[head:].split("\nnote:")[0].splitlines()
+    assert code == 0 and rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
+    assert max(len(row) for row in rows) <= 100

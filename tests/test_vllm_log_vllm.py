@@ -65,6 +65,9 @@ def test_vllms_own_logger_tables_are_read_back_exactly(vllm_code, tmp_path, colo
     assert got == dict(want) and log.intervals == 4 and log.engines == ("001",)
     assert log.value("cudagraph_mode") == "FULL_AND_PIECEWISE"
     assert log.value("capture_sizes") == (1, 2, 4, 8)
+    import vllm  # the release that made the log, read back from its version line
+
+    assert log.value("vllm_version") == vllm.__version__
 
 
 def test_a_bare_table_as_pasted_in_an_issue(tmp_path):

@@ -256,6 +256,21 @@ def test_a_token_budget_below_max_num_seqs_shows_the_refusal_and_later_controls_
     assert "8 reachable" in ex.summary.value and "refuses" not in ex.view.padded.get_title()
 
 
+@pytest.mark.parametrize("k, t", [(7, 7), (4, 1)])
+def test_a_config_that_does_not_run_draws_only_why(k, t):
+    # (S 8, T 7): vLLM V1 refuses to start; T = 1 passes S only when S = 1, and then no request's
+    # 1 + k tokens fit: neither has a graph fraction to show, nor a crash map cell.
+    ex = explorer("vllm-0.33.0", 8 if t == 7 else 1, k, t)
+    title, summary = ex.view.padded.get_title(), ex.summary.value
+    assert "nan" not in title + summary and "graph fraction" not in title + summary
+    assert not ex.view.map.get_visible() and ex.png.startswith(b"\x89PNG")
+    assert all(not line.get_xydata().size for line in ex.view.lines.values())
+    said = "refuses to start" if t == 7 else "no decode batch is reachable"
+    assert said in title and f"T = {t}" in title
+    ex.controls["max_num_batched_tokens"].value = 2048  # a config that runs: the map is back
+    assert ex.view.map.get_visible() and "graph fraction" in ex.summary.value
+
+
 def test_the_strip_names_its_unreachable_sizes():
     ex = StaticExplorer(ExplorerState("vllm-0.5.5", 8, 4))
     assert "no batch reaches n (white)" in ex.view.strip.get_xlabel()
@@ -305,10 +320,15 @@ def test_the_explorer_prices_eager_steps_at_their_eager_time(tmp_path):
         "mean step 1.000 ms"
     )
     far = price_line(audit("vllm-0.6.0", SizingConfig(8, 4)), latency)
+    # Its eager steps run at n = 9..40: the reachable ones past the measured 32 are named.
     assert far == (
-        f"not priced: {tmp_path.name}/latency.csv measured n = 1..32 rows (graphs up to 24); "
-        "this config reaches n = 40"
+        f"not priced: {tmp_path.name}/latency.csv measured eager steps at n = 1..32 rows; this "
+        "config's eager steps also need n = 35..40"
     )
+    # A V1 config whose smallest FULL graph (2 tokens, k = 1) lies below the measured 4..64.
+    low = price_line(audit("vllm-0.33.0", SizingConfig(2, 1)), latency)
+    assert low.startswith(f"not priced: {tmp_path.name}/latency.csv measured graph steps at n")
+    assert low.endswith("this config's graph steps also need n = 2")
     assert "crashes" in price_line(audit("vllm-0.5.5", SizingConfig(8, 4)), latency)
     assert "refuses" in price_line(audit("vllm-0.33.0", SizingConfig(9, 4, 4)), latency)
     # T = 4 below one request's 1 + k = 5 tokens: nothing to price, and nothing raised (the
@@ -332,7 +352,9 @@ def test_the_explorer_shows_its_price_and_follows_the_sliders(tmp_path):
     assert "mean step 1.000 ms on " in moved.summary.value
     # The browser test's path: a V1 engine, T = 4, S down to 3 (no step fits), then back.
     moved.set(engine="vllm-0.33.0", max_num_batched_tokens=4, max_num_seqs=3)
-    assert "max_num_seqs = 3," in moved.summary.value and "not priced" in moved.summary.value
+    # Nothing runs, so nothing is priced: the summary says why, and only that.
+    assert "max_num_seqs = 3," in moved.summary.value and "mean step" not in moved.summary.value
+    assert "no decode batch of this config is reachable" in moved.summary.value
     moved.set(max_num_batched_tokens=64)
     assert "mean step 1.000 ms on " in moved.summary.value
     static = StaticExplorer(ExplorerState("vllm-0.6.0", 4, 4), latency)

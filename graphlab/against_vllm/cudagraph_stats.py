@@ -98,9 +98,18 @@ def vllm_dispatcher(max_num_seqs: int, query_len: int, capture_sizes, mode: str,
     return step
 
 
-def vllm_log_text(intervals, mode: str, capture_sizes, engine_index: int = 0, color=False) -> str:
-    """The log lines vLLM writes for these stats intervals (each a list of CUDAGraphStat): per
-    interval an `Engine 000:` stats line, then `CUDAGraphLogging`'s table, with vLLM's prefix."""
+def _version() -> str:
+    from vllm import __version__
+
+    return __version__
+
+
+def vllm_log_text(
+    intervals, mode: str, capture_sizes, engine_index: int = 0, color=False, model="stand-in"
+) -> str:
+    """The log lines vLLM writes for these stats intervals (each a list of CUDAGraphStat): the
+    API server's version line first (api_utils.py's log_version_and_model, logo off), then per
+    interval an `Engine 000:` stats line and `CUDAGraphLogging`'s table, with vLLM's prefix."""
     cuda_graph, _, modes, _, _ = _vllm()
     from vllm import logger as vllm_logger
     from vllm.logging_utils.formatter import ColoredFormatter, NewLineFormatter
@@ -115,6 +124,8 @@ def vllm_log_text(intervals, mode: str, capture_sizes, engine_index: int = 0, co
     log.propagate, log.level = False, logging.INFO
     log.addHandler(handler)
     try:
+        # The installed vLLM's version: what made this log, so a reader can tell the release.
+        log.info("vLLM server version %s, serving model %s", _version(), model)
         table = cuda_graph.CUDAGraphLogging(modes[mode], list(capture_sizes))
         for stats in intervals:
             log.info(

@@ -9,7 +9,8 @@ graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph
 
 `adaptive_price` is the other side: per k, the coverage adaptive sizing gains over the guard
 against the graphs it captures, their capture time (after a warm-up capture, so that no engine
-pays the process's first compile or allocation) and their graph memory.
+pays the process's first compile or allocation) and their graph memory. Padding priced in time
+(notebook 04's first table) is graphlab.bench.priced.
 """
 
 from __future__ import annotations
@@ -24,12 +25,15 @@ from graphlab.bench.sampling import (
     comparison_columns,
     interleaved_steps,
     sample_rows,
+    step_times,
 )
 from graphlab.bench.stats import (
+    EFFECT,
     FASTER,
     NO_DIFFERENCE,
     SLOWER,
     compare,
+    decided,
     load_warning,
     machine_load,
     median_ci,
@@ -42,12 +46,13 @@ from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.plan import uniform_workload
-from graphlab.sizing.plan_inputs import SizeTable
-from graphlab.sizing.plan_result import evaluate
 
 # What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
-PROVENANCE_COLUMNS = ("backend", "device", "model", "dtype", "load_avg_1m", "cpus")
+PROVENANCE_COLUMNS = ("backend", "clock", "device", "model", "dtype", "load_avg_1m", "cpus")
+
+
+# The sizes notebook 03's headline pools: the guard's eager steps just past its graphs (S 8, k 4).
+POOLED_WINDOW = range(9, 17)
 
 
 def guard_cost(
@@ -58,30 +63,59 @@ def guard_cost(
     repeats: int = 10,
     warmup: int = 3,
     backend: str = "auto",
-    precision: float | None = 0.05,
+    precision: float | None = EFFECT,
     preset: str = "custom",
+    window=POOLED_WINDOW,
 ) -> pd.DataFrame:
-    """Every timed step (long format: engine, batch_size, path, sample, time_ms, load) of
-    `engine` and `covering`, both in graph mode, at batch sizes 1..max_num_seqs * (1 + k),
-    the two stepping in turn (interleaved_steps, to `precision` at the sizes `engine` runs
-    eagerly), with provenance (`preset`: the model's name); the model's cache needs that many
-    slots."""
+    """Every timed step (long format: engine, batch_size, path, sample, time_ms, wall_ms, clock,
+    load) of `engine` and `covering`, both in graph mode, at batch sizes 1..max_num_seqs *
+    (1 + k), the two stepping in turn (interleaved_steps, sampled until decided at `precision`
+    where `engine` runs eagerly), with provenance (`preset`: the model's name); the model's
+    cache needs that many slots. Then the headline, `engine` over `covering` pooled over its
+    eager sizes in `window` (pooled_cost), gets more rounds at those sizes until it is decided
+    or each holds 8 x repeats pairs."""
     check_instance("cfg", cfg, SizingConfig)
     backend = resolve_backend(backend, model.device, "costs").name
     runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
     for runner in runners.values():
         runner.capture_model()
-    rows = []
+    steps, loads, batches = {}, {}, {}
     for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
-        batch = batch_of(runners[engine], size)
-        eager = runners[engine].execute_model(*batch)[1].path == "eager"
-        load = machine_load()
-        steps = interleaved_steps(runners, batch, repeats, warmup, precision if eager else None)
-        rows += sample_rows(
-            steps, "engine", batch_size=size, backend=runners[engine].backend.name, **load
+        batches[size] = batch_of(runners[engine], size)
+        eager = runners[engine].execute_model(*batches[size])[1].path == "eager"
+        loads[size] = machine_load()
+        steps[size] = interleaved_steps(
+            runners, batches[size], repeats, warmup, precision if eager else None
         )
+    pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path == "eager"]
+    while (
+        precision is not None
+        and pooled_sizes
+        and len(steps[pooled_sizes[0]][engine]) < 8 * repeats
+        and not decided(pooled_cost(steps, pooled_sizes, engine, covering), precision)
+    ):
+        for n in pooled_sizes:
+            for label, more in interleaved_steps(
+                runners, batches[n], max(repeats // 2, 1), 0
+            ).items():
+                steps[n][label] += more
+    rows = [
+        row
+        for size, at in steps.items()
+        for row in sample_rows(
+            at, "engine", batch_size=size, backend=runners[engine].backend.name, **loads[size]
+        )
+    ]
     prov = provenance(model.device, dtype=str(model.dtype), model=preset)
     return with_provenance(rows, prov)
+
+
+def pooled_cost(steps: dict, sizes, engine: str, covering: str):
+    """The pooled Comparison of `engine` over `covering` at `sizes`, each once, from
+    {size: {engine: StepRecords}}: the headline guard_cost samples for."""
+    return pooled((step_times(steps[n][engine]), step_times(steps[n][covering]), 1) for n in sizes)[
+        0
+    ]
 
 
 def eager_ratio(
@@ -216,27 +250,22 @@ def adaptive_price(
     return with_provenance(rows, prov)
 
 
-def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=range(9, 17)) -> list[str]:
+def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WINDOW) -> list[str]:
     """The lines notebook 03 prints under the guard's price: a load warning when the machine
-    was busy, the pooled comparison at the eager sizes in `window` (each size once), saying
-    plainly when the interval cannot resolve it, and the per-size verdicts counted, at the eager
+    was busy, the pooled comparison at the eager sizes in `window` (each size once; its sentence
+    says when this machine cannot decide it), and the per-size verdicts counted, at the eager
     sizes and, as a control for noise, where both engines replay the same padded graph."""
     lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
     eager = price[price.path == "eager"]
     sizes = [n for n in window if n in eager.index]
     if sizes:
-        pooled_cost = guard_run_cost(
+        run_cost = guard_run_cost(
             samples,
             dict.fromkeys(sizes, 1),
             subject="the guard's step, each size once,",
             reference="adaptive's at the same sizes",
         )
-        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {pooled_cost['sentence']}")
-        if pooled_cost["guard_over_verdict"] == NO_DIFFERENCE:
-            lines.append(
-                "This machine cannot resolve the guard's per-step price at these sizes: the "
-                "interval holds 1 under this load and noise."
-            )
+        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {run_cost['sentence']}")
 
     def counted(rows) -> str:
         counts = rows.guard_over_verdict.value_counts()
@@ -333,35 +362,3 @@ def capped_cost(
     batch = batch_of(runners[first], num_reqs)
     rows = compared_steps(runners, batch, first, f"the {first} step", repeats, warmup, precision)
     return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
-
-
-def priced_sizing(engines, cfg: SizingConfig, latency: pd.DataFrame) -> pd.DataFrame:
-    """Per engine, every reachable batch n once: graph fraction, mean padding waste (the audit's:
-    over the batches that run, an eager step counting 0) and the mean step priced with measured
-    step times (latency_rows' frame: graph mode's median at each replayed size, eager mode's at
-    each n), which charges an eager step its eager time. An engine whose config crashes gets no
-    price."""
-    graph = latency[(latency["mode"] == "graph") & (latency.path != "eager")]
-    eager = latency[(latency["mode"] == "eager") & (latency.path == "eager")]
-    backend = "/".join(sorted(latency.backend.unique()))
-    prices = (
-        SizeTable.from_series(graph.set_index("graph_size").median_ms, "graph steps", backend),
-        SizeTable.from_series(eager.set_index("batch_size").median_ms, "eager steps", backend),
-    )
-    rows = []
-    for engine in engines:
-        summary = audit(engine, cfg).summary
-        outcome = evaluate(
-            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg),
-            latency=None if summary.num_crash else prices,
-        )  # fmt: skip
-        rows.append(
-            dict(
-                engine=engine,
-                graph_fraction=outcome.graph_fraction,
-                mean_padding_waste=summary.mean_padding_waste,  # as the audit table beside it
-                mean_step_ms=outcome.mean_step_ms,
-                priced_on=backend,
-            )
-        )
-    return pd.DataFrame(rows).set_index("engine")

@@ -21,7 +21,7 @@ import pandas as pd
 import torch
 
 from graphlab.bench.sampling import comparison_columns, interleaved_steps, sample_rows, step_times
-from graphlab.bench.stats import compare, machine_load, median_ci
+from graphlab.bench.stats import EFFECT, compare, machine_load, median_ci
 from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, resolve_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
@@ -149,7 +149,7 @@ def latency_points(
     repeats: int = 20,
     warmup: int = 3,
     backend: str = "auto",
-    precision: float | None = None,
+    precision: float | None = EFFECT,
     samples: list | None = None,
 ):
     """Step latency per request count, yielded count by count (a sweep keeps each as it comes),
@@ -160,7 +160,8 @@ def latency_points(
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
-    The modes step in turn (interleaved_steps, to `precision` when given); each replayed mode's
+    The modes step in turn (interleaved_steps, sampled until eager over graph mode is decided at
+    `precision`, or 4 x repeats rounds; None: `repeats` rounds); each replayed mode's
     row holds eager over it (eager_over_*: ratio, bootstrap interval, verdict), and every row
     the load average of its point. `samples`, when given, receives every timed step
     (sample_rows, long format). Each row names the SDPA kernel of its step's shape
@@ -209,6 +210,7 @@ def latency_points(
                     path=records[0].path,
                     graph_size=records[0].graph_size,
                     **timing_stats(step_times(records)),
+                    clock=records[0].clock,
                     repeats=len(records),
                     warmup=warmup,
                     **versus,

@@ -2,14 +2,16 @@
 
 `interleaved_steps` steps the compared runners in turn, the order rotated each round (AB BA...,
 ABC BCA CAB...), after warm-up rounds, so a round's samples share the machine's load of its moment
-and no runner always takes one place, and goes on until the ratio's bootstrap interval reaches a
-stated precision; `sample_rows` keeps every sample (long format); `compared_steps` turns one
+and no runner always takes one place, and samples sequentially: more rounds until the ratio is
+decided (its bootstrap interval excludes 1 or lies within +-precision of it:
+graphlab.bench.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
+with whole runs; `sample_rows` keeps every sample (long format); `compared_steps` turns one
 batch's samples into rows with medians, intervals and the verdict of graphlab.bench.stats.
 """
 
 from __future__ import annotations
 
-from graphlab.bench.stats import compare, machine_load, median_ci, relative_half_width
+from graphlab.bench.stats import MIN_SAMPLES, compare, decided, machine_load, median_ci
 
 
 def interleaved_steps(
@@ -17,14 +19,14 @@ def interleaved_steps(
 ) -> dict[str, list]:
     """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
     rounds, the order rotated each round (AB BA AB...): `repeats` rounds, then, with
-    `precision`, more rounds until the bootstrap interval of the first runner's median over the
-    second's is within +-precision of the ratio or `max_repeats` rounds (default 4 x repeats)
-    are taken."""
+    `precision`, more rounds until every other runner's median over the first's is decided (its
+    bootstrap interval excludes 1, or lies within +-precision of the ratio) or `max_repeats`
+    rounds (default 4 x repeats) are taken."""
     for _ in range(warmup):
         for runner in runners.values():
             runner.execute_model(*batch)
     steps = {label: [] for label in runners}
-    first, second = list(steps)[:2] if len(steps) > 1 else (None, None)
+    first, *others = list(steps) or [None]
 
     order = list(runners.items())
 
@@ -40,13 +42,29 @@ def interleaved_steps(
     limit = max_repeats or 4 * repeats
     while (
         precision is not None
-        and first is not None
+        and others
         and len(steps[first]) < limit
-        and relative_half_width(compare(*(step_times(steps[k]) for k in (first, second))))
-        > precision
+        and not all(
+            decided(compare(step_times(steps[k]), step_times(steps[first])), precision)
+            for k in others
+        )
     ):
         rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
     return steps
+
+
+def runs_until_decided(run, comparisons, first=None, min_runs: int = MIN_SAMPLES, max_runs=None):
+    """Whole runs sampled sequentially, for comparisons whose pairs are runs (one run measures
+    every side back to back): [frame of run 0, 1, ...], `first` as run 0 when given, then calls
+    of run() until `comparisons(frames)` (a list of Comparisons) are all decided (stats.decided)
+    after at least min_runs, or max_runs (default 2 x min_runs) are taken."""
+    frames = [first] if first is not None else []
+    limit = max_runs or 2 * min_runs
+    while len(frames) < limit and (
+        len(frames) < min_runs or not all(decided(c) for c in comparisons(frames))
+    ):
+        frames.append(run())
+    return frames
 
 
 def step_times(steps) -> list[float]:
@@ -55,7 +73,7 @@ def step_times(steps) -> list[float]:
 
 def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
     """Long format: one row per timed step, `label` naming its runner, `sample` its round,
-    `graph_size` the graph it replayed (None: eager)."""
+    `graph_size` the graph it replayed (None: eager), time_ms on `clock` and wall_ms."""
     return [
         dict(
             fixed,
@@ -64,6 +82,8 @@ def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
             path=step.path,
             graph_size=step.graph_size,
             time_ms=step.time_ms,
+            wall_ms=step.wall_ms,
+            clock=step.clock,
         )
         for name, records in steps.items()
         for i, step in enumerate(records)
@@ -96,6 +116,7 @@ def compared_steps(runners: dict, batch, reference: str, said: str, *timing) -> 
                 **(comparison_columns(versus, "over_ref") if versus else {}),
                 sentence=versus.sentence(f"the {label} step", said) if versus else None,
                 backend=records[0].backend,
+                clock=records[0].clock,
                 **load,
             )
         )

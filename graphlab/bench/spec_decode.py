@@ -69,6 +69,8 @@ def spec_decode_benchmark(
                 decode_tokens=tokens,
                 decode_s=seconds,
                 tokens_per_s=tokens / seconds,
+                clock=decode.clock.iloc[0],
+                decode_wall_s=float(decode.step_wall_ms.sum()) / 1e3,
                 scorer_graph_fraction=float((decode.path != "eager").mean()),  # V1: full, piecewise
                 max_scorer_batch_size=int(decode.batch_size.max()),
                 max_draft_batch_size=int(decode.draft_batch_size.max()),

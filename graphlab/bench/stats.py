@@ -5,8 +5,11 @@ of a over the median of b, with a seeded percentile-bootstrap interval over the 
 (samples are taken interleaved, a_i beside b_i, so a pair shares the load of its moment), and
 `verdict(low, high)`: "slower" when the whole interval lies above 1, "faster" when below, and
 "no difference beyond noise" otherwise. Sentences, titles and summary lines print the verdict
-beside the interval it came from, never a bare `median > 1`. `machine_load` records the load
-average with each run; `load_warning` says when it is high enough to widen the intervals.
+beside the interval it came from, never a bare `median > 1`. A comparison is sampled until it is
+`decided` (the sequential rule of graphlab.bench.sampling): its interval excludes 1, or it lies
+within +-EFFECT of its ratio (whatever difference there is, it is smaller than the effect); one
+that reaches its cap undecided says that this machine cannot decide it. `machine_load` records
+the load average with each run; `load_warning` says when it is high enough to widen the intervals.
 Torch-free: numpy only.
 """
 
@@ -24,6 +27,9 @@ SEED = 0
 MIN_SAMPLES = 6
 SLOWER, FASTER, NO_DIFFERENCE = "slower", "faster", "no difference beyond noise"
 VERDICTS = (SLOWER, FASTER, NO_DIFFERENCE)
+# The effect a comparison is sampled to resolve: +-5% of the ratio, below what a remedy's price
+# changes in a notebook's story, and what a CPU's thread clock resolves in seconds of sampling.
+EFFECT = 0.05
 # Load average per CPU above which timings share the cores with other work.
 HIGH_LOAD_PER_CPU = 0.75
 
@@ -46,6 +52,11 @@ def median_ci(
     x = np.asarray(samples, dtype=float)
     medians = np.median(x[_resampled(len(x), resamples, seed)], axis=1)
     return (float(np.median(x)), *_percentiles(medians, confidence))
+
+
+def bootstrap_interval(replicates, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """The percentile interval of a statistic's bootstrap replicates (computed by the caller)."""
+    return _percentiles(np.asarray(replicates, dtype=float), confidence)
 
 
 def verdict(low: float, high: float) -> str:
@@ -91,19 +102,26 @@ class Comparison:
             f"{self.high:.{digits}f}, {self.num_samples} pairs)"
         )
 
+    @property
+    def decided(self) -> bool:
+        return decided(self)
+
     def sentence(self, subject: str, reference: str) -> str:
         """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
-        no difference beyond noise from' when the interval holds 1 (or pairs are too few)."""
-        if self.verdict == NO_DIFFERENCE:
-            few = (
-                f" (fewer than {MIN_SAMPLES} pairs: too few to call a direction)"
-                if self.num_samples < MIN_SAMPLES
-                else ""
-            )
-            return (
-                f"{subject} shows no difference beyond noise from {reference}: {self.interval}{few}"
-            )
-        return f"{subject} is {self.verdict} than {reference}: {self.interval}"
+        no difference beyond noise from' when the interval holds 1, with what that means: any
+        difference is under +-EFFECT, or this machine cannot decide (the interval is wider, or
+        pairs are too few)."""
+        if self.verdict != NO_DIFFERENCE:
+            return f"{subject} is {self.verdict} than {reference}: {self.interval}"
+        if self.num_samples < MIN_SAMPLES:
+            why = f"fewer than {MIN_SAMPLES} pairs: too few to call a direction"
+        elif self.decided:
+            why = f"any difference is under +-{EFFECT:.0%}"
+        else:
+            why = f"this machine cannot decide it: the interval is wider than +-{EFFECT:.0%}"
+        return (
+            f"{subject} shows no difference beyond noise from {reference}: {self.interval} ({why})"
+        )
 
 
 def compare(
@@ -123,6 +141,15 @@ def compare(
 def relative_half_width(comparison: Comparison) -> float:
     """Half the interval's width over the ratio: the precision a comparison reached."""
     return (comparison.high - comparison.low) / 2 / comparison.ratio
+
+
+def decided(comparison: Comparison, effect: float = EFFECT) -> bool:
+    """Whether a comparison needs no more samples: its interval excludes 1 (a direction), or it
+    lies within +-effect of the ratio (whatever difference there is, it is smaller); never
+    with fewer than MIN_SAMPLES pairs."""
+    if comparison.num_samples < MIN_SAMPLES:
+        return False
+    return comparison.verdict != NO_DIFFERENCE or relative_half_width(comparison) <= effect
 
 
 def machine_load() -> dict:

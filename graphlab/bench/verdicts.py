@@ -57,11 +57,11 @@ def mode_summary(rows: pd.DataFrame) -> list[str]:
     return lines
 
 
-def throughput_lines(spec: pd.DataFrame) -> list[str]:
+def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, str]]:
     """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
-    run measured back to back): each engine's time per token against the engine with the
-    highest median throughput, paired by run, as the verdict's sentence."""
-    lines = []
+    run measured back to back), each engine's time per token over that of the engine with the
+    highest median throughput, paired by run: (cell label, Comparison, sentence)."""
+    found = []
     for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
         ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
             index="run", columns="engine", values="ms_per_token"
@@ -69,8 +69,15 @@ def throughput_lines(spec: pd.DataFrame) -> list[str]:
         best = ms.median().idxmin()
         for other in ms.columns.drop(best):
             comparison = compare(ms[other].to_numpy(), ms[best].to_numpy())
-            lines.append(
-                f"S={seqs}, k={k}, time per token: {comparison.sentence(other, best)}; backend "
-                f"{cell.backend.iloc[0]}"
-            )
-    return lines
+            found.append((f"S={seqs}, k={k}", comparison, comparison.sentence(other, best)))
+    return found
+
+
+def throughput_lines(spec: pd.DataFrame) -> list[str]:
+    """throughput_comparisons as lines: the cell, time per token's sentence, backend and clock."""
+    backend = spec.backend.iloc[0]
+    clock = f", clock {spec.clock.iloc[0]}" if "clock" in spec else ""
+    return [
+        f"{cell}, time per token: {sentence}; backend {backend}{clock}"
+        for cell, _, sentence in throughput_comparisons(spec)
+    ]

@@ -25,7 +25,9 @@ class StepRecord:
     batch_size: int
     path: str  # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
     graph_size: int | None  # the replayed graph's size on the graph path
-    time_ms: float  # CUDA events on a GPU, perf_counter elsewhere
+    time_ms: float  # on `clock`: CUDA events on a GPU, the torch thread's CPU time on a CPU
+    wall_ms: float  # the same step on the wall clock, recorded beside it
+    clock: str  # what time_ms was read on (CLOCKS' names, or "cuda_event")
     backend: str  # the runner's backend (graphlab.engine.device.BACKENDS)
 
 
@@ -98,8 +100,8 @@ class DecodeRunner:
         StepRecord, whose batch_size counts B rows (vLLM 0.6.3 ran its MQA scorer so, eagerly)."""
         # Checked before the timer starts: the check reads values, which syncs a GPU.
         self.model.check_inputs(input_ids, positions, seq_slots)
-        logits, ms = self._timed_step(None, input_ids, positions, seq_slots)
-        return logits, self._record(input_ids.shape[0], "eager", None, ms)
+        logits, timer = self._timed_step(None, input_ids, positions, seq_slots)
+        return logits, self._record(input_ids.shape[0], "eager", None, timer)
 
     def execute_requests(
         self,
@@ -113,20 +115,24 @@ class DecodeRunner:
         vLLM 0.6.3's MQAScorer ran only with enforce_eager); the V1 runner dispatches them."""
         return self.execute_eager(input_ids, positions, seq_slots)
 
-    def _record(self, batch_size: int, path: str, graph_size: int | None, ms: float) -> StepRecord:
+    def _record(
+        self, batch_size: int, path: str, graph_size: int | None, timer: StepTimer
+    ) -> StepRecord:
         return StepRecord(
             batch_size=batch_size,
             path=path,
             graph_size=graph_size,
-            time_ms=ms,
+            time_ms=timer.ms,
+            wall_ms=timer.wall_ms,
+            clock=timer.clock,
             backend=self.backend.name,
         )
 
     def _timed_step(
         self, graph, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
-    ) -> tuple[torch.Tensor, float]:
+    ) -> tuple[torch.Tensor, StepTimer]:
         """Logits [B, q, vocab] of a [B, q] batch, replayed on `graph` (None: eagerly), and the
-        step's milliseconds."""
+        step's stopped StepTimer."""
         device = self.model.device
         input_ids, positions, seq_slots = (
             t.to(device, non_blocking=True) for t in (input_ids, positions, seq_slots)
@@ -139,7 +145,8 @@ class DecodeRunner:
             else:
                 hidden = graph.replay(input_ids, positions, seq_slots).view(*input_ids.shape, -1)
                 logits = self.model.compute_logits(hidden)
-        return logits, timer.stop()
+        timer.stop()
+        return logits, timer
 
 
 # How far a replay's logits may lie from the eager step's, relative to the largest eager logit:
@@ -165,20 +172,54 @@ def replay_check(replayed: torch.Tensor, eager: torch.Tensor, dtype: torch.dtype
     )
 
 
+# Clocks a CPU step can be read on, in seconds. The default is the calling thread's CPU time:
+# with one torch thread (OMP_NUM_THREADS=1) that thread does all of the step's work, and the time
+# other processes hold the core is left out (on a shared machine, wall time is their noise too).
+CLOCKS = {"thread_cpu": time.thread_time, "wall": time.perf_counter}
+
+
+def cpu_clock() -> str:
+    """thread_cpu with one torch thread; wall when more threads share the step's work (the
+    calling thread's CPU time would leave theirs out)."""
+    return "thread_cpu" if torch.get_num_threads() == 1 else "wall"
+
+
+class Span:
+    """A span timed on the host (a whole engine step, synced before it ends): wall time on a GPU,
+    whose work the host only waits for; cpu_clock() on a CPU; the wall clock beside it."""
+
+    def __init__(self, device: torch.device):
+        self.clock = "wall" if device.type == "cuda" else cpu_clock()
+        self.t0, self.wall0 = CLOCKS[self.clock](), time.perf_counter()
+
+    def ms(self) -> float:
+        return (CLOCKS[self.clock]() - self.t0) * 1e3
+
+    def wall_ms(self) -> float:
+        return (time.perf_counter() - self.wall0) * 1e3
+
+
 class StepTimer:
-    """Milliseconds of device work since creation: CUDA events on a GPU, perf_counter elsewhere."""
+    """Milliseconds of one step since creation: CUDA events on a GPU, cpu_clock() elsewhere;
+    after stop(), `ms` on `clock` and `wall_ms` on the wall clock beside it."""
 
     def __init__(self, device: torch.device):
         self.cuda = device.type == "cuda"
+        self.clock = "cuda_event" if self.cuda else cpu_clock()
         if self.cuda:
             self.start, self.end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
             self.start.record()
         else:
-            self.t0 = time.perf_counter()
+            self.t0 = CLOCKS[self.clock]()
+        self.wall0 = time.perf_counter()
 
     def stop(self) -> float:
-        if not self.cuda:
-            return (time.perf_counter() - self.t0) * 1e3
-        self.end.record()
-        self.end.synchronize()
-        return self.start.elapsed_time(self.end)
+        """The step's milliseconds on `clock` (also kept as `ms`, the wall's as `wall_ms`)."""
+        if self.cuda:
+            self.end.record()
+            self.end.synchronize()
+            self.ms = self.start.elapsed_time(self.end)
+        else:
+            self.ms = (CLOCKS[self.clock]() - self.t0) * 1e3
+        self.wall_ms = (time.perf_counter() - self.wall0) * 1e3
+        return self.ms

@@ -68,5 +68,5 @@ class ModelRunner(DecodeRunner):
         graph = None
         if path == "graph":
             graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
-        logits, ms = self._timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
-        return logits[:, 0], self._record(n, path, padded, ms)
+        logits, timer = self._timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
+        return logits[:, 0], self._record(n, path, padded, timer)

@@ -115,8 +115,8 @@ class V1ModelRunner(DecodeRunner):
         graph = None
         if path != "eager":
             graph = (self.piecewise_graphs if path == "piecewise" else self.graphs)[graph_size]
-        logits, ms = self._timed_step(graph, input_ids, positions, seq_slots)
-        return logits, self._record(num_tokens, path, graph_size, ms)
+        logits, timer = self._timed_step(graph, input_ids, positions, seq_slots)
+        return logits, self._record(num_tokens, path, graph_size, timer)
 
     def execute_requests(self, input_ids, positions, seq_slots, num_scheduled_tokens=None):
         """execute_model: the V1 runner's steps are requests of q tokens."""

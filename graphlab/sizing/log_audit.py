@@ -28,6 +28,16 @@ from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
 from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
 
+# The printed table's headings: its rows then fit a notebook's 100 columns.
+TABLE_HEADINGS = {
+    "unpadded_tokens": "tokens",
+    "padded_tokens": "padded",
+    "num_paddings": "paddings",
+    "runtime_mode": "mode",
+    "kit_padded_tokens": "kit padded",
+    "kit_runtime_mode": "kit mode",
+    "full_graph_could_serve": "FULL could serve",
+}
 NEWEST = "vllm-0.33.0"
 # SizingConfig's fields a log or the command line can set, and how the command line names them.
 FIELDS = (
@@ -243,7 +253,10 @@ class LogAudit:
         rows = self.rows if top is None else self.rows.groupby("engine", sort=False).head(top)
         table = rows.drop(columns="engine") if len(log.engines) == 1 else rows
         shown = "" if len(rows) == len(self.rows) else f" (the {top} most frequent per engine)"
-        lines += ["", f"{len(rows)} of {len(self.rows)} rows{shown}:", table.to_string(index=False)]
+        # Short headings keep the table within a notebook's width (to_dict and the JSON keep
+        # the column names); a sentence may wrap, a table row must not.
+        table = table.rename(columns=TABLE_HEADINGS).to_string(index=False)
+        lines += ["", f"{len(rows)} of {len(self.rows)} rows{shown}:", table]
         lines += [f"note: {note}" for note in self.notes]
         return "\n".join(lines)
 

@@ -29,14 +29,13 @@ finished sequences). There is no EOS: a request stops at max_tokens.
 
 from __future__ import annotations
 
-import time
-
 import torch
 
 from graphlab.engine.config import ModelConfig
 from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.runner import Span
 from graphlab.errors import GraphlabError, check_instance
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.prefill import prefill
@@ -157,7 +156,7 @@ class SpecDecodeEngine:
         """One engine step: schedule, then prefill the admitted sequences or decode the running
         ones (propose -> score -> verify), then postprocess (retire the finished). None when
         nothing runs yet (the next request has not arrived)."""
-        start = time.perf_counter()
+        start = Span(self.target.device)
         admitted = scheduler.schedule(step)
         record = None
         if admitted:
@@ -167,7 +166,7 @@ class SpecDecodeEngine:
         scheduler.postprocess()
         return record
 
-    def _prefill_step(self, step: int, new: list[RunningSequence], start: float) -> SpecStep:
+    def _prefill_step(self, step: int, new: list[RunningSequence], start: Span) -> SpecStep:
         logits = prefill(self.target, [s.token_ids for s in new], [s.slot for s in new])
         first, _ = self._sample(logits)
         for seq, token in zip(new, first.tolist()):
@@ -175,7 +174,7 @@ class SpecDecodeEngine:
         if self.proposer is not None:
             self.proposer.prefill(new)
         sync(self.target.device)
-        ms = (time.perf_counter() - start) * 1e3
+        ms = start.ms()
         return SpecStep(
             step=step,
             kind="prefill",
@@ -184,11 +183,13 @@ class SpecDecodeEngine:
             path="eager",
             scorer_ms=ms,
             step_ms=ms,
+            step_wall_ms=start.wall_ms(),
+            clock=start.clock,
             num_generation_tokens=len(new),
         )
 
     def _decode_step(
-        self, step: int, running: list[RunningSequence], metrics: SpecDecodeMetrics, start: float
+        self, step: int, running: list[RunningSequence], metrics: SpecDecodeMetrics, start: Span
     ) -> SpecStep:
         k, max_len = self.k, self.config.max_model_len
         # V0's Top1Proposer: no proposals where seq_len + k would reach max_model_len.
@@ -212,7 +213,9 @@ class SpecDecodeEngine:
             draft_batch_size=0 if draft_record is None else draft_record.batch_size,
             draft_path=None if draft_record is None else draft_record.path,
             draft_ms=draft_ms,
-            step_ms=(time.perf_counter() - start) * 1e3,
+            step_ms=start.ms(),
+            step_wall_ms=start.wall_ms(),
+            clock=start.clock,
             num_draft_tokens=len(spec) * k,
             num_accepted_tokens=int(sum(per_pos)),
             num_accepted_tokens_per_pos=tuple(int(n) for n in per_pos),
@@ -225,10 +228,10 @@ class SpecDecodeEngine:
         device = self.target.device
         if not spec:
             return torch.empty(0, self.k, dtype=torch.long, device=device), None, None, 0.0
-        start = time.perf_counter()
+        span = Span(device)
         drafts, draft_probs, draft_record = self.proposer.propose(spec, self._sample)
         sync(device)
-        return drafts, draft_probs, draft_record, (time.perf_counter() - start) * 1e3
+        return drafts, draft_probs, draft_record, span.ms()
 
     def _verify_and_append(
         self, spec, drafts, draft_probs, spec_logits, plain, plain_logits, metrics

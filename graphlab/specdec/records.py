@@ -105,8 +105,10 @@ class SpecStep:
     scorer_ms: float  # the target's forward (the runner's StepRecord.time_ms)
     draft_batch_size: int = 0  # rows of each draft step: B_s + B_bonus
     draft_path: str | None = None  # the draft runner's: "graph" | "eager"
-    draft_ms: float = 0.0  # the proposer's k steps
-    step_ms: float  # the whole step, wall clock
+    draft_ms: float = 0.0  # the proposer's k steps, on `clock`
+    step_ms: float  # the whole step, on `clock` (graphlab.engine.runner.Span)
+    step_wall_ms: float  # the whole step, wall clock
+    clock: str  # step_ms's and draft_ms's clock: "thread_cpu" or "wall"
     num_draft_tokens: int = 0
     num_accepted_tokens: int = 0  # V1: accepted prefixes
     num_accepted_tokens_per_pos: tuple[int, ...] = ()  # V1: prefixes reaching position 1..k

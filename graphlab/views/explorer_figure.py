@@ -138,14 +138,16 @@ class ExplorerFigure:
 
     def update(self, state: ExplorerState) -> AuditReport:
         report = audit(state.engine, state.config)
+        refused = report.startup_error is not None or not report.outcomes
+        self._show_map(not refused)
+        if refused:  # refused (T < S in vLLM V1) or nothing fits: the refusal alone
+            self._refused(report, state)
+            return report
         self._update_map(state)
         vline, hline, ring = self.cell
         vline.set_xdata([state.max_num_seqs] * 2)
         hline.set_ydata([state.num_speculative_tokens] * 2)
         ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
-        if not report.outcomes:  # refused (T < S in vLLM V1) or nothing fits: say so
-            self._refused(report, state)
-            return report
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
         batches = get_engine(state.engine).dispatch_batches(ns, state.config)
@@ -180,23 +182,38 @@ class ExplorerFigure:
         return report
 
     def _refused(self, report: AuditReport, state: ExplorerState) -> None:
-        """No batch to draw: empty lines and strip, and as the title the engine's refusal (the
-        line `python -m graphlab audit` prints first) or that no batch is reachable."""
+        """No batch to draw: empty lines and strip, no crash map, and as the title the engine's
+        refusal (the line `python -m graphlab audit` prints first) or that no batch is
+        reachable, on one line (the title's room was laid out for one)."""
         for line in (*self.lines.values(), self.diagonal):
             line.set_data([], [])
         self.largest.set_ydata([0, 0])
         self.strip_image.set_data(np.ma.masked_all((1, 1)))
-        self.strip.set_xlabel("no batch size: the engine does not start")
-        said = (
-            f"the engine refuses to start with this config:\n{report.startup_error}"
+        self.strip.set_xlabel(
+            "no batch size: the engine does not start"
             if report.startup_error
-            else "no decode batch of this config is reachable"
+            else "no batch size: one request's 1 + k tokens exceed max_num_batched_tokens"
+        )
+        t = state.max_num_batched_tokens
+        said = (
+            f"the engine refuses to start: {report.startup_error}"
+            if report.startup_error
+            else "no decode batch is reachable"
         )
         self.padded.set_title(
-            f"{report.engine}, S = {state.max_num_seqs}, k = {state.num_speculative_tokens}: "
-            + said,
+            f"{report.engine}, S = {state.max_num_seqs}, k = {state.num_speculative_tokens}"
+            + (f", T = {t}" if t is not None else "")
+            + f": {said}",
             fontsize=9,
         )
+
+    def _show_map(self, shown: bool) -> None:
+        """Show or hide the crash map and its colour bar (hidden for a config that does not
+        run); a change redraws the whole figure once."""
+        if self.map.get_visible() != shown:
+            self.map.set_visible(shown)
+            self.colorbar.ax.set_visible(shown)
+            self._background = None
 
     def _update_map(self, state: ExplorerState) -> None:
         key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
@@ -234,8 +251,9 @@ class ExplorerFigure:
         else:
             self.canvas.restore_region(self._background)
             self.top.draw(self.canvas.get_renderer())
-        for artist in self.cell:
-            self.map.draw_artist(artist)
+        if self.map.get_visible():
+            for artist in self.cell:
+                self.map.draw_artist(artist)
         image = PIL.Image.frombuffer(
             "RGBA", self.canvas.get_width_height(), self.canvas.buffer_rgba()
         )

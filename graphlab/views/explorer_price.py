@@ -11,6 +11,8 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import AuditReport
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan import uniform_workload
 from graphlab.sizing.plan_inputs import SizeTable, read_latency
 from graphlab.sizing.plan_result import evaluate
@@ -23,6 +25,29 @@ def curves(path: str, batch_unit: str) -> tuple[SizeTable, SizeTable] | None:
     frame = pd.read_csv(path, usecols=["engine", "batch_unit"])
     engines = frame.engine[frame.batch_unit == batch_unit].unique()
     return read_latency(path, engine=engines[0]) if len(engines) == 1 else None
+
+
+def _outside(report: AuditReport, workload, tables, source: str) -> str:
+    """Which of the config's steps lie outside the measured sizes: graph steps at their padded
+    size against the measured graphs, eager steps at n against the measured eager steps."""
+    batches = get_engine(report.engine).dispatch_batches(
+        workload.sizes, report.config, report.capture_sizes
+    )
+    on_graph = batches.path == GRAPH
+    unit = report.batch_unit
+    for kind, table, sizes in (
+        ("graph", tables[0], batches.graph_size[on_graph]),
+        ("eager", tables[1], workload.sizes[~on_graph]),
+    ):
+        lo, hi = int(table.sizes[0]), int(table.sizes[-1])
+        out = sizes[(sizes < lo) | (sizes > hi)]
+        if len(out):
+            first, last = int(out.min()), int(out.max())
+            return (
+                f"{source} measured {kind} steps at n = {lo}..{hi} {unit}; this config's "
+                f"{kind} steps also need n = {first}" + (f"..{last}" if last > first else "")
+            )
+    return f"{source} does not cover this config's steps"
 
 
 def price_line(report: AuditReport, latency) -> str:
@@ -40,18 +65,14 @@ def price_line(report: AuditReport, latency) -> str:
         return f"not priced: {source} holds no {report.batch_unit} rows of one engine"
     if report.summary.num_reachable == 0:
         return f"not priced on {source}: no decode step of this config is reachable"
-    graph_ms, eager_ms = tables
+    graph_ms = tables[0]
     workload = uniform_workload(report.engine, report.config)
     try:
         outcome = evaluate(
             report.engine, report.config, report.capture_sizes, workload, latency=tables
         )
-    except GraphlabError:  # a step outside the measured sizes
-        return (
-            f"not priced: {source} measured n = {eager_ms.sizes[0]}..{eager_ms.sizes[-1]} "
-            f"{report.batch_unit} (graphs up to {graph_ms.sizes[-1]}); this config reaches "
-            f"n = {int(workload.sizes.max())}"
-        )
+    except GraphlabError:  # a step outside the measured sizes: say which
+        return f"not priced: {_outside(report, workload, tables, source)}"
     return (
         f"mean step {outcome.mean_step_ms:.3f} ms on {source} ({graph_ms.kind}): a graph step "
         "at its padded size's time, an eager step at its eager time"

@@ -45,6 +45,22 @@ def summary_html(report: AuditReport, price: str = "") -> str:
     """The summary line, the price in time (explorer_price.price_line) and the captured sizes,
     as the explorer shows them."""
     s = report.summary
+    t = (
+        f", max_num_batched_tokens = {report.max_num_batched_tokens}"
+        if report.max_num_batched_tokens is not None
+        else ""
+    )
+    config = (
+        f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
+        f"k = {report.config.num_speculative_tokens}{t}<br>"
+    )
+    if report.startup_error:  # nothing runs: the refusal alone, no fractions of nothing
+        return config + f"the engine refuses this config: {html.escape(report.startup_error)}"
+    if not s.num_reachable:
+        return config + (
+            "no decode batch of this config is reachable: one request's 1 + k tokens exceed "
+            "max_num_batched_tokens"
+        )
     crash = (
         f"first crash at n = {s.first_crash_n}: <b>{html.escape(s.first_crash_error)}</b>"
         if s.first_crash_n
@@ -52,16 +68,6 @@ def summary_html(report: AuditReport, price: str = "") -> str:
     )
     first = headline(report)  # which runner the first decode step breaks, and which breaks next
     crash += f"<br>{html.escape(first)}" if first else ""
-    startup = (
-        f"<br>the engine refuses this config: {html.escape(report.startup_error)}"
-        if report.startup_error
-        else ""
-    )
-    t = (
-        f", max_num_batched_tokens = {report.max_num_batched_tokens}"
-        if report.max_num_batched_tokens is not None
-        else ""
-    )
     sizes = ", ".join(map(str, report.capture_sizes)) or "none"
     graphs = (
         f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
@@ -69,12 +75,10 @@ def summary_html(report: AuditReport, price: str = "") -> str:
         else f"{s.num_graph} graph"
     )
     return (
-        f"<b>{report.engine}</b>: max_num_seqs = {report.config.max_num_seqs}, "
-        f"k = {report.config.num_speculative_tokens}{t}<br>"
-        f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
+        config + f"{s.num_reachable} reachable batch sizes ({report.batch_unit}): {graphs}, "
         f"{s.num_eager} eager, {s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
         f"mean padding waste {s.mean_padding_waste:.2f} {report.batch_unit} (an eager step "
-        f"counts 0: not a cost in time); {crash}{startup}<br>"
+        f"counts 0: not a cost in time); {crash}<br>"
         + (f"{html.escape(price)}<br>" if price else "")
         + f"captured sizes ({len(report.capture_sizes)}): {sizes}"
     )
