@@ -498,6 +498,7 @@ def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
     log = ARGS + prefixed(table([(21, 21, "FULL", 5), (9, 14, "PIECEWISE", 2)]))
     code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
     head = out.index("\n\n") + 2  # the table follows the summary's sentences
-    rows = out[head:].split("\nnote:")[0].splitlines()
-    assert code == 0 and rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
+    count, *rows = out[head:].split("\nnote:")[0].splitlines()
+    assert code == 0 and count == "2 of 2 rows:"
+    assert rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
     assert max(len(row) for row in rows) <= 100
