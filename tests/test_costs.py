@@ -240,6 +240,26 @@ def test_the_priced_mean_step_comes_with_its_interval_and_verdict():
     assert same.sentence.endswith("(any difference is under +-5%)")
 
 
+def test_the_priced_table_shows_each_interval_beside_its_figure():
+    from graphlab.views.costs import priced_table
+
+    priced = _priced_with_samples(eager_ms=2.0)
+    shown = priced_table(priced)
+    assert list(shown.columns) == [
+        "graph fraction",
+        "mean padding",
+        "mean step ms (95% interval)",
+        "over adaptive's (95% interval)",
+    ]
+    guard = priced.loc["vllm-0.6.0"]
+    assert shown.loc["vllm-0.6.0", "over adaptive's (95% interval)"] == (
+        f"{guard.over_reference_ratio:.3f} ({guard.over_reference_ci_low:.3f}-"
+        f"{guard.over_reference_ci_high:.3f}) slower"
+    )
+    assert shown.loc["vllm-0.5.5", "mean step ms (95% interval)"] == ""  # it crashes: no price
+    assert max(len(str(cell)) for cell in shown.to_numpy().ravel()) <= 30  # a notebook's width
+
+
 def test_capture_times_are_compared_with_their_interval(price):
     adaptive, guard = price[price.engine == "adaptive"], price[price.engine == "vllm-0.6.0"]
     assert guard.capture_sentence.isna().all()

@@ -164,3 +164,30 @@ def plot_guard_price(price: pd.DataFrame, steps_met, cost: dict) -> Figure:
     what = "The guard's price per scorer batch size\n" + guard_price_line(cost)
     fig.suptitle(provenance_title(price, what), fontsize=9)
     return fig
+
+
+def priced_table(priced: pd.DataFrame, reference: str = "adaptive") -> pd.DataFrame:
+    """graphlab.bench.priced.priced_sizing's frame in five narrow columns, each interval beside its
+    figure, so the table fits a notebook's width."""
+    require_columns(priced, ("graph_fraction", "mean_padding_waste", "mean_step_ms"))
+
+    def interval(value, low, high, verdict=""):
+        if pd.isna(value):
+            return ""
+        shown = f"{value:.3f}" if pd.isna(low) else f"{value:.3f} ({low:.3f}-{high:.3f})"
+        return f"{shown} {verdict}".strip() if isinstance(verdict, str) else shown
+
+    column = priced.get  # absent columns: a frame priced without samples has no intervals
+    empty = pd.Series(index=priced.index, dtype=float)
+    ci = (column("mean_step_ci_low", empty), column("mean_step_ci_high", empty))
+    ratio = [column(f"over_reference_{part}", empty) for part in ("ratio", "ci_low", "ci_high")]
+    verdicts = column("over_reference_verdict", pd.Series("", index=priced.index))
+    return pd.DataFrame(
+        {
+            "graph fraction": priced["graph_fraction"].round(3),
+            "mean padding": priced["mean_padding_waste"].round(3),
+            "mean step ms (95% interval)": list(map(interval, priced["mean_step_ms"], *ci)),
+            f"over {reference}'s (95% interval)": list(map(interval, *ratio, verdicts)),
+        },
+        index=priced.index,
+    )
