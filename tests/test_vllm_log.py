@@ -58,6 +58,15 @@ def one_error_line(capsys, *argv):
     return err
 
 
+def read_with_peak(path):
+    """read_vllm_log(path) and the peak bytes Python allocated while reading it."""
+    tracemalloc.start()
+    try:
+        return read_vllm_log(path), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_intervals_are_summed_and_engines_kept_apart(tmp_path):
     log = ARGS
     docker = "2026-07-08T22:40:03.166647879Z " + PREFIX  # `docker logs -t`
@@ -194,12 +203,7 @@ def test_a_200_mb_log_is_streamed(tmp_path, capsys):
         for _ in range(200 * 2**20 // len(chunk)):
             out.write(chunk)
         out.write((ARGS + prefixed(table([(21, 21, "FULL", 2)]))).encode())
-    tracemalloc.start()
-    try:
-        parsed = read_vllm_log(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    parsed, peak = read_with_peak(path)
     assert path.stat().st_size > 200 * 10**6 and parsed.frame()["count"].sum() == 2
     assert peak < 20 * 2**20, peak
     with open(path, "ab") as out:
@@ -415,12 +419,7 @@ def test_an_over_long_line_is_never_held_nor_read(tmp_path):
             out.write(b"y" * 2**20)
         out.write(b"'}\n")
         out.write(table([(21, 21, "FULL", 2)]).encode())
-    tracemalloc.start()
-    try:
-        log = read_vllm_log(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    log, peak = read_with_peak(path)
     assert log.max_num_seqs is None and log.frame()["count"].sum() == 2
     assert peak < 8 * 2**20, peak
 
