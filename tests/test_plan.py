@@ -745,7 +745,7 @@ def test_the_default_baseline_replays_full_graphs_at_sizes_rounded_to_1_plus_k(e
         if not get_engine(engine).capture_sizes(cfg):
             continue
         result, families = plan(engine, cfg), graph_families(engine, cfg)
-        expected = [families.dispatch(int(n))[1] or 0 for n in result.workload.sizes]
+        expected = [families.dispatch(int(n)).graph_size or 0 for n in result.workload.sizes]
         assert list(result.default.padded) == expected
         assert result.default_full_sizes == families.full_sizes
         assert all(s % cfg.decode_query_len == 0 for s in result.default_full_sizes)

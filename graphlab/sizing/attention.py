@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.batch_defaults import DEVICE_TIERS
+from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 
 # vLLM's AttentionCGSupport, lowest first (vllm/v1/attention/backend.py: NEVER = 0 .. ALWAYS = 3).
 CG_SUPPORTS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")
@@ -23,15 +24,15 @@ DEFAULT_CG_SUPPORT = "ALWAYS"
 
 def lower_cudagraph_mode(
     mode: str, support: str, query_len: int, backend: str | None
-) -> tuple[str, tuple[str, ...], str | None]:
+) -> tuple[CUDAGraphMode, tuple[str, ...], str | None]:
     """(the mode vLLM runs, its WARNING lines, the ValueError it refuses to start with or None)
     for `mode` under a backend class `backend` reporting `support`, with q = query_len."""
     check_choice("attention support", support, CG_SUPPORTS)
-    level, warnings = CG_SUPPORTS.index(support), []
-    if mode == "NONE":
+    level, warnings, mode = CG_SUPPORTS.index(support), [], CUDAGraphMode(mode)
+    if mode is CUDAGraphMode.NONE:
         return mode, (), None
     head = f"with {backend} backend (support: AttentionCGSupport.{support})"
-    if mode == "FULL" and support != "ALWAYS":  # the mixed batches' FULL graphs
+    if mode is CUDAGraphMode.FULL and support != "ALWAYS":  # the mixed batches' FULL graphs
         if support == "NEVER":
             return (
                 mode,
@@ -43,20 +44,20 @@ def lower_cudagraph_mode(
             f"CUDAGraphMode.{mode} is not supported {head}; setting cudagraph_mode="
             "FULL_AND_PIECEWISE"
         )
-        mode = "FULL_AND_PIECEWISE"
-    full_decode = mode in ("FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+        mode = CUDAGraphMode.FULL_AND_PIECEWISE
+    full_decode = mode.decode_mode() is BatchPath.FULL
     if full_decode and support == "NEVER":
         warnings.append(
             f"CUDAGraphMode.{mode} is not supported {head}; setting cudagraph_mode=PIECEWISE "
             "because attention is compiled piecewise"
         )
-        mode, full_decode = "PIECEWISE", False
+        mode, full_decode = CUDAGraphMode.PIECEWISE, False
     if full_decode and query_len > 1 and level < CG_SUPPORTS.index("UNIFORM_BATCH"):
         warnings.append(
             f"CUDAGraphMode.{mode} is not supported with spec-decode for attention backend "
             f"{backend} (support: AttentionCGSupport.{support}); setting cudagraph_mode=PIECEWISE"
         )
-        mode = "PIECEWISE"
+        mode = CUDAGraphMode.PIECEWISE
     return mode, tuple(warnings), None
 
 

@@ -32,10 +32,10 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
 from graphlab.sizing.engines import ENGINES, V0_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, PATHS, Dispatch, Dispatches
 
 # Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
 # size (V0's batch expansion: 1..S*(1+k)).
@@ -68,7 +68,7 @@ class RunnerAudit:
     def to_dict(self) -> dict:
         return {
             "capture_sizes": list(self.capture_sizes),
-            "outcomes": [_outcome_dict(d) for d in self.outcomes],
+            "outcomes": [asdict(d) for d in self.outcomes],
             "summary": asdict(self.summary),
         }
 
@@ -85,11 +85,11 @@ class RunnerAudit:
                 if first == last
                 else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
             )
-            detail = d.graph_size if d.path == "graph" else (d.error or "")
-            lines.append(f"  {span:>16}  {d.step_path:<5}  {detail}")
+            detail = d.graph_size if d.path.replays else (d.error or "")
+            lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
         graphs = (
             f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
-            if any(d.family for d in self.outcomes)
+            if any(d.path in (BatchPath.FULL, BatchPath.PIECEWISE) for d in self.outcomes)
             else f"{s.num_graph} graph"
         )
         lines.append(
@@ -116,7 +116,7 @@ def _runs(outcomes):
     for d in outcomes:
         if runs:
             first, last, step, o = runs[-1]
-            same = (o.step_path, o.graph_size, o.error) == (d.step_path, d.graph_size, d.error)
+            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
             if same and (step is None or d.batch_size - last == step):
                 runs[-1] = [first, d.batch_size, d.batch_size - last, o]
                 continue
@@ -222,15 +222,6 @@ def _listed(sizes):
     return None if sizes is None else list(sizes)
 
 
-def _outcome_dict(d: Dispatch) -> dict:
-    """A JSON outcome: V1 ones name the graph family, V0 and peer ones keep path graph | eager |
-    crash."""
-    data = asdict(d)
-    if data.pop("family") is not None:
-        data["path"] = d.step_path
-    return data
-
-
 def headline(report: AuditReport) -> str | None:
     """Which runner fails first and which would fail next, in one line (None without a crash).
 
@@ -274,23 +265,21 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
 
 def summarize(batches: Dispatches) -> AuditSummary:
     """Summary of `dispatch_batches`' answers."""
-    ns, path, graph_size = batches.batch_size, batches.path, batches.graph_size
-    counts = np.bincount(path, minlength=len(PATHS))
-    runs = int(counts[GRAPH] + counts[EAGER])
-    crashes = int(counts[CRASH])
-    waste = int(np.where(path == GRAPH, graph_size - ns, 0).sum())
-    first = int(np.argmax(path == CRASH)) if crashes else None
+    ns, replays, crash = batches.batch_size, batches.replays, batches.takes(BatchPath.CRASH)
+    graphs, eager, crashes = int(replays.sum()), batches.count(BatchPath.EAGER), int(crash.sum())
+    waste = int(np.where(replays, batches.graph_size - ns, 0).sum())
+    first = int(np.argmax(crash)) if crashes else None
     return AuditSummary(
         num_reachable=len(ns),
-        num_graph=int(counts[GRAPH]),
-        num_eager=int(counts[EAGER]),
+        num_graph=graphs,
+        num_eager=eager,
         num_crash=crashes,
-        graph_fraction=float(counts[GRAPH] / len(ns)) if len(ns) else float("nan"),
-        mean_padding_waste=waste / runs if runs else float("nan"),
+        graph_fraction=graphs / len(ns) if len(ns) else float("nan"),
+        mean_padding_waste=waste / (graphs + eager) if graphs + eager else float("nan"),
         first_crash_n=None if first is None else int(ns[first]),
         first_crash_error=None if first is None else batches.crash_error(int(batches.key[first])),
-        num_piecewise=0 if batches.family is None else int((batches.family == "piecewise").sum()),
-        eager_fraction=float(counts[EAGER] / len(ns)) if len(ns) else float("nan"),
+        num_piecewise=batches.count(BatchPath.PIECEWISE),
+        eager_fraction=eager / len(ns) if len(ns) else float("nan"),
     )
 
 
@@ -338,8 +327,8 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
             "(lower max_num_seqs or num_speculative_tokens)"
         )
     families = None
-    if policy.batch_unit == "tokens":  # vLLM V1
-        families = graph_families(policy, cfg)
+    if policy.batch_unit is BatchUnit.TOKENS:  # vLLM V1
+        families = families_for(policy, cfg)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,

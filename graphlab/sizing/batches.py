@@ -19,6 +19,7 @@ import numpy as np
 
 from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchUnit
 from graphlab.sizing.engines import SizingPolicy, get_engine
 
 
@@ -57,11 +58,11 @@ def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.n
     or "requests")."""
     policy = get_engine(policy)
     check_instance("cfg", cfg, SizingConfig)
-    if policy.batch_unit == "rows":
+    if policy.batch_unit is BatchUnit.ROWS:
         return batch_expansion_sizes(cfg)
-    query_len = cfg.decode_query_len if policy.batch_unit == "tokens" else 1
+    query_len = cfg.decode_query_len if policy.batch_unit is BatchUnit.TOKENS else 1
     requests = cfg.max_num_seqs
     tokens = policy.effective_max_num_batched_tokens(cfg)
-    if policy.batch_unit == "tokens" and tokens is not None:
+    if policy.batch_unit is BatchUnit.TOKENS and tokens is not None:
         requests = min(requests, tokens // query_len)
     return np.arange(1, requests + 1, dtype=np.int64) * query_len

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, check_choice, check_int, check_sizes
 from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
-from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.model_runner import MODEL_RUNNERS
 
 # vLLM's PerformanceMode (vllm/config/vllm.py, 0.32 and 0.33; absent from 0.12.0 and 0.13.0).

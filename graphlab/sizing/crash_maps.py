@@ -15,6 +15,7 @@ from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, summarize
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchUnit
 from graphlab.sizing.engines import SizingPolicy
 
 # A crash map sweeps, per engine and S, up to S*(1+k) sizes for each k: keep it to seconds on
@@ -80,13 +81,14 @@ def crash_map(
         for seqs in seqs_values:
             # The draft runner's outcome depends on S only: one audit for every k > 0.
             proposer = proposer_audit(policy, SizingConfig(seqs, 1), outcomes=False)
+            v1 = policy.batch_unit is BatchUnit.TOKENS  # only vLLM V1 reads these two
             for k in k_values:
                 cfg = SizingConfig(
                     seqs,
                     k,
                     max_num_batched_tokens,
-                    cudagraph_mode=cudagraph_mode if policy.batch_unit == "tokens" else None,
-                    model_runner=model_runner if policy.batch_unit == "tokens" else "auto",
+                    cudagraph_mode=cudagraph_mode if v1 else None,
+                    model_runner=model_runner if v1 else "auto",
                 )
                 # Cells with the same captured sizes and reachable batches share a summary (for
                 # engines counting requests, k changes neither).
@@ -123,6 +125,10 @@ def crash_map(
 
 def _workload_key(policy: SizingPolicy, cfg: SizingConfig) -> tuple:
     # What reachable_batch_sizes depends on: requests ignore k, only tokens read T.
-    k = 0 if policy.batch_unit == "requests" else cfg.num_speculative_tokens
-    tokens = policy.effective_max_num_batched_tokens(cfg) if policy.batch_unit == "tokens" else None
+    k = 0 if policy.batch_unit is BatchUnit.REQUESTS else cfg.num_speculative_tokens
+    tokens = (
+        policy.effective_max_num_batched_tokens(cfg)
+        if policy.batch_unit is BatchUnit.TOKENS
+        else None
+    )
     return policy.batch_unit, cfg.max_num_seqs, k, tokens

@@ -26,15 +26,15 @@ from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.attention import lower_cudagraph_mode
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode, Dispatches
 from graphlab.sizing.families import (
+    PlainFull,
+    Rounding,
     families_for,
     round_for_spec_decode,
     round_up,
-    separate_routine,
-    uniform_padding_assertion,
 )
 from graphlab.sizing.model_runner import choose_model_runner, release_key
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatches
 from graphlab.sizing.peers import NanoVllm, SGLang, TrtLlm
 from graphlab.sizing.policy import (
     DEFAULT_GRAPH_CEILING,
@@ -73,7 +73,7 @@ def pad0(n):
 class _V0Policy(SizingPolicy):
     """V0 model runner: pads with pad0 and looks the padded size up in `graph_runners` (a dict)."""
 
-    batch_unit = "rows"
+    batch_unit = BatchUnit.ROWS
 
     def padded_sizes(self, ns: np.ndarray, capture_sizes) -> np.ndarray:
         # V0 pads by formula, whatever was captured: the key may be missing.
@@ -155,7 +155,7 @@ class _V1Policy(SizingPolicy):
     the largest user-set size (nothing captured).
     """
 
-    batch_unit = "tokens"
+    batch_unit = BatchUnit.TOKENS
     uses_max_num_batched_tokens = True
     reads_capture_settings = True
     # The release whose rules the engine models (model runner `auto` decides as it does), and the
@@ -163,14 +163,12 @@ class _V1Policy(SizingPolicy):
     # V2 (0.33) rounds its FULL graphs only (graphlab.sizing.families).
     release = ""
     model_runners = ("v1",)
-    # 0.20.0 on round wherever decode_mode() is FULL (resolve_cudagraph_mode_and_sizes)
-    rounds_plain_full = False
-    # _create_padded_batch_descriptor asserts a uniform batch's padded size is a multiple of q
-    # (0.12.0 to 0.17.x); from 0.18.0 model runner V1 no longer marks plain FULL batches uniform.
-    asserts_uniform_padding = True
-    uniform_full_eager = False  # 0.17.x: plain FULL keys keep num_reqs, few uniform batches match
+    # The release's rule values (graphlab.sizing.families): when model runner V1 rounds the
+    # capture list, and what plain FULL does with a uniform batch.
+    rounding = Rounding.SEPARATE_ROUTINE
+    plain_full = PlainFull.ASSERTS
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
-    default_cudagraph_mode = "FULL_AND_PIECEWISE"
+    default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
 
     def sizing_key(self, cfg):
         return (
@@ -213,7 +211,7 @@ class _V1Policy(SizingPolicy):
             )
         self.model_runner(cfg)
 
-    def cudagraph_mode(self, cfg: SizingConfig) -> str:
+    def cudagraph_mode(self, cfg: SizingConfig) -> CUDAGraphMode:
         """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the
         attention backend supports (graphlab.sizing.attention)."""
         return self._lowered(cfg)[0]
@@ -229,11 +227,10 @@ class _V1Policy(SizingPolicy):
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
         with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
         `_check_and_update_cudagraph_mode`)."""
-        mode = self.cudagraph_mode(cfg)
         return (
             self.model_runner(cfg)[0] == "v1"
             and cfg.decode_query_len > 1
-            and (separate_routine(mode) or (self.rounds_plain_full and mode == "FULL"))
+            and self.rounding.rounds(self.cudagraph_mode(cfg))
         )
 
     @abstractmethod
@@ -249,7 +246,7 @@ class _V1Policy(SizingPolicy):
             tokens = self.effective_max_num_batched_tokens(cfg)
             self._cache[key] = (
                 ([], (), None)  # "no cudagraph in use": vLLM sets the list to []
-                if self.cudagraph_mode(cfg) == "NONE"
+                if self.cudagraph_mode(cfg) is CUDAGraphMode.NONE
                 else set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
             )
         return self._cache[key]
@@ -264,19 +261,9 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_batches(self, ns, cfg, capture_sizes=None):
-        """Uniform decode batches of n tokens by graphlab.sizing.families' rule."""
-        ns = np.asarray(ns, dtype=np.int64)
-        families = families_for(self, cfg, capture_sizes)
-        path, size = families.dispatch_batches(ns)
-        code = np.select([path == "eager", path == "crash"], [EAGER, CRASH], GRAPH)
-        family = np.where(code == GRAPH, path, None)
-        q = families.asserted_query_len
-
-        def error(key):
-            return f"AssertionError: {uniform_padding_assertion(key, q)}"
-
-        return Dispatches(ns, code, np.where(code == GRAPH, size, 0), size, family, error)
+    def dispatch_batches(self, ns, cfg, capture_sizes=None, uniform=True) -> Dispatches:
+        """Batches of n tokens by graphlab.sizing.families' rule."""
+        return families_for(self, cfg, capture_sizes).dispatch_batches(ns, uniform)
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -328,7 +315,7 @@ class Vllm017(Vllm013):
 
     name = "vllm-0.17.0"
     release = "0.17.0"
-    uniform_full_eager = True
+    plain_full = PlainFull.ASSERTS_THEN_EAGER
 
 
 class Vllm018(Vllm013):
@@ -338,7 +325,7 @@ class Vllm018(Vllm013):
 
     name = "vllm-0.18.0"
     release = "0.18.0"
-    asserts_uniform_padding = False
+    plain_full = PlainFull.REPLAYS
 
 
 class Vllm020(Vllm018):
@@ -348,7 +335,7 @@ class Vllm020(Vllm018):
 
     name = "vllm-0.20.0"
     release = "0.20.0"
-    rounds_plain_full = True
+    rounding = Rounding.FULL_DECODE
 
 
 def _with_max_num_batched_tokens(cfg: SizingConfig, tokens: int, ceiling: int) -> list[int]:
@@ -382,8 +369,8 @@ class Vllm033(_V1Policy):
     name = "vllm-0.33.0"
     release = "0.33.0"
     model_runners = ("v1", "v2")
-    asserts_uniform_padding = False
-    rounds_plain_full = True  # model runner V1: resolve_cudagraph_mode_and_sizes, as from 0.20.0
+    plain_full = PlainFull.REPLAYS
+    rounding = Rounding.FULL_DECODE  # model runner V1: resolve_cudagraph_mode_and_sizes
     # 0.29.0 and 0.30.0 add no uniform-decode size without speculation (q = 1)
     adds_max_num_seqs = True
 
@@ -513,7 +500,7 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
 ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGINE_TABLE}
 V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
 # The vLLM V1 engines: graphs keyed by token count (uniform decode).
-V1_ENGINES = tuple(name for name, engine in ENGINES.items() if engine.batch_unit == "tokens")
+V1_ENGINES = tuple(n for n, engine in ENGINES.items() if engine.batch_unit is BatchUnit.TOKENS)
 # Releases whose rules differ from the table's under plain FULL or by one size
 # (graphlab.sizing.versions); reached by name or version, not part of "all".
 RELEASE_ENGINES: dict[str, SizingPolicy] = {

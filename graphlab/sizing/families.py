@@ -15,23 +15,50 @@ compilation.py `CUDAGraphMode`, a (decode, mixed) pair). Per `cudagraph_mode`:
 `GraphFamilies.dispatch_batches` is that rule over many batches (`dispatch` is its [0]): a uniform
 decode batch of n tokens replays the smallest FULL size >= n, any other batch (and a uniform one
 without such a FULL graph) the smallest mixed size >= n; above the largest capture size, no graph.
-Plain FULL with q > 1 on model runner V1 from 0.12.0 to 0.17.x asserts that a uniform batch's
-padded size is a multiple of q (`_create_padded_batch_descriptor`): where it is not, the step
-crashes; 0.17.x also runs eagerly the batches the assertion lets through whose size // q < S
-(its keys keep num_reqs). This module knows no engine by name: it takes a V1 policy's answers
-(graphlab.sizing.engines).
+What plain FULL with q > 1 does with a uniform batch changed by release (`PlainFull`), as did
+when model runner V1 rounds its list (`Rounding`): each release names its rule values
+(graphlab.sizing.engines). This module knows no engine by name: it takes a V1 policy's answers.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
-# vLLM V1's CUDAGraphMode values (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
-# FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY = (FULL, NONE) and
-# FULL_AND_PIECEWISE = (FULL, PIECEWISE).
-CUDAGRAPH_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+from graphlab.sizing.dispatch import (
+    BatchDescriptor,
+    BatchPath,
+    CUDAGraphMode,
+    Dispatch,
+    Dispatches,
+    as_batch,
+    code,
+)
+
+
+class Rounding(Enum):
+    """When model runner V1 rounds the whole capture list to multiples of q = 1 + k at start-up
+    (`adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py)."""
+
+    SEPARATE_ROUTINE = "where FULL decode graphs are kept apart (0.11.1 to 0.19.x)"
+    FULL_DECODE = "wherever decode_mode() is FULL (0.20.0 on: resolve_cudagraph_mode_and_sizes)"
+
+    def rounds(self, mode: CUDAGraphMode) -> bool:
+        if self is Rounding.FULL_DECODE:
+            return mode.decode_mode() is BatchPath.FULL
+        return mode.separate_routine()
+
+
+class PlainFull(Enum):
+    """What model runner V1's dispatcher does with a uniform batch under plain FULL, q > 1
+    (`_create_padded_batch_descriptor`, vllm/v1/cudagraph_dispatcher.py)."""
+
+    ASSERTS = "asserts the padded size is a multiple of q (0.12.0 to 0.16.x)"
+    # keys keep num_reqs = min(size, S), a uniform batch asks for min(size // q, S)
+    ASSERTS_THEN_EAGER = "asserts; a batch whose size // q < S matches no key: eager (0.17.x)"
+    REPLAYS = "replays the FULL graph at the padded size (0.18.0 on: normalized_uniform)"
 
 
 def round_up(n, multiple: int):
@@ -49,26 +76,9 @@ def round_for_spec_decode(sizes: list[int], query_len: int) -> list[int]:
     return rounded or ([query_len] if query_len <= largest else [])
 
 
-# Each mode's (decode family, mixed family): CUDAGraphMode.decode_mode() / mixed_mode().
-_FAMILIES = {
-    "NONE": (None, None),
-    "PIECEWISE": ("piecewise", "piecewise"),
-    "FULL": ("full", "full"),
-    "FULL_DECODE_ONLY": ("full", None),
-    "FULL_AND_PIECEWISE": ("full", "piecewise"),
-}
-
-
-def separate_routine(mode: str) -> bool:
-    """Whether the mode keeps FULL uniform-decode graphs apart from its mixed family
-    (`decode_mode() == FULL and separate_routine()`: FULL_DECODE_ONLY, FULL_AND_PIECEWISE)."""
-    decode, mixed = _FAMILIES[mode]
-    return decode == "full" and mixed != "full"
-
-
 def uniform_padding_assertion(padded: int, query_len: int) -> str:
-    """The assertion model runner V1's dispatcher fails (0.12.0 and 0.13.0 under plain FULL,
-    whose sizes are not rounded) where a uniform batch pads to a non-multiple of q."""
+    """The assertion model runner V1's dispatcher fails (plain FULL, PlainFull.ASSERTS*) where a
+    uniform batch pads to a non-multiple of q."""
     return (
         "num_tokens_padded % uniform_decode_query_len == 0 (vllm/v1/cudagraph_dispatcher.py): "
         f"{padded} % {query_len} != 0"
@@ -80,47 +90,55 @@ class GraphFamilies:
     """The graphs one V1 config captures: FULL uniform-decode sizes, and the mixed family's
     sizes, with the one rule that picks a family and a size for a batch (`dispatch_batches`)."""
 
-    cudagraph_mode: str
+    cudagraph_mode: CUDAGraphMode
     full_sizes: tuple[int, ...]  # FULL graphs for uniform decode batches (separate routine)
     mixed_sizes: tuple[int, ...]  # the raw capture sizes, for every other batch
-    mixed_family: str | None  # "piecewise" | "full" | None (no mixed graphs)
+    mixed_family: BatchPath | None  # PIECEWISE | FULL | None (no mixed graphs)
     limit: int  # the largest capture size: above it, no graph
     # q when a uniform batch padded to a non-multiple of q fails uniform_padding_assertion, else 0
     asserted_query_len: int = 0
-    # 0.17.x's plain FULL: its keys hold num_reqs = min(size, S), a uniform batch's min(size // q,
-    # S), so one matches only where size // q >= S (this value); 0: off
+    # PlainFull.ASSERTS_THEN_EAGER: a uniform batch's key matches only where size // q >= this
+    # (S); 0: off
     uniform_min_reqs: int = 0
 
-    def dispatch_batches(self, ns, uniform_decode: bool = True):
-        """Per batch of n tokens: (path per n: "full" | "piecewise" | "eager" | "crash", the padded
-        size or 0 when eager). A uniform decode batch replays the smallest FULL size >= n; any other
-        batch, and a uniform one no FULL size fits, the mixed family's smallest size >= n; above
-        `limit`, or with neither, it runs eagerly."""
+    def dispatch_batches(self, ns, uniform_decode: bool = True) -> Dispatches:
+        """Per batch of n tokens, the path and padded size. A uniform decode batch replays the
+        smallest FULL size >= n; any other batch, and a uniform one no FULL size fits, the mixed
+        family's smallest size >= n; above `limit`, or with neither, it runs eagerly."""
         ns = np.asarray(ns, dtype=np.int64)
         within = ns <= self.limit
         full = smallest_at_least(self.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
         full = np.where(within, full, 0)
         mixed = smallest_at_least(self.mixed_sizes, ns) if self.mixed_family else 0
         size = np.where(full > 0, full, np.where(within, mixed, 0))
-        path = np.where(full > 0, "full", np.where(size > 0, self.mixed_family or "", "eager"))
-        if uniform_decode and self.asserted_query_len:
-            crash = (size > 0) & (size % self.asserted_query_len > 0)
+        mixed_code = code(self.mixed_family or BatchPath.EAGER)
+        path = np.where(
+            full > 0, code(BatchPath.FULL), np.where(size > 0, mixed_code, code(BatchPath.EAGER))
+        )
+        q = self.asserted_query_len
+        if uniform_decode and q:
+            crash = (size > 0) & (size % q > 0)
             if self.uniform_min_reqs:  # the batches whose key matches no graph run eagerly
-                size = np.where(
-                    crash | (size // self.asserted_query_len >= self.uniform_min_reqs), size, 0
-                )
-            path = np.where(crash, "crash", np.where(size > 0, path, "eager"))
-        return path.astype(object), size
+                size = np.where(crash | (size // q >= self.uniform_min_reqs), size, 0)
+            path = np.where(
+                crash, code(BatchPath.CRASH), np.where(size > 0, path, code(BatchPath.EAGER))
+            )
+        replays = (size > 0) & (path != code(BatchPath.CRASH))
 
-    def dispatch(self, num_tokens: int, uniform_decode: bool = True) -> tuple[str, int | None]:
-        """`dispatch_batches` for one batch: (path, size), size None when eager."""
-        path, size = self.dispatch_batches([num_tokens], uniform_decode)
-        return path[0], int(size[0]) or None
+        def error(key):
+            return f"AssertionError: {uniform_padding_assertion(key, q)}"
+
+        return Dispatches(ns, path, np.where(replays, size, 0), size, error)
+
+    def dispatch(self, batch: BatchDescriptor | int) -> Dispatch:
+        """`dispatch_batches` for one batch (an int: a uniform batch of that many tokens)."""
+        batch = as_batch(batch)
+        return self.dispatch_batches([batch.num_tokens], batch.uniform)[0]
 
     @property
-    def by_family(self) -> dict[str, tuple[int, ...]]:
-        """{"full": sizes, "piecewise": sizes} of the graphs captured (FULL mode: one list)."""
-        families = {"full": self.full_sizes, "piecewise": ()}
+    def by_family(self) -> dict[BatchPath, tuple[int, ...]]:
+        """{FULL: sizes, PIECEWISE: sizes} of the graphs captured (FULL mode: one list)."""
+        families = {BatchPath.FULL: self.full_sizes, BatchPath.PIECEWISE: ()}
         if self.mixed_family:
             merged = sorted(set(families[self.mixed_family]) | set(self.mixed_sizes))
             families[self.mixed_family] = tuple(merged)
@@ -138,23 +156,22 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    mixed = _FAMILIES[mode][1]
-    if not sizes or mode == "NONE":
+    if not sizes or mode is CUDAGraphMode.NONE:
         return GraphFamilies(mode, (), (), None, 0)
     full = ()
-    if separate_routine(mode):
+    if mode.separate_routine():
         limit = min(sizes[-1], cfg.max_num_seqs * q)
         full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
-    plain = q > 1 and mode == "FULL"
-    asserted = q if plain and policy.asserts_uniform_padding else 0
+    rule = policy.plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
+    mixed = mode.mixed_mode()
     return GraphFamilies(
         mode,
         full,
         tuple(sizes) if mixed else (),
         mixed,
         int(sizes[-1]),
-        asserted,
-        cfg.max_num_seqs if plain and policy.uniform_full_eager else 0,
+        0 if rule is PlainFull.REPLAYS else q,
+        cfg.max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
     )
 
 

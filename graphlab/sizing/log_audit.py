@@ -23,10 +23,17 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.dispatch import (
+    RUNTIME_MODES,
+    STEP_MODES,
+    BatchDescriptor,
+    BatchPath,
+    CUDAGraphMode,
+)
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.families import families_for
 from graphlab.sizing.versions import engine_for_version as release_engine
-from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
+from graphlab.sizing.vllm_log import VllmLog
 
 # The printed table's headings: its rows then fit a notebook's 100 columns.
 TABLE_HEADINGS = {
@@ -137,7 +144,9 @@ class LogAudit:
             "per_engine": {
                 engine: {
                     "steps": int(rows["count"].sum()),
-                    "steps_without_graph": int(rows["count"][rows.runtime_mode == "NONE"].sum()),
+                    "steps_without_graph": int(
+                        rows["count"][rows.runtime_mode == CUDAGraphMode.NONE].sum()
+                    ),
                     "padding_tokens": int((rows.num_paddings * rows["count"]).sum()),
                     "disagreements": int((~rows.agrees).sum()),
                 }
@@ -293,27 +302,27 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     if error:
         raise GraphlabError(f"{engine} refuses the log's config: {error}")
     logged = log.value("capture_sizes")
-    kit = graph_families(policy, cfg)
-    families = kit if logged is None else graph_families(policy, cfg, logged)
+    default = families_for(policy, cfg)
+    families = default if logged is None else families_for(policy, cfg, logged)
     q = cfg.decode_query_len
     frame = log.frame()
     kit_sizes, kit_modes, could = [], [], []
     for row in frame.itertuples():
         n = row.unpadded_tokens
-        uniform = row.runtime_mode == "FULL" and bool(families.full_sizes)
-        path, size = families.dispatch(n, uniform)
-        kit_sizes.append(n if size is None else size)
-        kit_modes.append("NONE" if path == "eager" else path.upper())
+        uniform = row.runtime_mode == CUDAGraphMode.FULL and bool(families.full_sizes)
+        kit = families.dispatch(BatchDescriptor(n, uniform=uniform))
+        kit_sizes.append(kit.graph_size or n)
+        kit_modes.append(STEP_MODES.get(kit.path, "CRASH"))
         verify = q > 1 and n % q == 0 and n // q <= cfg.max_num_seqs
-        full_path, full_size = families.dispatch(n, True)
+        full = families.dispatch(BatchDescriptor(n))
         # PR 53407's class: a smaller PIECEWISE graph in a gap below the FULL one (never NONE)
         lost = (
             verify
-            and row.runtime_mode == "PIECEWISE"
-            and full_path == "full"
-            and row.padded_tokens < full_size
+            and row.runtime_mode == CUDAGraphMode.PIECEWISE
+            and full.path is BatchPath.FULL
+            and row.padded_tokens < full.graph_size
         )
-        could.append(full_size if lost else 0)
+        could.append(full.graph_size if lost else 0)
     frame["kit_padded_tokens"] = kit_sizes
     frame["kit_runtime_mode"] = kit_modes
     frame["agrees"] = (frame.kit_padded_tokens == frame.padded_tokens) & (
@@ -325,7 +334,7 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
         engine=engine,
         cfg=cfg,
         rows=frame,
-        capture_sizes_agree=families == kit,
-        kit_capture_sizes=policy.capture_sizes(cfg) if kit.limit else (),
+        capture_sizes_agree=families == default,
+        kit_capture_sizes=policy.capture_sizes(cfg) if default.limit else (),
         notes=notes,
     )

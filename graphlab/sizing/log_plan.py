@@ -33,9 +33,8 @@ import numpy as np
 
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
+from graphlab.sizing.dispatch import PATH_CODES, CUDAGraphMode, graph_families
 from graphlab.sizing.engines import get_engine, round_up
-from graphlab.sizing.families import separate_routine
 from graphlab.sizing.optimum import Budget, optimum
 from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
 
@@ -55,10 +54,11 @@ class LoggedTraffic:
     source: str
 
     @classmethod
-    def from_frame(cls, frame, mode: str, source: str) -> LoggedTraffic:
+    def from_frame(cls, frame, mode: CUDAGraphMode | str, source: str) -> LoggedTraffic:
         """graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed): FULL rows under a mode
         with separate FULL decode graphs are uniform decode steps, the rest mixed."""
-        uniform = (frame.runtime_mode == "FULL") & separate_routine(mode)
+        separate = CUDAGraphMode(mode).separate_routine()
+        uniform = (frame.runtime_mode == CUDAGraphMode.FULL) & separate
         parts = []
         for rows in (frame[uniform], frame[~uniform]):
             counts = rows.groupby("unpadded_tokens")["count"].sum()
@@ -140,7 +140,8 @@ def replay(engine, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
         ("uniform", traffic.uniform_sizes, traffic.uniform_counts),
         ("mixed", traffic.mixed_sizes, traffic.mixed_counts),
     ):
-        path, size = families.dispatch_batches(ns, uniform_decode=name == "uniform")
+        batches = families.dispatch_batches(ns, uniform_decode=name == "uniform")
+        path, size = [PATH_CODES[c] for c in batches.path], batches.key
         on_graph = size > 0
         per_family[name] = FamilyReplay(
             int(counts.sum()),
@@ -148,8 +149,9 @@ def replay(engine, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
             int(counts[on_graph] @ (size - ns)[on_graph]),
             int(counts[~on_graph].sum()),
         )
-        for p, s, c in zip(path[on_graph], size[on_graph].tolist(), counts[on_graph].tolist()):
-            served[(str(p), s)] = served.get((str(p), s), 0) + c
+        for p, s, c in zip(path, size.tolist(), counts.tolist()):
+            if s:
+                served[(p, s)] = served.get((p, s), 0) + c
     return Replay(
         tuple(sorted({int(s) for s in sizes})),
         families.full_sizes,
@@ -172,10 +174,11 @@ class _Steps:
 def _steps(policy, cfg: SizingConfig, traffic: LoggedTraffic) -> tuple[_Steps, bool]:
     """The priced steps and whether candidates are multiples of q only."""
     mode, q = policy.cudagraph_mode(cfg), cfg.decode_query_len
-    multiples = policy.rounds_capture_sizes(cfg) or mode == "FULL_DECODE_ONLY"
-    reach = 0 if multiples or not separate_routine(mode) else q - 1
+    decode_only = mode is CUDAGraphMode.FULL_DECODE_ONLY
+    multiples = policy.rounds_capture_sizes(cfg) or decode_only
+    reach = 0 if multiples or not mode.separate_routine() else q - 1
     u, m = traffic.uniform_sizes, traffic.mixed_sizes
-    if mode == "FULL_DECODE_ONLY":  # mixed steps run eagerly whatever the sizes
+    if decode_only:  # mixed steps run eagerly whatever the sizes
         m = m[:0]
     n = np.concatenate((u, m))
     count = np.concatenate((traffic.uniform_counts, traffic.mixed_counts[: len(m)]))
@@ -310,7 +313,11 @@ def _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_
         tail = eager_penalty * eager
     else:
         # FULL_DECODE_ONLY's mixed steps are eager whatever the sizes: not priced, not counted
-        priced = ("uniform",) if policy.cudagraph_mode(cfg) == "FULL_DECODE_ONLY" else FAMILIES
+        priced = (
+            ("uniform",)
+            if policy.cudagraph_mode(cfg) is CUDAGraphMode.FULL_DECODE_ONLY
+            else FAMILIES
+        )
         allowed = sum(current_replay.families[name].steps_without_graph for name in priced)
         tail = np.where(eager <= allowed, 0.0, np.inf)
         if not np.isfinite(tail).any():
@@ -341,7 +348,7 @@ def log_plan_report(
     traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
     logged = {
         "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
-        "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
+        "steps_without_graph": int(frame["count"][frame.runtime_mode == CUDAGraphMode.NONE].sum()),
     }
     result = plan_for_log(engine, cfg, traffic, current, max_graphs, eager_penalty)
     replayed = {key: getattr(result.current, key) for key in logged}

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from graphlab.errors import check_int
+from graphlab.sizing.dispatch import BatchUnit
 from graphlab.sizing.policy import SizingPolicy
 
 # The kit's reference device, an H200: nvidia-smi reports memory.total = 143771 MiB.
@@ -23,7 +24,7 @@ class SGLang(SizingPolicy):
     pass 80 for an 80 GB A100/H100."""
 
     name = "sglang"
-    batch_unit = "requests"
+    batch_unit = BatchUnit.REQUESTS
 
     def __init__(self, device_memory_gib: float = REFERENCE_DEVICE_MEMORY_GIB) -> None:
         super().__init__()
@@ -53,7 +54,7 @@ class NanoVllm(SizingPolicy):
     It has no speculative decoding."""
 
     name = "nano-vllm"
-    batch_unit = "requests"
+    batch_unit = BatchUnit.REQUESTS
 
     def sizing_key(self, cfg):
         return (cfg.max_num_seqs,)
@@ -78,7 +79,7 @@ class TrtLlm(SizingPolicy):
     every size up to 128 while max_num_tokens >= 128 * (1 + draft length)."""
 
     name = "trtllm"
-    batch_unit = "requests"
+    batch_unit = BatchUnit.REQUESTS
 
     def __init__(self, max_batch_size: int = 128, enable_padding: bool = False) -> None:
         super().__init__()

@@ -12,7 +12,6 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, get_engine
 from graphlab.sizing.optimum import Budget
-from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan_inputs import SizeTable, Workload
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
@@ -43,8 +42,7 @@ def evaluate(
     policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
     batches = policy.dispatch_batches(workload.sizes, cfg, capture)
-    path, graph_size = batches.path, batches.graph_size
-    on_graph = path == GRAPH
+    on_graph, graph_size = batches.replays, batches.graph_size
     waste = np.where(on_graph, graph_size - workload.sizes, 0)
     step_ms = None
     if latency is not None:

@@ -11,8 +11,17 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import (
+    BatchDescriptor,
+    BatchPath,
+    BatchUnit,
+    Dispatch,
+    Dispatches,
+    as_batch,
+    code,
+    crash_error,
+)
 from graphlab.sizing.families import smallest_at_least
-from graphlab.sizing.outcomes import CRASH, EAGER, GRAPH, Dispatch, Dispatches, crash_error
 
 # vLLM's default max_num_batched_tokens on an H100/H200 API server (vllm/engine/arg_utils.py, 0.32);
 # used by the V1 engines when the config leaves it unset.
@@ -36,7 +45,7 @@ class SizingPolicy(ABC):
     """One engine's capture sizing and batch dispatch."""
 
     name: str
-    batch_unit: str  # "rows" (V0 batch expansion) | "tokens" (V1 uniform decode) | "requests"
+    batch_unit: BatchUnit  # what a batch's size counts, and so what the graphs are keyed by
     uses_max_num_batched_tokens: bool = False
     reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
 
@@ -121,9 +130,12 @@ class SizingPolicy(ABC):
             raise StopIteration
         return key
 
-    def dispatch_batches(self, ns, cfg: SizingConfig, capture_sizes=None) -> Dispatches:
+    def dispatch_batches(
+        self, ns, cfg: SizingConfig, capture_sizes=None, uniform: bool = True
+    ) -> Dispatches:
         """graph / eager / crash for many batches at once, as a runner using the three answers
-        would: it looks the padded key up among the captured sizes (key 0: next() found none)."""
+        would: it looks the padded key up among the captured sizes (key 0: next() found none).
+        V0 and the peers pad every batch alike: `uniform` matters to vLLM V1 only."""
         sizes = (
             self.capture_array(cfg)
             if capture_sizes is None
@@ -133,12 +145,19 @@ class SizingPolicy(ABC):
         tries = self.tries_graph(ns, cfg, sizes)
         keys = self.padded_sizes(ns, sizes) * tries
         found = tries & np.isin(keys, sizes)
-        path = np.where(tries, np.where(found, GRAPH, CRASH), EAGER)
-        return Dispatches(ns, path, keys * found, keys, None, crash_error)
+        path = np.where(
+            tries,
+            np.where(found, code(BatchPath.GRAPH), code(BatchPath.CRASH)),
+            code(BatchPath.EAGER),
+        )
+        return Dispatches(ns, path, keys * found, keys, crash_error)
 
-    def dispatch(self, n: int, cfg: SizingConfig, capture_sizes=None) -> Dispatch:
-        """What the engine does with one batch of n: `dispatch_batches`' [0]."""
-        return self.dispatch_batches([n], cfg, capture_sizes)[0]
+    def dispatch(
+        self, batch: BatchDescriptor | int, cfg: SizingConfig, capture_sizes=None
+    ) -> Dispatch:
+        """What the engine does with one batch (an int: a uniform batch of that many tokens)."""
+        batch = as_batch(batch)
+        return self.dispatch_batches([batch.num_tokens], cfg, capture_sizes, batch.uniform)[0]
 
     def __repr__(self) -> str:
         return f"<SizingPolicy {self.name}>"

@@ -29,10 +29,8 @@ from dataclasses import dataclass, field, fields
 import pandas as pd
 
 from graphlab.errors import GraphlabError, check_input_file
-from graphlab.sizing.families import CUDAGRAPH_MODES
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES, RUNTIME_MODES
 
-# The modes a step runs in: `CUDAGraphMode.valid_runtime_modes()` (vllm/config/compilation.py).
-RUNTIME_MODES = ("NONE", "PIECEWISE", "FULL")
 COLUMNS = ("Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count")
 OPTIONAL_COLUMNS = ("Num Paddings",)  # tables pasted from before it was added lack it
 # Lines longer than this are skipped (never held whole): a vLLM line is a few KiB at most.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import MIB
 from graphlab.views.style import (
     PATH_COLORS,
@@ -141,7 +142,7 @@ def plot_guard_price(price: pd.DataFrame, steps_met, cost: dict) -> Figure:
         color=PATH_COLORS["graph"],
         label="adaptive: replayed step",
     )
-    for path in ("graph", "eager"):
+    for path in (BatchPath.GRAPH, BatchPath.EAGER):
         rows = price[price["path"] == path]
         if not rows.empty:
             bars(

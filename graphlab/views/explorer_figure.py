@@ -21,14 +21,16 @@ from graphlab.errors import check_choice, check_int
 from graphlab.sizing.audit import AuditReport, audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.outcomes import PATHS
 from graphlab.views.style import PATH_COLORS
 
 MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
 MAX_K = 8
 MAX_NUM_BATCHED_TOKENS = 16384
 MAP_VALUES = {"graph fraction": "graph_fraction", "crashing sizes": "num_crash"}
+# What the explorer draws: a V1 batch's FULL or PIECEWISE graph shows as a graph.
+PATHS = (BatchPath.GRAPH, BatchPath.EAGER, BatchPath.CRASH)
 # White: sizes between the smallest and largest n that no batch reaches.
 _STRIP = ListedColormap([PATH_COLORS[p] for p in PATHS]).with_extremes(bad="white")
 
@@ -151,8 +153,9 @@ class ExplorerFigure:
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
         batches = get_engine(state.engine).dispatch_batches(ns, state.config)
-        path, keys = batches.path, batches.key
-        padded = np.where(path == PATHS.index("eager"), ns, np.where(keys > 0, keys, ns))
+        path = np.select([batches.replays, batches.takes(BatchPath.EAGER)], [0, 1], 2)
+        keys = batches.key
+        padded = np.where(path == PATHS.index(BatchPath.EAGER), ns, np.where(keys > 0, keys, ns))
         for i, p in enumerate(PATHS):
             self.lines[p].set_data(ns, np.where(path == i, padded, np.nan))
         self.diagonal.set_data([ns[0], ns[-1]], [ns[0], ns[-1]])

@@ -12,7 +12,6 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import AuditReport
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan import uniform_workload
 from graphlab.sizing.plan_inputs import SizeTable, read_latency
 from graphlab.sizing.plan_result import evaluate
@@ -33,7 +32,7 @@ def _outside(report: AuditReport, workload, tables, source: str) -> str:
     batches = get_engine(report.engine).dispatch_batches(
         workload.sizes, report.config, report.capture_sizes
     )
-    on_graph = batches.path == GRAPH
+    on_graph = batches.replays
     unit = report.batch_unit
     for kind, table, sizes in (
         ("graph", tables[0], batches.graph_size[on_graph]),

@@ -8,6 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.dispatch import REPLAYS, BatchPath, BatchUnit
 from graphlab.views.style import (
     MODE_COLORS,
     PATH_COLORS,
@@ -17,8 +18,6 @@ from graphlab.views.style import (
     provenance_title,
     require_columns,
 )
-
-_GRAPH_PATHS = ("graph", "full", "piecewise")
 
 
 def plot_latency(df: pd.DataFrame) -> Figure:
@@ -40,7 +39,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         unit = batch_unit_of(rows)
         top, bottom = axes[0, col], axes[1, col]
         for mode in ("eager", "graph", "compiled-graph"):
-            part = rows[(rows["mode"] == mode) & (rows["path"] != "crash")]
+            part = rows[(rows["mode"] == mode) & (rows["path"] != BatchPath.CRASH)]
             if part.empty:
                 continue
             top.plot(
@@ -64,7 +63,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
             if hits.empty:
                 continue
             # A crashed step has no latency: mark it on the x axis.
-            y = hits["median_ms"] if path != "crash" else np.zeros(len(hits))
+            y = hits["median_ms"] if path != BatchPath.CRASH else np.zeros(len(hits))
             top.scatter(
                 hits["batch_size"],
                 y,
@@ -72,9 +71,11 @@ def plot_latency(df: pd.DataFrame) -> Figure:
                 marker=PATH_MARKERS[path],
                 s=18,
                 zorder=3,
-                label=f"graph mode, ran {path}" if path != "crash" else "graph mode: KeyError",
+                label=f"graph mode, ran {path}"
+                if path != BatchPath.CRASH
+                else "graph mode: KeyError",
             )
-        graphed = in_graph_mode[in_graph_mode["path"].isin(_GRAPH_PATHS)]
+        graphed = in_graph_mode[in_graph_mode["path"].isin(REPLAYS)]
         if not graphed.empty:
             largest = int(graphed["graph_size"].max())
             for ax in (top, bottom):
@@ -120,7 +121,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         provenance_title(
             df,
             "Verify-step latency against tokens"
-            if batch_unit_of(df) == "tokens"
+            if batch_unit_of(df) is BatchUnit.TOKENS
             else "Decode latency against batch size",
         ),
         fontsize=9,

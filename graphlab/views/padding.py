@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 from matplotlib.figure import Figure
 
+from graphlab.sizing.dispatch import REPLAYS, BatchPath
 from graphlab.views.style import (
     PATH_COLORS,
     PATH_MARKERS,
@@ -27,7 +28,7 @@ def plot_padding(df: pd.DataFrame, engine: str) -> Figure:
     """
     require_columns(df, ("batch_size", "path", "graph_size"))
     rows, unit = df.sort_values("batch_size"), batch_unit_of(df)
-    n, graphed = rows["batch_size"].to_numpy(), rows[rows["path"] == "graph"]
+    n, graphed = rows["batch_size"].to_numpy(), rows[rows["path"].isin(REPLAYS)]
     padded = graphed["graph_size"].astype(float)
     fig = Figure(figsize=(WIDTH_IN, 3.6), layout="constrained")
     ax = fig.add_subplot()
@@ -48,12 +49,15 @@ def plot_padding(df: pd.DataFrame, engine: str) -> Figure:
         color=PATH_COLORS["graph"],
         label="graph: padded size",
     )
-    for path, label in (("eager", "eager: runs at n, no graph"), ("crash", "crash")):
+    for path, label in (
+        (BatchPath.EAGER, "eager: runs at n, no graph"),
+        (BatchPath.CRASH, "crash"),
+    ):
         hits = rows[rows["path"] == path]
         if not hits.empty:
             ax.scatter(
                 hits["batch_size"],
-                hits["batch_size"] * (path == "eager"),
+                hits["batch_size"] * (path is BatchPath.EAGER),
                 color=PATH_COLORS[path],
                 marker=PATH_MARKERS[path],
                 s=16,

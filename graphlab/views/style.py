@@ -12,6 +12,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.dispatch import BatchUnit
 
 # A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
 # inches wide, they are shown at their own size, so 8-point text stays 11 px on screen.
@@ -105,7 +106,7 @@ def require_columns(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
         raise GraphlabError("frame is empty: nothing to plot")
 
 
-def batch_unit_of(rows: pd.DataFrame) -> str:
+def batch_unit_of(rows: pd.DataFrame) -> BatchUnit:
     """V1 rows count tokens (batch_unit "tokens"); V0 rows count rows or leave the column empty."""
-    tokens = "batch_unit" in rows.columns and bool((rows["batch_unit"] == "tokens").all())
-    return "tokens" if tokens else "rows"
+    tokens = "batch_unit" in rows.columns and bool((rows["batch_unit"] == BatchUnit.TOKENS).all())
+    return BatchUnit.TOKENS if tokens else BatchUnit.ROWS
