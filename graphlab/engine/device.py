@@ -45,7 +45,7 @@ def resolve_device(device="auto"):
 @dataclass(frozen=True)
 class Backend:
     """What a backend does, asked by the capture code instead of comparing names; its str() is
-    the name every row, title and record carries (project rule 1)."""
+    the name every row, title and record carries, so no CPU timing reads as a CUDA graph's."""
 
     name: str
     device_type: str  # the device it runs on: "cuda" or "cpu"
@@ -71,7 +71,7 @@ BACKEND_VALUES = {
     )
 }
 # What "auto" means, said once. Real graphs on CUDA. On a CPU the logic (runners, speculative
-# decoding, notebooks' paths) emulates them eagerly, while a cost is measured on compiled steps,
+# decoding, the paths batches take) emulates them eagerly, while a cost is measured on compiled steps,
 # which save per-op dispatch there as graphs save launches (cpu-emulated saves nothing by design).
 AUTO = {
     "logic": {"cuda": CUDA_GRAPH, "cpu": CPU_EMULATED},
