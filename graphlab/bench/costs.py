@@ -1,4 +1,4 @@
-"""What the two fixes cost, measured on this machine's backend: the data behind notebooks 03, 04.
+"""What the two fixes cost, measured on this machine's backend.
 
 `guard_cost` times the decode step of a V0 engine (the guard) and of an engine that captures every
 size (adaptive), both in graph mode, stepping in turn at every batch size the scorer can send, and
@@ -10,7 +10,7 @@ graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph
 `adaptive_price` is the other side: per k, the coverage adaptive sizing gains over the guard
 against the graphs it captures, their capture time (after a warm-up capture, so that no engine
 pays the process's first compile or allocation) and their graph memory. Padding priced in time
-(notebook 04's first table) is graphlab.bench.priced.
+is graphlab.bench.priced.
 """
 
 from __future__ import annotations

@@ -127,8 +127,8 @@ def _say_once(line: str) -> None:
 
 
 def pin_threads(threads: int = 1) -> int:
-    """Set torch's CPU thread count (one by default, as `make notebooks` runs): small steps
-    gain nothing from more, and on a shared machine extra threads stall. Returns it."""
+    """Set torch's CPU thread count (one by default): small steps gain nothing from more, and on
+    a shared machine extra threads stall. Returns it."""
     import torch
 
     if not isinstance(threads, int) or threads < 1:
