@@ -71,8 +71,8 @@ BACKEND_VALUES = {
     )
 }
 # What "auto" means, said once. Real graphs on CUDA. On a CPU the logic (runners, speculative
-# decoding, the paths batches take) emulates them eagerly, while a cost is measured on compiled steps,
-# which save per-op dispatch there as graphs save launches (cpu-emulated saves nothing by design).
+# decoding, dispatch) emulates them eagerly, while a cost is measured on compiled steps, which
+# save per-op dispatch there as graphs save launches (cpu-emulated saves nothing by design).
 AUTO = {
     "logic": {"cuda": CUDA_GRAPH, "cpu": CPU_EMULATED},
     "costs": {"cuda": CUDA_GRAPH, "cpu": CPU_COMPILED},
