@@ -21,27 +21,11 @@ The names below are the public face; each loads its module on first use (PEP 562
 
 from __future__ import annotations
 
-import os
-import signal
-import sys
 from typing import TYPE_CHECKING
 
-
-def _quiet_interrupt(signum, frame):
-    # At once: an exception raised inside a C extension's import would surface as an ImportError.
-    sys.stderr.write("interrupted\n")
-    os._exit(130)
-
-
-# `python -m graphlab` while Python still locates the module (argv[0] is "-m" until then): Ctrl-C
-# while the command line loads exits 130 without a traceback, nothing being written yet;
-# graphlab.__main__ hands SIGINT back to the command line, which reports it itself.
-if sys.argv[:1] == ["-m"]:
-    signal.signal(signal.SIGINT, _quiet_interrupt)
-
-from graphlab.checkout import VERSION as __version__  # noqa: E402
-from graphlab.errors import GraphlabError  # noqa: E402 (after the Ctrl-C handler, on purpose)
-from graphlab.lazy import lazy_exports  # noqa: E402 (after the Ctrl-C handler, on purpose)
+from graphlab.checkout import VERSION as __version__
+from graphlab.errors import GraphlabError
+from graphlab.lazy import lazy_exports
 
 # The reader-facing names (the README's examples): name -> the module that defines it, the sizing
 # layer first (no torch). Everything else is imported from its module, e.g.

@@ -21,16 +21,16 @@ from test_plots import (
 from graphlab.bench.costs import (
     adaptive_price,
     eager_ratio,
-    guard_report,
     guard_run_cost,
     reference_ratio,
 )
 from graphlab.bench.priced import priced_sizing
-from graphlab.bench.verdicts import mode_lines, mode_summary
+from graphlab.bench.verdicts import guard_summary, mode_comparisons, mode_counts
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.views.costs import plot_adaptive_price, plot_guard_price, plot_step_timeline
+from graphlab.views.verdicts import guard_report, mode_lines, mode_summary
 
 KS = (0, 1, 4, 8)
 V0_SIZES = [1, 2, 4] + [8 * i for i in range(1, 1025)]
@@ -151,7 +151,7 @@ def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
     assert cost["sentence"] in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
     bars = fig.axes[1].patches
     assert [b.get_height() for b in bars if b.get_height()] == [3, 5, 2]
-    report = guard_report(samples, price)
+    report = guard_report(guard_summary(samples, price))
     assert report[0].startswith("n = 9..16, pooled: the guard's step, each size once, is slower")
     assert report[0].endswith(", 96 pairs)")  # every pair of the eight sizes, 12 each
     # Sizes 1..8 replay the same padded graph on both sides (3 pads to 4, 5..7 to 8).
@@ -169,7 +169,7 @@ def test_the_run_cost_prints_a_bound_near_zero_on_its_side():
 def test_the_guard_report_says_when_the_machine_cannot_decide_it():
     samples = _guard_samples(eager_ms=1.0)
     samples.loc[:, "load_avg_1m"] = 7.0
-    report = guard_report(samples, eager_ratio(samples))
+    report = guard_report(guard_summary(samples, eager_ratio(samples)))
     assert report[0].startswith("WARNING: load average 7.00 on 2 CPUs")
     assert "shows no difference beyond noise" in report[1]
     # The same steps on both sides: the interval is within +-5% of 1, which decides it.
@@ -295,7 +295,7 @@ def test_sizes_off_the_graphs_are_a_control_with_no_direction():
             )
         ]
     )
-    graph, *control = mode_lines(rows)
+    graph, *control = mode_lines(mode_comparisons(rows))
     assert graph.startswith("8 rows on the 8-row graph (graph): eager mode is slower than graph")
     assert control == [
         "40 rows, no graph: both modes run the eager step, a control for noise: 0.95x (95% CI "
@@ -303,7 +303,7 @@ def test_sizes_off_the_graphs_are_a_control_with_no_direction():
         "48 rows, no graph: both modes run the eager step, a control for noise: 1.01x (95% CI "
         "0.97-1.05, 10 pairs)",
     ]
-    summary = mode_summary(rows)
+    summary = mode_summary(mode_counts(rows))
     assert summary[0].endswith("slower at 1, faster at 0, no difference beyond noise at 0")
     assert summary[1] == (
         "vllm-0.6.0, 2 sizes with no graph, where both modes run the eager step (a control for "

@@ -1,8 +1,8 @@
 """The installed vLLM's own capture sizing, called on a stand-in config (no engine, no GPU).
 
 `installed_capture_sizes` calls `VllmConfig._set_cudagraph_sizes` (and the spec-decode rounding)
-of the installed vllm package in this process; vllm is imported lazily (about 5 s in a fresh
-process on the 2-core VM) with its import-time log lines silenced.
+of the installed vllm package in this process; vllm is imported lazily (seconds in a fresh
+process) with its import-time log lines silenced.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What the two fixes cost, measured on this machine's backend: the data behind notebooks 03, 04.
+"""What the two fixes cost, measured on this machine's backend.
 
 `guard_cost` times the decode step of a V0 engine (the guard) and of an engine that captures every
 size (adaptive), both in graph mode, stepping in turn at every batch size the scorer can send, and
@@ -10,7 +10,7 @@ graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph
 `adaptive_price` is the other side: per k, the coverage adaptive sizing gains over the guard
 against the graphs it captures, their capture time (after a warm-up capture, so that no engine
 pays the process's first compile or allocation) and their graph memory. Padding priced in time
-(notebook 04's first table) is graphlab.bench.priced.
+is graphlab.bench.priced.
 """
 
 from __future__ import annotations
@@ -29,12 +29,8 @@ from graphlab.bench.sampling import (
 )
 from graphlab.bench.stats import (
     EFFECT,
-    FASTER,
-    NO_DIFFERENCE,
-    SLOWER,
     compare,
     decided,
-    load_warning,
     machine_load,
     median_ci,
     pooled,
@@ -51,7 +47,7 @@ from graphlab.sizing.engines import get_engine
 PROVENANCE_COLUMNS = ("backend", "clock", "device", "model", "dtype", "load_avg_1m", "cpus")
 
 
-# The sizes notebook 03's headline pools: the guard's eager steps just past its graphs (S 8, k 4).
+# The sizes the guard's headline pools: its eager steps just past its graphs (S 8, k 4).
 POOLED_WINDOW = range(9, 17)
 
 
@@ -248,40 +244,6 @@ def adaptive_price(
             )
     prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=cost["backend"])
     return with_provenance(rows, prov)
-
-
-def guard_report(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WINDOW) -> list[str]:
-    """The lines notebook 03 prints under the guard's price: a load warning when the machine
-    was busy, the pooled comparison at the eager sizes in `window` (each size once; its sentence
-    says when this machine cannot decide it), and the per-size verdicts counted, at the eager
-    sizes and, as a control for noise, where both engines replay the same padded graph."""
-    lines = [load_warning(dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0]))]
-    eager = price[price.path == "eager"]
-    sizes = [n for n in window if n in eager.index]
-    if sizes:
-        run_cost = guard_run_cost(
-            samples,
-            dict.fromkeys(sizes, 1),
-            subject="the guard's step, each size once,",
-            reference="adaptive's at the same sizes",
-        )
-        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {run_cost['sentence']}")
-
-    def counted(rows) -> str:
-        counts = rows.guard_over_verdict.value_counts()
-        return ", ".join(f"{counts.get(v, 0)} {v}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
-
-    lines.append(
-        f"per size, at the {len(eager)} eager sizes (95% intervals; about 1 size in 20 crosses "
-        f"by chance): {counted(eager)}"
-    )
-    control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
-    if len(control):
-        lines.append(
-            f"as a control, at the {len(control)} sizes where both replay the same graph (95% "
-            f"intervals): {counted(control)}"
-        )
-    return [line for line in lines if line]
 
 
 def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.DataFrame:

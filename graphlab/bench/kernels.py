@@ -7,7 +7,7 @@ op to a layer or to "outside" (embedding, final norm, LM head, checks). An op co
 unless it only makes a view (its schema returns an alias it does not write: view, transpose,
 expand, slice, ...) or reads a value back (``_local_scalar_dense``, a host sync); on CUDA the
 device kernels torch.profiler records are counted too. ``ops_rows(presets)`` gives one row per
-preset (a notebook shows it; ``python -m graphlab.bench.timings --only ops`` prints it).
+preset (``python -m graphlab.bench.timings --only ops`` prints it).
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """One model's measured rows: decode step latency per batch and graph memory per capture.
 
-The row builders behind the latency and graph_memory sweeps (graphlab.bench.sweeps), notebook 03's
-guard cost and notebook 04's V1 cliff: `latency_rows` times a runner's step per request count in
-eager and graph mode, `graph_memory_rows` records every capture per pool mode; both take a model
-and a SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
-(`capture_summary`, also behind notebook 04's adaptive price). The device's copy bandwidth (the
-latency rows' floor) lives here too. Every timed comparison goes through
+The row builders behind the latency and graph_memory sweeps (graphlab.bench.sweeps), the guard's
+cost and the V1 cliff: `latency_rows` times a runner's step per request count in eager and graph
+mode, `graph_memory_rows` records every capture per pool mode; both take a model and a
+SizingConfig and need no run; `capture_cost` sums each engine's captures into one table row
+(`capture_summary`, also behind graphlab.bench.costs.adaptive_price). The device's copy
+bandwidth (the latency rows' floor) lives here too. Every timed comparison goes through
 graphlab.bench.sampling.interleaved_steps (the compared runners step in turn, to a stated
 precision). The CSV columns are documented in data/README.md.
 """

@@ -1,7 +1,7 @@
-"""Padding priced in time, the data behind notebook 04's first table: per engine, the mean step
-over every reachable batch once, each batch charged its padded graph's measured step or, when it
-runs eagerly, its eager step (latency_rows' medians), with a bootstrap interval from the step
-samples and each engine's mean step against a reference engine's (graphlab.bench.stats' verdict).
+"""Padding priced in time: per engine, the mean step over every reachable batch once, each batch
+charged its padded graph's measured step or, when it runs eagerly, its eager step (latency_rows'
+medians), with a bootstrap interval from the step samples and each engine's mean step against a
+reference engine's (graphlab.bench.stats' verdict).
 """
 
 from __future__ import annotations

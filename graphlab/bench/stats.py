@@ -27,8 +27,8 @@ SEED = 0
 MIN_SAMPLES = 6
 SLOWER, FASTER, NO_DIFFERENCE = "slower", "faster", "no difference beyond noise"
 VERDICTS = (SLOWER, FASTER, NO_DIFFERENCE)
-# The effect a comparison is sampled to resolve: +-5% of the ratio, below what a remedy's price
-# changes in a notebook's story, and what a CPU's thread clock resolves in seconds of sampling.
+# The effect a comparison is sampled to resolve: +-5% of the ratio, below the price differences
+# the kit's conclusions rest on, and what a CPU's thread clock resolves in seconds of sampling.
 EFFECT = 0.05
 # Load average per CPU above which timings share the cores with other work.
 HIGH_LOAD_PER_CPU = 0.75

@@ -1,60 +1,52 @@
-"""The sentences notebooks print from measured rows, each reading its verdict from
-graphlab.bench.stats (slower / faster / no difference beyond noise, from the interval): eager over
-graph mode per size of latency_rows and per path, and speculative decoding's time per token.
-Where both sides ran the same step (no graph at a size), the interval is printed as a control for
-noise, with no verdict.
+"""The verdicts of measured rows, as values to print (graphlab.views.verdicts prints them): eager
+over graph mode per size of latency_rows and their count per path, speculative decoding's time
+per token, and the guard's price pooled and counted. Each verdict is graphlab.bench.stats' (slower
+/ faster / no difference beyond noise, from the interval).
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from graphlab.bench.stats import FASTER, NO_DIFFERENCE, SLOWER, Comparison, compare
+from graphlab.bench.costs import POOLED_WINDOW, guard_run_cost
+from graphlab.bench.stats import NO_DIFFERENCE, VERDICTS, Comparison, compare, load_warning
 
 
-def mode_lines(rows: pd.DataFrame) -> list[str]:
-    """One line per graph-mode row of latency_rows: its size, the graph it replayed, and the
-    sentence of eager mode over graph mode, verdict and interval included; a size with no graph
-    (both modes eager) gives its interval as a control, with no verdict."""
-    lines = []
-    for _, row in rows[rows["mode"] == "graph"].iterrows():
-        unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
+def verdict_counts(verdicts: pd.Series) -> dict[str, int]:
+    """How many entries give each verdict, in VERDICTS' order, zeros included."""
+    counts = verdicts.value_counts()
+    return {v: int(counts.get(v, 0)) for v in VERDICTS}
+
+
+def mode_comparisons(rows: pd.DataFrame) -> pd.DataFrame:
+    """latency_rows' graph-mode rows, each with eager mode over graph mode as graphlab.bench.stats
+    prints it: `unit` (tokens or rows), `interval`, and `sentence`, verdict included."""
+    graph_mode = rows[rows["mode"] == "graph"]
+    units, intervals, sentences = [], [], []
+    for _, row in graph_mode.iterrows():
+        units.append("tokens" if row.get("batch_unit") == "tokens" else "rows")
         comparison = Comparison(
             row.eager_over_ratio, row.eager_over_ci_low, row.eager_over_ci_high, row.repeats
         )
-        if row.path == "eager":  # the same eager step twice: any direction would be chance
-            lines.append(
-                f"{row.batch_size} {unit}, no graph: both modes run the eager step, a control "
-                f"for noise: {comparison.interval}"
-            )
-            continue
-        where = f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
-        lines.append(f"{where} ({row.path}): {comparison.sentence('eager mode', 'graph mode')}")
-    return lines
+        intervals.append(comparison.interval)
+        sentences.append(comparison.sentence("eager mode", "graph mode"))
+    return graph_mode.assign(unit=units, interval=intervals, sentence=sentences)
 
 
-def mode_summary(rows: pd.DataFrame) -> list[str]:
-    """Per (engine, path) of latency_rows' graph-mode rows: how many sizes' eager-over-graph
-    intervals say slower, faster or no difference beyond noise (each from its own interval); off
-    the graphs, where both modes run the eager step, how many intervals exclude 1 by chance."""
+def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per (engine, path) of latency_rows' graph-mode rows: the `sizes`, their fewest `repeats`,
+    how many eager-over-graph intervals give each verdict (`counts`, each from its own interval)
+    and how many exclude 1 (`crossed`)."""
     graph_mode = rows[rows["mode"] == "graph"]
-    lines = []
+    found = []
     for (engine, path), part in graph_mode.groupby(["engine", "path"], sort=False):
-        counts = part.eager_over_verdict.value_counts()
-        if path == "eager":  # both modes ran the same eager step: a control, not a comparison
-            crossed = len(part) - counts.get(NO_DIFFERENCE, 0)
-            lines.append(
-                f"{engine}, {len(part)} sizes with no graph, where both modes run the eager step "
-                f"(a control for noise): {crossed} of {len(part)} intervals exclude 1 (chance "
-                "alone: about 1 in 20)"
-            )
-            continue
-        lines.append(
-            f"{engine}, graph mode {path} at {len(part)} sizes, eager mode against it (95% "
-            f"intervals, {part.repeats.min()}+ pairs each): "
-            + ", ".join(f"{v} at {counts.get(v, 0)}" for v in (SLOWER, FASTER, NO_DIFFERENCE))
-        )
-    return lines
+        counts = verdict_counts(part.eager_over_verdict)
+        crossed = len(part) - counts[NO_DIFFERENCE]
+        found.append(
+            dict(engine=engine, path=path, sizes=len(part), repeats=part.repeats.min(),
+                 counts=counts, crossed=crossed)
+        )  # fmt: skip
+    return pd.DataFrame(found, columns=["engine", "path", "sizes", "repeats", "counts", "crossed"])
 
 
 def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, str]]:
@@ -73,11 +65,30 @@ def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, st
     return found
 
 
-def throughput_lines(spec: pd.DataFrame) -> list[str]:
-    """throughput_comparisons as lines: the cell, time per token's sentence, backend and clock."""
-    backend = spec.backend.iloc[0]
-    clock = f", clock {spec.clock.iloc[0]}" if "clock" in spec else ""
-    return [
-        f"{cell}, time per token: {sentence}; backend {backend}{clock}"
-        for cell, _, sentence in throughput_comparisons(spec)
-    ]
+def guard_summary(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WINDOW) -> dict:
+    """The guard's price (eager_ratio of guard_cost's samples) summed up: `warning`, the load
+    warning when the machine was busy (else None); `pooled_sizes`, the eager sizes in `window`,
+    and `pooled`, guard_run_cost over them, each size once (None without such sizes; its sentence
+    says when this machine cannot decide it); the per-size verdict counts at the `eager` sizes
+    and, as a control for noise, where both engines replay the same padded graph (`control`),
+    each as (sizes, counts)."""
+    eager = price[price.path == "eager"]
+    sizes = [n for n in window if n in eager.index]
+    pooled = None
+    if sizes:
+        pooled = guard_run_cost(
+            samples,
+            dict.fromkeys(sizes, 1),
+            subject="the guard's step, each size once,",
+            reference="adaptive's at the same sizes",
+        )
+    control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
+    return dict(
+        warning=load_warning(
+            dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0])
+        ),
+        pooled_sizes=sizes,
+        pooled=pooled,
+        eager=(len(eager), verdict_counts(eager.guard_over_verdict)),
+        control=(len(control), verdict_counts(control.guard_over_verdict)),
+    )

@@ -19,13 +19,7 @@ cannot resolve it. The default clock is the thread's CPU time (graphlab.engine.r
 every CPU step of the kit is timed), which leaves out the time other processes hold the CPU on a
 shared machine; --clock wall times wall-clock.
 
-Measured 2026-12-01 on the 2-core Xeon VM (one torch thread, fp32, context 63, max_seq_len 64,
-torch 2.13, transformers 5.19, load average 6-15 from other jobs), transformers / graphlab:
-eager tiny 1.39 [1.32, 1.50], 1.29 [1.23, 1.33], 1.26 [1.23, 1.28] at batch 1, 8, 32 (201 pairs);
-eager 100m 1.06 [1.04, 1.09] (below the 1.1 goal: both run the same MKL GEMVs at one token),
-1.12 [1.11, 1.14], 1.20 [1.18, 1.21] (15 pairs); compiled tiny 1.09 [1.04, 1.12],
-1.04 [1.01, 1.07], 1.26 [1.23, 1.31]; compiled 100m 0.97 [0.91, 1.00] (unresolved),
-1.03 [1.01, 1.10], 1.27 [1.24, 1.28] (11 pairs).
+Measurements on a 2-core CPU: docs/vs_transformers.md.
 """
 
 from __future__ import annotations

@@ -9,19 +9,15 @@ it, the route of vLLM V1 (torch.compile, then CUDA graphs of the compiled code;
 vllm/compilation/) and of gpt-fast's ``mode="reduce-overhead"``.
 
 One dynamic-shape compile serves every row count and query length (V0's decode rows and V1's
-verify requests) and every model of one config in the process: the rows and the query length are
-traced unbacked (``mark_unbacked(..., min=1)``), so a size of 1 gets no compile of its own.
-A torch whose ``mark_unbacked`` has no ``min`` (it came with PyTorch PR 176313; torch 2.11, the
-lent GPU machine's, lacks it, and its SDPA then guards on an unbacked row count) traces them
-backed instead: 1 is specialised, so a few sizes compile apart, all at capture.
-
-Replay calls the compiled code the way a CUDA graph replays: no marks and no guard evaluation
-(``set_stance(skip_guard_eval_unsafe=True)``: only the guards that tell compiled entries apart
-run), which holds because replay passes only the static buffers a capture compiled, at a row
-count it compiled; under ``"fail_on_recompile"`` a call that fits no entry raises instead of
-compiling. Where inductor cannot build (no C++ compiler on PATH),
-``graphlab.engine.device.resolve_backend`` says so in one line and the run falls back to
-``cpu-emulated``, labelled as such. Measurements of these choices: docs/compiled_backend.md.
+verify requests) and every model of one config in the process, because per-size compiles would
+cost minutes per capture list: rows and query length are traced unbacked
+(``mark_unbacked(..., min=1)``), so a size of 1 gets no compile of its own; a torch without that
+``min`` traces them backed, and the few sizes its guards split off compile apart, at capture.
+Replay calls the compiled code as a CUDA graph replays, without guard evaluation
+(``set_stance(skip_guard_eval_unsafe=True)``), which holds because it passes only the static
+buffers a capture compiled, at a row count it compiled. Where inductor cannot build,
+``graphlab.engine.device.resolve_backend`` says so and the run falls back to ``cpu-emulated``.
+The measurements behind these choices: docs/compiled_backend.md.
 """
 
 from __future__ import annotations

@@ -45,7 +45,7 @@ def resolve_device(device="auto"):
 @dataclass(frozen=True)
 class Backend:
     """What a backend does, asked by the capture code instead of comparing names; its str() is
-    the name every row, title and record carries (project rule 1)."""
+    the name every row, title and record carries, so no CPU timing reads as a CUDA graph's."""
 
     name: str
     device_type: str  # the device it runs on: "cuda" or "cpu"
@@ -71,8 +71,8 @@ BACKEND_VALUES = {
     )
 }
 # What "auto" means, said once. Real graphs on CUDA. On a CPU the logic (runners, speculative
-# decoding, notebooks' paths) emulates them eagerly, while a cost is measured on compiled steps,
-# which save per-op dispatch there as graphs save launches (cpu-emulated saves nothing by design).
+# decoding, dispatch) emulates them eagerly, while a cost is measured on compiled steps, which
+# save per-op dispatch there as graphs save launches (cpu-emulated saves nothing by design).
 AUTO = {
     "logic": {"cuda": CUDA_GRAPH, "cpu": CPU_EMULATED},
     "costs": {"cuda": CUDA_GRAPH, "cpu": CPU_COMPILED},
@@ -127,8 +127,8 @@ def _say_once(line: str) -> None:
 
 
 def pin_threads(threads: int = 1) -> int:
-    """Set torch's CPU thread count (one by default, as `make notebooks` runs): small steps
-    gain nothing from more, and on a shared machine extra threads stall. Returns it."""
+    """Set torch's CPU thread count (one by default): small steps gain nothing from more, and on
+    a shared machine extra threads stall. Returns it."""
     import torch
 
     if not isinstance(threads, int) or threads < 1:

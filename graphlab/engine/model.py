@@ -57,12 +57,8 @@ class RMSNorm(nn.Module):
 class Linear(nn.Linear):
     """A bias-free nn.Linear that multiplies weight @ x^T and returns its transpose (a view).
 
-    The same product as F.linear, with the GEMM's operands swapped: F.linear(x, W) reaches MKL as
-    SGEMM(T, N, M=out_features, N=tokens, ...), this as SGEMM(T, N, M=tokens, N=out_features, ...)
-    (MKL_VERBOSE=1 prints both). On the 2-core Xeon VM (torch 2.13, MKL 2024.2, one thread, fp32)
-    the second took 1.48 ms where the first took 1.88 ms for 8 tokens through the 4096 x 768
-    gate/up matrix, 25.6 ms where it took 35.0 ms through the 32000-row LM head (medians of
-    thread CPU time); at one token both are the same call. A decode step is mostly these GEMMs.
+    The same product as F.linear with the GEMM's operands swapped: MKL runs this order faster at
+    a decode step's few tokens (docs/cpu_kernels.md); at one token both are the same call.
     The output has unit stride along tokens: elementwise ops and the next Linear take it as is.
     """
 
@@ -133,7 +129,7 @@ class LlamaAttention(nn.Module):
         self.v_cache[cells] = v
         # A dense copy of each row's whole slot, [n, kv, max_seq_len, d]: SDPA needs contiguous
         # keys per row, where paged attention reads the cache blocks in place. index_select copies
-        # whole rows: 3x faster than advanced indexing (aten::index) for these on the VM's CPU.
+        # whole rows, faster than advanced indexing (aten::index) on a CPU (docs/cpu_kernels.md).
         keys = self.k_cache.index_select(0, seq_slots)
         values = self.v_cache.index_select(0, seq_slots)
         # Grouped-query attention without repeating K/V: fold each KV head's query group into

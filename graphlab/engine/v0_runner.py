@@ -67,6 +67,6 @@ class ModelRunner(DecodeRunner):
         path, padded = self.dispatch(n)
         graph = None
         if path == "graph":
-            graph = self.graph_runners[padded]  # the traceback line notebook 02 reads
+            graph = self.graph_runners[padded]  # an uncaptured padded size: V0's KeyError
         logits, timer = self._timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
         return logits[:, 0], self._record(n, path, padded, timer)

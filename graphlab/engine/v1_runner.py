@@ -11,9 +11,7 @@ the decoder only; the LM head runs after replay on the real tokens. Padding requ
 model's pad slot.
 
 Of vLLM V1's draft side the kit models none: its speculative engine drafts on the V0-shaped runner
-(graphlab.specdec). vLLM V1's native draft_model method ran its draft model eagerly (PIECEWISE
-graphs captured, never dispatched) until PR 47460; EAGLE drafters already had graphs. Issue 32591
-reports a draft model's batch leaving the graph range.
+(graphlab.specdec); what vLLM's drafters capture: docs/vllm_versions.md.
 """
 
 from __future__ import annotations

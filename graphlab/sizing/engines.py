@@ -139,20 +139,8 @@ class Adaptive(_V0Policy):
 class _V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
     runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
-
-    0.12 and 0.13 run model runner V1: where it keeps separate FULL decode graphs (cudagraph_mode
-    FULL_DECODE_ONLY or FULL_AND_PIECEWISE, the default since 0.11; not plain FULL, as
-    `_check_and_update_cudagraph_mode` gates on `decode_mode() == FULL and separate_routine()`)
-    and q = 1 + k > 1, it rounds the whole configured list to multiples of q at start-up, PIECEWISE
-    sizes included (a fix for vllm issue 28207, first in 0.11.1;
-    `adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py), and refuses to start
-    when no multiple fits: then nothing is captured and `startup_error` says why. Under plain FULL
-    the list stays raw and a uniform batch padded to a non-multiple of q fails the dispatcher's
-    assertion (graphlab.sizing.families). `capture_sizes` is that list, [] under cudagraph_mode
-    NONE (`_set_cudagraph_sizes`' "no cudagraph in use" branch); graphlab.sizing.families splits
-    it into FULL and PIECEWISE graphs. Every V1 version also refuses max_num_batched_tokens <
-    max_num_seqs (sizes are still reported), and a user-set max_cudagraph_capture_size unequal to
-    the largest user-set size (nothing captured).
+    The list: vllm/config/vllm.py `_set_cudagraph_sizes`, rounded for speculative decoding by
+    vllm/config/compilation.py; release by release in docs/vllm_versions.md.
     """
 
     batch_unit = BatchUnit.TOKENS

@@ -35,7 +35,7 @@ from graphlab.sizing.families import families_for
 from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import VllmLog
 
-# The printed table's headings: its rows then fit a notebook's 100 columns.
+# The printed table's headings: its rows then fit 100 columns.
 TABLE_HEADINGS = {
     "unpadded_tokens": "tokens",
     "padded_tokens": "padded",
@@ -262,7 +262,7 @@ class LogAudit:
         rows = self.rows if top is None else self.rows.groupby("engine", sort=False).head(top)
         table = rows.drop(columns="engine") if len(log.engines) == 1 else rows
         shown = "" if len(rows) == len(self.rows) else f" (the {top} most frequent per engine)"
-        # Short headings keep the table within a notebook's width (to_dict and the JSON keep
+        # Short headings keep the table within 100 columns (to_dict and the JSON keep
         # the column names); a sentence may wrap, a table row must not.
         table = table.rename(columns=TABLE_HEADINGS).to_string(index=False)
         lines += ["", f"{len(rows)} of {len(self.rows)} rows{shown}:", table]

@@ -42,7 +42,7 @@ from graphlab.sizing.engines import (
 )
 from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
-# Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
+# Inputs and their readers live in plan_inputs; re-exported as the planner's API.
 from graphlab.sizing.plan_inputs import (
     SizeTable,
     Workload,

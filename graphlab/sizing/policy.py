@@ -27,10 +27,8 @@ from graphlab.sizing.families import smallest_at_least
 # used by the V1 engines when the config leaves it unset.
 DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 
-# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33).
-# PR 50488 raised it to S * (1 + k) tokens; its 2176- and 6400-token graphs ran H200 CI out of
-# memory, and PR 54418 clamped the default back to 512, keeping the 1024 that PR 49390 gave
-# data-center Blackwell (first in the 0.28.0 wheel; uniform-decode sizes first in 0.29.0).
+# vLLM's default max_cudagraph_capture_size ceiling on an H200 (vllm/config/vllm.py 0.12-0.33;
+# data-center Blackwell's is 1024; its history: docs/vllm_versions.md).
 DEFAULT_GRAPH_CEILING = 512
 # The first release with --performance-mode (balanced / interactivity / throughput).
 PERFORMANCE_MODE_FROM = "0.17.0"
