@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json)
-from the released vLLM wheels' own sizing code.
+from the released vLLM wheels' own sizing code. Run scripts/check_vllm_releases.py first: it
+fails when the index has a release graphlab.sizing.versions.RELEASES lacks.
 
 Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS,
 V1_VERSIONS and RUNNER_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their

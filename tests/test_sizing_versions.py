@@ -8,6 +8,7 @@ import re
 import subprocess
 import sys
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,8 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES, get_engine
 from graphlab.sizing.versions import RANGES, RELEASES, engine_for_version, release, resolve_engine
+
+CHECK_RELEASES = Path(__file__).resolve().parents[1] / "scripts" / "check_vllm_releases.py"
 
 
 def test_ranges_cover_every_release_once_in_order():
@@ -195,3 +198,20 @@ def test_performance_mode_and_the_large_tier_per_release():
     line = ["--vllm-args", "vllm serve m --max-num-seqs 8", "--device-tier", "b200"]
     early = _cli("audit", "--vllm-version", "0.20.1", *line)
     assert early.returncode == 2 and "vLLM 0.20.1 has no >= 160 GiB tier" in early.stderr
+
+
+@pytest.mark.parametrize("extra", [(), ("0.35.0",), ("0.34.0.post1",)])
+def test_the_release_check_fails_loudly_on_a_release_it_has_not_read(tmp_path, extra):
+    # pip's own format, newest first, with the pre-0.5 releases the check ignores
+    listed = ", ".join([*reversed(extra), *reversed(RELEASES), "0.4.3", "0.1.0"])
+    out = tmp_path / "pip.txt"
+    out.write_text(f"vllm ({(extra or RELEASES)[-1]})\nAvailable versions: {listed}\n")
+    run = subprocess.run(
+        [sys.executable, str(CHECK_RELEASES), "--pip-output", str(out)],
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode == (1 if extra else 0), run.stdout + run.stderr
+    for version in extra:
+        assert f"on the index, not read by the kit: vllm {version}" in run.stdout
+    assert ("DISAGREE" in run.stdout) == bool(extra)
