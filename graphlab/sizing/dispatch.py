@@ -42,6 +42,18 @@ REPLAYS = (BatchPath.GRAPH, BatchPath.FULL, BatchPath.PIECEWISE)
 PATH_CODES = tuple(BatchPath)
 
 
+class RunMode(StrEnum):
+    """How a runner was told to run (the `mode` column of latency CSVs): eagerly (vLLM's
+    enforce_eager), on CUDA graphs, or on CUDA graphs of the compiled model."""
+
+    EAGER = "eager"
+    GRAPH = "graph"
+    COMPILED_GRAPH = "compiled-graph"
+
+    def __repr__(self) -> str:  # printed tables and records show the CSV's word
+        return repr(self.value)
+
+
 class CUDAGraphMode(StrEnum):
     """vLLM V1's `CUDAGraphMode` (vllm/config/compilation.py, 0.11 to 0.33): NONE, PIECEWISE,
     FULL, and the (decode, mixed) pairs FULL_DECODE_ONLY and FULL_AND_PIECEWISE."""

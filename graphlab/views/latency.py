@@ -8,7 +8,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.dispatch import REPLAYS, BatchPath, BatchUnit
+from graphlab.sizing.dispatch import REPLAYS, BatchPath, BatchUnit, RunMode
 from graphlab.views.style import (
     MODE_COLORS,
     PATH_COLORS,
@@ -38,7 +38,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         rows = df[df["engine"] == engine].sort_values("batch_size")
         unit = batch_unit_of(rows)
         top, bottom = axes[0, col], axes[1, col]
-        for mode in ("eager", "graph", "compiled-graph"):
+        for mode in RunMode:
             part = rows[(rows["mode"] == mode) & (rows["path"] != BatchPath.CRASH)]
             if part.empty:
                 continue
@@ -57,7 +57,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
                 alpha=0.2,
                 lw=0,
             )
-        in_graph_mode = rows[rows["mode"] == "graph"]
+        in_graph_mode = rows[rows["mode"] == RunMode.GRAPH]
         for path, color in PATH_COLORS.items():
             hits = in_graph_mode[in_graph_mode["path"] == path]
             if hits.empty:
@@ -142,7 +142,7 @@ def plot_eager_ratio(df: pd.DataFrame, smallest: int, largest: int) -> Figure:
     table = near.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
     fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
     ax = fig.add_subplot()
-    for model, part in (table["eager"] / table["graph"]).groupby(level="model"):
+    for model, part in (table[RunMode.EAGER] / table[RunMode.GRAPH]).groupby(level="model"):
         ax.plot(
             part.index.get_level_values("batch_size"),
             part.to_numpy(),

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pandas as pd
 
+from graphlab.sizing.dispatch import BatchPath
+
 
 def _counted(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
@@ -19,7 +21,7 @@ def mode_lines(comparisons: pd.DataFrame) -> list[str]:
     size with no graph (both modes eager) gives its interval as a control, with no verdict."""
     lines = []
     for _, row in comparisons.iterrows():
-        if row.path == "eager":  # the same eager step twice: any direction would be chance
+        if row.path == BatchPath.EAGER:  # the same eager step twice: any direction would be chance
             lines.append(
                 f"{row.batch_size} {row.unit}, no graph: both modes run the eager step, a control "
                 f"for noise: {row.interval}"
@@ -37,7 +39,9 @@ def mode_summary(counts: pd.DataFrame) -> list[str]:
     lines = []
     for _, row in counts.iterrows():
         engine, path, sizes = row.engine, row.path, row.sizes
-        if path == "eager":  # both modes ran the same eager step: a control, not a comparison
+        if (
+            path == BatchPath.EAGER
+        ):  # both modes ran the same eager step: a control, not a comparison
             lines.append(
                 f"{engine}, {sizes} sizes with no graph, where both modes run the eager step "
                 f"(a control for noise): {row.crossed} of {sizes} intervals exclude 1 (chance "
