@@ -179,12 +179,12 @@ TORCH_CALLS = {
         lambda m, d: g.build_model("tiny", device="bogus"),
         "device 'bogus' is not one of auto, cpu, cuda",
     ),
-    "ModelRunner model text": (
-        lambda m, d: g.ModelRunner("model", "vllm-0.6.0", CFG),
+    "V0ModelRunner model text": (
+        lambda m, d: g.V0ModelRunner("model", "vllm-0.6.0", CFG),
         "model must be a LlamaForCausalLM, got str",
     ),
-    "ModelRunner num_warmups -1": (
-        lambda m, d: g.ModelRunner(m, "vllm-0.6.0", CFG, num_warmups=-1),
+    "V0ModelRunner num_warmups -1": (
+        lambda m, d: g.V0ModelRunner(m, "vllm-0.6.0", CFG, num_warmups=-1),
         "num_warmups must be an integer >= 0, got -1",
     ),
     "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),
@@ -342,7 +342,7 @@ def test_repro_refuses_bad_arguments_without_importing_torch(argv):
 def test_meta_tensors_have_no_values_to_run(model):
     allocated = g.build_model("tiny")
     allocated.allocate_kv_cache(4, 8)
-    runner = g.ModelRunner(allocated, "vllm-0.6.0", CFG)
+    runner = g.V0ModelRunner(allocated, "vllm-0.6.0", CFG)
     runner.capture_model()
     meta = torch.zeros(2, dtype=torch.long, device="meta")
     with pytest.raises(

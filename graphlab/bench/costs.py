@@ -15,10 +15,12 @@ pays the process's first compile or allocation) and their graph memory. Padding 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
-from graphlab.bench.measurements import batch_of, capture_records, capture_summary
+from graphlab.bench.measurements import capture_records, capture_summary
 from graphlab.bench.provenance import provenance, with_provenance
 from graphlab.bench.sampling import (
     compared_steps,
@@ -42,6 +44,7 @@ from graphlab.bench.stats import (
 from graphlab.engine.device import resolve_backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
@@ -79,13 +82,14 @@ def guard_cost(
     runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
     for runner in runners.values():
         runner.capture_model()
+    execute = {name: runner.execute_model for name, runner in runners.items()}
     steps, loads, batches = {}, {}, {}
     for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
-        batches[size] = batch_of(runners[engine], size)
-        eager = runners[engine].execute_model(*batches[size])[1].path == "eager"
+        batches[size] = uniform_decode_batch(size, runners[engine].query_len, model)
+        eager = execute[engine](*batches[size])[1].path == "eager"
         loads[size] = machine_load()
         steps[size] = interleaved_steps(
-            runners, batches[size], repeats, warmup, precision if eager else None
+            execute, batches[size], repeats, warmup, precision if eager else None
         )
     pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path == "eager"]
     while (
@@ -96,7 +100,7 @@ def guard_cost(
     ):
         for n in pooled_sizes:
             for label, more in interleaved_steps(
-                runners, batches[n], max(repeats // 2, 1), 0
+                execute, batches[n], max(repeats // 2, 1), 0
             ).items():
                 steps[n][label] += more
     rows = [
@@ -299,16 +303,6 @@ def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.
     return table
 
 
-class _Scheduled:
-    """A V1 runner stepping a mixed batch: requests scheduled with num_scheduled_tokens each."""
-
-    def __init__(self, runner, num_scheduled_tokens):
-        self.runner, self.counts = runner, num_scheduled_tokens
-
-    def execute_model(self, *batch):
-        return self.runner.execute_model(*batch, self.counts)
-
-
 def piecewise_cost(
     model: LlamaForCausalLM,
     engine: str,
@@ -331,11 +325,15 @@ def piecewise_cost(
         runner.capture_model()
     q = cfg.decode_query_len
     mixed = [1] + [q] * (num_reqs - 1)
-    runners = {"uniform": graph, "mixed": _Scheduled(graph, mixed), "eager": eager}
+    steps = {
+        "uniform": graph.execute_model,
+        "mixed": partial(graph.execute_model, num_scheduled_tokens=mixed),
+        "eager": eager.execute_model,
+    }
+    batch = uniform_decode_batch(num_reqs, q, model)
     rows = compared_steps(
-        runners, batch_of(graph, num_reqs), "uniform", "the uniform FULL step", repeats, warmup,
-        precision,
-    )  # fmt: skip
+        steps, batch, "uniform", "the uniform FULL step", repeats, warmup, precision
+    )
     return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
 
 
@@ -359,6 +357,7 @@ def capped_cost(
     for runner in runners.values():
         runner.capture_model()
     first = next(iter(runners))
-    batch = batch_of(runners[first], num_reqs)
-    rows = compared_steps(runners, batch, first, f"the {first} step", repeats, warmup, precision)
+    batch = uniform_decode_batch(num_reqs, runners[first].query_len, model)
+    steps = {label: runner.execute_model for label, runner in runners.items()}
+    rows = compared_steps(steps, batch, first, f"the {first} step", repeats, warmup, precision)
     return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))

@@ -35,26 +35,6 @@ from graphlab.sizing.engines import GRAPH_POOLS, MIB
 SEED = 0
 
 
-def batch_of(runner, num_reqs: int, seed: int = SEED):
-    """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
-    rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
-    model = runner.model
-    ids, positions, slots = uniform_decode_batch(
-        num_reqs, runner.cfg.decode_query_len, model, model.max_seq_len // 2, seed
-    )
-    return (
-        (ids, positions, slots)
-        if runner.batch_unit == "tokens"
-        else (ids[:, 0], positions[:, 0], slots)
-    )
-
-
-def _query_len(runner) -> int:
-    """Tokens per request in a runner's step: 1 + k on a V1 runner; a V0 runner's rows hold one
-    token whatever k is."""
-    return runner.cfg.decode_query_len if runner.batch_unit == "tokens" else 1
-
-
 def _sdpa_probe(model: LlamaForCausalLM, q: int):
     """tokens -> the SDPA kernel of the model's step of tokens // q requests of q tokens each,
     probed once per size (probe_sdpa runs the model)."""
@@ -175,22 +155,23 @@ def latency_points(
     }
     for runner in runners.values():
         runner.capture_model()
+    execute = {mode: runner.execute_model for mode, runner in runners.items()}
     # Every row names the graph-mode runner's backend (compiled-graph rows say so in their mode).
-    q = _query_len(runners["graph"])
+    q = runners["graph"].query_len
     fixed = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name)
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch, rows = batch_of(runners["graph"], reqs), []
+        batch, rows = uniform_decode_batch(reqs, q, model), []
         checks, reference = {}, None
-        for mode, runner in runners.items():  # eager first: its logits are the reference
-            logits, first = runner.execute_model(*batch)
+        for mode, step in execute.items():  # eager first: its logits are the reference
+            logits, first = step(*batch)
             reference = logits if mode == "eager" else reference
             # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
             checks[mode] = (
                 replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
             )
         load = machine_load()
-        steps = interleaved_steps(runners, batch, repeats, warmup, precision)
+        steps = interleaved_steps(execute, batch, repeats, warmup, precision)
         if samples is not None:
             samples += sample_rows(steps, "mode", **fixed, num_reqs=reqs, **load)
         for mode, records in steps.items():
@@ -327,7 +308,7 @@ def graph_memory_points(
         rows = []
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
-        fixed, q = _sizing_columns(runner), _query_len(runner)
+        fixed, q = _sizing_columns(runner), runner.query_len
         sdpa = sdpa or _sdpa_probe(model, q)  # one probe per size across the pool modes
         for order, record in enumerate(records):
             done = records[: order + 1]
