@@ -11,8 +11,10 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.bench.measurements import latency_rows
+from graphlab.bench.sampling import Timing
 from graphlab.bench.suites import get_suite
 from graphlab.bench.sweeps import LATENCY_ENGINE
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
@@ -163,7 +165,7 @@ def test_the_timed_presets_replay_what_eager_computes(backend, preset, dtype):
         rows = [
             row
             for row in latency_rows(
-                model, engine, cfg, num_reqs, repeats=1, warmup=0, backend=backend
+                model, engine, cfg, Timing(BACKEND_VALUES[backend], repeats=1, warmup=0), num_reqs
             )
             if row["mode"] == "graph"
         ]
