@@ -38,7 +38,7 @@ _EXPORTS = {
     "Budget": "sizing.optimum",
     "build_model": "engine.model",
     "make_runner": "engine.factory",
-    "ModelRunner": "engine.v0_runner",
+    "V0ModelRunner": "engine.v0_runner",
     "V1ModelRunner": "engine.v1_runner",
     "RequestLoad": "specdec.requests",
     "SpecDecodeConfig": "specdec.records",
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # what an IDE or type checker sees; at run time each loads on
     from graphlab.bench.sweeps import run_bench as run_bench
     from graphlab.engine.factory import make_runner as make_runner
     from graphlab.engine.model import build_model as build_model
-    from graphlab.engine.v0_runner import ModelRunner as ModelRunner
+    from graphlab.engine.v0_runner import V0ModelRunner as V0ModelRunner
     from graphlab.engine.v1_runner import V1ModelRunner as V1ModelRunner
     from graphlab.sizing.audit import audit as audit
     from graphlab.sizing.config import SizingConfig as SizingConfig

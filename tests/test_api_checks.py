@@ -14,10 +14,12 @@ import torch
 import graphlab as g
 from graphlab.bench.costs import eager_ratio, guard_cost
 from graphlab.bench.export import export_csvs, write_csv_atomic
-from graphlab.bench.measurements import latency_rows
+from graphlab.bench.measurements import capture_cost, latency_rows
 from graphlab.bench.provenance import with_provenance
+from graphlab.bench.sampling import Timing
 from graphlab.cli import main
 from graphlab.cli.arguments import positive_float
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.runner import REPLAY_RTOL, replay_check
 from graphlab.engine.v1_runner import uniform_decode_batch
@@ -29,6 +31,7 @@ from graphlab.sizing.plan_inputs import read_graph_memory, read_latency
 from graphlab.sizing.vllm_log import read_vllm_log
 
 CFG = g.SizingConfig(8, 2)
+EMULATED = BACKEND_VALUES["cpu-emulated"]
 FRAME = pd.DataFrame({"a": [1]})
 
 SIZING_CALLS = {
@@ -165,7 +168,7 @@ TORCH_CALLS = {
         "model must be",
     ),
     "latency_rows cfg dict": (
-        lambda m, d: latency_rows(m, "vllm-0.6.0", {"a": 1}),
+        lambda m, d: latency_rows(m, "vllm-0.6.0", {"a": 1}, Timing(EMULATED)),
         "cfg must be",
     ),
     "uniform_decode_batch text": (lambda m, d: uniform_decode_batch("2", 1, m, 0), "num_reqs"),
@@ -179,15 +182,43 @@ TORCH_CALLS = {
         lambda m, d: g.build_model("tiny", device="bogus"),
         "device 'bogus' is not one of auto, cpu, cuda",
     ),
-    "ModelRunner model text": (
-        lambda m, d: g.ModelRunner("model", "vllm-0.6.0", CFG),
+    "V0ModelRunner model text": (
+        lambda m, d: g.V0ModelRunner("model", "vllm-0.6.0", CFG),
         "model must be a LlamaForCausalLM, got str",
     ),
-    "ModelRunner num_warmups -1": (
-        lambda m, d: g.ModelRunner(m, "vllm-0.6.0", CFG, num_warmups=-1),
+    "V0ModelRunner num_warmups -1": (
+        lambda m, d: g.V0ModelRunner(m, "vllm-0.6.0", CFG, num_warmups=-1),
         "num_warmups must be an integer >= 0, got -1",
     ),
-    "guard_cost cfg None": (lambda m, d: guard_cost(m, None), "cfg must be"),
+    "guard_cost cfg None": (lambda m, d: guard_cost(m, None, Timing(EMULATED)), "cfg must be"),
+    "guard_cost timing text": (
+        lambda m, d: guard_cost(m, CFG, "fast"),
+        "timing must be a Timing, got str",
+    ),
+    "Timing backend name": (
+        lambda m, d: Timing("cpu-emulated"),
+        "Timing's backend must be a resolved Backend",
+    ),
+    "Timing repeats 0": (
+        lambda m, d: Timing(EMULATED, repeats=0),
+        "repeats must be an integer >= 1, got 0",
+    ),
+    "Timing warmup -1": (
+        lambda m, d: Timing(EMULATED, warmup=-1),
+        "warmup must be an integer >= 0, got -1",
+    ),
+    "Timing precision 2": (
+        lambda m, d: Timing(EMULATED, precision=2),
+        r"precision \(or None\) must be a finite number in 0.0..1.0, got 2",
+    ),
+    "Timing max_repeats under repeats": (
+        lambda m, d: Timing(EMULATED, repeats=6, max_repeats=5),
+        r"max_repeats \(or None\) must be an integer >= 6, got 5",
+    ),
+    "capture_cost backend name": (
+        lambda m, d: capture_cost(m, ("vllm-0.6.0",), CFG, "auto"),
+        "backend must be a Backend, got str",
+    ),
     "eager_ratio None": (lambda m, d: eager_ratio(None), "samples must be"),
     "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
 }
@@ -342,7 +373,7 @@ def test_repro_refuses_bad_arguments_without_importing_torch(argv):
 def test_meta_tensors_have_no_values_to_run(model):
     allocated = g.build_model("tiny")
     allocated.allocate_kv_cache(4, 8)
-    runner = g.ModelRunner(allocated, "vllm-0.6.0", CFG)
+    runner = g.V0ModelRunner(allocated, "vllm-0.6.0", CFG)
     runner.capture_model()
     meta = torch.zeros(2, dtype=torch.long, device="meta")
     with pytest.raises(

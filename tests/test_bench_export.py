@@ -18,6 +18,7 @@ from graphlab.bench.export import read_csv, write_checkpoint, write_csv_atomic
 from graphlab.bench.provenance import FIELDS, computed_provenance, git_commit, with_provenance
 from graphlab.cli import main
 from graphlab.engine import runner
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import decode_graph_sizes
@@ -218,7 +219,8 @@ def test_v0_graph_memory_rows_hold_one_token_per_row_whatever_k(monkeypatch):
         measurements, "probe_sdpa", lambda m, rows, q: probed.append((rows, q)) or probe(m, rows, q)
     )
     pools = ("shared", "separate")
-    rows = measurements.graph_memory_rows(model, V0, SizingConfig(8, 2), graph_pools=pools)
+    emulated = BACKEND_VALUES["cpu-emulated"]
+    rows = measurements.graph_memory_rows(model, V0, SizingConfig(8, 2), emulated, pools)
     assert [r["capture_size"] for r in rows] == [8, 4, 2, 1] * 2
     assert [r["num_reqs"] for r in rows] == [8, 4, 2, 1] * 2
     # Each size's attention probed once, across both pool modes, as rows of one token.
@@ -580,7 +582,8 @@ def test_capture_cost_counts_each_engines_graphs_and_says_what_the_memory_is():
     cfg = SizingConfig(8, 4)
     model = build_model("tiny", device="cpu")
     model.allocate_kv_cache(40, 32)
-    table = measurements.capture_cost(model, ("vllm-0.6.0", "adaptive"), cfg)
+    costs = resolve_backend("auto", model.device, "costs")
+    table = measurements.capture_cost(model, ("vllm-0.6.0", "adaptive"), cfg, costs)
     for engine in ("vllm-0.6.0", "adaptive"):
         sizes = get_engine(engine).capture_sizes(cfg)
         assert table.loc[engine, "graphs"] == len(sizes)

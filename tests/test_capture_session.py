@@ -13,7 +13,7 @@ import torch
 from graphlab.engine import graphs, runner
 from graphlab.engine.device import BACKEND_VALUES, BACKENDS, resolve_backend
 from graphlab.engine.model import build_model
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -176,7 +176,7 @@ def test_separate_pools_are_one_per_size_shared_by_its_pieces(cuda, model):
 
 @pytest.mark.parametrize("backend", ["cpu-emulated", "cpu-compiled"])
 def test_cpu_backends_capture_nothing_and_predict_memory(cuda, model, backend):
-    r = ModelRunner(model, "vllm-0.6.0", SizingConfig(4), backend=BACKEND_VALUES[backend])
+    r = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(4), backend=BACKEND_VALUES[backend])
     records = r.capture_model()
     assert cuda.captures == [] and cuda.streams == [] and cuda.pools == []
     assert {rec.memory_kind for rec in records} == {"predicted"}

@@ -54,10 +54,11 @@ def runners(model):
 
 
 def batch(n, seed):
+    """n decode rows of one token ([n, 1])."""
     g = torch.Generator().manual_seed(seed)
     return (
-        torch.randint(0, 512, (n,), generator=g),
-        torch.randint(0, MAX_SEQ_LEN, (n,), generator=g),
+        torch.randint(0, 512, (n, 1), generator=g),
+        torch.randint(0, MAX_SEQ_LEN, (n, 1), generator=g),
         torch.randperm(NUM_SLOTS, generator=g)[:n],
     )
 

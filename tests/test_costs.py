@@ -26,6 +26,7 @@ from graphlab.bench.costs import (
 )
 from graphlab.bench.priced import priced_sizing
 from graphlab.bench.verdicts import guard_summary, mode_comparisons, mode_counts
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -33,6 +34,7 @@ from graphlab.views.costs import plot_adaptive_price, plot_guard_price, plot_ste
 from graphlab.views.verdicts import guard_report, mode_lines, mode_summary
 
 KS = (0, 1, 4, 8)
+EMULATED = BACKEND_VALUES["cpu-emulated"]
 V0_SIZES = [1, 2, 4] + [8 * i for i in range(1, 1025)]
 
 
@@ -40,7 +42,7 @@ V0_SIZES = [1, 2, 4] + [8 * i for i in range(1, 1025)]
 def price(one_thread):
     model = build_model("tiny", seed=0)
     model.allocate_kv_cache(1, 32)  # captures write only the pad slot
-    return adaptive_price(model, 8, KS, backend="cpu-emulated", repeats=1, preset="tiny")
+    return adaptive_price(model, 8, EMULATED, KS, repeats=1, preset="tiny")
 
 
 def test_adaptive_covers_every_scorer_batch_with_the_graphs_vllm_would_capture(price):
@@ -89,7 +91,7 @@ def test_price_figure_names_the_backend_and_plots_each_value_by_k(price):
 
 def test_price_rejects_bad_repeats():
     with pytest.raises(GraphlabError, match="repeats=0 must be an integer >= 1"):
-        adaptive_price(None, 8, repeats=0)
+        adaptive_price(None, 8, EMULATED, repeats=0)
 
 
 def test_step_timeline_counts_each_path_and_names_the_backend():

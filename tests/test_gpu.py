@@ -11,10 +11,12 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.bench.measurements import latency_rows
+from graphlab.bench.sampling import Timing
 from graphlab.bench.suites import get_suite
 from graphlab.bench.sweeps import LATENCY_ENGINE
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.model import build_model
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
 
 NUM_SLOTS, MAX_SEQ_LEN = 64, 32
@@ -38,15 +40,16 @@ def make_model(backend, dtype, preset="tiny"):
 
 
 def batch(n, device, seed=0):
-    """n decode rows on distinct (seq_slot, position) cells."""
+    """n decode rows of one token ([n, 1]) on distinct (seq_slot, position) cells."""
     g = torch.Generator().manual_seed(seed)
     cells = torch.randperm(NUM_SLOTS * MAX_SEQ_LEN, generator=g)[:n]
-    ids = torch.randint(0, 512, (n,), generator=g)
-    return ids.to(device), (cells % MAX_SEQ_LEN).to(device), (cells // MAX_SEQ_LEN).to(device)
+    ids = torch.randint(0, 512, (n, 1), generator=g)
+    positions = (cells % MAX_SEQ_LEN)[:, None]
+    return ids.to(device), positions.to(device), (cells // MAX_SEQ_LEN).to(device)
 
 
 def runner(model, backend, engine="vllm-0.6.0", cfg=None, **kwargs):
-    r = ModelRunner(model, engine, cfg or SizingConfig(NUM_SLOTS), backend=backend, **kwargs)
+    r = V0ModelRunner(model, engine, cfg or SizingConfig(NUM_SLOTS), backend=backend, **kwargs)
     r.capture_model()
     return r
 
@@ -83,7 +86,7 @@ def test_padding_writes_only_the_pad_row(backend):
     before = snapshot(model)
     assert r.execute_model(ids, pos, seq_slots)[1].graph_size == 8
     untouched = torch.ones(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool, device=model.device)
-    untouched[seq_slots, pos] = False
+    untouched[seq_slots, pos[:, 0]] = False
     for (k, _), (k0, _) in zip(model.kv_cache(), before):
         real, real0 = k[:NUM_SLOTS].transpose(1, 2), k0[:NUM_SLOTS].transpose(1, 2)
         assert torch.equal(real[untouched], real0[untouched])
@@ -103,7 +106,7 @@ def test_decreasing_batches_leave_padded_rows_on_the_pad_slot(backend):
         assert buffers.seq_slots[n:size].tolist() == [model.pad_slot] * (size - n)
         assert buffers.input_ids[n:size].abs().sum() == buffers.positions[n:size].abs().sum() == 0
         written = torch.zeros(NUM_SLOTS, MAX_SEQ_LEN, dtype=torch.bool, device=model.device)
-        written[seq_slots, pos] = True
+        written[seq_slots, pos[:, 0]] = True
         for (k, v), (k0, v0) in zip(model.kv_cache(), before):
             for c, c0 in ((k, k0), (v, v0)):
                 changed = (c[:NUM_SLOTS] != c0[:NUM_SLOTS]).any(dim=-1).any(dim=1)
@@ -162,7 +165,7 @@ def test_the_timed_presets_replay_what_eager_computes(backend, preset, dtype):
         rows = [
             row
             for row in latency_rows(
-                model, engine, cfg, num_reqs, repeats=1, warmup=0, backend=backend
+                model, engine, cfg, Timing(BACKEND_VALUES[backend], repeats=1, warmup=0), num_reqs
             )
             if row["mode"] == "graph"
         ]
@@ -211,11 +214,16 @@ def test_cuda_graph_float32_equals_the_cpu_model(preset, tol):
         steps = [prefill[:, -1].cpu()]
         for position in range(4, 8):  # fixed tokens: a near-tie argmax must not fork the runs
             tokens = torch.randint(
-                0, model.config.vocab_size, (24,), generator=torch.Generator().manual_seed(position)
+                0,
+                model.config.vocab_size,
+                (24, 1),
+                generator=torch.Generator().manual_seed(position),
             )
-            logits, record = r.execute_model(tokens, torch.full((24,), position), torch.arange(24))
+            logits, record = r.execute_model(
+                tokens, torch.full((24, 1), position), torch.arange(24)
+            )
             assert record.path == "graph" and record.backend == backend
-            steps.append(logits.cpu())
+            steps.append(logits[:, 0].cpu())
         outputs.append(torch.stack(steps))
     torch.testing.assert_close(outputs[1], outputs[0], atol=tol, rtol=tol)
 
@@ -226,7 +234,7 @@ def test_shared_pool_costs_less_than_separate_pools_and_captures_are_recorded():
     model = make_model("cuda-graph", "bfloat16")
     totals = {}
     for graph_pool in ("shared", "separate"):
-        r = ModelRunner(model, "vllm-0.6.0", SizingConfig(NUM_SLOTS), graph_pool=graph_pool)
+        r = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(NUM_SLOTS), graph_pool=graph_pool)
         records = r.capture_model()
         assert [rec.size for rec in records] == sorted(r.capture_sizes, reverse=True)
         assert all(rec.capture_ms > 0 and rec.warmup_ms > 0 for rec in records)

@@ -41,12 +41,13 @@ def test_compiled_cuda_graph_v1_verify_replay_equals_eager():
     """V1's verify step (1 + k tokens a row) over the same compile as V0's decode: the query
     length is unbacked, so this case runs the compiled attention's general path on CUDA."""
     from graphlab.bench.measurements import latency_rows
+    from graphlab.bench.sampling import Timing
+    from graphlab.engine.device import BACKEND_VALUES
 
     model = make_model("cuda-graph", "float32")
     cfg = SizingConfig(8, num_speculative_tokens=3)
-    rows = latency_rows(
-        model, "vllm-0.33.0", cfg, [1, 2, 8], repeats=1, warmup=0, backend="compiled-cuda-graph"
-    )
+    timing = Timing(BACKEND_VALUES["compiled-cuda-graph"], repeats=1, warmup=0)
+    rows = latency_rows(model, "vllm-0.33.0", cfg, timing, [1, 2, 8])
     compiled = [row for row in rows if row["mode"] == "compiled-graph"]
     assert [row["path"] for row in compiled] == ["full"] * 3
     for row in compiled:

@@ -25,6 +25,7 @@ from graphlab.bench.stats import (
     relative_half_width,
     verdict,
 )
+from graphlab.engine.device import BACKEND_VALUES
 
 
 def _times(rng, n, scale, sigma):
@@ -121,9 +122,20 @@ def test_a_high_load_is_warned_about():
     assert "6.50 on 2 CPUs" in line and line.startswith("WARNING")
 
 
+def timing(repeats, warmup, precision=None, max_repeats=None):
+    """A Timing for the stand-in runners (their backend is never asked)."""
+    emulated = BACKEND_VALUES["cpu-emulated"]
+    return sampling.Timing(emulated, repeats, warmup, precision, max_repeats)
+
+
 class _Step:
+    """A stand-in runner; called, it steps as interleaved_steps calls a runner's execute_model."""
+
     def __init__(self, label, log):
         self.label, self.log = label, log
+
+    def __call__(self, *batch):
+        return self.execute_model(*batch)
 
     def execute_model(self, *batch):
         self.log.append(self.label)
@@ -135,14 +147,14 @@ class _Step:
 def test_modes_are_sampled_in_turn_after_warm_up():
     log = []
     steps = sampling.interleaved_steps(
-        {"a": _Step("a", log), "b": _Step("b", log)}, (), repeats=4, warmup=2
+        {"a": _Step("a", log), "b": _Step("b", log)}, (), timing(repeats=4, warmup=2)
     )
     # two warm-up rounds, then four timed ones, the order rotated each round: AB BA AB BA
     assert log == ["a", "b"] * 2 + ["a", "b", "b", "a"] * 2
     assert [len(v) for v in steps.values()] == [4, 4]
     log.clear()
     three = {name: _Step(name, log) for name in "abc"}
-    sampling.interleaved_steps(three, (), repeats=3, warmup=0)
+    sampling.interleaved_steps(three, (), timing(repeats=3, warmup=0))
     assert "".join(log) == "abcbcacab"  # each runner once in each place
 
 
@@ -150,7 +162,7 @@ def test_sampling_stops_at_the_precision_or_the_cap():
     log = []
     runners = {"a": _Step("a", log), "b": _Step("b", log)}
     # Identical times: the interval is a point, precision reached after the first rounds.
-    assert len(sampling.interleaved_steps(runners, (), 6, 0, precision=0.05)["a"]) == 6
+    assert len(sampling.interleaved_steps(runners, (), timing(6, 0, precision=0.05))["a"]) == 6
     noisy = iter(np.random.default_rng(6).lognormal(0, 2, 1000))
 
     class Noisy(_Step):
@@ -160,7 +172,7 @@ def test_sampling_stops_at_the_precision_or_the_cap():
             return None, record
 
     noisy_runners = {"a": Noisy("a", log), "b": Noisy("b", log)}
-    taken = sampling.interleaved_steps(noisy_runners, (), 6, 0, precision=0.01)
+    taken = sampling.interleaved_steps(noisy_runners, (), timing(6, 0, precision=0.01))
     assert len(taken["a"]) == 24  # never precise enough: stops at 4 x repeats
 
 
@@ -196,7 +208,7 @@ def test_sequential_sampling_stops_once_the_interval_excludes_one():
     # A 30% effect in 15% noise: undecided after 6 pairs at +-1% precision, decided (slower)
     # long before the interval could reach +-1%, and well before the cap.
     runners = _noisy_runners([], 1.3, 0.15, seed=7)
-    taken = sampling.interleaved_steps(runners, (), 6, 0, precision=0.01, max_repeats=200)
+    taken = sampling.interleaved_steps(runners, (), timing(6, 0, precision=0.01, max_repeats=200))
     c = compare(sampling.step_times(taken["a"]), sampling.step_times(taken["b"]))
     assert c.verdict == SLOWER and c.decided and 6 <= len(taken["a"]) < 60
     assert relative_half_width(c) > 0.01  # stopped by the direction, not by the precision
@@ -215,5 +227,5 @@ def test_sequential_sampling_waits_for_every_runner_against_the_first():
 
     log = []
     runners = {name: Timed(name, log) for name in "abc"}
-    taken = sampling.interleaved_steps(runners, (), 6, 0, precision=0.05, max_repeats=30)
+    taken = sampling.interleaved_steps(runners, (), timing(6, 0, precision=0.05, max_repeats=30))
     assert len(taken["a"]) == 30  # the cap: a's and b's ratio alone would have stopped at 6

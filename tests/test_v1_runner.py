@@ -11,7 +11,9 @@ import torch
 from kvcache import restore, snapshot
 
 from graphlab.bench.measurements import graph_memory_rows, latency_rows
+from graphlab.bench.sampling import Timing
 from graphlab.cli import main
+from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.memory import predict_graph_memory
 from graphlab.engine.model import build_model
 from graphlab.engine.v1_runner import V1ModelRunner, uniform_decode_batch
@@ -481,7 +483,8 @@ def test_repro_json_shape(capsys, budget, eager_above):
 
 
 def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
-    latency = latency_rows(model, "vllm-0.33.0", SMALL, repeats=1, warmup=0, backend="cpu-emulated")
+    timing = Timing(BACKEND_VALUES["cpu-emulated"], repeats=1, warmup=0)
+    latency = latency_rows(model, "vllm-0.33.0", SMALL, timing)
     graph_rows = [r for r in latency if r["mode"] == "graph"]
     assert {(r["engine"], r["batch_unit"]) for r in latency} == {("vllm-0.33.0", "tokens")}
     # Each captured size filled exactly, one request past the last graph, and all 12 requests.
@@ -492,7 +495,9 @@ def test_sweeps_cross_the_ceiling_and_label_their_rows(model):
             ("full", r["batch_size"]) if r["batch_size"] <= 24 else ("eager", None)
         )
     assert all(r["path"] == "eager" for r in latency if r["mode"] == "eager")
-    rows = graph_memory_rows(model, "vllm-0.33.0", SMALL, graph_pools=("shared",))
+    rows = graph_memory_rows(
+        model, "vllm-0.33.0", SMALL, BACKEND_VALUES["cpu-emulated"], ("shared",)
+    )
     memory = [r for r in rows if r["family"] == "full"]
     assert [r["capture_size"] for r in memory] == [24, 16, 8, 4]
     pieces = [r["capture_size"] for r in rows if r["family"] == "piecewise"]

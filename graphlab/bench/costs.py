@@ -15,12 +15,16 @@ is graphlab.bench.priced.
 
 from __future__ import annotations
 
+from dataclasses import replace
+from functools import partial
+
 import numpy as np
 import pandas as pd
 
-from graphlab.bench.measurements import batch_of, capture_records, capture_summary
+from graphlab.bench.measurements import capture_records, capture_summary
 from graphlab.bench.provenance import provenance, with_provenance
 from graphlab.bench.sampling import (
+    Timing,
     compared_steps,
     comparison_columns,
     interleaved_steps,
@@ -28,16 +32,16 @@ from graphlab.bench.sampling import (
     step_times,
 )
 from graphlab.bench.stats import (
-    EFFECT,
     compare,
     decided,
     machine_load,
     median_ci,
     pooled,
 )
-from graphlab.engine.device import resolve_backend
+from graphlab.engine.device import Backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
+from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
@@ -54,36 +58,36 @@ POOLED_WINDOW = range(9, 17)
 def guard_cost(
     model: LlamaForCausalLM,
     cfg: SizingConfig,
+    timing: Timing,
     engine: str = "vllm-0.6.0",
     covering: str = "adaptive",
-    repeats: int = 10,
-    warmup: int = 3,
-    backend: str = "auto",
-    precision: float | None = EFFECT,
     preset: str = "custom",
     window=POOLED_WINDOW,
 ) -> pd.DataFrame:
     """Every timed step (long format: engine, batch_size, path, sample, time_ms, wall_ms, clock,
-    load) of `engine` and `covering`, both in graph mode, at batch sizes 1..max_num_seqs *
-    (1 + k), the two stepping in turn (interleaved_steps, sampled until decided at `precision`
-    where `engine` runs eagerly), with provenance (`preset`: the model's name); the model's
-    cache needs that many slots. Then the headline, `engine` over `covering` pooled over its
-    eager sizes in `window` (pooled_cost), gets more rounds at those sizes until it is decided
-    or each holds 8 x repeats pairs."""
+    load) of `engine` and `covering`, both in graph mode on timing.backend, at batch sizes
+    1..max_num_seqs * (1 + k), the two stepping in turn (interleaved_steps, sampled until decided
+    at timing.precision where `engine` runs eagerly), with provenance (`preset`: the model's
+    name); the model's cache needs that many slots. Then the headline, `engine` over `covering`
+    pooled over its eager sizes in `window` (pooled_cost), gets more rounds at those sizes until
+    it is decided or each holds 8 x repeats pairs."""
     check_instance("cfg", cfg, SizingConfig)
-    backend = resolve_backend(backend, model.device, "costs").name
+    check_instance("timing", timing, Timing)
+    backend, repeats, precision = timing.backend, timing.repeats, timing.precision
     runners = {name: make_runner(model, name, cfg, backend=backend) for name in (engine, covering)}
     for runner in runners.values():
         runner.capture_model()
+    execute = {name: runner.execute_model for name, runner in runners.items()}
     steps, loads, batches = {}, {}, {}
     for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
-        batches[size] = batch_of(runners[engine], size)
-        eager = runners[engine].execute_model(*batches[size])[1].path == "eager"
+        batches[size] = uniform_decode_batch(size, runners[engine].query_len, model)
+        eager = execute[engine](*batches[size])[1].path == "eager"
         loads[size] = machine_load()
         steps[size] = interleaved_steps(
-            runners, batches[size], repeats, warmup, precision if eager else None
+            execute, batches[size], timing if eager else replace(timing, precision=None)
         )
     pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path == "eager"]
+    more_rounds = Timing(backend, max(repeats // 2, 1), warmup=0, precision=None)
     while (
         precision is not None
         and pooled_sizes
@@ -91,9 +95,7 @@ def guard_cost(
         and not decided(pooled_cost(steps, pooled_sizes, engine, covering), precision)
     ):
         for n in pooled_sizes:
-            for label, more in interleaved_steps(
-                runners, batches[n], max(repeats // 2, 1), 0
-            ).items():
+            for label, more in interleaved_steps(execute, batches[n], more_rounds).items():
                 steps[n][label] += more
     rows = [
         row
@@ -102,7 +104,7 @@ def guard_cost(
             at, "engine", batch_size=size, backend=runners[engine].backend.name, **loads[size]
         )
     ]
-    prov = provenance(model.device, dtype=str(model.dtype), model=preset)
+    prov = provenance(model.device, dtype=str(model.dtype), model=preset, backend=backend.name)
     return with_provenance(rows, prov)
 
 
@@ -183,19 +185,19 @@ def _capture_sentence(engine: str, first: str, cfg: SizingConfig, versus) -> str
 def adaptive_price(
     model: LlamaForCausalLM,
     max_num_seqs: int,
+    backend: Backend,
     ks=range(9),
     engines=("vllm-0.6.0", "adaptive"),
-    backend: str = "auto",
     graph_pool: str = "shared",
     repeats: int = 3,
     preset: str | None = None,
 ) -> pd.DataFrame:
     """One row per (k, engine): coverage of the scorer's reachable batches (graph and eager
-    fraction, from the sizing rules), graphs captured, their capture time on `model` (capture
-    plus warm-up steps summed over the list; median of `repeats` captures, the engines of one k
-    capturing in turn; each engine after the first against it: capture_over_first_* and
-    capture_sentence) and graph memory (measured on CUDA, predicted otherwise), with
-    provenance (`preset`: the model's name). Captures write only the pad slot.
+    fraction, from the sizing rules), graphs captured, their capture time on `model` and
+    `backend` (capture plus warm-up steps summed over the list; median of `repeats` captures,
+    the engines of one k capturing in turn; each engine after the first against it:
+    capture_over_first_* and capture_sentence) and graph memory (measured on CUDA, predicted
+    otherwise), with provenance (`preset`: the model's name). Captures write only the pad slot.
 
     First one warm-up capture of the longest list (its time is the warmup_capture_ms column):
     the process's first compile, allocations and kernel loads land there, not in the first
@@ -203,7 +205,6 @@ def adaptive_price(
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
-    backend = resolve_backend(backend, model.device, "costs").name
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
     engines = list(engines)
     longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
@@ -261,66 +262,47 @@ def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.
     return table
 
 
-class _Scheduled:
-    """A V1 runner stepping a mixed batch: requests scheduled with num_scheduled_tokens each."""
-
-    def __init__(self, runner, num_scheduled_tokens):
-        self.runner, self.counts = runner, num_scheduled_tokens
-
-    def execute_model(self, *batch):
-        return self.runner.execute_model(*batch, self.counts)
-
-
 def piecewise_cost(
-    model: LlamaForCausalLM,
-    engine: str,
-    cfg: SizingConfig,
-    num_reqs: int,
-    repeats: int = 10,
-    warmup: int = 3,
-    precision: float | None = 0.05,
-    backend: str = "auto",
+    model: LlamaForCausalLM, engine: str, cfg: SizingConfig, num_reqs: int, timing: Timing
 ) -> pd.DataFrame:
     """One V1 step of num_reqs requests three ways, stepping in turn: uniform (every request
     1 + k tokens: a FULL graph), mixed (the first request without drafts, 1 token: PIECEWISE
     graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
     median with interval, and (mixed, eager) its time over the FULL step's (compared_steps'
     over_ref_*: ratio, interval, verdict, and its sentence), with provenance."""
-    backend = resolve_backend(backend, model.device, "costs").name
-    graph = make_runner(model, engine, cfg, backend=backend)
-    eager = make_runner(model, engine, cfg, backend=backend, enforce_eager=True)
+    check_instance("timing", timing, Timing)
+    graph = make_runner(model, engine, cfg, backend=timing.backend)
+    eager = make_runner(model, engine, cfg, backend=timing.backend, enforce_eager=True)
     for runner in (graph, eager):
         runner.capture_model()
     q = cfg.decode_query_len
     mixed = [1] + [q] * (num_reqs - 1)
-    runners = {"uniform": graph, "mixed": _Scheduled(graph, mixed), "eager": eager}
-    rows = compared_steps(
-        runners, batch_of(graph, num_reqs), "uniform", "the uniform FULL step", repeats, warmup,
-        precision,
-    )  # fmt: skip
-    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+    steps = {
+        "uniform": graph.execute_model,
+        "mixed": partial(graph.execute_model, num_scheduled_tokens=mixed),
+        "eager": eager.execute_model,
+    }
+    batch = uniform_decode_batch(num_reqs, q, model)
+    rows = compared_steps(steps, batch, "uniform", "the uniform FULL step", timing)
+    prov = provenance(model.device, dtype=str(model.dtype), backend=timing.backend.name)
+    return with_provenance(rows, prov)
 
 
 def capped_cost(
-    model: LlamaForCausalLM,
-    engine: str,
-    configs: dict,
-    num_reqs: int,
-    repeats: int = 10,
-    warmup: int = 3,
-    precision: float | None = 0.05,
-    backend: str = "auto",
+    model: LlamaForCausalLM, engine: str, configs: dict, num_reqs: int, timing: Timing
 ) -> pd.DataFrame:
     """One uniform step of num_reqs requests under each of `configs` ({label: SizingConfig} of
     one engine, e.g. an explicit max_cudagraph_capture_size against the default), the runners
     stepping in turn; rows as compared_steps, each against the first config's step."""
-    backend = resolve_backend(backend, model.device, "costs").name
+    check_instance("timing", timing, Timing)
     runners = {
-        label: make_runner(model, engine, c, backend=backend) for label, c in configs.items()
+        label: make_runner(model, engine, c, backend=timing.backend) for label, c in configs.items()
     }
     for runner in runners.values():
         runner.capture_model()
     first = next(iter(runners))
-    batch = batch_of(runners[first], num_reqs)
-    rows = compared_steps(runners, batch, first, f"the {first} step", repeats, warmup, precision)
-    return with_provenance(rows, provenance(model.device, dtype=str(model.dtype)))
+    batch = uniform_decode_batch(num_reqs, runners[first].query_len, model)
+    steps = {label: runner.execute_model for label, runner in runners.items()}
+    rows = compared_steps(steps, batch, first, f"the {first} step", timing)
+    prov = provenance(model.device, dtype=str(model.dtype), backend=timing.backend.name)
+    return with_provenance(rows, prov)

@@ -21,7 +21,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from graphlab.bench.provenance import provenance
 from graphlab.engine.device import resolve_device
 from graphlab.engine.model import build_model
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
 
 OUTSIDE = "outside"
@@ -63,10 +63,10 @@ def count_step(
     ops, device kernels on CUDA) and the counter (ops by layer and name)."""
     model = build_model(preset, seed=0, dtype=dtype, device=device)
     model.allocate_kv_cache(batch_size, max_seq_len)
-    runner = ModelRunner(model, "vllm-0.6.0", SizingConfig(batch_size), enforce_eager=True)
+    runner = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(batch_size), enforce_eager=True)
     runner.capture_model()
-    ids = torch.arange(batch_size, device=device) % model.config.vocab_size
-    positions = torch.full((batch_size,), max_seq_len // 2, device=device)
+    ids = (torch.arange(batch_size, device=device) % model.config.vocab_size)[:, None]
+    positions = torch.full((batch_size, 1), max_seq_len // 2, device=device)
     slots = torch.arange(batch_size, device=device)
     runner.execute_model(ids, positions, slots)  # warm-up: lazy initialisation is not a step
     counter = OpCounter()

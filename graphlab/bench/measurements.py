@@ -20,39 +20,26 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.bench.sampling import comparison_columns, interleaved_steps, sample_rows, step_times
-from graphlab.bench.stats import EFFECT, compare, machine_load, median_ci
-from graphlab.engine.device import COMPILED_CUDA_GRAPH, CUDA_GRAPH, resolve_backend
+from graphlab.bench.sampling import (
+    Timing,
+    comparison_columns,
+    interleaved_steps,
+    sample_rows,
+    step_times,
+)
+from graphlab.bench.stats import compare, machine_load, median_ci
+from graphlab.engine.device import BACKEND_VALUES, COMPILED_CUDA_GRAPH, CUDA_GRAPH, Backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import StepTimer, replay_check
 from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
+from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
 
 SEED = 0
-
-
-def batch_of(runner, num_reqs: int, seed: int = SEED):
-    """num_reqs requests in slots 0..num_reqs-1 at position max_seq_len // 2, random tokens:
-    rows of q = 1 + k tokens for a V1 runner, one token per row for a V0 one (k = 0)."""
-    model = runner.model
-    ids, positions, slots = uniform_decode_batch(
-        num_reqs, runner.cfg.decode_query_len, model, model.max_seq_len // 2, seed
-    )
-    return (
-        (ids, positions, slots)
-        if runner.batch_unit == "tokens"
-        else (ids[:, 0], positions[:, 0], slots)
-    )
-
-
-def _query_len(runner) -> int:
-    """Tokens per request in a runner's step: 1 + k on a V1 runner; a V0 runner's rows hold one
-    token whatever k is."""
-    return runner.cfg.decode_query_len if runner.batch_unit == "tokens" else 1
 
 
 def _sdpa_probe(model: LlamaForCausalLM, q: int):
@@ -80,8 +67,10 @@ def timing_stats(times_ms) -> dict:
     )
 
 
-def measure_copy_bandwidth(device: torch.device, nbytes: int, repeats: int, warmup: int) -> dict:
-    """One device-to-device copy of nbytes, timed `repeats` times; bytes read plus written / s."""
+def measure_copy_bandwidth(device: torch.device, nbytes: int, timing: Timing) -> dict:
+    """One device-to-device copy of nbytes, timed timing.repeats times after timing.warmup
+    untimed ones; bytes read plus written / s."""
+    repeats, warmup = timing.repeats, timing.warmup
     src = torch.ones(nbytes, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     for _ in range(warmup):
@@ -127,12 +116,13 @@ def cliff_request_counts(runner) -> tuple[int, ...]:
     return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
 
 
-def latency_modes(backend: str) -> dict[str, str]:
+def latency_modes(backend: Backend) -> dict[str, Backend]:
     """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
     mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's
     budget)."""
-    if backend == COMPILED_CUDA_GRAPH:
-        return {"eager": CUDA_GRAPH, "graph": CUDA_GRAPH, "compiled-graph": backend}
+    if backend.name == COMPILED_CUDA_GRAPH:
+        cuda_graph = BACKEND_VALUES[CUDA_GRAPH]
+        return {"eager": cuda_graph, "graph": cuda_graph, "compiled-graph": backend}
     return {"eager": backend, "graph": backend}
 
 
@@ -145,52 +135,49 @@ def latency_points(
     model: LlamaForCausalLM,
     engine: str,
     cfg: SizingConfig,
+    timing: Timing,
     num_reqs=None,
-    repeats: int = 20,
-    warmup: int = 3,
-    backend: str = "auto",
-    precision: float | None = EFFECT,
     samples: list | None = None,
 ):
     """Step latency per request count, yielded count by count (a sweep keeps each as it comes),
-    one row per (count, mode): eager and graph mode (and
-    compiled-graph when backend is compiled-cuda-graph, latency_modes); backend "auto" is
-    what "auto" means for costs (graphlab.engine.device.AUTO).
+    one row per (count, mode): eager and graph mode on timing.backend (and compiled-graph when
+    that is compiled-cuda-graph, latency_modes).
 
     A V0 engine decodes one token per request; a V1 engine's verify step q = 1 + k tokens per
     request (batch_size counts tokens). num_reqs None: cliff_request_counts, across and beyond
     the largest graph (the cliff). Request i sits in slot i: the cache needs max(num_reqs) slots.
     The modes step in turn (interleaved_steps, sampled until eager over graph mode is decided at
-    `precision`, or 4 x repeats rounds; None: `repeats` rounds); each replayed mode's
+    timing.precision, or max_repeats rounds; None: timing.repeats rounds); each replayed mode's
     row holds eager over it (eager_over_*: ratio, bootstrap interval, verdict), and every row
     the load average of its point. `samples`, when given, receives every timed step
     (sample_rows, long format). Each row names the SDPA kernel of its step's shape
     (sdpa_backend); a graph-path row compares its first replay's logits with the eager step's
     on the same batch (replay_check).
     """
-    backend = resolve_backend(backend, model.device, "costs").name
+    check_instance("timing", timing, Timing)
     runners = {
         mode: make_runner(model, engine, cfg, backend=mode_backend, enforce_eager=mode == "eager")
-        for mode, mode_backend in latency_modes(backend).items()
+        for mode, mode_backend in latency_modes(timing.backend).items()
     }
     for runner in runners.values():
         runner.capture_model()
+    execute = {mode: runner.execute_model for mode, runner in runners.items()}
     # Every row names the graph-mode runner's backend (compiled-graph rows say so in their mode).
-    q = _query_len(runners["graph"])
+    q = runners["graph"].query_len
     fixed = dict(_sizing_columns(runners["graph"]), backend=runners["graph"].backend.name)
     sdpa = _sdpa_probe(model, q)
     for reqs in num_reqs or cliff_request_counts(runners["graph"]):
-        batch, rows = batch_of(runners["graph"], reqs), []
+        batch, rows = uniform_decode_batch(reqs, q, model), []
         checks, reference = {}, None
-        for mode, runner in runners.items():  # eager first: its logits are the reference
-            logits, first = runner.execute_model(*batch)
+        for mode, step in execute.items():  # eager first: its logits are the reference
+            logits, first = step(*batch)
             reference = logits if mode == "eager" else reference
             # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
             checks[mode] = (
                 replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
             )
         load = machine_load()
-        steps = interleaved_steps(runners, batch, repeats, warmup, precision)
+        steps = interleaved_steps(execute, batch, timing)
         if samples is not None:
             samples += sample_rows(steps, "mode", **fixed, num_reqs=reqs, **load)
         for mode, records in steps.items():
@@ -212,7 +199,7 @@ def latency_points(
                     **timing_stats(step_times(records)),
                     clock=records[0].clock,
                     repeats=len(records),
-                    warmup=warmup,
+                    warmup=timing.warmup,
                     **versus,
                     **load,
                     sdpa_backend=sdpa(records[0].graph_size or reqs * q),
@@ -234,10 +221,11 @@ def capture_records(
     model: LlamaForCausalLM,
     engine: str,
     cfg: SizingConfig,
-    backend: str = "auto",
+    backend: Backend,
     graph_pool: str = "shared",
 ):
     """The GraphRecords of one runner's capture, its graphs released (release_graphs)."""
+    check_instance("backend", backend, Backend)  # a name here would pick the logic backend
     records = make_runner(
         model, engine, cfg, backend=backend, graph_pool=graph_pool
     ).capture_model()
@@ -265,13 +253,12 @@ def capture_cost(
     model: LlamaForCausalLM,
     engines,
     cfg: SizingConfig,
+    backend: Backend,
     graph_pool: str = "shared",
-    backend: str = "auto",
 ) -> pd.DataFrame:
-    """Per engine: capture_summary of its target runner's captures for cfg, as a table, after
-    one warm-up capture (its time, the process's compile included, in a column of its own);
-    backend "auto" is what "auto" means for costs (graphlab.engine.device.AUTO)."""
-    backend = resolve_backend(backend, model.device, "costs").name
+    """Per engine: capture_summary of its target runner's captures for cfg on `backend`, as a
+    table, after one warm-up capture (its time, the process's compile included, in a column of
+    its own)."""
     # The process's first compile and allocations land in a warm-up capture, not the first engine.
     warmup = capture_summary(
         capture_records(model, engines[0], cfg, backend, graph_pool), graph_pool
@@ -306,11 +293,11 @@ def graph_memory_points(
     model: LlamaForCausalLM,
     engine: str,
     cfg: SizingConfig,
+    backend: Backend,
     graph_pools=GRAPH_POOLS,
-    backend: str = "auto",
 ):
-    """Memory and time of every capture, yielded per pool mode (one capture loop each), in
-    capture order (largest first), after a warm-up capture of the same list
+    """Memory and time of every capture on `backend`, yielded per pool mode (one capture loop
+    each), in capture order (largest first), after a warm-up capture of the same list
     (warmup_capture_ms: the process's compile lands there).
 
     cumulative_bytes is the running total of memory_bytes (measured, or predicted when
@@ -327,7 +314,7 @@ def graph_memory_points(
         rows = []
         runner = make_runner(model, engine, cfg, graph_pool=graph_pool, backend=backend)
         records = runner.capture_model()
-        fixed, q = _sizing_columns(runner), _query_len(runner)
+        fixed, q = _sizing_columns(runner), runner.query_len
         sdpa = sdpa or _sdpa_probe(model, q)  # one probe per size across the pool modes
         for order, record in enumerate(records):
             done = records[: order + 1]

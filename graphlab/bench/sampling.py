@@ -1,56 +1,87 @@
 """Interleaved sampling: the one way graphlab times steps it compares.
 
-`interleaved_steps` steps the compared runners in turn, the order rotated each round (AB BA...,
-ABC BCA CAB...), after warm-up rounds, so a round's samples share the machine's load of its moment
-and no runner always takes one place, and samples sequentially: more rounds until the ratio is
-decided (its bootstrap interval excludes 1 or lies within +-precision of it:
-graphlab.bench.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
+`interleaved_steps` takes the compared steps (runners' execute_model) in turn, the order rotated
+each round (AB BA..., ABC BCA CAB...), after warm-up rounds, so a round's samples share the
+machine's load of its moment and no step always takes one place, and samples sequentially: more
+rounds until the ratio is decided (its bootstrap interval excludes 1 or lies within +-precision of
+it: graphlab.bench.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
 with whole runs; `sample_rows` keeps every sample (long format); `compared_steps` turns one
 batch's samples into rows with medians, intervals and the verdict of graphlab.bench.stats.
 """
 
 from __future__ import annotations
 
-from graphlab.bench.stats import MIN_SAMPLES, compare, decided, machine_load, median_ci
+from dataclasses import dataclass
+
+from graphlab.bench.stats import EFFECT, MIN_SAMPLES, compare, decided, machine_load, median_ci
+from graphlab.engine.device import Backend
+from graphlab.errors import GraphlabError, check_float, check_int
 
 
-def interleaved_steps(
-    runners: dict, batch, repeats: int, warmup: int, precision=None, max_repeats=None
-) -> dict[str, list]:
-    """{label: StepRecords} of each runner's step on one batch, taken in turn after `warmup`
-    rounds, the order rotated each round (AB BA AB...): `repeats` rounds, then, with
-    `precision`, more rounds until every other runner's median over the first's is decided (its
-    bootstrap interval excludes 1, or lies within +-precision of the ratio) or `max_repeats`
-    rounds (default 4 x repeats) are taken."""
-    for _ in range(warmup):
-        for runner in runners.values():
-            runner.execute_model(*batch)
-    steps = {label: [] for label in runners}
-    first, *others = list(steps) or [None]
+@dataclass(frozen=True)
+class Timing:
+    """How a bench times the steps it compares, settled at the entry point: on `backend` (a
+    resolved Backend: graphlab.engine.device.resolve_backend), `repeats` rounds after `warmup`
+    untimed ones, then, with `precision`, more rounds until decided or `max_repeats` (None:
+    4 x repeats); precision None: exactly `repeats` rounds."""
 
-    order = list(runners.items())
+    backend: Backend
+    repeats: int = 10
+    warmup: int = 3
+    precision: float | None = EFFECT
+    max_repeats: int | None = None
+
+    def __post_init__(self):
+        if not isinstance(self.backend, Backend):
+            raise GraphlabError(
+                f"Timing's backend must be a resolved Backend "
+                f"(graphlab.engine.device.resolve_backend), got {self.backend!r}"
+            )
+        check_int("repeats", self.repeats, 1)
+        check_int("warmup", self.warmup, 0)
+        if self.precision is not None:
+            check_float("precision (or None)", self.precision, 0.0, 1.0)
+        if self.max_repeats is not None:
+            check_int("max_repeats (or None)", self.max_repeats, self.repeats)
+
+
+def interleaved_steps(steps: dict, batch, timing: Timing) -> dict[str, list]:
+    """{label: StepRecords} of each step function (a runner's execute_model, or one with its
+    num_scheduled_tokens bound) on one batch, taken in turn after `timing.warmup` rounds, the
+    order rotated each round (AB BA AB...): `timing.repeats` rounds, then, with a precision,
+    more rounds until every other step's median over the first's is decided (its bootstrap
+    interval excludes 1, or lies within +-precision of the ratio) or max_repeats rounds are
+    taken."""
+    repeats, precision = timing.repeats, timing.precision
+    for _ in range(timing.warmup):
+        for step in steps.values():
+            step(*batch)
+    records = {label: [] for label in steps}
+    first, *others = list(records) or [None]
+
+    order = list(steps.items())
 
     def rounds(n: int) -> None:
         for _ in range(n):
             # Rotated each round (AB BA, ABC BCA CAB): whatever a place in the round gains or
-            # loses, each runner's samples get it equally.
-            start = len(next(iter(steps.values()), [])) % max(len(order), 1)
-            for label, runner in order[start:] + order[:start]:
-                steps[label].append(runner.execute_model(*batch)[1])
+            # loses, each step's samples get it equally.
+            start = len(next(iter(records.values()), [])) % max(len(order), 1)
+            for label, step in order[start:] + order[:start]:
+                records[label].append(step(*batch)[1])
 
     rounds(repeats)
-    limit = max_repeats or 4 * repeats
+    limit = timing.max_repeats or 4 * repeats
     while (
         precision is not None
         and others
-        and len(steps[first]) < limit
+        and len(records[first]) < limit
         and not all(
-            decided(compare(step_times(steps[k]), step_times(steps[first])), precision)
+            decided(compare(step_times(records[k]), step_times(records[first])), precision)
             for k in others
         )
     ):
-        rounds(min(max(repeats // 2, 1), limit - len(steps[first])))
-    return steps
+        rounds(min(max(repeats // 2, 1), limit - len(records[first])))
+    return records
 
 
 def runs_until_decided(run, comparisons, first=None, min_runs: int = MIN_SAMPLES, max_runs=None):
@@ -90,13 +121,13 @@ def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
     ]
 
 
-def compared_steps(runners: dict, batch, reference: str, said: str, *timing) -> list[dict]:
-    """One row per runner of interleaved_steps(runners, batch, *timing): its step's size, path,
-    graph size, median with interval, the load, and (every runner but `reference`) its time over
-    the reference's (over_ref_*: ratio, interval, verdict) with that comparison's sentence,
+def compared_steps(steps: dict, batch, reference: str, said: str, timing: Timing) -> list[dict]:
+    """One row per step function of interleaved_steps(steps, batch, timing): its step's size,
+    path, graph size, median with interval, the load, and (every step but `reference`) its time
+    over the reference's (over_ref_*: ratio, interval, verdict) with that comparison's sentence,
     `said` naming the reference in it."""
     load = machine_load()
-    steps = interleaved_steps(runners, batch, *timing)
+    steps = interleaved_steps(steps, batch, timing)
     base = step_times(steps[reference])
     rows = []
     for label, records in steps.items():

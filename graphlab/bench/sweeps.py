@@ -39,6 +39,7 @@ from graphlab.bench.measurements import (
     weight_bytes,
 )
 from graphlab.bench.provenance import as_computed, provenance, with_provenance
+from graphlab.bench.sampling import Timing
 from graphlab.bench.spec_decode import spec_decode_benchmark
 from graphlab.bench.suites import Suite, get_suite
 from graphlab.engine.device import BACKENDS, Backend, resolve_backend, resolve_device
@@ -75,6 +76,11 @@ class BenchRun:
     _models: dict[int, LlamaForCausalLM] = field(default_factory=dict, repr=False)  # per length
     out: Path | None = None  # run_bench's folder: where checkpoint() writes
 
+    @property
+    def timing(self) -> Timing:
+        """How the run times its steps: the suite's rounds on the run's backend."""
+        return Timing(self.backend, self.suite.repeats, self.suite.warmup)
+
     def stamp(self, rows) -> pd.DataFrame:
         return with_provenance(rows, self.provenance)
 
@@ -108,7 +114,7 @@ class BenchRun:
         """The device's copy bandwidth, measured at the first call of the run."""
         if self._copy is None:
             self._copy = measure_copy_bandwidth(
-                self.device, COPY_BYTES[self.device.type], self.suite.repeats, self.suite.warmup
+                self.device, COPY_BYTES[self.device.type], self.timing
             )
         return self._copy
 
@@ -201,9 +207,7 @@ def _latency(run: BenchRun) -> pd.DataFrame:
             copy_bytes_per_s=bandwidth,
             bandwidth_floor_ms=weights / bandwidth * 1e3,
         )
-        for point in latency_points(
-            model, engine, cfg, num_reqs, s.repeats, s.warmup, run.backend, samples=samples
-        ):
+        for point in latency_points(model, engine, cfg, run.timing, num_reqs, samples=samples):
             rows += [dict(row, **floor) for row in point]
             run.checkpoint("latency", rows)
             run.checkpoint("latency_samples", samples)
@@ -217,7 +221,7 @@ def _graph_memory(run: BenchRun) -> pd.DataFrame:
     s, rows = run.suite, []
     for engine, cfg, _ in _configs(s, s.memory_max_num_seqs):
         model = run.model(cfg.max_num_seqs, s.max_seq_len)
-        for point in graph_memory_points(model, engine, cfg, backend=run.backend):
+        for point in graph_memory_points(model, engine, cfg, run.backend):
             rows += point
             run.checkpoint("graph_memory", rows)
     return run.stamp(rows)

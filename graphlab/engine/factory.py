@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import DecodeRunner
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.engine.v1_runner import V1ModelRunner
-from graphlab.errors import check_instance
+from graphlab.errors import check_choice, check_instance
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ALL_V1_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import SizingPolicy, get_engine
+
+# The runner of each batch unit an engine may count in.
+RUNNERS = {runner.batch_unit: runner for runner in (V0ModelRunner, V1ModelRunner)}
 
 
 def make_runner(
@@ -20,5 +23,5 @@ def make_runner(
     check_instance("model", model, LlamaForCausalLM)
     check_instance("cfg", cfg, SizingConfig)
     policy = get_engine(engine)
-    runner_class = V1ModelRunner if policy.name in ALL_V1_ENGINES else ModelRunner
-    return runner_class(model, policy, cfg, **options)
+    check_choice(f"the runner of {policy.name}'s batch_unit", policy.batch_unit, RUNNERS)
+    return RUNNERS[policy.batch_unit](model, policy, cfg, **options)

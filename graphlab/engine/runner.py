@@ -13,9 +13,9 @@ import torch
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.graphs import NUM_WARMUPS, CaptureSession, GraphRecord
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice, check_instance, check_int
+from graphlab.errors import GraphlabError, check_choice, check_instance, check_int, check_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import GRAPH_POOLS, SizingPolicy, get_engine
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,11 +34,14 @@ class StepRecord:
 class DecodeRunner:
     """What the V0- and V1-shaped runners share: a checked engine and config, the backend, one
     CaptureSession for all of a runner's graphs, and one timed step (graph replay or eager) with
-    the LM head after. Each shape answers `dispatch(n) -> (path, size)` and runs execute_model as
+    the LM head after. Each shape answers `dispatch(n) -> (path, size)` and runs one
+    `execute_model(input_ids [B, q], positions [B, q], seq_slots [B], num_scheduled_tokens)` as
     check -> dispatch -> look up -> time -> record."""
 
-    runner_shape, engines = "V0", V0_ENGINES  # the subclass's generation and the engines it takes
-    batch_unit = "rows"  # what StepRecord.batch_size counts: V0 rows, V1 tokens
+    runner_shape: str  # the generation of vLLM's runner it models: "V0" or "V1"
+    engines: tuple[str, ...]  # the engines it takes
+    batch_unit: str  # what StepRecord.batch_size counts: V0 rows, V1 tokens
+    query_len: int  # tokens per request its graphs hold: V0 1, V1 1 + k
 
     def __init__(
         self,
@@ -93,27 +96,28 @@ class DecodeRunner:
         """(path, graph size) of a batch of n (V0 rows, V1 tokens); ("eager", None) off graphs."""
         raise NotImplementedError
 
-    def execute_eager(
-        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
-    ) -> tuple[torch.Tensor, StepRecord]:
-        """One eager step of a [B, q] batch whatever its size: logits [B, q, vocab] and its
-        StepRecord, whose batch_size counts B rows (vLLM 0.6.3 ran its MQA scorer so, eagerly)."""
-        # Checked before the timer starts: the check reads values, which syncs a GPU.
-        self.model.check_inputs(input_ids, positions, seq_slots)
-        logits, timer = self._timed_step(None, input_ids, positions, seq_slots)
-        return logits, self._record(input_ids.shape[0], "eager", None, timer)
-
-    def execute_requests(
+    def _scheduled_tokens(
         self,
         input_ids: torch.Tensor,
         positions: torch.Tensor,
         seq_slots: torch.Tensor,
         num_scheduled_tokens=None,
-    ) -> tuple[torch.Tensor, StepRecord]:
-        """B requests of q tokens in one step ([B, q] inputs), as an MQA verify step scores them.
-        A V0-shaped runner's graphs hold one token per row, so it runs them eagerly (B rows;
-        vLLM 0.6.3's MQAScorer ran only with enforce_eager); the V1 runner dispatches them."""
-        return self.execute_eager(input_ids, positions, seq_slots)
+    ) -> tuple[int, ...]:
+        """The tokens each of a step's B requests schedules (default: all q of its row), after
+        the checks every step makes; before the timer starts, as the checks read values (a GPU
+        syncs)."""
+        if not self.captured:
+            raise GraphlabError("call capture_model() before execute_model()")
+        self.model.check_inputs(input_ids, positions, seq_slots)
+        num_reqs, q = input_ids.shape
+        if num_scheduled_tokens is None:
+            return (q,) * num_reqs
+        counts = check_sizes("num_scheduled_tokens", num_scheduled_tokens, 1, q)
+        if len(counts) != num_reqs:
+            raise GraphlabError(
+                f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], got {list(counts)}"
+            )
+        return counts
 
     def _record(
         self, batch_size: int, path: str, graph_size: int | None, timer: StepTimer

@@ -7,7 +7,8 @@ engine's graph limit, the batch is padded to `engine.padded_size(n)` (V0's
 vllm-0.5.5 the limit is 256 whatever was captured, so the lookup itself raises
 `KeyError: <padded>` (nothing here constructs it); vllm-0.6.0's guard runs larger batches
 eagerly; adaptive captures up to pad0(max_num_seqs * (1 + k)). Graphs hold the decoder only;
-the LM head runs after replay or the eager step, on the n real rows.
+the LM head runs after replay or the eager step, on the n real rows. V0's graphs hold one token per
+row (q = 1); rows of more tokens run eagerly, as vLLM 0.6.3's MQAScorer ran (enforce_eager only).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ import torch
 
 from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.runner import DecodeRunner, StepRecord
-from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import V0_ENGINES
 
 
-class ModelRunner(DecodeRunner):
+class V0ModelRunner(DecodeRunner):
     """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
+
+    runner_shape, engines, batch_unit, query_len = "V0", V0_ENGINES, "rows", 1
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""
@@ -44,29 +47,26 @@ class ModelRunner(DecodeRunner):
         return "graph", self.engine.padded_size(batch_size, self.capture_sizes)
 
     def execute_model(
-        self, input_ids: torch.Tensor, positions: torch.Tensor, seq_slots: torch.Tensor
+        self,
+        input_ids: torch.Tensor,
+        positions: torch.Tensor,
+        seq_slots: torch.Tensor,
+        num_scheduled_tokens=None,
     ) -> tuple[torch.Tensor, StepRecord]:
-        """Decode one token per row: logits [n, vocab] (float32) and how the step ran.
+        """One decode step of n rows of q tokens: logits [n, q, vocab] (float32) and how the step
+        ran, its batch_size counting rows. At q = 1 the engine picks graph, eager or its
+        KeyError; rows of q > 1 tokens run eagerly (num_scheduled_tokens changes nothing there).
 
         Rows may share a sequence slot (the batch-expansion scorer's k+1 rows do) as long as no
         two rows write the same (seq_slot, position) cache cell; there is no other limit on n.
         Inputs may live on any device; values are checked first (GraphlabError), then the graph
         lookup may raise the engine's own KeyError.
         """
-        if not self.captured:
-            raise GraphlabError("call capture_model() before execute_model()")
-        for name, t in (
-            ("input_ids", input_ids),
-            ("positions", positions),
-            ("seq_slots", seq_slots),
-        ):
-            if not isinstance(t, torch.Tensor) or t.dim() != 1:
-                raise GraphlabError(f"{name} must be a 1-D tensor (one decode token per row)")
-        self.model.check_inputs(input_ids[:, None], positions[:, None], seq_slots)
-        n = input_ids.shape[0]
-        path, padded = self.dispatch(n)
+        self._scheduled_tokens(input_ids, positions, seq_slots, num_scheduled_tokens)
+        n, q = input_ids.shape
+        path, padded = self.dispatch(n) if q == self.query_len else ("eager", None)
         graph = None
         if path == "graph":
             graph = self.graph_runners[padded]  # an uncaptured padded size: V0's KeyError
-        logits, timer = self._timed_step(graph, input_ids[:, None], positions[:, None], seq_slots)
-        return logits[:, 0], self._record(n, path, padded, timer)
+        logits, timer = self._timed_step(graph, input_ids, positions, seq_slots)
+        return logits, self._record(n, path, padded, timer)

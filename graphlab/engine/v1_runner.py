@@ -21,8 +21,8 @@ import torch
 from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
-from graphlab.engine.runner import DecodeRunner
-from graphlab.errors import GraphlabError, check_int, check_sizes
+from graphlab.engine.runner import DecodeRunner, StepRecord
+from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import BatchPath, graph_families
 from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
@@ -81,7 +81,7 @@ class V1ModelRunner(DecodeRunner):
         positions: torch.Tensor,
         seq_slots: torch.Tensor,
         num_scheduled_tokens=None,
-    ):
+    ) -> tuple[torch.Tensor, StepRecord]:
         """One decode step of B requests x q tokens: logits [B, q, vocab] (float32) and a
         StepRecord whose batch_size is the step's token count.
 
@@ -90,47 +90,33 @@ class V1ModelRunner(DecodeRunner):
         uniform and counts those tokens; the rows still carry q tokens, whose extra outputs the
         caller drops, so it is dispatched at B * q tokens (PIECEWISE where captured).
         """
-        if not self.captured:
-            raise GraphlabError("call capture_model() before execute_model()")
-        q = self.query_len
-        for name, t in (("input_ids", input_ids), ("positions", positions)):
-            if not isinstance(t, torch.Tensor) or t.dim() != 2 or t.shape[1] != q:
-                raise GraphlabError(
-                    f"{name} must be a [B, {q}] tensor: q = 1 + k tokens per "
-                    f"request (uniform decode)"
-                )
-        self.model.check_inputs(input_ids, positions, seq_slots)
-        num_reqs = input_ids.shape[0]
-        num_tokens = num_reqs * q
-        uniform = True
-        if num_scheduled_tokens is not None:
-            counts = check_sizes("num_scheduled_tokens", num_scheduled_tokens, 1, q)
-            if len(counts) != num_reqs:
-                raise GraphlabError(
-                    f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], "
-                    f"got {list(counts)}"
-                )
-            num_tokens, uniform = sum(counts), all(c == q for c in counts)
-        # uniform: num_tokens is B * q; otherwise the rows still carry B * q tokens
-        path, graph_size = self.dispatch(num_reqs * q, uniform)
+        counts = self._scheduled_tokens(input_ids, positions, seq_slots, num_scheduled_tokens)
+        num_reqs, q = input_ids.shape
+        if q != self.query_len:
+            raise GraphlabError(
+                f"input_ids must be a [B, {self.query_len}] tensor: q = 1 + k tokens per "
+                f"request (uniform decode), got {tuple(input_ids.shape)}"
+            )
+        # uniform: the counts sum to B * q; otherwise the rows still carry B * q tokens
+        path, graph_size = self.dispatch(num_reqs * q, all(c == q for c in counts))
         if path == "crash":  # vLLM 0.12/0.13's dispatcher assertion (graphlab.sizing.families)
             raise AssertionError(uniform_padding_assertion(graph_size, q))
         graph = None
         if path != "eager":
             graph = (self.piecewise_graphs if path == "piecewise" else self.graphs)[graph_size]
         logits, timer = self._timed_step(graph, input_ids, positions, seq_slots)
-        return logits, self._record(num_tokens, path, graph_size, timer)
-
-    def execute_requests(self, input_ids, positions, seq_slots, num_scheduled_tokens=None):
-        """execute_model: the V1 runner's steps are requests of q tokens."""
-        return self.execute_model(input_ids, positions, seq_slots, num_scheduled_tokens)
+        return logits, self._record(sum(counts), path, graph_size, timer)
 
 
 def uniform_decode_batch(
-    num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int, seed: int = 0
+    num_reqs: int, query_len: int, model: LlamaForCausalLM, position: int | None = None, seed=0
 ):
-    """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1."""
+    """num_reqs requests (slots 0..num_reqs-1) of query_len tokens at position..position+q-1,
+    random tokens; position None: the middle of the cache (max_seq_len // 2), where the benches
+    step."""
     num_reqs, query_len = check_int("num_reqs", num_reqs, 1), check_int("query_len", query_len, 1)
+    if position is None:
+        position = model.max_seq_len // 2
     position = check_int("position", position, 0)
     if num_reqs > model.num_slots:
         raise GraphlabError(

@@ -3,7 +3,7 @@ verify, with continuous batching.
 
 One decode step, as vLLM V0's spec-decode worker ran it:
 
-1. the proposer (a draft model on its own ModelRunner, sized like the target's with k = 0, i.e.
+1. the proposer (a draft model on its own V0ModelRunner, sized like the target's with k = 0, i.e.
    to max_num_seqs, under `proposer_engine`) runs k draft steps. As V0's MultiStepWorker, it
    widens its batch with a copy of every sequence that got a bonus token last step, so a draft
    batch holds B_s + B_bonus <= 2*B_s rows and vllm-0.5.5's draft runner can raise its own
@@ -12,7 +12,7 @@ One decode step, as vLLM V0's spec-decode worker ran it:
    - batch expansion (V0 `BatchExpansionTop1Scorer._expand_batch`): each speculating sequence
      becomes k+1 single-token rows at positions p..p+k with tokens [last, d_1..d_k], all on the
      parent's KV cache slot; the others stay one row. The n = B_s*(k+1) + B_0 rows go through the
-     target's `ModelRunner.execute_model`, whose engine picks graph, eager or KeyError;
+     target's `V0ModelRunner.execute_model`, whose engine picks graph, eager or KeyError;
    - MQA (vLLM 0.6.3 `MQAScorer`): one row of k+1 tokens per sequence, speculating and plain
      together; the batch stays B. One eager forward beside a V0 engine; on the V1-shaped runner
      (V1 engines) vLLM V1's verify step, dispatched to FULL or PIECEWISE graphs by token count;

@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
 from graphlab.specdec.prefill import prefill
 from graphlab.specdec.records import SpecDecodeConfig
@@ -13,12 +13,12 @@ from graphlab.specdec.sequence import RunningSequence, long_tensor
 
 
 class Proposer:
-    """k draft decode steps per speculating sequence, on the draft's own ModelRunner."""
+    """k draft decode steps per speculating sequence, on the draft's own V0ModelRunner."""
 
     def __init__(self, draft: LlamaForCausalLM, config: SpecDecodeConfig):
         # Sized with k = 0, as V0's draft worker shared the target's max_num_seqs.
         self.model = draft
-        self.runner = ModelRunner(
+        self.runner = V0ModelRunner(
             draft,
             config.proposer_engine,
             SizingConfig(config.sizing.max_num_seqs),
@@ -53,12 +53,12 @@ class Proposer:
         )
         positions = long_tensor(
             [s.seq_len - 1 for s in seqs] + [seqs[i].seq_len - 2 for i in behind], device
-        )
+        )[:, None]  # one token per row: [n, 1], as tokens[:, None] below
         slots, originals = long_tensor([s.slot for s in rows], device), long_tensor(behind, device)
         drafted, probs, b = [], [], len(seqs)
         for j in range(self.k):
-            logits, record = self.runner.execute_model(tokens, positions + j, slots)
-            sampled, p = sample(logits[:b])
+            logits, record = self.runner.execute_model(tokens[:, None], positions + j, slots)
+            sampled, p = sample(logits[:b, 0])
             drafted.append(sampled)
             probs.append(p)
             tokens = torch.cat([sampled, tokens[originals]])

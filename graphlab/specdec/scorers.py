@@ -9,14 +9,14 @@ from __future__ import annotations
 import torch
 
 from graphlab.engine.runner import DecodeRunner
-from graphlab.engine.v0_runner import ModelRunner
+from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.specdec.sequence import RunningSequence, long_tensor
 
 
 class BatchExpansionScorer:
     """k+1 single-token rows per speculating sequence, sharing its slot, through the runner."""
 
-    def __init__(self, runner: ModelRunner):
+    def __init__(self, runner: V0ModelRunner):
         self.runner = runner
 
     def score(
@@ -29,14 +29,14 @@ class BatchExpansionScorer:
         last = long_tensor([s.token_ids[-1] for s in spec], device)[:, None]
         ids = torch.cat(
             [
-                torch.cat([last, drafts], dim=1).flatten(),
-                long_tensor([s.token_ids[-1] for s in plain], device),
+                torch.cat([last, drafts], dim=1).view(-1, 1),
+                long_tensor([s.token_ids[-1] for s in plain], device)[:, None],
             ]
         )
         positions = torch.cat(
             [
-                (long_tensor([s.seq_len - 1 for s in spec], device)[:, None] + offsets).flatten(),
-                long_tensor([s.seq_len - 1 for s in plain], device),
+                (long_tensor([s.seq_len - 1 for s in spec], device)[:, None] + offsets).view(-1, 1),
+                long_tensor([s.seq_len - 1 for s in plain], device)[:, None],
             ]
         )
         slots = torch.cat(
@@ -47,7 +47,8 @@ class BatchExpansionScorer:
         )
         logits, record = self.runner.execute_model(ids, positions, slots)
         expanded = len(spec) * (k + 1)
-        return logits[:expanded].view(len(spec), k + 1, logits.shape[-1]), logits[expanded:], record
+        plain_logits = logits[expanded:, 0]
+        return logits[:expanded].view(len(spec), k + 1, logits.shape[-1]), plain_logits, record
 
 
 class MQAScorer:
@@ -83,5 +84,5 @@ class MQAScorer:
         slots = long_tensor([s.slot for s in seqs], device)
         # vLLM V1: a request without drafts schedules 1 token, so the batch is not uniform.
         scheduled = [k + 1] * len(spec) + [1] * len(plain)
-        logits, record = self.runner.execute_requests(ids, positions, slots, scheduled)
+        logits, record = self.runner.execute_model(ids, positions, slots, scheduled)
         return logits[: len(spec)], logits[len(spec) :, 0], record
