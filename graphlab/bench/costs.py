@@ -45,6 +45,7 @@ from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.sizing.engines import get_engine
 
 # What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
@@ -81,12 +82,12 @@ def guard_cost(
     steps, loads, batches = {}, {}, {}
     for size in range(1, cfg.max_num_seqs * cfg.decode_query_len + 1):
         batches[size] = uniform_decode_batch(size, runners[engine].query_len, model)
-        eager = execute[engine](*batches[size])[1].path == "eager"
+        eager = execute[engine](*batches[size])[1].path is BatchPath.EAGER
         loads[size] = machine_load()
         steps[size] = interleaved_steps(
             execute, batches[size], timing if eager else replace(timing, precision=None)
         )
-    pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path == "eager"]
+    pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path is BatchPath.EAGER]
     more_rounds = Timing(backend, max(repeats // 2, 1), warmup=0, precision=None)
     while (
         precision is not None
@@ -251,9 +252,11 @@ def reference_ratio(reference: pd.DataFrame, smallest: int, largest: int) -> pd.
     """A committed latency CSV's V0 rows (batch_unit rows: never V1 tokens) at batch sizes
     smallest..largest where graph mode replayed a graph (sizes where both modes ran eagerly
     say nothing about a graph), one row per (model, batch_size) with eager over graph."""
-    rows = reference[reference.get("batch_unit", "rows").fillna("rows").eq("rows")]
+    unit = reference.get("batch_unit", BatchUnit.ROWS).fillna(BatchUnit.ROWS)  # older CSVs: none
+    rows = reference[unit == BatchUnit.ROWS]
     near = rows[rows.batch_size.between(smallest, largest)]
-    replayed = near[(near["mode"] == "graph") & (near.path != "eager")][["model", "batch_size"]]
+    graph = (near["mode"] == RunMode.GRAPH) & (near.path != BatchPath.EAGER)
+    replayed = near[graph][["model", "batch_size"]]
     kept = near.merge(replayed, on=["model", "batch_size"])
     table = kept.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
     if table.empty:

@@ -37,6 +37,7 @@ from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import RunMode
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
 
 SEED = 0
@@ -116,14 +117,18 @@ def cliff_request_counts(runner) -> tuple[int, ...]:
     return tuple(sorted(r for r in exact | beyond if 1 <= r <= seqs))
 
 
-def latency_modes(backend: Backend) -> dict[str, Backend]:
+def latency_modes(backend: Backend) -> dict[RunMode, Backend]:
     """{mode: runner backend}: eager and graph; asking for compiled-cuda-graph adds that third
     mode beside hand-captured CUDA graphs (opt-in: its compiles do not fit the GPU check's
     budget)."""
     if backend.name == COMPILED_CUDA_GRAPH:
         cuda_graph = BACKEND_VALUES[CUDA_GRAPH]
-        return {"eager": cuda_graph, "graph": cuda_graph, "compiled-graph": backend}
-    return {"eager": backend, "graph": backend}
+        return {
+            RunMode.EAGER: cuda_graph,
+            RunMode.GRAPH: cuda_graph,
+            RunMode.COMPILED_GRAPH: backend,
+        }
+    return {RunMode.EAGER: backend, RunMode.GRAPH: backend}
 
 
 def latency_rows(model: LlamaForCausalLM, engine: str, cfg: SizingConfig, *args, **kwargs):
@@ -156,7 +161,9 @@ def latency_points(
     """
     check_instance("timing", timing, Timing)
     runners = {
-        mode: make_runner(model, engine, cfg, backend=mode_backend, enforce_eager=mode == "eager")
+        mode: make_runner(
+            model, engine, cfg, backend=mode_backend, enforce_eager=mode is RunMode.EAGER
+        )
         for mode, mode_backend in latency_modes(timing.backend).items()
     }
     for runner in runners.values():
@@ -171,10 +178,10 @@ def latency_points(
         checks, reference = {}, None
         for mode, step in execute.items():  # eager first: its logits are the reference
             logits, first = step(*batch)
-            reference = logits if mode == "eager" else reference
+            reference = logits if mode is RunMode.EAGER else reference
             # every replayed path (V0 graph, V1 full or piecewise) is checked against eager
             checks[mode] = (
-                replay_check(logits, reference, model.dtype) if first.path != "eager" else {}
+                replay_check(logits, reference, model.dtype) if first.path.replays else {}
             )
         load = machine_load()
         steps = interleaved_steps(execute, batch, timing)
@@ -185,7 +192,7 @@ def latency_points(
                 comparison_columns(
                     compare(step_times(steps["eager"]), step_times(records)), "eager_over"
                 )
-                if mode != "eager"
+                if mode is not RunMode.EAGER
                 else {}
             )
             rows.append(

@@ -13,6 +13,7 @@ from graphlab.bench.sampling import comparison_columns
 from graphlab.bench.stats import Comparison, bootstrap_interval
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, RunMode
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.plan import uniform_workload
 from graphlab.sizing.plan_inputs import SizeTable
@@ -26,8 +27,8 @@ class _StepPrices:
 
     def __init__(self, latency: pd.DataFrame):
         self.latency, self.backend = latency, "/".join(sorted(latency.backend.unique()))
-        graph = (latency["mode"] == "graph") & (latency.path != "eager")
-        eager = (latency["mode"] == "eager") & (latency.path == "eager")
+        graph = (latency["mode"] == RunMode.GRAPH) & (latency.path != BatchPath.EAGER)
+        eager = (latency["mode"] == RunMode.EAGER) & (latency.path == BatchPath.EAGER)
         self.groups = [
             self._grouped(latency.graph_size.where(graph)),
             self._grouped(latency.batch_size.where(eager)),

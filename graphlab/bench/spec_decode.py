@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from graphlab.engine.device import resolve_device
 from graphlab.engine.memory import graph_memory_bytes
+from graphlab.sizing.dispatch import REPLAYS
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.engine import SpecDecodeEngine
 from graphlab.specdec.requests import load_requests
@@ -71,7 +72,7 @@ def spec_decode_benchmark(
                 tokens_per_s=tokens / seconds,
                 clock=decode.clock.iloc[0],
                 decode_wall_s=float(decode.step_wall_ms.sum()) / 1e3,
-                scorer_graph_fraction=float((decode.path != "eager").mean()),  # V1: full, piecewise
+                scorer_graph_fraction=float(decode.path.isin(REPLAYS).mean()),
                 max_scorer_batch_size=int(decode.batch_size.max()),
                 max_draft_batch_size=int(decode.draft_batch_size.max()),
                 num_target_graphs=len(records["target"]),

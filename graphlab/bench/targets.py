@@ -14,6 +14,7 @@ import pandas as pd
 
 from graphlab.bench.suites import Suite
 from graphlab.bench.sweeps import LATENCY_ENGINE
+from graphlab.sizing.dispatch import BatchUnit, RunMode
 
 # name -> (threshold, whether the value must reach it from above). The project's goals:
 TARGETS = {
@@ -189,7 +190,7 @@ def v1_cliff(latency: pd.DataFrame) -> list[str]:
     below (at) it and just above it, where the verify step leaves the graphs."""
     if "batch_unit" not in latency.columns:
         return []
-    rows = latency[(latency["batch_unit"] == "tokens") & (latency["mode"] == "graph")]
+    rows = latency[(latency["batch_unit"] == BatchUnit.TOKENS) & (latency["mode"] == RunMode.GRAPH)]
     lines = []
     for (model, engine), group in rows.groupby(["model", "engine"], sort=False):
         limit = int(group["graph_limit"].iloc[0])

@@ -10,6 +10,7 @@ import pandas as pd
 
 from graphlab.bench.costs import POOLED_WINDOW, guard_run_cost
 from graphlab.bench.stats import NO_DIFFERENCE, VERDICTS, Comparison, compare, load_warning
+from graphlab.sizing.dispatch import BatchPath, RunMode
 
 
 def verdict_counts(verdicts: pd.Series) -> dict[str, int]:
@@ -21,7 +22,7 @@ def verdict_counts(verdicts: pd.Series) -> dict[str, int]:
 def mode_comparisons(rows: pd.DataFrame) -> pd.DataFrame:
     """latency_rows' graph-mode rows, each with eager mode over graph mode as graphlab.bench.stats
     prints it: `unit` (tokens or rows), `interval`, and `sentence`, verdict included."""
-    graph_mode = rows[rows["mode"] == "graph"]
+    graph_mode = rows[rows["mode"] == RunMode.GRAPH]
     units, intervals, sentences = [], [], []
     for _, row in graph_mode.iterrows():
         units.append("tokens" if row.get("batch_unit") == "tokens" else "rows")
@@ -37,7 +38,7 @@ def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
     """Per (engine, path) of latency_rows' graph-mode rows: the `sizes`, their fewest `repeats`,
     how many eager-over-graph intervals give each verdict (`counts`, each from its own interval)
     and how many exclude 1 (`crossed`)."""
-    graph_mode = rows[rows["mode"] == "graph"]
+    graph_mode = rows[rows["mode"] == RunMode.GRAPH]
     found = []
     for (engine, path), part in graph_mode.groupby(["engine", "path"], sort=False):
         counts = verdict_counts(part.eager_over_verdict)
@@ -72,7 +73,7 @@ def guard_summary(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WIND
     says when this machine cannot decide it); the per-size verdict counts at the `eager` sizes
     and, as a control for noise, where both engines replay the same padded graph (`control`),
     each as (sizes, counts)."""
-    eager = price[price.path == "eager"]
+    eager = price[price.path == BatchPath.EAGER]
     sizes = [n for n in window if n in eager.index]
     pooled = None
     if sizes:

@@ -15,6 +15,7 @@ from graphlab.engine.graphs import NUM_WARMUPS, CaptureSession, GraphRecord
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice, check_instance, check_int, check_sizes
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, BatchUnit
 from graphlab.sizing.engines import GRAPH_POOLS, SizingPolicy, get_engine
 
 
@@ -23,7 +24,7 @@ class StepRecord:
     """How one decode step ran."""
 
     batch_size: int
-    path: str  # V0: "graph" | "eager"; V1: "full" | "piecewise" | "eager"
+    path: BatchPath  # V0: GRAPH | EAGER; V1: FULL | PIECEWISE | EAGER
     graph_size: int | None  # the replayed graph's size on the graph path
     time_ms: float  # on `clock`: CUDA events on a GPU, the torch thread's CPU time on a CPU
     wall_ms: float  # the same step on the wall clock, recorded beside it
@@ -40,7 +41,7 @@ class DecodeRunner:
 
     runner_shape: str  # the generation of vLLM's runner it models: "V0" or "V1"
     engines: tuple[str, ...]  # the engines it takes
-    batch_unit: str  # what StepRecord.batch_size counts: V0 rows, V1 tokens
+    batch_unit: BatchUnit  # what StepRecord.batch_size counts: V0 rows, V1 tokens
     query_len: int  # tokens per request its graphs hold: V0 1, V1 1 + k
 
     def __init__(
@@ -92,8 +93,9 @@ class DecodeRunner:
         """Each runner shape captures its families here (V0: one; V1: FULL, then PIECEWISE)."""
         raise NotImplementedError
 
-    def dispatch(self, n: int) -> tuple[str, int | None]:
-        """(path, graph size) of a batch of n (V0 rows, V1 tokens); ("eager", None) off graphs."""
+    def dispatch(self, n: int) -> tuple[BatchPath, int | None]:
+        """(path, the size looked up) of a batch of n (V0 rows, V1 tokens); (EAGER, None) off
+        graphs."""
         raise NotImplementedError
 
     def _scheduled_tokens(
@@ -120,7 +122,7 @@ class DecodeRunner:
         return counts
 
     def _record(
-        self, batch_size: int, path: str, graph_size: int | None, timer: StepTimer
+        self, batch_size: int, path: BatchPath, graph_size: int | None, timer: StepTimer
     ) -> StepRecord:
         return StepRecord(
             batch_size=batch_size,

@@ -17,13 +17,14 @@ import torch
 
 from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.runner import DecodeRunner, StepRecord
+from graphlab.sizing.dispatch import BatchPath, BatchUnit
 from graphlab.sizing.engines import V0_ENGINES
 
 
 class V0ModelRunner(DecodeRunner):
     """Decode steps of one model (whose KV cache is allocated) under one V0 sizing engine."""
 
-    runner_shape, engines, batch_unit, query_len = "V0", V0_ENGINES, "rows", 1
+    runner_shape, engines, batch_unit, query_len = "V0", V0_ENGINES, BatchUnit.ROWS, 1
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""
@@ -38,13 +39,13 @@ class V0ModelRunner(DecodeRunner):
     def _use_captured_graph(self, batch_size: int) -> bool:
         return not self.enforce_eager and batch_size <= self.graph_limit
 
-    def dispatch(self, batch_size: int) -> tuple[str, int | None]:
-        """("graph", padded size) when V0's _use_captured_graph(n) holds, else ("eager", None);
+    def dispatch(self, batch_size: int) -> tuple[BatchPath, int | None]:
+        """(GRAPH, padded size) when V0's _use_captured_graph(n) holds, else (EAGER, None);
         the padded size (V0's _get_graph_batch_size) need not have been captured: execute_model
         looks it up in graph_runners, where vllm-0.5.5's KeyError comes from."""
         if not self._use_captured_graph(batch_size):
-            return "eager", None
-        return "graph", self.engine.padded_size(batch_size, self.capture_sizes)
+            return BatchPath.EAGER, None
+        return BatchPath.GRAPH, self.engine.padded_size(batch_size, self.capture_sizes)
 
     def execute_model(
         self,
@@ -64,9 +65,9 @@ class V0ModelRunner(DecodeRunner):
         """
         self._scheduled_tokens(input_ids, positions, seq_slots, num_scheduled_tokens)
         n, q = input_ids.shape
-        path, padded = self.dispatch(n) if q == self.query_len else ("eager", None)
+        path, padded = self.dispatch(n) if q == self.query_len else (BatchPath.EAGER, None)
         graph = None
-        if path == "graph":
+        if path is BatchPath.GRAPH:
             graph = self.graph_runners[padded]  # an uncaptured padded size: V0's KeyError
         logits, timer = self._timed_step(graph, input_ids, positions, seq_slots)
         return logits, self._record(n, path, padded, timer)

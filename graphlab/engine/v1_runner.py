@@ -23,7 +23,7 @@ from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError, check_int
-from graphlab.sizing.dispatch import BatchPath, graph_families
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, graph_families
 from graphlab.sizing.engines import ALL_V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
 
@@ -36,7 +36,7 @@ class V1ModelRunner(DecodeRunner):
     graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    runner_shape, engines, batch_unit = "V1", ALL_V1_ENGINES, "tokens"
+    runner_shape, engines, batch_unit = "V1", ALL_V1_ENGINES, BatchUnit.TOKENS
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""
@@ -99,11 +99,12 @@ class V1ModelRunner(DecodeRunner):
             )
         # uniform: the counts sum to B * q; otherwise the rows still carry B * q tokens
         path, graph_size = self.dispatch(num_reqs * q, all(c == q for c in counts))
-        if path == "crash":  # vLLM 0.12/0.13's dispatcher assertion (graphlab.sizing.families)
+        if path is BatchPath.CRASH:  # vLLM 0.12-0.17's dispatcher assertion (PlainFull)
             raise AssertionError(uniform_padding_assertion(graph_size, q))
         graph = None
-        if path != "eager":
-            graph = (self.piecewise_graphs if path == "piecewise" else self.graphs)[graph_size]
+        if path.replays:
+            piecewise = path is BatchPath.PIECEWISE
+            graph = (self.piecewise_graphs if piecewise else self.graphs)[graph_size]
         logits, timer = self._timed_step(graph, input_ids, positions, seq_slots)
         return logits, self._record(sum(counts), path, graph_size, timer)
 

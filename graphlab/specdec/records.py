@@ -13,6 +13,7 @@ import pandas as pd
 from graphlab.engine.device import BACKENDS
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import ALL_V1_ENGINES, GRAPH_POOLS, V0_ENGINES
 
 if TYPE_CHECKING:  # a field's type only: SpecDecodeConfig stays checkable before torch loads
@@ -152,12 +153,13 @@ class GenerateOutput:
         m = self.metrics
         decode = frame[frame.kind == "decode"]
         sizes = sorted(int(n) for n in decode.batch_size.unique())
+        eager = int((decode.path == BatchPath.EAGER).sum())
         return "\n".join(
             [
                 table.to_string(index=False, float_format=lambda x: f"{x:.2f}"),
                 "",
-                f"decode steps: {len(decode)}, on graphs: {int((decode.path != 'eager').sum())}, "
-                f"eager: {int((decode.path == 'eager').sum())}; scorer batch sizes seen: {sizes}",
+                f"decode steps: {len(decode)}, on graphs: {len(decode) - eager}, "
+                f"eager: {eager}; scorer batch sizes seen: {sizes}",
                 f"vLLM V1 counts: num_drafts {m.num_drafts}, "
                 f"num_draft_tokens {m.num_draft_tokens}, "
                 f"num_accepted_tokens {m.num_accepted_tokens} (accepted prefixes), "
