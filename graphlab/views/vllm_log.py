@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from graphlab.sizing.dispatch import CUDAGraphMode
 from graphlab.views.style import PATH_COLORS, SUBTITLE_CHARS, WIDTH_IN, require_columns
 
 MAX_BARS = 120  # log-spaced token bins across the top panel
@@ -67,7 +68,7 @@ def plot_logged_steps(df: pd.DataFrame, provenance: str) -> Figure:
         xlabel="tokens per step (unpadded)", ylabel="padding tokens per step", ylim=(-0.5, None)
     )
     total = int(df["count"].sum())
-    without = int(df["count"][df.runtime_mode == "NONE"].sum())
+    without = int(df["count"][df.runtime_mode == CUDAGraphMode.NONE].sum())
     fig.suptitle(
         "\n".join(
             [f"Steps by runtime mode: {total} steps, {without} without a graph"]
