@@ -131,6 +131,7 @@ def plan_ms(quick: bool):
 
     from graphlab.sizing.config import SizingConfig
     from graphlab.sizing.plan import Budget, SizeTable, plan
+    from graphlab.sizing.versions import DEFAULT_ENGINE
 
     # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
@@ -147,7 +148,7 @@ def plan_ms(quick: bool):
     return [
         (
             name,
-            _median_ms(partial(plan, "vllm-0.33.0", config, **kwargs), 1 if quick else n, 0),
+            _median_ms(partial(plan, DEFAULT_ENGINE, config, **kwargs), 1 if quick else n, 0),
             "ms",
         )
         for name, (kwargs, n) in cases.items()

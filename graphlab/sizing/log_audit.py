@@ -25,6 +25,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.versions import DEFAULT_ENGINE
 from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
 
@@ -38,7 +39,6 @@ TABLE_HEADINGS = {
     "kit_runtime_mode": "kit mode",
     "full_graph_could_serve": "FULL could serve",
 }
-NEWEST = "vllm-0.33.0"
 # SizingConfig's fields a log or the command line can set, and how the command line names them.
 FIELDS = (
     "max_num_seqs",
@@ -55,11 +55,14 @@ def engine_for_version(version: str | None) -> tuple[str, str | None]:
     """(the kit engine whose rules a log of this vLLM version is audited with, a note saying what
     was assumed, or None where graphlab.sizing.versions maps the release to an engine)."""
     if version is None:
-        return NEWEST, f"the log does not name its vLLM version: assumed {NEWEST}'s rules"
+        return (
+            DEFAULT_ENGINE,
+            f"the log does not name its vLLM version: assumed {DEFAULT_ENGINE}'s rules",
+        )
     try:
         return release_engine(version), None
     except GraphlabError as error:
-        return NEWEST, f"{error}; assumed {NEWEST}'s rules"
+        return DEFAULT_ENGINE, f"{error}; assumed {DEFAULT_ENGINE}'s rules"
 
 
 def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, ...]]:
