@@ -159,13 +159,13 @@ def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
     """Best plan over every subset of the sizes vLLM keeps (multiples of 1+k up to T, up to one past
     the largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
     (mean step latency,) with latency tables; None when no subset fits the budget."""
-    q = cfg.decode_query_len
-    tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
+    q, policy = cfg.decode_query_len, get_engine(engine)
+    tokens = policy.effective_max_num_batched_tokens(cfg)
     universe = [s for s in range(q, min(tokens, int(workload.sizes[-1]) + 2 * q) + 1, q)]
     best = None
     for g in range(1, (budget.max_graphs or len(universe)) + 1):
         for subset in itertools.combinations(universe, g):
-            out = evaluate(engine, cfg, subset, workload, memory, budget.graph_pool, latency)
+            out = evaluate(policy, cfg, subset, workload, memory, budget.graph_pool, latency)
             if budget.memory_mib is not None and out.memory_bytes > budget.memory_mib * MIB:
                 continue
             if len(set(out.padded.tolist()) - {0}) < g:  # a graph no batch replays is not a plan
@@ -257,12 +257,13 @@ def property_configs():
 
 @pytest.mark.parametrize("engine,cfg", list(property_configs()))
 def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine, cfg):
-    default = get_engine(engine).capture_sizes(cfg)
+    policy = get_engine(engine)
+    default = policy.capture_sizes(cfg)
     if not default:  # 0.12/0.13 refuse to start there: no default to beat
         return
     memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
     budget_mib = (
-        evaluate(engine, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+        evaluate(policy, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
     )
     for budget in (Budget(len(default)), Budget(len(default), budget_mib)):
         free = plan(engine, cfg, None, budget, memory)
@@ -943,7 +944,7 @@ def test_eager_penalty_optimum_equals_brute_force():
                 tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
                 universe = range(q, min(tokens, int(load.sizes[-1]) + 2 * q) + 1, q)
                 best = min(
-                    result.mean_cost(evaluate(engine, cfg, subset, load))
+                    result.mean_cost(evaluate(get_engine(engine), cfg, subset, load))
                     for g in range(1, graphs + 1)
                     for subset in itertools.combinations(universe, g)
                 )
@@ -982,7 +983,8 @@ def test_log_plan_equals_brute_force_over_the_replays():
     for case in range(24):
         seqs, k, tokens = int(rng.integers(2, 7)), int(rng.integers(1, 3)), 30
         mode = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")[case % 2]
-        engine = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        name = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        engine = get_engine(name)
         cfg = SizingConfig(seqs, k, tokens, cudagraph_mode=mode)
         uniform = [(int(m) * (k + 1), "FULL") for m in rng.integers(1, seqs + 1, 4)]
         mixed = [(int(n), "PIECEWISE") for n in rng.integers(1, tokens + 1, 4)]
@@ -999,7 +1001,7 @@ def test_log_plan_equals_brute_force_over_the_replays():
             if (replayed := replay(engine, cfg, traffic, sizes)).steps_without_graph <= allowed
         )
         assert result.plan.steps_without_graph <= allowed
-        assert result.plan.padding_tokens == best, (engine, mode, seqs, k, current)
+        assert result.plan.padding_tokens == best, (name, mode, seqs, k, current)
 
 
 def test_a_ceiling_equal_to_the_smallest_graph_plans_that_one_graph(capsys, tmp_path):

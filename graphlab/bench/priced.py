@@ -61,13 +61,13 @@ class _StepPrices:
 def _mean_steps(engines, cfg: SizingConfig, prices) -> dict:
     """{engine: its mean step over every reachable batch once, priced with (graph, eager)
     SizeTables} for engines whose config does not crash."""
+    policies = {engine: get_engine(engine) for engine in engines}
     return {
         engine: evaluate(
-            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg),
-            latency=prices,
+            policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg), latency=prices
         ).mean_step_ms
-        for engine in engines
-    }  # fmt: skip
+        for engine, policy in policies.items()
+    }
 
 
 def _resampled_medians(latency: pd.DataFrame, samples: pd.DataFrame, resamples: int):
@@ -104,9 +104,8 @@ def priced_sizing(
     means = _mean_steps(priced, cfg, prices.tables()[0])
     rows = []
     for engine in engines:
-        outcome = evaluate(
-            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg)
-        )
+        policy = get_engine(engine)
+        outcome = evaluate(policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg))
         rows.append(
             dict(
                 engine=engine,

@@ -24,7 +24,7 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingPolicy, get_engine
 from graphlab.sizing.versions import DEFAULT_ENGINE
 from graphlab.sizing.versions import engine_for_version as release_engine
 from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
@@ -110,12 +110,16 @@ class LogAudit:
     """The log's rows beside the kit's dispatch, with the config and engine it was audited at."""
 
     log: VllmLog
-    engine: str
+    policy: SizingPolicy
     cfg: SizingConfig
     rows: pd.DataFrame  # the log's frame plus kit_padded_tokens, kit_runtime_mode, agrees, ...
     capture_sizes_agree: bool  # the logged sizes give the graphs the kit's sizing gives
     kit_capture_sizes: tuple[int, ...]
     notes: tuple[str, ...]
+
+    @property
+    def engine(self) -> str:
+        return self.policy.name
 
     def summary(self) -> dict:
         r, n = self.rows, self.rows.unpadded_tokens * self.rows["count"]
@@ -152,7 +156,7 @@ class LogAudit:
         """What the audit assumed because neither the log nor the command line said it."""
         assumed = []
         if self.cfg.cudagraph_mode is None:
-            mode = get_engine(self.engine).cudagraph_mode(self.cfg)
+            mode = self.policy.cudagraph_mode(self.cfg)
             assumed.append(f"cudagraph_mode ({mode}, the engine's default)")
         if self.log.capture_sizes is None:
             assumed.append(f"the capture sizes ({self.engine}'s own sizing)")
@@ -211,7 +215,7 @@ class LogAudit:
             )
             lines += self._disagreements(bad)
         cfg = self.cfg
-        tokens = get_engine(self.engine).effective_max_num_batched_tokens(cfg)
+        tokens = self.policy.effective_max_num_batched_tokens(cfg)
         lines += [
             f"vLLM {version} log {log.source}: {log.intervals} stats intervals, engines "
             f"{', '.join(log.engines)}; audited with {self.engine} at max_num_seqs="
@@ -325,7 +329,7 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     frame["full_graph_could_serve"] = could  # 0: none, or not a whole number of verify requests
     return LogAudit(
         log=log,
-        engine=engine,
+        policy=policy,
         cfg=cfg,
         rows=frame,
         capture_sizes_agree=families == kit,

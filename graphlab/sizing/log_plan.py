@@ -34,7 +34,7 @@ import numpy as np
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import get_engine, round_up
+from graphlab.sizing.engines import SizingPolicy, round_up
 from graphlab.sizing.families import separate_routine
 from graphlab.sizing.optimum import Budget, optimum
 from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
@@ -131,10 +131,10 @@ class Replay:
         }
 
 
-def replay(engine, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
+def replay(policy: SizingPolicy, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
     """Every logged step dispatched on the capture list `sizes` (as given to vLLM; a rounding
     engine rounds it as at start-up), by graphlab.sizing.families' rule."""
-    families = graph_families(engine, cfg, sizes)
+    families = graph_families(policy, cfg, sizes)
     per_family, served = {}, {}
     for name, ns, counts in (
         ("uniform", traffic.uniform_sizes, traffic.uniform_counts),
@@ -259,7 +259,7 @@ class LogPlan:
 
 
 def plan_for_log(
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     traffic: LoggedTraffic,
     current_sizes,
@@ -270,7 +270,6 @@ def plan_for_log(
     leaving no more steps without a graph than current_sizes (the list vLLM captured) do (or, with
     eager_penalty, the least padding plus penalty per eager step), and the best capturing no more
     graphs than current_sizes (the plan too when max_graphs is None); see the module docstring."""
-    policy = get_engine(engine)
     current = tuple(sorted({int(s) for s in current_sizes}))
     if not current:
         raise GraphlabError("the log's deployment captured no graph: there are no sizes to plan")
@@ -321,7 +320,7 @@ def _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_
 
 def log_plan_report(
     log,
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     notes=(),
     user_compilation: dict | None = None,
@@ -332,10 +331,9 @@ def log_plan_report(
     its report: the replays, the headline and the compilation config to set (user_compilation's
     other keys kept); a note first where the kit's replay of the current sizes differs from the
     logged padding. What `plan --vllm-log` prints and vLLM's stat logger plugin writes."""
-    policy = get_engine(engine)
     error = policy.startup_error(cfg)
     if error:
-        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+        raise GraphlabError(f"{policy.name} refuses the log's config: {error}")
     current = log.value("capture_sizes") or policy.capture_sizes(cfg)
     frame = log.frame()
     traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
@@ -343,7 +341,7 @@ def log_plan_report(
         "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
         "steps_without_graph": int(frame["count"][frame.runtime_mode == "NONE"].sum()),
     }
-    result = plan_for_log(engine, cfg, traffic, current, max_graphs, eager_penalty)
+    result = plan_for_log(policy, cfg, traffic, current, max_graphs, eager_penalty)
     replayed = {key: getattr(result.current, key) for key in logged}
     if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
         notes = (
@@ -362,7 +360,7 @@ def log_plan_report(
     data = {
         "source": log.source,
         "vllm_version": log.value("vllm_version"),
-        "engine": engine,
+        "engine": policy.name,
         "max_num_seqs": cfg.max_num_seqs,
         "num_speculative_tokens": cfg.num_speculative_tokens,
         "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),

@@ -317,7 +317,7 @@ def plan(
             "candidates are exact while graph latency and memory grow with size"
         )
     return Plan(
-        policy.name,
+        policy,
         cfg,
         tokens,
         workload,

@@ -22,7 +22,7 @@ def at_default_footing(result: Plan) -> Plan:
     if not sizes:
         return result
     return plan(
-        result.engine,
+        result.policy,
         result.config,
         result.workload,
         Budget(len(sizes), graph_pool=result.budget.graph_pool),

@@ -10,7 +10,7 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, get_engine
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
 from graphlab.sizing.optimum import Budget
 from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan_inputs import SizeTable, Workload
@@ -31,7 +31,7 @@ class Outcome:
 
 
 def evaluate(
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     sizes,
     workload: Workload,
@@ -40,7 +40,6 @@ def evaluate(
     latency: tuple[SizeTable, SizeTable] | None = None,
 ) -> Outcome:
     """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
-    policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
     batches = policy.dispatch_batches(workload.sizes, cfg, capture)
     path, graph_size = batches.path, batches.graph_size
@@ -94,7 +93,7 @@ def vllm_flag(compilation: dict) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    engine: str
+    policy: SizingPolicy
     config: SizingConfig
     max_num_batched_tokens: int
     workload: Workload
@@ -128,6 +127,10 @@ class Plan:
         return outcome.mean_padding_waste + (penalty or 0.0) * eager
 
     @property
+    def engine(self) -> str:
+        return self.policy.name
+
+    @property
     def capture_sizes(self) -> tuple[int, ...]:
         return self.plan.capture_sizes
 
@@ -135,7 +138,7 @@ class Plan:
     def default_full_sizes(self) -> tuple[int, ...]:
         """The FULL uniform-decode graphs of the engine's default (its capture sizes rounded up to
         multiples of 1 + k, graphlab.sizing.dispatch): the graphs `default` replays."""
-        return graph_families(self.engine, self.config).full_sizes
+        return graph_families(self.policy, self.config).full_sizes
 
     @property
     def above_ceiling(self) -> tuple[int, ...]:
@@ -175,7 +178,7 @@ class Plan:
             "max_num_seqs": self.config.max_num_seqs,
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
-            "cudagraph_mode": get_engine(self.engine).cudagraph_mode(self.config),
+            "cudagraph_mode": self.policy.cudagraph_mode(self.config),
             "workload": self.workload.source,
             "cost": self.cost,
             "eager_penalty": self.eager_penalty,
