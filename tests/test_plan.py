@@ -209,7 +209,7 @@ def test_brute_force_covers_enough_cases():
 @pytest.mark.parametrize("chunk", range(3))
 def test_padding_optimum_equals_brute_force(chunk):
     for engine, cfg, workload, rng in CASES[chunk::3]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         memory = linear_memory(200)
         for budget in (
             Budget(1),
@@ -234,7 +234,7 @@ def test_padding_optimum_equals_brute_force(chunk):
 @pytest.mark.parametrize("chunk", range(2))
 def test_latency_optimum_equals_brute_force(chunk):
     for engine, cfg, workload, rng in CASES[chunk::2]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         latency, memory = random_latency(rng, 200), linear_memory(200)
         for budget in (Budget(1), Budget(3), Budget(2, 0.06), Budget(3, 0.12, "separate")):
             try:
@@ -263,7 +263,7 @@ def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine,
         return
     memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
     budget_mib = (
-        evaluate(policy, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+        evaluate(policy, cfg, default, uniform_workload(policy, cfg), memory).memory_bytes / MIB
     )
     for budget in (Budget(len(default)), Budget(len(default), budget_mib)):
         free = plan(engine, cfg, None, budget, memory)
@@ -276,7 +276,7 @@ def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine,
         assert same.plan.mean_padding_waste <= same.default.mean_padding_waste + 1e-9
     # Coverage first: with only a graph budget the largest reachable batch always has a graph.
     assert (
-        free.capture_sizes[-1] >= uniform_workload(engine, cfg).sizes[-1]
+        free.capture_sizes[-1] >= uniform_workload(get_engine(engine), cfg).sizes[-1]
         or budget.memory_mib is not None
     )
 
@@ -936,7 +936,7 @@ def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
 def test_eager_penalty_optimum_equals_brute_force():
     # the cost: mean padding + penalty per eager step, over every subset of the kept sizes
     for engine, cfg, workload, _rng in CASES[::4]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         for penalty in (0.0, 2.5, 40.0):
             for graphs in (1, 2):
                 result = plan(engine, cfg, workload, Budget(graphs), eager_penalty=penalty)

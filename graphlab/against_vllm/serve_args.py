@@ -284,11 +284,11 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     vllm.entrypoints.openai.api_server ...`), parsed by the installed vLLM's own `vllm serve`
     parser (`make_arg_parser`; no model is resolved or loaded): max_num_seqs and
     max_num_batched_tokens (unset: vLLM's defaults on `device_tier`, graphlab.sizing.
-    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens, cudagraph_capture_sizes /
-    max_cudagraph_capture_size as flags or inside compilation_config (both at once is vLLM's
-    "mutually exclusive" error), cudagraph_mode after -O levels and --enforce-eager, and
-    --performance-mode. Malformed JSON and an unknown cudagraph_mode are refused before vLLM is
-    imported. GraphlabError for anything vLLM rejects, or without vllm.
+    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens,
+    cudagraph_capture_sizes / max_cudagraph_capture_size as flags or inside compilation_config
+    (both at once is vLLM's "mutually exclusive" error), cudagraph_mode after -O levels and
+    --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
+    refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
     """
     batch_defaults(device_tier)  # an unknown tier fails before the slow import
     words = _entrypoint_words(command_line)

@@ -20,7 +20,6 @@ from graphlab.cli.arguments import (
 from graphlab.cli.serve_line import add_vllm_args, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import (
     ALL_V1_ENGINES,
     DEFAULT_GRAPH_CEILING,
@@ -192,7 +191,7 @@ def _same_footing_lines(result, d) -> list[str]:
     the default's steps above its largest FULL graph), then what the flag does to the PIECEWISE
     graphs and any planned size above vLLM's default ceiling."""
     full, raw = d["default_full_sizes"], d["default_capture_sizes"]
-    mixed = graph_families(result.policy, result.config).mixed_family
+    mixed = result.default_families.mixed_family
     lines = []
     if full:
         same = at_default_footing(result).plan

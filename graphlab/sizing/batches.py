@@ -56,7 +56,6 @@ def reachable_batch_sizes(policy: SizingPolicy, cfg: SizingConfig) -> np.ndarray
     "rows" of batch expansion, "tokens" of 1 + k per request up to max_num_batched_tokens,
     or "requests")."""
     check_instance("cfg", cfg, SizingConfig)
-    check_instance("policy", policy, SizingPolicy)
     if policy.batch_unit == "rows":
         return batch_expansion_sizes(cfg)
     query_len = cfg.decode_query_len if policy.batch_unit == "tokens" else 1

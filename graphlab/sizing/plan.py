@@ -37,6 +37,7 @@ from graphlab.sizing.engines import (
     GRAPH_POOLS,
     MIB,
     V1_ENGINES,
+    SizingPolicy,
     get_engine,
     round_up,
 )
@@ -79,10 +80,9 @@ __all__ = [
 ]
 
 
-def uniform_workload(engine, cfg: SizingConfig) -> Workload:
+def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
     """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in
     max_num_batched_tokens, once."""
-    policy = get_engine(engine)
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
         raise GraphlabError(

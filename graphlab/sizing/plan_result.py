@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
+from graphlab.sizing.families import GraphFamilies, families_for
 from graphlab.sizing.optimum import Budget
 from graphlab.sizing.outcomes import GRAPH
 from graphlab.sizing.plan_inputs import SizeTable, Workload
@@ -135,10 +135,15 @@ class Plan:
         return self.plan.capture_sizes
 
     @property
+    def default_families(self) -> GraphFamilies:
+        """The graph families of the engine's default sizing at this config."""
+        return families_for(self.policy, self.config)
+
+    @property
     def default_full_sizes(self) -> tuple[int, ...]:
         """The FULL uniform-decode graphs of the engine's default (its capture sizes rounded up to
-        multiples of 1 + k, graphlab.sizing.dispatch): the graphs `default` replays."""
-        return graph_families(self.policy, self.config).full_sizes
+        multiples of 1 + k, graphlab.sizing.families): the graphs `default` replays."""
+        return self.default_families.full_sizes
 
     @property
     def above_ceiling(self) -> tuple[int, ...]:
