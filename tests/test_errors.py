@@ -8,7 +8,7 @@ import pytest
 
 import graphlab as g
 from graphlab.errors import BadInput, GraphlabError, UnreadableInput, check_choice, check_input_file
-from graphlab.sizing.plan_inputs import read_latency
+from graphlab.sizing.planner.inputs import read_latency
 
 
 def test_a_bad_choice_is_bad_input():

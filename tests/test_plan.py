@@ -1,4 +1,4 @@
-"""`graphlab.sizing.plan` and `python -m graphlab plan`: exact optimum, never worse than the
+"""`graphlab.sizing.planner.plan` and `python -m graphlab plan`: exact optimum, never worse than the
 default, inputs, CLI."""
 
 import itertools
@@ -12,7 +12,8 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine, round_for_spec_decode
-from graphlab.sizing.plan import (
+from graphlab.sizing.planner.compare import eager_penalty_tokens, fewest_graphs
+from graphlab.sizing.planner.plan import (
     MIB,
     V1_ENGINES,
     Budget,
@@ -24,8 +25,7 @@ from graphlab.sizing.plan import (
     read_spec_decode_steps,
     uniform_workload,
 )
-from graphlab.sizing.plan_compare import eager_penalty_tokens, fewest_graphs
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.result import evaluate
 
 V0, V1 = (
     dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0),
@@ -904,7 +904,7 @@ def test_bad_planner_inputs_raise_one_clear_error(make, named):
 
 
 def test_a_programme_too_large_for_seconds_is_refused_at_once(capsys):
-    from graphlab.sizing.plan import MAX_PROGRAMME_CELLS
+    from graphlab.sizing.planner.plan import MAX_PROGRAMME_CELLS
 
     code, out, err = run(
         capsys,
@@ -977,7 +977,7 @@ def test_an_eager_penalty_in_tokens_from_measured_curves():
 def test_log_plan_equals_brute_force_over_the_replays():
     # every list of at most 2 sizes up to T replayed by the kit's dispatch: the log planner's
     # padding is the least of those leaving no more steps without a graph than the current list
-    from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log, replay
+    from graphlab.sizing.planner.log_plan import LoggedTraffic, plan_for_log, replay
 
     rng = np.random.default_rng(5)
     for case in range(24):

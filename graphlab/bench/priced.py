@@ -14,9 +14,9 @@ from graphlab.bench.stats import Comparison, bootstrap_interval
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.plan import uniform_workload
-from graphlab.sizing.plan_inputs import SizeTable
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.inputs import SizeTable
+from graphlab.sizing.planner.plan import uniform_workload
+from graphlab.sizing.planner.result import evaluate
 
 
 class _StepPrices:

@@ -1,6 +1,6 @@
 """`plan --vllm-log FILE`: capture sizes for the logged traffic, per graph family, with the logged
 steps replayed through the kit's dispatch on the current sizes and on the plan
-(graphlab.sizing.log_plan); what the log lacks comes from --vllm-args or the flags."""
+(graphlab.sizing.planner.log_plan); what the log lacks comes from --vllm-args or the flags."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from graphlab.cli.vllm_log import given_values
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import engine_for_version, logged_config
-from graphlab.sizing.log_plan import log_plan_report
+from graphlab.sizing.planner.log_plan import log_plan_report
 from graphlab.sizing.vllm_log import read_vllm_log
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.

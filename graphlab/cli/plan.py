@@ -31,8 +31,8 @@ from graphlab.sizing.limits import (
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
-from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
-from graphlab.sizing.plan_compare import at_default_footing
+from graphlab.sizing.planner.compare import at_default_footing
+from graphlab.sizing.planner.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
 from graphlab.sizing.versions import DEFAULT_ENGINE
 
 
@@ -300,7 +300,7 @@ def _line_lines(line, result) -> list[str]:
 
 def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
     """cudagraph_mode NONE: no flag, and why."""
-    from graphlab.sizing.plan import NO_GRAPHS
+    from graphlab.sizing.planner.plan import NO_GRAPHS
 
     notes = list(line.notes) if line is not None else []
     if as_json:
@@ -316,7 +316,7 @@ def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
 
 
 def run(args) -> int:
-    from graphlab.sizing import plan
+    from graphlab.sizing.planner import plan
 
     if args.vllm_log is not None:
         from graphlab.cli import log_plan

@@ -13,9 +13,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import AuditReport
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.outcomes import GRAPH
-from graphlab.sizing.plan import uniform_workload
-from graphlab.sizing.plan_inputs import SizeTable, read_latency
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.inputs import SizeTable, read_latency
+from graphlab.sizing.planner.plan import uniform_workload
+from graphlab.sizing.planner.result import evaluate
 
 
 @lru_cache(maxsize=8)

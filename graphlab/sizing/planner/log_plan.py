@@ -13,7 +13,7 @@ smallest chosen size c at or above its threshold: a mixed step of n tokens by c 
 c - n; a uniform one by c >= n - q + 1 (then round_up(c, q) >= n), padding round_up(c, q) - n
 (c - n on the PIECEWISE graph where round_up(c, q) is above S*q, which has no FULL graph).
 Both grow with c, so the thresholds and the step sizes (the largest graph decides which steps
-run eagerly) are candidates enough, and the interval programme of graphlab.sizing.optimum is
+run eagerly) are candidates enough, and the interval programme of graphlab.sizing.planner.optimum is
 exact. Engines that round the whole list at start-up (0.12, 0.13) and FULL_DECODE_ONLY are planned
 on multiples of q only. A step above the largest size runs eagerly: by default the plan may leave
 no more steps without a graph than the current sizes do (least padding among those);
@@ -36,8 +36,8 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import SizingPolicy, round_up
 from graphlab.sizing.families import separate_routine
-from graphlab.sizing.optimum import Budget, optimum
-from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
+from graphlab.sizing.planner.optimum import Budget, optimum
+from graphlab.sizing.planner.result import compilation_with_sizes, vllm_flag
 
 FAMILIES = ("uniform", "mixed")  # uniform decode steps (FULL graphs), every other step
 # Candidates above this are merged onto a coarser grid (the programme holds candidates^2 cells).

@@ -41,10 +41,9 @@ from graphlab.sizing.engines import (
     get_engine,
     round_up,
 )
-from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
-# Inputs and their readers live in plan_inputs; re-exported as the planner's API (notebook 06, CLI).
-from graphlab.sizing.plan_inputs import (
+# Inputs and their readers live in `inputs`; re-exported as the planner's API (notebook 06, CLI).
+from graphlab.sizing.planner.inputs import (
     SizeTable,
     Workload,
     read_batch_sizes,
@@ -52,7 +51,8 @@ from graphlab.sizing.plan_inputs import (
     read_latency,
     read_spec_decode_steps,
 )
-from graphlab.sizing.plan_result import Outcome, Plan, evaluate
+from graphlab.sizing.planner.optimum import Budget, interval_costs, optimum
+from graphlab.sizing.planner.result import Outcome, Plan, evaluate
 
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048

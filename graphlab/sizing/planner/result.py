@@ -11,9 +11,9 @@ import numpy as np
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
 from graphlab.sizing.families import GraphFamilies, families_for
-from graphlab.sizing.optimum import Budget
 from graphlab.sizing.outcomes import GRAPH
-from graphlab.sizing.plan_inputs import SizeTable, Workload
+from graphlab.sizing.planner.inputs import SizeTable, Workload
+from graphlab.sizing.planner.optimum import Budget
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
 

@@ -8,10 +8,10 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.optimum import Budget
-from graphlab.sizing.plan import plan
-from graphlab.sizing.plan_inputs import SizeTable, Workload
-from graphlab.sizing.plan_result import Plan
+from graphlab.sizing.planner.inputs import SizeTable, Workload
+from graphlab.sizing.planner.optimum import Budget
+from graphlab.sizing.planner.plan import plan
+from graphlab.sizing.planner.result import Plan
 
 
 def at_default_footing(result: Plan) -> Plan:
