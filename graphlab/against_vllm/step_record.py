@@ -22,8 +22,8 @@ from pathlib import Path
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
+from graphlab.sizing.log_reader import GraphStep, read_vllm_log
 from graphlab.sizing.planner.log_plan import log_plan_report
-from graphlab.sizing.vllm_log import GraphStep, read_vllm_log
 
 NO_STATS = (
     "no CUDAGraph stats recorded yet: vLLM reports them per step only when started with "

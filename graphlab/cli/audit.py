@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from graphlab.cli import vllm_log
+from graphlab.cli import log_option
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
     add_attention_backend,
@@ -89,7 +89,7 @@ def add_parser(subparsers) -> None:
     add_model_runner(parser)
     add_attention_backend(parser)
     add_vllm_args(parser)
-    vllm_log.add_option(parser)
+    log_option.add_option(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
@@ -117,7 +117,7 @@ def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tup
 
 def run(args) -> int:
     if args.vllm_log is not None:
-        return vllm_log.run_audit(args)
+        return log_option.run_audit(args)
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     policy, version = engine_release(args.engine)

@@ -5,12 +5,12 @@ steps replayed through the kit's dispatch on the current sizes and on the plan
 from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
-from graphlab.cli.vllm_log import given_values
+from graphlab.cli.log_option import given_values
 from graphlab.errors import GraphlabError
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import engine_for_version, logged_config
+from graphlab.sizing.log_reader import read_vllm_log
 from graphlab.sizing.planner.log_plan import log_plan_report
-from graphlab.sizing.vllm_log import read_vllm_log
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.
 UNREAD = ("latency", "graph_memory", "memory_mib", "max_capture_size")

@@ -6,7 +6,7 @@ import argparse
 import json
 
 from graphlab.checkout import reference_file
-from graphlab.cli import vllm_log
+from graphlab.cli import log_option
 from graphlab.cli.arguments import (
     add_config_arguments,
     add_vllm_version,
@@ -97,7 +97,7 @@ def add_parser(subparsers) -> None:
         "per row) and optionally count (default workload: every reachable "
         "step once)",
     )
-    workload.add_argument("--vllm-log", metavar="FILE", help=vllm_log.HELP)
+    workload.add_argument("--vllm-log", metavar="FILE", help=log_option.HELP)
     workload.add_argument(
         "--steps",
         metavar="CSV",

@@ -1,6 +1,6 @@
 """A vLLM log's steps beside the kit's own dispatch: does graphlab.sizing predict what vLLM ran?
 
-Each row of the log's CUDAGraph Stats tables (graphlab.sizing.vllm_log) is a batch of n tokens
+Each row of the log's CUDAGraph Stats tables (graphlab.sizing.log_reader) is a batch of n tokens
 that vLLM ran in a runtime mode at a padded size. The log does not say whether a batch was a
 uniform decode (verify) batch, so the kit dispatches it in the family vLLM logged: a FULL row under
 a mode with separate FULL decode graphs (FULL_AND_PIECEWISE, FULL_DECODE_ONLY) as a uniform decode
@@ -25,9 +25,9 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingPolicy, get_engine
+from graphlab.sizing.log_reader import RUNTIME_MODES, VllmLog
 from graphlab.sizing.versions import DEFAULT_ENGINE
 from graphlab.sizing.versions import engine_for_version as release_engine
-from graphlab.sizing.vllm_log import RUNTIME_MODES, VllmLog
 
 # The printed table's headings: its rows then fit a notebook's 100 columns.
 TABLE_HEADINGS = {

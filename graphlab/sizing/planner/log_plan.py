@@ -56,7 +56,7 @@ class LoggedTraffic:
 
     @classmethod
     def from_frame(cls, frame, mode: str, source: str) -> LoggedTraffic:
-        """graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed): FULL rows under a mode
+        """graphlab.sizing.log_reader's `VllmLog.frame()` (engines summed): FULL rows under a mode
         with separate FULL decode graphs are uniform decode steps, the rest mixed."""
         uniform = (frame.runtime_mode == "FULL") & separate_routine(mode)
         parts = []
@@ -327,7 +327,7 @@ def log_plan_report(
     max_graphs: int | None = None,
     eager_penalty: float | None = None,
 ) -> tuple[LogPlan, dict]:
-    """plan_for_log of a read vLLM log (graphlab.sizing.vllm_log) beside what vLLM logged, and
+    """plan_for_log of a read vLLM log (graphlab.sizing.log_reader) beside what vLLM logged, and
     its report: the replays, the headline and the compilation config to set (user_compilation's
     other keys kept); a note first where the kit's replay of the current sizes differs from the
     logged padding. What `plan --vllm-log` prints and vLLM's stat logger plugin writes."""

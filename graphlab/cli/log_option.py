@@ -1,7 +1,7 @@
 """`--vllm-log FILE` for `audit` and `plan` (graphlab.cli.log_plan): a vLLM `--cudagraph-metrics`
 log as the config and the traffic; what the log lacks comes from --vllm-args or the flags.
 
-The log is read by graphlab.sizing.vllm_log (streamed, "-" for stdin) and audited by
+The log is read by graphlab.sizing.log_reader (streamed, "-" for stdin) and audited by
 graphlab.sizing.log_audit; a flag that contradicts the log is an error naming both values.
 """
 
@@ -11,7 +11,7 @@ from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
 from graphlab.cli.arguments import int_in, joined_sizes, json_text
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import FIELDS, audit_log
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
