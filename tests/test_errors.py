@@ -24,6 +24,10 @@ def test_an_unreadable_file_is_unreadable_input(tmp_path):
         check_input_file("--latency", missing)
     with pytest.raises(UnreadableInput, match="is a folder; give a regular file"):
         read_latency(tmp_path)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(UnreadableInput, match="cannot read CSV .*empty.csv"):
+        read_latency(empty)
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
     with pytest.raises(UnreadableInput, match="is a FIFO"):

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, UnreadableInput
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     assumed_defaults_note,
@@ -211,7 +211,7 @@ def _parse(words: list[str]):
     try:
         args = make_arg_parser(parser).parse_args(words)
     except OSError as error:  # `--config FILE` is read while parsing
-        raise GraphlabError(
+        raise UnreadableInput(
             f"--vllm-args: cannot read {error.filename!r}: {error.strerror}"
         ) from None
     except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
