@@ -8,6 +8,7 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import SizingPolicy
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
 from graphlab.sizing.planner.plan import plan
@@ -31,7 +32,7 @@ def at_default_footing(result: Plan) -> Plan:
 
 
 def fewest_graphs(
-    engine,
+    engine: str | SizingPolicy,
     cfg: SizingConfig,
     workload: Workload | None = None,
     latency: tuple[SizeTable, SizeTable] | None = None,

@@ -256,7 +256,7 @@ def _default_outcome(
 
 
 def plan(
-    engine,
+    engine: str | SizingPolicy,
     cfg: SizingConfig,
     workload: Workload | None = None,
     budget: Budget = Budget(),  # noqa: B008 (a frozen dataclass: the shared default cannot change)
