@@ -34,8 +34,8 @@ _EXPORTS = {
     "SizingConfig": "sizing.config",
     "audit": "sizing.audit",
     "crash_map": "sizing.crash_maps",
-    "plan": "sizing.plan",
-    "Budget": "sizing.optimum",
+    "plan": "sizing.planner.plan",
+    "Budget": "sizing.planner.optimum",
     "build_model": "engine.model",
     "make_runner": "engine.factory",
     "V0ModelRunner": "engine.v0_runner",
@@ -55,8 +55,8 @@ if TYPE_CHECKING:  # what an IDE or type checker sees; at run time each loads on
     from graphlab.sizing.audit import audit as audit
     from graphlab.sizing.config import SizingConfig as SizingConfig
     from graphlab.sizing.crash_maps import crash_map as crash_map
-    from graphlab.sizing.optimum import Budget as Budget
-    from graphlab.sizing.plan import plan as plan
+    from graphlab.sizing.planner.optimum import Budget as Budget
+    from graphlab.sizing.planner.plan import plan as plan
     from graphlab.specdec.engine import run_speculative as run_speculative
     from graphlab.specdec.records import SpecDecodeConfig as SpecDecodeConfig
     from graphlab.specdec.requests import RequestLoad as RequestLoad

@@ -1,4 +1,5 @@
-"""The one exception type for bad user input, and the checks that raise it."""
+"""The exception types for bad user input (GraphlabError and its two kinds), and the checks that
+raise them."""
 
 from __future__ import annotations
 
@@ -19,14 +20,22 @@ class GraphlabError(ValueError):
     """
 
 
+class BadInput(GraphlabError):
+    """A value that is not allowed: a typo, a wrong type, a number out of range."""
+
+
+class UnreadableInput(GraphlabError):
+    """An input file that cannot be read: missing, no permission, or not a regular file."""
+
+
 def check_choice(name: str, value, allowed) -> None:
-    """Raise GraphlabError unless `value` is one of `allowed` (the message lists them)."""
+    """Raise BadInput unless `value` is one of `allowed` (the message lists them)."""
     try:
         known = value in allowed
     except TypeError:  # an unhashable value is in no dict
         known = False
     if not known:
-        raise GraphlabError(f"{name} {value!r} is not one of {', '.join(map(str, allowed))}")
+        raise BadInput(f"{name} {value!r} is not one of {', '.join(map(str, allowed))}")
 
 
 def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int:
@@ -36,12 +45,12 @@ def check_int(name: str, value, minimum: int, maximum: int | None = None) -> int
     if not integer or value < minimum or (maximum is not None and value > maximum):
         allowed = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
         named = f"{name} " if name else ""  # "": argparse names the flag itself
-        raise GraphlabError(f"{named}must be an integer {allowed}, got {value!r}")
+        raise BadInput(f"{named}must be an integer {allowed}, got {value!r}")
     return int(value)
 
 
 def lookup(name: str, value, table: dict, kind: type):
-    """`value` itself when it is a `kind` already, else `table[value]` (GraphlabError listing
+    """`value` itself when it is a `kind` already, else `table[value]` (BadInput listing
     the names when it is none of them): engines, model presets and suites by name or object."""
     if isinstance(value, kind):
         return value
@@ -60,7 +69,7 @@ def check_float(name: str, value, minimum: float, maximum: float | None = None) 
         or (maximum is not None and value > maximum)
     ):
         allowed = f">= {minimum}" if maximum is None else f"in {minimum}..{maximum}"
-        raise GraphlabError(f"{name} must be a finite number {allowed}, got {value!r}")
+        raise BadInput(f"{name} must be a finite number {allowed}, got {value!r}")
     return float(value)
 
 
@@ -70,7 +79,7 @@ def check_sizes(name: str, value, minimum: int, maximum: int | None = None) -> t
     if getattr(value, "ndim", None) == 1:  # a numpy array, without importing numpy here
         value = value.tolist()
     if not isinstance(value, (list, tuple, range)) or not len(value):
-        raise GraphlabError(
+        raise BadInput(
             f"{name} must be a non-empty list or tuple of integers, got "
             f"{type(value).__name__} {value!r}"
         )
@@ -78,9 +87,9 @@ def check_sizes(name: str, value, minimum: int, maximum: int | None = None) -> t
 
 
 def check_instance(name: str, value, kind: type):
-    """`value` itself when it is a `kind`, else GraphlabError naming the type it is."""
+    """`value` itself when it is a `kind`, else BadInput naming the type it is."""
     if not isinstance(value, kind):
-        raise GraphlabError(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
+        raise BadInput(f"{name} must be a {kind.__name__}, got {type(value).__name__}")
     return value
 
 
@@ -92,14 +101,14 @@ def check_json_object(name: str, value) -> dict | None:
     try:
         json.dumps(value, allow_nan=False)
     except (TypeError, ValueError) as error:
-        raise GraphlabError(f"{name} must hold JSON values only: {error}") from None
+        raise BadInput(f"{name} must hold JSON values only: {error}") from None
     return value
 
 
 def check_path(name: str, value) -> Path:
     """`value` as a Path when it is non-empty text or a path object."""
     if not isinstance(value, (str, os.PathLike)) or not str(value):
-        raise GraphlabError(f"{name} must be a non-empty path, got {value!r}")
+        raise BadInput(f"{name} must be a non-empty path, got {value!r}")
     return Path(value)
 
 
@@ -112,7 +121,7 @@ def check_file_name(name: str, value) -> str:
         or value.startswith(".")
         or re.search(r"[/\\\0]", value)
     ):
-        raise GraphlabError(
+        raise BadInput(
             f"{name} must be a non-empty file name without '/', '\\', a NUL or a leading '.', "
             f"got {value!r}"
         )
@@ -135,18 +144,18 @@ def _node_kind(mode: int) -> str | None:
 
 def check_input_file(name: str, path) -> Path:
     """`path` when it is an existing regular file (a FIFO would block the read, a device never
-    end); GraphlabError naming the option and what the path is otherwise (a number too: open()
-    would take it for a descriptor and close it)."""
+    end); UnreadableInput naming the option and what the path is otherwise (BadInput for a
+    number: open() would take it for a descriptor and close it)."""
     path = check_path(name, path)
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
-        raise GraphlabError(f"cannot read {name} {str(path)!r}: {error.strerror}") from None
+        raise UnreadableInput(f"cannot read {name} {str(path)!r}: {error.strerror}") from None
     except ValueError:  # a NUL in the path
-        raise GraphlabError(f"{name} {str(path)!r} holds a NUL byte; give a file path") from None
+        raise BadInput(f"{name} {str(path)!r} holds a NUL byte; give a file path") from None
     kind = _node_kind(mode)
     if kind is not None:
-        raise GraphlabError(f"{name} {str(path)!r} is {kind}; give a regular file")
+        raise UnreadableInput(f"{name} {str(path)!r} is {kind}; give a regular file")
     return path
 
 
@@ -162,5 +171,5 @@ def check_output_file(name: str, path) -> Path:
         raise GraphlabError(f"cannot write {name} {str(path)!r}: {error.strerror}") from None
     kind = _node_kind(mode)
     if kind is not None:
-        raise GraphlabError(f"{name} {str(path)!r} is {kind}; give a regular file or a new path")
+        raise BadInput(f"{name} {str(path)!r} is {kind}; give a regular file or a new path")
     return path

@@ -27,8 +27,8 @@ from graphlab.errors import GraphlabError, check_float, check_sizes
 from graphlab.sizing.audit import audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
 from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
-from graphlab.sizing.plan_inputs import read_graph_memory, read_latency
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
+from graphlab.sizing.planner.inputs import read_graph_memory, read_latency
 
 CFG = g.SizingConfig(8, 2)
 EMULATED = BACKEND_VALUES["cpu-emulated"]

@@ -15,6 +15,7 @@ from graphlab.cli.arguments import EXIT_REFUSED
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 
@@ -212,7 +213,7 @@ def test_table_ranges_cover_exactly_the_reachable_batches(capsys, argv):
     k = int(argv[5]) if len(argv) > 5 else 0
     tokens = int(argv[7]) if len(argv) > 7 else None
     listed = [n for run in _table_runs(out) for n in run]
-    scorer = reachable_batch_sizes(engine, SizingConfig(seqs, k, tokens)).tolist()
+    scorer = reachable_batch_sizes(get_engine(engine), SizingConfig(seqs, k, tokens)).tolist()
     proposer = list(range(1, 2 * seqs + 1)) if engine == "vllm-0.5.5" else []
     assert listed == scorer + proposer
     if tokens == 16:

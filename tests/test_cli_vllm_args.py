@@ -234,6 +234,22 @@ def test_unset_batch_knobs_say_which_defaults_were_assumed(capsys):
     ]
 
 
+@pytest.mark.vllm
+def test_the_reader_names_the_settings_vllms_defaults_filled():
+    # what `--vllm-log` drops from a line, so that the log's own values stand for them
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    assert read_vllm_args("vllm serve m").from_defaults == (
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    )
+    assert read_vllm_args("vllm serve m --max_num_seqs=4").from_defaults == (
+        "max_num_batched_tokens",
+    )
+    line = read_vllm_args("vllm serve m --max-num-seqs 4 --max-num-batched-tokens 64")
+    assert line.from_defaults == () and line.config.max_num_batched_tokens == 64
+
+
 # --- the planner on the user's own line -----------------------------------------------------------
 
 PLAN_LINES = [

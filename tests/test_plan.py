@@ -1,4 +1,4 @@
-"""`graphlab.sizing.plan` and `python -m graphlab plan`: exact optimum, never worse than the
+"""`graphlab.sizing.planner.plan` and `python -m graphlab plan`: exact optimum, never worse than the
 default, inputs, CLI."""
 
 import itertools
@@ -12,7 +12,8 @@ from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine, round_for_spec_decode
-from graphlab.sizing.plan import (
+from graphlab.sizing.planner.compare import eager_penalty_tokens, fewest_graphs
+from graphlab.sizing.planner.plan import (
     MIB,
     V1_ENGINES,
     Budget,
@@ -24,8 +25,7 @@ from graphlab.sizing.plan import (
     read_spec_decode_steps,
     uniform_workload,
 )
-from graphlab.sizing.plan_compare import eager_penalty_tokens, fewest_graphs
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.result import evaluate
 
 V0, V1 = (
     dict(engine="vllm-0.6.0", batch_unit="rows", num_speculative_tokens=0),
@@ -159,13 +159,13 @@ def brute_force(engine, cfg, workload, budget, memory=None, latency=None):
     """Best plan over every subset of the sizes vLLM keeps (multiples of 1+k up to T, up to one past
     the largest batch) whose graphs all serve some batch: key (-graph fraction, padding waste), or
     (mean step latency,) with latency tables; None when no subset fits the budget."""
-    q = cfg.decode_query_len
-    tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
+    q, policy = cfg.decode_query_len, get_engine(engine)
+    tokens = policy.effective_max_num_batched_tokens(cfg)
     universe = [s for s in range(q, min(tokens, int(workload.sizes[-1]) + 2 * q) + 1, q)]
     best = None
     for g in range(1, (budget.max_graphs or len(universe)) + 1):
         for subset in itertools.combinations(universe, g):
-            out = evaluate(engine, cfg, subset, workload, memory, budget.graph_pool, latency)
+            out = evaluate(policy, cfg, subset, workload, memory, budget.graph_pool, latency)
             if budget.memory_mib is not None and out.memory_bytes > budget.memory_mib * MIB:
                 continue
             if len(set(out.padded.tolist()) - {0}) < g:  # a graph no batch replays is not a plan
@@ -209,7 +209,7 @@ def test_brute_force_covers_enough_cases():
 @pytest.mark.parametrize("chunk", range(3))
 def test_padding_optimum_equals_brute_force(chunk):
     for engine, cfg, workload, rng in CASES[chunk::3]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         memory = linear_memory(200)
         for budget in (
             Budget(1),
@@ -234,7 +234,7 @@ def test_padding_optimum_equals_brute_force(chunk):
 @pytest.mark.parametrize("chunk", range(2))
 def test_latency_optimum_equals_brute_force(chunk):
     for engine, cfg, workload, rng in CASES[chunk::2]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         latency, memory = random_latency(rng, 200), linear_memory(200)
         for budget in (Budget(1), Budget(3), Budget(2, 0.06), Budget(3, 0.12, "separate")):
             try:
@@ -257,12 +257,13 @@ def property_configs():
 
 @pytest.mark.parametrize("engine,cfg", list(property_configs()))
 def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine, cfg):
-    default = get_engine(engine).capture_sizes(cfg)
+    policy = get_engine(engine)
+    default = policy.capture_sizes(cfg)
     if not default:  # 0.12/0.13 refuse to start there: no default to beat
         return
     memory = linear_memory(max(8192, cfg.max_num_seqs * cfg.decode_query_len))
     budget_mib = (
-        evaluate(engine, cfg, default, uniform_workload(engine, cfg), memory).memory_bytes / MIB
+        evaluate(policy, cfg, default, uniform_workload(policy, cfg), memory).memory_bytes / MIB
     )
     for budget in (Budget(len(default)), Budget(len(default), budget_mib)):
         free = plan(engine, cfg, None, budget, memory)
@@ -275,7 +276,7 @@ def test_never_worse_than_default_at_its_graph_count_memory_and_coverage(engine,
         assert same.plan.mean_padding_waste <= same.default.mean_padding_waste + 1e-9
     # Coverage first: with only a graph budget the largest reachable batch always has a graph.
     assert (
-        free.capture_sizes[-1] >= uniform_workload(engine, cfg).sizes[-1]
+        free.capture_sizes[-1] >= uniform_workload(get_engine(engine), cfg).sizes[-1]
         or budget.memory_mib is not None
     )
 
@@ -903,7 +904,7 @@ def test_bad_planner_inputs_raise_one_clear_error(make, named):
 
 
 def test_a_programme_too_large_for_seconds_is_refused_at_once(capsys):
-    from graphlab.sizing.plan import MAX_PROGRAMME_CELLS
+    from graphlab.sizing.planner.plan import MAX_PROGRAMME_CELLS
 
     code, out, err = run(
         capsys,
@@ -935,7 +936,7 @@ def test_without_a_budget_the_plan_captures_as_many_graphs_as_the_default():
 def test_eager_penalty_optimum_equals_brute_force():
     # the cost: mean padding + penalty per eager step, over every subset of the kept sizes
     for engine, cfg, workload, _rng in CASES[::4]:
-        load = workload or uniform_workload(engine, cfg)
+        load = workload or uniform_workload(get_engine(engine), cfg)
         for penalty in (0.0, 2.5, 40.0):
             for graphs in (1, 2):
                 result = plan(engine, cfg, workload, Budget(graphs), eager_penalty=penalty)
@@ -943,7 +944,7 @@ def test_eager_penalty_optimum_equals_brute_force():
                 tokens = get_engine(engine).effective_max_num_batched_tokens(cfg)
                 universe = range(q, min(tokens, int(load.sizes[-1]) + 2 * q) + 1, q)
                 best = min(
-                    result.mean_cost(evaluate(engine, cfg, subset, load))
+                    result.mean_cost(evaluate(get_engine(engine), cfg, subset, load))
                     for g in range(1, graphs + 1)
                     for subset in itertools.combinations(universe, g)
                 )
@@ -976,13 +977,14 @@ def test_an_eager_penalty_in_tokens_from_measured_curves():
 def test_log_plan_equals_brute_force_over_the_replays():
     # every list of at most 2 sizes up to T replayed by the kit's dispatch: the log planner's
     # padding is the least of those leaving no more steps without a graph than the current list
-    from graphlab.sizing.log_plan import LoggedTraffic, plan_for_log, replay
+    from graphlab.sizing.planner.log_plan import LoggedTraffic, plan_for_log, replay
 
     rng = np.random.default_rng(5)
     for case in range(24):
         seqs, k, tokens = int(rng.integers(2, 7)), int(rng.integers(1, 3)), 30
         mode = ("FULL_AND_PIECEWISE", "FULL_DECODE_ONLY")[case % 2]
-        engine = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        name = ("vllm-0.33.0", "vllm-0.13.0")[case // 2 % 2]  # rounds FULL graphs / whole list
+        engine = get_engine(name)
         cfg = SizingConfig(seqs, k, tokens, cudagraph_mode=mode)
         uniform = [(int(m) * (k + 1), "FULL") for m in rng.integers(1, seqs + 1, 4)]
         mixed = [(int(n), "PIECEWISE") for n in rng.integers(1, tokens + 1, 4)]
@@ -999,7 +1001,7 @@ def test_log_plan_equals_brute_force_over_the_replays():
             if (replayed := replay(engine, cfg, traffic, sizes)).steps_without_graph <= allowed
         )
         assert result.plan.steps_without_graph <= allowed
-        assert result.plan.padding_tokens == best, (engine, mode, seqs, k, current)
+        assert result.plan.padding_tokens == best, (name, mode, seqs, k, current)
 
 
 def test_a_ceiling_equal_to_the_smallest_graph_plans_that_one_graph(capsys, tmp_path):

@@ -15,7 +15,7 @@ from graphlab.against_vllm.installed import vllm_available
 from graphlab.cli import main
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.log_audit import audit_log
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 pytestmark = [
     pytest.mark.vllm,

@@ -273,7 +273,7 @@ def test_inline_shows_figures_as_images_under_agg():
 
 
 def test_plan_figure_is_a_staircase_over_cumulative_padding():
-    from graphlab.sizing.plan import Budget, plan
+    from graphlab.sizing.planner.plan import Budget, plan
 
     result = plan("vllm-0.33.0", SizingConfig(256, 4), budget=Budget(8))
     fig = plots.plot_plan(result)
@@ -296,7 +296,7 @@ def test_plan_figure_is_a_staircase_over_cumulative_padding():
 
 
 def _every_figure():
-    from graphlab.sizing.plan import Budget, plan
+    from graphlab.sizing.planner.plan import Budget, plan
     from graphlab.views.padding import plot_padding
 
     outcomes = [get_engine("vllm-0.6.0").dispatch(n, SizingConfig(32)) for n in range(1, 41)]

@@ -217,7 +217,7 @@ def test_prefix_crashes_exactly_when_pad_exceeds_captures(s, n):
 @given(s=st.integers(min_value=1, max_value=1200), k=ks)
 def test_adaptive_graphs_every_batch_expansion_size(s, k):
     cfg = SizingConfig(s, k)
-    ns = reachable_batch_sizes("adaptive", cfg)
+    ns = reachable_batch_sizes(get_engine("adaptive"), cfg)
     batches = get_engine("adaptive").dispatch_batches(ns, cfg)
     graph, eager = batches.takes(BatchPath.GRAPH), batches.takes(BatchPath.EAGER)
     if pad0(s * (k + 1)) <= 8192:

@@ -14,7 +14,7 @@ from graphlab.engine.config import ModelConfig
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import pad0
+from graphlab.sizing.engines import get_engine, pad0
 from graphlab.specdec.drafts import DRAFT_KINDS, build_draft, build_target
 from graphlab.specdec.engine import SCORERS, SpecDecodeConfig, SpecDecodeEngine, run_speculative
 from graphlab.specdec.prefill import prefill
@@ -184,7 +184,7 @@ def test_coverage_load_reaches_every_scorer_batch_size(
         temperature=temperature,
     )
     decode = out.steps_frame().query("kind == 'decode'")
-    reachable = reachable_batch_sizes(engine, SizingConfig(max_num_seqs, k)).tolist()
+    reachable = reachable_batch_sizes(get_engine(engine), SizingConfig(max_num_seqs, k)).tolist()
     # Each reachable size once, ascending, through V0's rule: no proposals near max_model_len.
     assert decode.batch_size.tolist() == reachable
     b_s = decode.num_speculating

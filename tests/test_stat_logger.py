@@ -12,7 +12,7 @@ import pytest
 
 from graphlab.against_vllm.installed import vllm_available
 from graphlab.cli import main
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 pytestmark = [
     pytest.mark.vllm,

@@ -1,4 +1,4 @@
-"""Reading a vLLM `--cudagraph-metrics` log (graphlab.sizing.vllm_log) and auditing it against the
+"""Reading a vLLM `--cudagraph-metrics` log (graphlab.sizing.log_reader) and auditing it against the
 kit's dispatch (graphlab.sizing.log_audit) through `audit --vllm-log` and `plan --vllm-log`.
 
 Tables here are pasted-issue shapes and broken logs; logs written by vLLM's own code are in
@@ -14,7 +14,7 @@ import pytest
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 PREFIX = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
 ARGS = (
@@ -337,7 +337,7 @@ def test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph(tmp_path
 def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monkeypatch):
     import io
 
-    from graphlab.sizing import vllm_log
+    from graphlab.sizing import log_reader
 
     class Terminal(io.StringIO):
         def isatty(self):
@@ -345,10 +345,10 @@ def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monke
 
     path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
     terminal = Terminal()
-    monkeypatch.setattr(vllm_log.sys, "stderr", terminal)
+    monkeypatch.setattr(log_reader.sys, "stderr", terminal)
     read_vllm_log(path)  # below PROGRESS_BYTES: no bar
     assert terminal.getvalue() == ""
-    monkeypatch.setattr(vllm_log, "PROGRESS_BYTES", 1)
+    monkeypatch.setattr(log_reader, "PROGRESS_BYTES", 1)
     assert read_vllm_log(path).steps[0].count == 5
     assert path in terminal.getvalue() and "B/s" in terminal.getvalue()
 

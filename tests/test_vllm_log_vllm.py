@@ -19,7 +19,7 @@ from graphlab.cli import main
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 pytestmark = [
     pytest.mark.vllm,

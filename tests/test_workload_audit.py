@@ -15,6 +15,7 @@ from graphlab.sizing.audit import audit, audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import CRASH_MAP_COLUMNS, crash_map
+from graphlab.sizing.engines import get_engine
 
 
 @settings(max_examples=80, deadline=None)
@@ -24,22 +25,24 @@ def test_batch_expansion_sizes_match_brute_force(s, k):
     assert batch_expansion_sizes(SizingConfig(s, k)).tolist() == sorted(brute)
 
 
+def reachable(engine: str, cfg: SizingConfig) -> list[int]:
+    return reachable_batch_sizes(get_engine(engine), cfg).tolist()
+
+
 def test_workload_units():
     cfg = SizingConfig(8, 4)
-    assert reachable_batch_sizes("vllm-0.5.5", cfg).tolist()[-5:] == [30, 31, 32, 35, 36, 40][-5:]
-    assert reachable_batch_sizes("vllm-0.13.0", cfg).tolist() == [5, 10, 15, 20, 25, 30, 35, 40]
+    assert reachable("vllm-0.5.5", cfg)[-5:] == [30, 31, 32, 35, 36, 40][-5:]
+    assert reachable("vllm-0.13.0", cfg) == [5, 10, 15, 20, 25, 30, 35, 40]
     for engine in ("sglang", "trtllm", "nano-vllm"):
-        assert reachable_batch_sizes(engine, cfg).tolist() == list(range(1, 9))
-    assert reachable_batch_sizes("vllm-0.6.0", SizingConfig(5, 0)).tolist() == [1, 2, 3, 4, 5]
+        assert reachable(engine, cfg) == list(range(1, 9))
+    assert reachable("vllm-0.6.0", SizingConfig(5, 0)) == [1, 2, 3, 4, 5]
 
 
 def test_audit_of_the_issue_config():
     report = audit("vllm-0.5.5", SizingConfig(8, 4))
     s = report.summary
     assert report.capture_sizes == (1, 2, 4, 8)
-    assert [d.batch_size for d in report.outcomes] == reachable_batch_sizes(
-        "vllm-0.5.5", SizingConfig(8, 4)
-    ).tolist()
+    assert [d.batch_size for d in report.outcomes] == reachable("vllm-0.5.5", SizingConfig(8, 4))
     assert (s.num_graph, s.num_eager, s.num_crash, s.num_reachable) == (8, 0, 26, 34)
     assert (s.first_crash_n, s.first_crash_error) == (9, "KeyError: 16")
     assert next(d for d in report.outcomes if d.batch_size == 40).error == "KeyError: 40"
@@ -145,14 +148,14 @@ def test_mean_padding_waste_nan_only_when_nothing_runs():
 def test_v1_workload_stops_at_the_token_budget():
     # S=8, k=4, T=16: only 1..3 requests of 5 tokens fit a step; 20..40 tokens cannot occur.
     cfg = SizingConfig(8, 4, 16)
-    assert reachable_batch_sizes("vllm-0.33.0", cfg).tolist() == [5, 10, 15]
+    assert reachable_batch_sizes(get_engine("vllm-0.33.0"), cfg).tolist() == [5, 10, 15]
     report = audit("vllm-0.33.0", cfg)
     assert [d.batch_size for d in report.outcomes] == [5, 10, 15]
     assert report.summary.num_eager == 0 and report.summary.graph_fraction == 1.0
     # Rows (V0) and requests ignore the token budget.
     assert (
-        reachable_batch_sizes("vllm-0.5.5", cfg).max() == 40
-        and reachable_batch_sizes("sglang", cfg).max() == 8
+        reachable_batch_sizes(get_engine("vllm-0.5.5"), cfg).max() == 40
+        and reachable_batch_sizes(get_engine("sglang"), cfg).max() == 8
     )
 
 
@@ -163,7 +166,7 @@ def test_v1_workload_stops_at_the_token_budget():
     t=st.integers(min_value=1, max_value=3000),
 )
 def test_v1_reachable_tokens_are_whole_requests_within_budget(s, k, t):
-    ns = reachable_batch_sizes("vllm-0.13.0", SizingConfig(s, k, t)).tolist()
+    ns = reachable_batch_sizes(get_engine("vllm-0.13.0"), SizingConfig(s, k, t)).tolist()
     assert ns == [b * (k + 1) for b in range(1, s + 1) if b * (k + 1) <= t]
 
 

@@ -10,7 +10,7 @@ import sys
 from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, UnreadableInput
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     assumed_defaults_note,
@@ -41,6 +41,8 @@ class ServeLine:
     compilation_config: dict = field(default_factory=dict)
     # How the line reached its settings: defaults assumed, -O levels, --enforce-eager.
     notes: tuple[str, ...] = ()
+    # The config's batch settings the line leaves unset: vLLM's defaults on the device tier.
+    from_defaults: tuple[str, ...] = ()
     # The words after the entrypoint, and the flags a planned compilation config replaces.
     words: tuple[str, ...] = ()
     replaced_flags: tuple[str, ...] = ()
@@ -209,7 +211,7 @@ def _parse(words: list[str]):
     try:
         args = make_arg_parser(parser).parse_args(words)
     except OSError as error:  # `--config FILE` is read while parsing
-        raise GraphlabError(
+        raise UnreadableInput(
             f"--vllm-args: cannot read {error.filename!r}: {error.strerror}"
         ) from None
     except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
@@ -282,11 +284,11 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     vllm.entrypoints.openai.api_server ...`), parsed by the installed vLLM's own `vllm serve`
     parser (`make_arg_parser`; no model is resolved or loaded): max_num_seqs and
     max_num_batched_tokens (unset: vLLM's defaults on `device_tier`, graphlab.sizing.
-    batch_defaults), speculative_config's num_speculative_tokens, cudagraph_capture_sizes /
-    max_cudagraph_capture_size as flags or inside compilation_config (both at once is vLLM's
-    "mutually exclusive" error), cudagraph_mode after -O levels and --enforce-eager, and
-    --performance-mode. Malformed JSON and an unknown cudagraph_mode are refused before vLLM is
-    imported. GraphlabError for anything vLLM rejects, or without vllm.
+    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens,
+    cudagraph_capture_sizes / max_cudagraph_capture_size as flags or inside compilation_config
+    (both at once is vLLM's "mutually exclusive" error), cudagraph_mode after -O levels and
+    --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
+    refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
     """
     batch_defaults(device_tier)  # an unknown tier fails before the slow import
     words = _entrypoint_words(command_line)
@@ -305,11 +307,14 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     mode = args.performance_mode
     settings["performance_mode"] = None if mode == "balanced" else mode
     defaults = batch_defaults(device_tier, mode)
+    unset = tuple(
+        name for name in ("max_num_seqs", "max_num_batched_tokens") if getattr(args, name) is None
+    )
     note = assumed_defaults_note(
         device_tier,
         mode,
-        seqs_unset=args.max_num_seqs is None,
-        tokens_unset=args.max_num_batched_tokens is None,
+        seqs_unset="max_num_seqs" in unset,
+        tokens_unset="max_num_batched_tokens" in unset,
     )
     try:
         config = SizingConfig(
@@ -329,6 +334,7 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         config=config,
         compilation_config=_compilation_dict(processed),
         notes=tuple(filter(None, [note, *notes])),
+        from_defaults=unset,
         words=tuple(words),
         replaced_flags=tuple(dict.fromkeys(replaced)),
     )

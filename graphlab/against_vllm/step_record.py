@@ -20,9 +20,10 @@ from dataclasses import fields
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
-from graphlab.sizing.log_plan import log_plan_report
-from graphlab.sizing.vllm_log import GraphStep, read_vllm_log
+from graphlab.sizing.log_reader import GraphStep, read_vllm_log
+from graphlab.sizing.planner.log_plan import log_plan_report
 
 NO_STATS = (
     "no CUDAGraph stats recorded yet: vLLM reports them per step only when started with "
@@ -75,7 +76,8 @@ def _plan(log) -> dict:
     captured no graph, as vLLM on a CPU)."""
     cfg, notes = logged_config(log, {})
     try:
-        return log_plan_report(log, engine_for_version(log.value("vllm_version"))[0], cfg, notes)[1]
+        policy = get_engine(engine_for_version(log.value("vllm_version"))[0])
+        return log_plan_report(log, policy, cfg, notes)[1]
     except GraphlabError as error:
         return {"source": log.source, "error": str(error)}
 

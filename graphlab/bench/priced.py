@@ -15,9 +15,9 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, RunMode
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.plan import uniform_workload
-from graphlab.sizing.plan_inputs import SizeTable
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.inputs import SizeTable
+from graphlab.sizing.planner.plan import uniform_workload
+from graphlab.sizing.planner.result import evaluate
 
 
 class _StepPrices:
@@ -62,13 +62,13 @@ class _StepPrices:
 def _mean_steps(engines, cfg: SizingConfig, prices) -> dict:
     """{engine: its mean step over every reachable batch once, priced with (graph, eager)
     SizeTables} for engines whose config does not crash."""
+    policies = {engine: get_engine(engine) for engine in engines}
     return {
         engine: evaluate(
-            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg),
-            latency=prices,
+            policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg), latency=prices
         ).mean_step_ms
-        for engine in engines
-    }  # fmt: skip
+        for engine, policy in policies.items()
+    }
 
 
 def _resampled_medians(latency: pd.DataFrame, samples: pd.DataFrame, resamples: int):
@@ -105,9 +105,8 @@ def priced_sizing(
     means = _mean_steps(priced, cfg, prices.tables()[0])
     rows = []
     for engine in engines:
-        outcome = evaluate(
-            engine, cfg, get_engine(engine).capture_sizes(cfg), uniform_workload(engine, cfg)
-        )
+        policy = get_engine(engine)
+        outcome = evaluate(policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg))
         rows.append(
             dict(
                 engine=engine,

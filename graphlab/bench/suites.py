@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
+from graphlab.sizing.versions import DEFAULT_ENGINE
 
 # What a GPU run measures unless a suite names a model: the launch-bound ~100M model in bf16.
 # On CPU the tiny model in float32 keeps a sweep to seconds (bf16 matmuls are slow there).
@@ -47,7 +48,7 @@ class Suite:
     # The V1 engine whose verify steps (1 + k tokens per request) the latency and graph-memory
     # sweeps add, sized by v1_sizing; None: V0 rows only.
     v1_sizing: SizingConfig | None = None
-    v1_engine: str = "vllm-0.33.0"
+    v1_engine: str = DEFAULT_ENGINE
 
     def __post_init__(self):
         positive = {

@@ -59,8 +59,8 @@ FIGURES = {
         2.0,
     ),
     "plan": Figure(
-        "graphlab.sizing.plan for S=256, k=8, T=8192 (V1 tokens): G=40, a shared-pool memory "
-        "budget, and the separate-pool memory DP (median of repeats)",
+        "graphlab.sizing.planner.plan for S=256, k=8, T=8192 (V1 tokens): G=40, a shared-pool "
+        "memory budget, and the separate-pool memory DP (median of repeats)",
         "graphlab.bench.timings:plan_ms",
         "ms",
     ),
@@ -130,7 +130,8 @@ def plan_ms(quick: bool):
     import numpy as np
 
     from graphlab.sizing.config import SizingConfig
-    from graphlab.sizing.plan import Budget, SizeTable, plan
+    from graphlab.sizing.planner.plan import Budget, SizeTable, plan
+    from graphlab.sizing.versions import DEFAULT_ENGINE
 
     # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
@@ -147,7 +148,7 @@ def plan_ms(quick: bool):
     return [
         (
             name,
-            _median_ms(partial(plan, "vllm-0.33.0", config, **kwargs), 1 if quick else n, 0),
+            _median_ms(partial(plan, DEFAULT_ENGINE, config, **kwargs), 1 if quick else n, 0),
             "ms",
         )
         for name, (kwargs, n) in cases.items()

@@ -1,6 +1,7 @@
 """The command line, `python -m graphlab <command>`: the top layer, which may import every layer.
 
-`arguments` holds what the commands share (the parser, argument types, --out checks, limits);
+`arguments` holds what the commands share (the parser, argument types, --out checks, limits),
+`serve_line` and `log_option` what audit and plan share (--vllm-args, --vllm-log);
 each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
 registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
 the exit status. Bad input raises GraphlabError, which `main` prints on one line (exit status 2,

@@ -20,10 +20,10 @@ from graphlab.errors import GraphlabError, check_int, check_output_file
 from graphlab.sizing.attention import BACKENDS, attention_support
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 from graphlab.sizing.model_runner import MODEL_RUNNERS, choose_model_runner
-from graphlab.sizing.versions import release_of, resolve_engine
+from graphlab.sizing.versions import DEFAULT_ENGINE, release_of, resolve_engine
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value
 # fails at once.
@@ -90,6 +90,13 @@ def engine(value: str) -> str:
     return name
 
 
+def engine_release(name: str | None) -> tuple[SizingPolicy, str]:
+    """The policy of an --engine value (DEFAULT_ENGINE when None) and the vLLM release it stands
+    for: the release given (--vllm-version 0.14.1), else the engine's own ("" for a peer's)."""
+    policy = get_engine(name or DEFAULT_ENGINE)
+    return policy, getattr(name, "release", None) or getattr(policy, "release", "")
+
+
 def add_vllm_version(parser: argparse.ArgumentParser) -> None:
     """--vllm-version X.Y.Z, the same as --engine X.Y.Z (the spelling a vLLM user types)."""
     parser.add_argument(
@@ -129,33 +136,32 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def apply_attention_backend(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:
-    """cfg with the attention backend's support level (args.attention_backend, else vLLM's
-    default on args.device_tier), and the sentence that says which (None for engines without
-    one)."""
-    policy = get_engine(args.engine)
+def apply_attention_backend(
+    policy: SizingPolicy, version: str, backend: str | None, device_tier: str, cfg: SizingConfig
+) -> tuple[SizingConfig, str | None]:
+    """cfg with the attention backend's support level (`backend`, else vLLM's default on
+    device_tier), and the sentence that says which (None for engines without one)."""
     if not hasattr(policy, "model_runners"):
-        if args.attention_backend is not None:
+        if backend is not None:
             raise GraphlabError(
                 f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
             )
         return cfg, None
-    version = getattr(args.engine, "release", None) or policy.release
-    backend, support, why = attention_support(version, args.attention_backend, args.device_tier)
+    backend, support, why = attention_support(version, backend, device_tier)
     return replace(cfg, attention_cg_support=support, attention_backend=backend), why
 
 
-def apply_model_runner(args, cfg: SizingConfig) -> tuple[SizingConfig, str | None]:
-    """cfg with the model runner the release runs it on (args.model_runner, else cfg's), and why
+def apply_model_runner(
+    policy: SizingPolicy, version: str, model_runner: str | None, cfg: SizingConfig
+) -> tuple[SizingConfig, str | None]:
+    """cfg with the model runner the release runs it on (`model_runner`, else cfg's), and why
     that one (None for engines without model runners); GraphlabError naming the release and the
     reason where the kit does not model that runner of it."""
-    policy = get_engine(args.engine)
-    requested = args.model_runner or cfg.model_runner
+    requested = model_runner or cfg.model_runner
     if not hasattr(policy, "model_runners"):
         if requested != "auto":
             raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
         return cfg, None
-    version = getattr(args.engine, "release", None) or policy.release
     runner, why = choose_model_runner(version, requested, cfg.speculative_method)
     if runner not in policy.model_runners:
         raise GraphlabError(
@@ -310,67 +316,6 @@ def add_capture_sizes(parser: argparse.ArgumentParser) -> None:
 def joined_sizes(groups) -> tuple[int, ...] | None:
     """--cudagraph-capture-sizes' groups (`1 2,4 8`) as one tuple, in the given order."""
     return None if groups is None else tuple(size for group in groups for size in group)
-
-
-def add_vllm_args(parser: argparse.ArgumentParser) -> None:
-    """--vllm-args and --device-tier, the defaults a line without max_num_seqs is sized with."""
-    from graphlab.sizing.batch_defaults import DEFAULT_DEVICE_TIER, DEVICE_TIERS, describe_tiers
-
-    parser.add_argument(
-        "--vllm-args",
-        default=None,
-        metavar='"..."',
-        help="a `vllm serve` (or `python -m vllm.entrypoints.openai.api_server`) command line: "
-        "its sizing options (max_num_seqs, max_num_batched_tokens, speculative_config, capture "
-        "sizes, cudagraph_mode, -O level, --enforce-eager, --performance-mode) are read with the "
-        "installed vLLM's own parser; importing vLLM takes ~20 s, so malformed JSON and "
-        "unknown modes are refused before it; not combinable with the config options above",
-    )
-    parser.add_argument(
-        "--device-tier",
-        choices=tuple(DEVICE_TIERS),
-        default=DEFAULT_DEVICE_TIER,
-        help="vLLM's defaults for what --vllm-args leaves unset, max_num_seqs / "
-        f"max_num_batched_tokens by device (EngineArgs.get_batch_defaults): {describe_tiers()}; "
-        f"default {DEFAULT_DEVICE_TIER}",
-    )
-
-
-def _check_device_tier(args) -> None:
-    """GraphlabError for --device-tier b200 on a release without that tier."""
-    from graphlab.sizing.batch_defaults import LARGE_TIER_FROM
-    from graphlab.sizing.model_runner import release_key
-
-    policy = get_engine(args.engine or "vllm-0.33.0")
-    version = getattr(args.engine, "release", None) or getattr(policy, "release", "")
-    early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
-    if args.device_tier == "b200" and early:
-        raise GraphlabError(
-            f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
-            f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
-        )
-
-
-def read_serve_line(args, given: dict):
-    """The ServeLine of args.vllm_args (None without it); GraphlabError naming any of the
-    config options in `given` (name -> value) that are set as well, or a value over the kit's
-    limits."""
-    from graphlab.sizing.limits import check_limits
-
-    if args.vllm_args is None:
-        return None
-    _check_device_tier(args)
-    flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
-    if flags:
-        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
-    from graphlab.against_vllm.serve_args import read_vllm_args
-
-    line = read_vllm_args(args.vllm_args, args.device_tier)
-    try:  # the flags' own bounds, which vLLM's parser does not know
-        check_limits(line.config)
-    except GraphlabError as error:
-        raise GraphlabError(f"--vllm-args: {error}") from None
-    return line
 
 
 def _finite(value):

@@ -4,26 +4,26 @@ from __future__ import annotations
 
 import argparse
 
-from graphlab.cli import vllm_log
+from graphlab.cli import log_option
 from graphlab.cli.arguments import (
     EXIT_REFUSED,
     add_attention_backend,
     add_capture_sizes,
     add_config_arguments,
     add_model_runner,
-    add_vllm_args,
     apply_attention_backend,
     apply_model_runner,
     engine,
+    engine_release,
     int_in,
     joined_sizes,
     json_text,
-    read_serve_line,
 )
+from graphlab.cli.serve_line import add_vllm_args, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ENGINES, PERFORMANCE_MODE_FROM, get_engine
+from graphlab.sizing.engines import ENGINES, SizingPolicy
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
@@ -89,24 +89,14 @@ def add_parser(subparsers) -> None:
     add_model_runner(parser)
     add_attention_backend(parser)
     add_vllm_args(parser)
-    vllm_log.add_option(parser)
+    log_option.add_option(parser)
     parser.add_argument(
         "--json", action="store_true", help="print one JSON object instead of a table"
     )
     parser.set_defaults(handler=run)
 
 
-def check_performance_mode(engine_name: str, cfg: SizingConfig) -> None:
-    """GraphlabError when cfg asks a release without --performance-mode for one."""
-    policy = get_engine(engine_name)
-    if cfg.performance_mode is not None and not getattr(policy, "has_performance_mode", False):
-        raise GraphlabError(
-            f"--vllm-args sets --performance-mode {cfg.performance_mode}, which {engine_name} "
-            f"does not have (vLLM added it in {PERFORMANCE_MODE_FROM})"
-        )
-
-
-def _config(args) -> tuple[SizingConfig, tuple[str, ...]]:
+def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tuple[str, ...]]:
     """The config to audit, and the notes on how a --vllm-args line reached it."""
     flags = {
         "max_num_seqs": args.max_num_seqs,
@@ -116,9 +106,8 @@ def _config(args) -> tuple[SizingConfig, tuple[str, ...]]:
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
         "cudagraph_mode": args.cudagraph_mode,
     }
-    line = read_serve_line(args, flags)
+    line = read_serve_line(args.vllm_args, args.device_tier, policy, version, flags)
     if line is not None:
-        check_performance_mode(args.engine, line.config)
         return line.config, line.notes
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
@@ -128,13 +117,16 @@ def _config(args) -> tuple[SizingConfig, tuple[str, ...]]:
 
 def run(args) -> int:
     if args.vllm_log is not None:
-        return vllm_log.run_audit(args)
+        return log_option.run_audit(args)
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
-    cfg, notes = _config(args)
-    cfg, runner = apply_model_runner(args, cfg)
-    cfg, attention = apply_attention_backend(args, cfg)
-    report = audit(args.engine, cfg)
+    policy, version = engine_release(args.engine)
+    cfg, notes = _config(args, policy, version)
+    cfg, runner = apply_model_runner(policy, version, args.model_runner, cfg)
+    cfg, attention = apply_attention_backend(
+        policy, version, args.attention_backend, args.device_tier, cfg
+    )
+    report = audit(policy, cfg)
     if args.json:
         data = report.to_dict()
         if cfg.performance_mode is not None:

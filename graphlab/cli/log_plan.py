@@ -1,15 +1,16 @@
 """`plan --vllm-log FILE`: capture sizes for the logged traffic, per graph family, with the logged
 steps replayed through the kit's dispatch on the current sizes and on the plan
-(graphlab.sizing.log_plan); what the log lacks comes from --vllm-args or the flags."""
+(graphlab.sizing.planner.log_plan); what the log lacks comes from --vllm-args or the flags."""
 
 from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
-from graphlab.cli.vllm_log import given_values
+from graphlab.cli.log_option import given_values
 from graphlab.errors import GraphlabError
+from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import engine_for_version, logged_config
-from graphlab.sizing.log_plan import log_plan_report
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
+from graphlab.sizing.planner.log_plan import log_plan_report
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.
 UNREAD = ("latency", "graph_memory", "memory_mib", "max_capture_size")
@@ -21,20 +22,16 @@ LABELS = {
 
 
 def _config(args):
-    """(engine, SizingConfig, notes, the user's compilation_config or None) of the log, filled by
-    --vllm-args or the flags."""
+    """(log, policy, SizingConfig, notes, the user's compilation_config or None) of the log,
+    filled by --vllm-args or the flags."""
     log = read_vllm_log(args.vllm_log)
-    cfg, notes = logged_config(log, given_values(args))
+    given, line = given_values(vars(args), args.vllm_args, args.device_tier)
+    cfg, notes = logged_config(log, given)
     engine, assumed = engine_for_version(log.value("vllm_version"))
-    engine = args.engine or engine
     if assumed and args.engine is None:
         notes = (assumed, *notes)
-    user = None
-    if args.vllm_args is not None:
-        from graphlab.against_vllm.serve_args import read_vllm_args
-
-        user = read_vllm_args(args.vllm_args, args.device_tier).compilation_config or None
-    return log, engine, cfg, notes, user
+    user = None if line is None else line.compilation_config or None
+    return log, get_engine(args.engine or engine), cfg, notes, user
 
 
 def run(args) -> int:
@@ -44,9 +41,9 @@ def run(args) -> int:
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
-    log, engine, cfg, notes, user = _config(args)
+    log, policy, cfg, notes, user = _config(args)
     result, data = log_plan_report(
-        log, engine, cfg, notes, user, args.max_graphs, args.eager_penalty
+        log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty
     )
     print(json_text("plan", data) if args.json else _format(result, data))
     return 0

@@ -6,29 +6,34 @@ import argparse
 import json
 
 from graphlab.checkout import reference_file
-from graphlab.cli import vllm_log
+from graphlab.cli import log_option
 from graphlab.cli.arguments import (
     add_config_arguments,
-    add_vllm_args,
     add_vllm_version,
     engine,
+    engine_release,
     int_in,
     json_text,
     nonnegative_float,
     positive_float,
-    read_serve_line,
 )
+from graphlab.cli.serve_line import add_vllm_args, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import ALL_V1_ENGINES, DEFAULT_GRAPH_CEILING, GRAPH_POOLS
+from graphlab.sizing.engines import (
+    ALL_V1_ENGINES,
+    DEFAULT_GRAPH_CEILING,
+    GRAPH_POOLS,
+    SizingPolicy,
+)
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
-from graphlab.sizing.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
-from graphlab.sizing.plan_compare import at_default_footing
+from graphlab.sizing.planner.compare import at_default_footing
+from graphlab.sizing.planner.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
+from graphlab.sizing.versions import DEFAULT_ENGINE
 
 
 def add_parser(subparsers) -> None:
@@ -65,8 +70,8 @@ def add_parser(subparsers) -> None:
         default=None,
         type=engine,
         choices=ALL_V1_ENGINES,
-        help="a vLLM V1 engine or release (X.Y.Z, auto), default vllm-0.33.0 (with --vllm-log: "
-        "the log's version)",
+        help=f"a vLLM V1 engine or release (X.Y.Z, auto), default {DEFAULT_ENGINE} (with "
+        "--vllm-log: the log's version)",
     )
     parser.add_argument(
         "--max-num-seqs",
@@ -92,7 +97,7 @@ def add_parser(subparsers) -> None:
         "per row) and optionally count (default workload: every reachable "
         "step once)",
     )
-    workload.add_argument("--vllm-log", metavar="FILE", help=vllm_log.HELP)
+    workload.add_argument("--vllm-log", metavar="FILE", help=log_option.HELP)
     workload.add_argument(
         "--steps",
         metavar="CSV",
@@ -186,7 +191,7 @@ def _same_footing_lines(result, d) -> list[str]:
     the default's steps above its largest FULL graph), then what the flag does to the PIECEWISE
     graphs and any planned size above vLLM's default ceiling."""
     full, raw = d["default_full_sizes"], d["default_capture_sizes"]
-    mixed = graph_families(result.engine, result.config).mixed_family
+    mixed = result.default_families.mixed_family
     lines = []
     if full:
         same = at_default_footing(result).plan
@@ -259,7 +264,7 @@ def _format(result) -> str:
     return "\n".join(lines + [f"vllm: {d['vllm_flag']}"])
 
 
-def _config(args):
+def _config(args, policy: SizingPolicy, version: str):
     """(config, the ServeLine of --vllm-args or None)."""
     given = {
         "max_num_seqs": args.max_num_seqs,
@@ -267,11 +272,8 @@ def _config(args):
         "max_num_batched_tokens": args.max_num_batched_tokens,
         "cudagraph_mode": args.cudagraph_mode,
     }
-    line = read_serve_line(args, given)
+    line = read_serve_line(args.vllm_args, args.device_tier, policy, version, given)
     if line is not None:
-        from graphlab.cli.audit import check_performance_mode
-
-        check_performance_mode(args.engine or "vllm-0.33.0", line.config)
         return line.config, line
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
@@ -296,16 +298,16 @@ def _line_lines(line, result) -> list[str]:
     return [*lines, f"  {line.with_flag(['--compilation-config', json.dumps(result.compilation)])}"]
 
 
-def _no_graphs(args, line) -> int:
+def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
     """cudagraph_mode NONE: no flag, and why."""
-    from graphlab.sizing.plan import NO_GRAPHS
+    from graphlab.sizing.planner.plan import NO_GRAPHS
 
     notes = list(line.notes) if line is not None else []
-    if args.json:
+    if as_json:
         print(
             json_text(
                 "plan",
-                {"engine": args.engine, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes},
+                {"engine": engine_name, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes},
             )
         )
     else:
@@ -314,16 +316,16 @@ def _no_graphs(args, line) -> int:
 
 
 def run(args) -> int:
-    from graphlab.sizing import plan
-    from graphlab.sizing.engines import get_engine
+    from graphlab.sizing.planner import plan
 
     if args.vllm_log is not None:
         from graphlab.cli import log_plan
 
         return log_plan.run(args)
-    cfg, line = _config(args)
-    if get_engine(args.engine or "vllm-0.33.0").cudagraph_mode(cfg) == "NONE":
-        return _no_graphs(args, line)
+    policy, version = engine_release(args.engine)
+    cfg, line = _config(args, policy, version)
+    if policy.cudagraph_mode(cfg) == "NONE":
+        return _no_graphs(args.engine, line, args.json)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -340,7 +342,7 @@ def run(args) -> int:
         else None
     )
     result = plan.plan(
-        args.engine or "vllm-0.33.0",
+        policy,
         cfg,
         workload,
         plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),

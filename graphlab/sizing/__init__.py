@@ -4,8 +4,8 @@ The sizing config (`config`) and vLLM V1's reading of its capture settings (`cap
 the engines' capture rules side by side (`engines`) and what a batch does on them (`outcomes`),
 which engine a vLLM release is (`versions`), the batch sizes a config reaches (`batches`), vLLM
 V1's graph families (`families`, by engine name: `dispatch`), the audit (`audit`), a vLLM
-`--cudagraph-metrics` log read (`vllm_log`) and audited against the kit's dispatch (`log_audit`),
+`--cudagraph-metrics` log read (`log_reader`) and audited against the kit's dispatch (`log_audit`),
 the crash map (`crash_maps`), the command line's limits (`limits`) and the capture-size planner
-with its CSV inputs and result (`plan`, `plan_inputs`, `plan_result`). May import numpy, pandas,
-`graphlab.errors` and `graphlab.progress` only: never torch, never another graphlab layer.
+(the `planner` subpackage). May import numpy, pandas, `graphlab.errors` and `graphlab.progress`
+only: never torch, never another graphlab layer.
 """

@@ -370,6 +370,5 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
 def parse_engines(engine) -> list[SizingPolicy]:
     if engine == "all":
         return list(ENGINES.values())
-    if isinstance(engine, (str, SizingPolicy)):
-        return [get_engine(engine)]
-    return [get_engine(e) for e in engine]
+    names = [engine] if isinstance(engine, (str, SizingPolicy)) else engine
+    return [get_engine(name) for name in names]

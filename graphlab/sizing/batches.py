@@ -20,7 +20,7 @@ import numpy as np
 from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit
-from graphlab.sizing.engines import SizingPolicy, get_engine
+from graphlab.sizing.engines import SizingPolicy
 
 
 def _union_of_intervals(starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
@@ -52,11 +52,10 @@ def _batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
     return sizes
 
 
-def reachable_batch_sizes(policy: SizingPolicy | str, cfg: SizingConfig) -> np.ndarray:
+def reachable_batch_sizes(policy: SizingPolicy, cfg: SizingConfig) -> np.ndarray:
     """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit:
     "rows" of batch expansion, "tokens" of 1 + k per request up to max_num_batched_tokens,
     or "requests")."""
-    policy = get_engine(policy)
     check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit is BatchUnit.ROWS:
         return batch_expansion_sizes(cfg)

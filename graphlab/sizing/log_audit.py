@@ -1,6 +1,6 @@
 """A vLLM log's steps beside the kit's own dispatch: does graphlab.sizing predict what vLLM ran?
 
-Each row of the log's CUDAGraph Stats tables (graphlab.sizing.vllm_log) is a batch of n tokens
+Each row of the log's CUDAGraph Stats tables (graphlab.sizing.log_reader) is a batch of n tokens
 that vLLM ran in a runtime mode at a padded size. The log does not say whether a batch was a
 uniform decode (verify) batch, so the kit dispatches it in the family vLLM logged: a FULL row under
 a mode with separate FULL decode graphs (FULL_AND_PIECEWISE, FULL_DECODE_ONLY) as a uniform decode
@@ -30,10 +30,11 @@ from graphlab.sizing.dispatch import (
     BatchPath,
     CUDAGraphMode,
 )
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, get_engine
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
+from graphlab.sizing.log_reader import VllmLog
+from graphlab.sizing.versions import DEFAULT_ENGINE
 from graphlab.sizing.versions import engine_for_version as release_engine
-from graphlab.sizing.vllm_log import VllmLog
 
 # The printed table's headings: its rows then fit 100 columns.
 TABLE_HEADINGS = {
@@ -45,7 +46,6 @@ TABLE_HEADINGS = {
     "kit_runtime_mode": "kit mode",
     "full_graph_could_serve": "FULL could serve",
 }
-NEWEST = "vllm-0.33.0"
 # SizingConfig's fields a log or the command line can set, and how the command line names them.
 FIELDS = (
     "max_num_seqs",
@@ -62,11 +62,14 @@ def engine_for_version(version: str | None) -> tuple[str, str | None]:
     """(the kit engine whose rules a log of this vLLM version is audited with, a note saying what
     was assumed, or None where graphlab.sizing.versions maps the release to an engine)."""
     if version is None:
-        return NEWEST, f"the log does not name its vLLM version: assumed {NEWEST}'s rules"
+        return (
+            DEFAULT_ENGINE,
+            f"the log does not name its vLLM version: assumed {DEFAULT_ENGINE}'s rules",
+        )
     try:
         return release_engine(version), None
     except GraphlabError as error:
-        return NEWEST, f"{error}; assumed {NEWEST}'s rules"
+        return DEFAULT_ENGINE, f"{error}; assumed {DEFAULT_ENGINE}'s rules"
 
 
 def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, ...]]:
@@ -114,12 +117,16 @@ class LogAudit:
     """The log's rows beside the kit's dispatch, with the config and engine it was audited at."""
 
     log: VllmLog
-    engine: str
+    policy: SizingPolicy
     cfg: SizingConfig
     rows: pd.DataFrame  # the log's frame plus kit_padded_tokens, kit_runtime_mode, agrees, ...
     capture_sizes_agree: bool  # the logged sizes give the graphs the kit's sizing gives
     kit_capture_sizes: tuple[int, ...]
     notes: tuple[str, ...]
+
+    @property
+    def engine(self) -> str:
+        return self.policy.name
 
     def summary(self) -> dict:
         r, n = self.rows, self.rows.unpadded_tokens * self.rows["count"]
@@ -158,7 +165,7 @@ class LogAudit:
         """What the audit assumed because neither the log nor the command line said it."""
         assumed = []
         if self.cfg.cudagraph_mode is None:
-            mode = get_engine(self.engine).cudagraph_mode(self.cfg)
+            mode = self.policy.cudagraph_mode(self.cfg)
             assumed.append(f"cudagraph_mode ({mode}, the engine's default)")
         if self.log.capture_sizes is None:
             assumed.append(f"the capture sizes ({self.engine}'s own sizing)")
@@ -217,7 +224,7 @@ class LogAudit:
             )
             lines += self._disagreements(bad)
         cfg = self.cfg
-        tokens = get_engine(self.engine).effective_max_num_batched_tokens(cfg)
+        tokens = self.policy.effective_max_num_batched_tokens(cfg)
         lines += [
             f"vLLM {version} log {log.source}: {log.intervals} stats intervals, engines "
             f"{', '.join(log.engines)}; audited with {self.engine} at max_num_seqs="
@@ -331,7 +338,7 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     frame["full_graph_could_serve"] = could  # 0: none, or not a whole number of verify requests
     return LogAudit(
         log=log,
-        engine=engine,
+        policy=policy,
         cfg=cfg,
         rows=frame,
         capture_sizes_agree=families == default,

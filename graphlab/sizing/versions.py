@@ -185,6 +185,8 @@ RANGES = (
         "kit does not model",
     ),
 )
+# The engine of the newest release the kit models: what a command or call uses when none is named.
+DEFAULT_ENGINE = next(r.engine for r in reversed(RANGES) if r.engine)
 
 
 def _index(version: str) -> int:

@@ -12,9 +12,9 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import AuditReport
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.plan import uniform_workload
-from graphlab.sizing.plan_inputs import SizeTable, read_latency
-from graphlab.sizing.plan_result import evaluate
+from graphlab.sizing.planner.inputs import SizeTable, read_latency
+from graphlab.sizing.planner.plan import uniform_workload
+from graphlab.sizing.planner.result import evaluate
 
 
 @lru_cache(maxsize=8)
@@ -65,11 +65,10 @@ def price_line(report: AuditReport, latency) -> str:
     if report.summary.num_reachable == 0:
         return f"not priced on {source}: no decode step of this config is reachable"
     graph_ms = tables[0]
-    workload = uniform_workload(report.engine, report.config)
+    policy = get_engine(report.engine)
+    workload = uniform_workload(policy, report.config)
     try:
-        outcome = evaluate(
-            report.engine, report.config, report.capture_sizes, workload, latency=tables
-        )
+        outcome = evaluate(policy, report.config, report.capture_sizes, workload, latency=tables)
     except GraphlabError:  # a step outside the measured sizes: say which
         return f"not priced: {_outside(report, workload, tables, source)}"
     return (

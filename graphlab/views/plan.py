@@ -24,7 +24,7 @@ def _summary(result, label: str, outcome) -> str:
 
 
 def plot_plan(result) -> Figure:
-    """A graphlab.sizing.plan_result.Plan. Top: the graph size each decode step of n tokens
+    """A graphlab.sizing.planner.result.Plan. Top: the graph size each decode step of n tokens
     replays, a staircase per side up to the largest graph (the rise above the dotted diagonal is
     its padding). Bottom: over the whole workload, the padding accumulated in tokens per step as n
     grows (with an eager penalty each eager step adds it: the cost the plan minimised); a shaded

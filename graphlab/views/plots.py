@@ -8,13 +8,13 @@ module of its concept, imported here.
 from graphlab.views.costs import plot_adaptive_price, plot_step_timeline
 from graphlab.views.crash_map import plot_crash_map
 from graphlab.views.latency import plot_eager_ratio, plot_latency
+from graphlab.views.logged_steps import plot_logged_steps
 from graphlab.views.memory import plot_graph_memory
 from graphlab.views.padding import plot_padding
 from graphlab.views.plan import plot_plan
 from graphlab.views.reference import reference_figures
 from graphlab.views.spec_decode import plot_spec_decode
 from graphlab.views.style import inline
-from graphlab.views.vllm_log import plot_logged_steps
 
 __all__ = [
     "inline",

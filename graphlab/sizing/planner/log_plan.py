@@ -13,7 +13,7 @@ smallest chosen size c at or above its threshold: a mixed step of n tokens by c 
 c - n; a uniform one by c >= n - q + 1 (then round_up(c, q) >= n), padding round_up(c, q) - n
 (c - n on the PIECEWISE graph where round_up(c, q) is above S*q, which has no FULL graph).
 Both grow with c, so the thresholds and the step sizes (the largest graph decides which steps
-run eagerly) are candidates enough, and the interval programme of graphlab.sizing.optimum is
+run eagerly) are candidates enough, and the interval programme of graphlab.sizing.planner.optimum is
 exact. Engines that round the whole list at start-up (0.12, 0.13) and FULL_DECODE_ONLY are planned
 on multiples of q only. A step above the largest size runs eagerly: by default the plan may leave
 no more steps without a graph than the current sizes do (least padding among those);
@@ -33,10 +33,11 @@ import numpy as np
 
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import PATH_CODES, CUDAGraphMode, graph_families
-from graphlab.sizing.engines import get_engine, round_up
-from graphlab.sizing.optimum import Budget, optimum
-from graphlab.sizing.plan_result import compilation_with_sizes, vllm_flag
+from graphlab.sizing.dispatch import PATH_CODES, CUDAGraphMode
+from graphlab.sizing.engines import SizingPolicy, round_up
+from graphlab.sizing.families import families_for
+from graphlab.sizing.planner.optimum import Budget, optimum
+from graphlab.sizing.planner.result import compilation_with_sizes, vllm_flag
 
 FAMILIES = ("uniform", "mixed")  # uniform decode steps (FULL graphs), every other step
 # Candidates above this are merged onto a coarser grid (the programme holds candidates^2 cells).
@@ -55,7 +56,7 @@ class LoggedTraffic:
 
     @classmethod
     def from_frame(cls, frame, mode: CUDAGraphMode | str, source: str) -> LoggedTraffic:
-        """graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed): FULL rows under a mode
+        """graphlab.sizing.log_reader's `VllmLog.frame()` (engines summed): FULL rows under a mode
         with separate FULL decode graphs are uniform decode steps, the rest mixed."""
         separate = CUDAGraphMode(mode).separate_routine()
         uniform = (frame.runtime_mode == CUDAGraphMode.FULL) & separate
@@ -131,10 +132,10 @@ class Replay:
         }
 
 
-def replay(engine, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
+def replay(policy: SizingPolicy, cfg: SizingConfig, traffic: LoggedTraffic, sizes) -> Replay:
     """Every logged step dispatched on the capture list `sizes` (as given to vLLM; a rounding
     engine rounds it as at start-up), by graphlab.sizing.families' rule."""
-    families = graph_families(engine, cfg, sizes)
+    families = families_for(policy, cfg, sizes)
     per_family, served = {}, {}
     for name, ns, counts in (
         ("uniform", traffic.uniform_sizes, traffic.uniform_counts),
@@ -262,7 +263,7 @@ class LogPlan:
 
 
 def plan_for_log(
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     traffic: LoggedTraffic,
     current_sizes,
@@ -273,7 +274,6 @@ def plan_for_log(
     leaving no more steps without a graph than current_sizes (the list vLLM captured) do (or, with
     eager_penalty, the least padding plus penalty per eager step), and the best capturing no more
     graphs than current_sizes (the plan too when max_graphs is None); see the module docstring."""
-    policy = get_engine(engine)
     current = tuple(sorted({int(s) for s in current_sizes}))
     if not current:
         raise GraphlabError("the log's deployment captured no graph: there are no sizes to plan")
@@ -328,21 +328,20 @@ def _optimal_sizes(policy, cfg, traffic, current, current_replay, graphs, eager_
 
 def log_plan_report(
     log,
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     notes=(),
     user_compilation: dict | None = None,
     max_graphs: int | None = None,
     eager_penalty: float | None = None,
 ) -> tuple[LogPlan, dict]:
-    """plan_for_log of a read vLLM log (graphlab.sizing.vllm_log) beside what vLLM logged, and
+    """plan_for_log of a read vLLM log (graphlab.sizing.log_reader) beside what vLLM logged, and
     its report: the replays, the headline and the compilation config to set (user_compilation's
     other keys kept); a note first where the kit's replay of the current sizes differs from the
     logged padding. What `plan --vllm-log` prints and vLLM's stat logger plugin writes."""
-    policy = get_engine(engine)
     error = policy.startup_error(cfg)
     if error:
-        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+        raise GraphlabError(f"{policy.name} refuses the log's config: {error}")
     current = log.value("capture_sizes") or policy.capture_sizes(cfg)
     frame = log.frame()
     traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)
@@ -350,7 +349,7 @@ def log_plan_report(
         "padding_tokens": int((frame.num_paddings * frame["count"]).sum()),
         "steps_without_graph": int(frame["count"][frame.runtime_mode == CUDAGraphMode.NONE].sum()),
     }
-    result = plan_for_log(engine, cfg, traffic, current, max_graphs, eager_penalty)
+    result = plan_for_log(policy, cfg, traffic, current, max_graphs, eager_penalty)
     replayed = {key: getattr(result.current, key) for key in logged}
     if replayed != logged:  # the kit's rules are not what this vLLM ran: say so before the plan
         notes = (
@@ -369,7 +368,7 @@ def log_plan_report(
     data = {
         "source": log.source,
         "vllm_version": log.value("vllm_version"),
-        "engine": engine,
+        "engine": policy.name,
         "max_num_seqs": cfg.max_num_seqs,
         "num_speculative_tokens": cfg.num_speculative_tokens,
         "max_num_batched_tokens": policy.effective_max_num_batched_tokens(cfg),

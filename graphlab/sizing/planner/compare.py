@@ -8,10 +8,11 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.optimum import Budget
-from graphlab.sizing.plan import plan
-from graphlab.sizing.plan_inputs import SizeTable, Workload
-from graphlab.sizing.plan_result import Plan
+from graphlab.sizing.engines import SizingPolicy
+from graphlab.sizing.planner.inputs import SizeTable, Workload
+from graphlab.sizing.planner.optimum import Budget
+from graphlab.sizing.planner.plan import plan
+from graphlab.sizing.planner.result import Plan
 
 
 def at_default_footing(result: Plan) -> Plan:
@@ -22,7 +23,7 @@ def at_default_footing(result: Plan) -> Plan:
     if not sizes:
         return result
     return plan(
-        result.engine,
+        result.policy,
         result.config,
         result.workload,
         Budget(len(sizes), graph_pool=result.budget.graph_pool),
@@ -31,7 +32,7 @@ def at_default_footing(result: Plan) -> Plan:
 
 
 def fewest_graphs(
-    engine,
+    engine: str | SizingPolicy,
     cfg: SizingConfig,
     workload: Workload | None = None,
     latency: tuple[SizeTable, SizeTable] | None = None,

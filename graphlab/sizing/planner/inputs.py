@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError, check_input_file
+from graphlab.errors import GraphlabError, UnreadableInput, check_input_file
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
@@ -125,7 +125,7 @@ def _read_csv(
         _check_field_counts(path)
         frame = pd.read_csv(path)
     except (OSError, ValueError, pd.errors.ParserError) as error:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"cannot read CSV {str(path)!r}: {str(error).splitlines()[0]}"
         ) from None
     unknown = [c for c in frame.columns if allowed is not None and c not in allowed]

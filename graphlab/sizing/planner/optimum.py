@@ -3,8 +3,8 @@ candidate sizes.
 
 `Budget` bounds the graphs and/or their memory; `interval_costs` gives the cost of serving the
 workload sizes between two chosen sizes with the upper one; `optimum` picks at most G sizes (or,
-under a memory budget, sizes within it) that minimise the total (graphlab.sizing.plan's docstring
-says why the candidates suffice).
+under a memory budget, sizes within it) that minimise the total (graphlab.sizing.planner.plan's
+docstring says why the candidates suffice).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import numpy as np
 
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
-from graphlab.sizing.plan_inputs import SizeTable, Workload
+from graphlab.sizing.planner.inputs import SizeTable, Workload
 
 
 @dataclass(frozen=True)

@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families
-from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, get_engine
-from graphlab.sizing.optimum import Budget
-from graphlab.sizing.plan_inputs import SizeTable, Workload
+from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
+from graphlab.sizing.families import GraphFamilies, families_for
+from graphlab.sizing.planner.inputs import SizeTable, Workload
+from graphlab.sizing.planner.optimum import Budget
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
 
@@ -30,7 +30,7 @@ class Outcome:
 
 
 def evaluate(
-    engine,
+    policy: SizingPolicy,
     cfg: SizingConfig,
     sizes,
     workload: Workload,
@@ -39,7 +39,6 @@ def evaluate(
     latency: tuple[SizeTable, SizeTable] | None = None,
 ) -> Outcome:
     """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
-    policy = get_engine(engine)
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
     batches = policy.dispatch_batches(workload.sizes, cfg, capture)
     on_graph, graph_size = batches.replays, batches.graph_size
@@ -92,7 +91,7 @@ def vllm_flag(compilation: dict) -> str:
 
 @dataclass(frozen=True)
 class Plan:
-    engine: str
+    policy: SizingPolicy
     config: SizingConfig
     max_num_batched_tokens: int
     workload: Workload
@@ -126,14 +125,23 @@ class Plan:
         return outcome.mean_padding_waste + (penalty or 0.0) * eager
 
     @property
+    def engine(self) -> str:
+        return self.policy.name
+
+    @property
     def capture_sizes(self) -> tuple[int, ...]:
         return self.plan.capture_sizes
 
     @property
+    def default_families(self) -> GraphFamilies:
+        """The graph families of the engine's default sizing at this config."""
+        return families_for(self.policy, self.config)
+
+    @property
     def default_full_sizes(self) -> tuple[int, ...]:
         """The FULL uniform-decode graphs of the engine's default (its capture sizes rounded up to
-        multiples of 1 + k, graphlab.sizing.dispatch): the graphs `default` replays."""
-        return graph_families(self.engine, self.config).full_sizes
+        multiples of 1 + k, graphlab.sizing.families): the graphs `default` replays."""
+        return self.default_families.full_sizes
 
     @property
     def above_ceiling(self) -> tuple[int, ...]:
@@ -173,7 +181,7 @@ class Plan:
             "max_num_seqs": self.config.max_num_seqs,
             "num_speculative_tokens": self.config.num_speculative_tokens,
             "max_num_batched_tokens": self.max_num_batched_tokens,
-            "cudagraph_mode": get_engine(self.engine).cudagraph_mode(self.config),
+            "cudagraph_mode": self.policy.cudagraph_mode(self.config),
             "workload": self.workload.source,
             "cost": self.cost,
             "eager_penalty": self.eager_penalty,

@@ -37,13 +37,13 @@ from graphlab.sizing.engines import (
     GRAPH_POOLS,
     MIB,
     V1_ENGINES,
+    SizingPolicy,
     get_engine,
     round_up,
 )
-from graphlab.sizing.optimum import Budget, interval_costs, optimum
 
-# Inputs and their readers live in plan_inputs; re-exported as the planner's API.
-from graphlab.sizing.plan_inputs import (
+# Inputs and their readers live in `inputs`; re-exported as the planner's API.
+from graphlab.sizing.planner.inputs import (
     SizeTable,
     Workload,
     read_batch_sizes,
@@ -51,7 +51,8 @@ from graphlab.sizing.plan_inputs import (
     read_latency,
     read_spec_decode_steps,
 )
-from graphlab.sizing.plan_result import Outcome, Plan, evaluate
+from graphlab.sizing.planner.optimum import Budget, interval_costs, optimum
+from graphlab.sizing.planner.result import Outcome, Plan, evaluate
 
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048
@@ -79,10 +80,9 @@ __all__ = [
 ]
 
 
-def uniform_workload(engine, cfg: SizingConfig) -> Workload:
+def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
     """Every uniform decode step B*(1+k) tokens, B = 1..max_num_seqs, that fits in
     max_num_batched_tokens, once."""
-    policy = get_engine(engine)
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
         raise GraphlabError(
@@ -256,7 +256,7 @@ def _default_outcome(
 
 
 def plan(
-    engine,
+    engine: str | SizingPolicy,
     cfg: SizingConfig,
     workload: Workload | None = None,
     budget: Budget = Budget(),  # noqa: B008 (a frozen dataclass: the shared default cannot change)
@@ -317,7 +317,7 @@ def plan(
             "candidates are exact while graph latency and memory grow with size"
         )
     return Plan(
-        policy.name,
+        policy,
         cfg,
         tokens,
         workload,

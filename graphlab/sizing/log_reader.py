@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError, check_input_file
+from graphlab.errors import GraphlabError, UnreadableInput, check_input_file
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, RUNTIME_MODES
 
 COLUMNS = ("Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count")
@@ -309,7 +309,7 @@ def read_vllm_log(path) -> VllmLog:
         with open(path, "rb") as stream, _progress(stream, str(path)) as shown:
             return _read(stream, str(path), shown)
     except OSError as error:
-        raise GraphlabError(f"cannot read --vllm-log {str(path)!r}: {error.strerror}") from None
+        raise UnreadableInput(f"cannot read --vllm-log {str(path)!r}: {error.strerror}") from None
 
 
 @contextlib.contextmanager

@@ -1,18 +1,17 @@
 """`--vllm-log FILE` for `audit` and `plan` (graphlab.cli.log_plan): a vLLM `--cudagraph-metrics`
 log as the config and the traffic; what the log lacks comes from --vllm-args or the flags.
 
-The log is read by graphlab.sizing.vllm_log (streamed, "-" for stdin) and audited by
+The log is read by graphlab.sizing.log_reader (streamed, "-" for stdin) and audited by
 graphlab.sizing.log_audit; a flag that contradicts the log is an error naming both values.
 """
 
 from __future__ import annotations
 
-import re
-
+from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
 from graphlab.cli.arguments import int_in, joined_sizes, json_text
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import FIELDS, audit_log
-from graphlab.sizing.vllm_log import read_vllm_log
+from graphlab.sizing.log_reader import read_vllm_log
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
@@ -32,10 +31,13 @@ def add_option(parser) -> None:
     )
 
 
-def given_values(args) -> dict:
-    """{SizingConfig field: (value, where)} set on the command line: the flags, or --vllm-args
-    (read by the installed vLLM's parser)."""
-    values = {name: getattr(args, name, None) for name in FIELDS}
+def given_values(
+    options: dict, command_line: str | None, device_tier: str
+) -> tuple[dict, ServeLine | None]:
+    """({SizingConfig field: (value, where)} set on the command line, the ServeLine of
+    --vllm-args or None): the flags among `options` (option name -> value), or the line's
+    settings (read by the installed vLLM's parser) but those it leaves to vLLM's defaults."""
+    values = {name: options.get(name) for name in FIELDS}
     if "cudagraph_capture_sizes" in values:  # vLLM's syntax: groups of sizes, as typed
         values["cudagraph_capture_sizes"] = joined_sizes(values["cudagraph_capture_sizes"])
     flags = {
@@ -43,29 +45,23 @@ def given_values(args) -> dict:
         for name, value in values.items()
         if value is not None
     }
-    line = getattr(args, "vllm_args", None)
-    if line is None:
-        return flags
+    if command_line is None:
+        return flags, None
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
-    from graphlab.against_vllm.serve_args import read_vllm_args
-
-    cfg = read_vllm_args(line, args.device_tier).config
+    line = read_vllm_args(command_line, device_tier)
     given = {
-        name: (getattr(cfg, name), "--vllm-args")
+        name: (getattr(line.config, name), "--vllm-args")
         for name in FIELDS
-        if getattr(cfg, name) is not None
+        if getattr(line.config, name) is not None and name not in line.from_defaults
     }
-    # read_vllm_args fills these with device defaults when unset: not the user's values.
-    for name in ("max_num_seqs", "max_num_batched_tokens"):
-        if not re.search(rf"--{name.replace('_', '[-_]')}\b", line):
-            given.pop(name, None)
-    return given
+    return given, line
 
 
 def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
-    report = audit_log(read_vllm_log(args.vllm_log), given_values(args), args.engine)
+    given, _ = given_values(vars(args), args.vllm_args, args.device_tier)
+    report = audit_log(read_vllm_log(args.vllm_log), given, args.engine)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0

@@ -1,0 +1,76 @@
+"""`--vllm-args` and `--device-tier` for `audit` and `plan`: a `vllm serve` line as the config,
+read by graphlab.against_vllm.serve_args and held to the kit's limits and the engine's release."""
+
+from __future__ import annotations
+
+import argparse
+
+from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
+from graphlab.errors import GraphlabError
+from graphlab.sizing.batch_defaults import (
+    DEFAULT_DEVICE_TIER,
+    DEVICE_TIERS,
+    LARGE_TIER_FROM,
+    describe_tiers,
+)
+from graphlab.sizing.engines import PERFORMANCE_MODE_FROM, SizingPolicy
+from graphlab.sizing.limits import check_limits
+from graphlab.sizing.model_runner import release_key
+
+
+def add_vllm_args(parser: argparse.ArgumentParser) -> None:
+    """--vllm-args and --device-tier, the defaults a line without max_num_seqs is sized with."""
+    parser.add_argument(
+        "--vllm-args",
+        default=None,
+        metavar='"..."',
+        help="a `vllm serve` (or `python -m vllm.entrypoints.openai.api_server`) command line: "
+        "its sizing options (max_num_seqs, max_num_batched_tokens, speculative_config, capture "
+        "sizes, cudagraph_mode, -O level, --enforce-eager, --performance-mode) are read with the "
+        "installed vLLM's own parser; importing vLLM takes ~20 s, so malformed JSON and "
+        "unknown modes are refused before it; not combinable with the config options above",
+    )
+    parser.add_argument(
+        "--device-tier",
+        choices=tuple(DEVICE_TIERS),
+        default=DEFAULT_DEVICE_TIER,
+        help="vLLM's defaults for what --vllm-args leaves unset, max_num_seqs / "
+        f"max_num_batched_tokens by device (EngineArgs.get_batch_defaults): {describe_tiers()}; "
+        f"default {DEFAULT_DEVICE_TIER}",
+    )
+
+
+def _check_device_tier(version: str, device_tier: str) -> None:
+    """GraphlabError for --device-tier b200 on a release without that tier."""
+    early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
+    if device_tier == "b200" and early:
+        raise GraphlabError(
+            f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
+            f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
+        )
+
+
+def read_serve_line(
+    command_line: str | None, device_tier: str, policy: SizingPolicy, version: str, given: dict
+) -> ServeLine | None:
+    """The ServeLine of --vllm-args (None without it) for the engine `policy` of vLLM `version`;
+    GraphlabError naming any of the config options in `given` (name -> value) that are set as
+    well, a value over the kit's limits, or a setting the release does not have."""
+    if command_line is None:
+        return None
+    _check_device_tier(version, device_tier)
+    flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
+    if flags:
+        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
+    line = read_vllm_args(command_line, device_tier)
+    try:  # the flags' own bounds, which vLLM's parser does not know
+        check_limits(line.config)
+    except GraphlabError as error:
+        raise GraphlabError(f"--vllm-args: {error}") from None
+    mode = line.config.performance_mode
+    if mode is not None and not getattr(policy, "has_performance_mode", False):
+        raise GraphlabError(
+            f"--vllm-args sets --performance-mode {mode}, which {policy.name} does not have "
+            f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
+        )
+    return line

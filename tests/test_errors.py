@@ -1,0 +1,41 @@
+"""The two kinds of GraphlabError: a value not allowed, and an input file that cannot be read."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+import graphlab as g
+from graphlab.errors import BadInput, GraphlabError, UnreadableInput, check_choice, check_input_file
+from graphlab.sizing.planner.inputs import read_latency
+
+
+def test_a_bad_choice_is_bad_input():
+    with pytest.raises(BadInput, match="'big' is not one of small, h100"):
+        check_choice("device tier", "big", ("small", "h100"))
+    with pytest.raises(BadInput, match="engine 'vllm-9' is not one of"):
+        g.audit("vllm-9", g.SizingConfig(8))
+
+
+def test_an_unreadable_file_is_unreadable_input(tmp_path):
+    missing = tmp_path / "missing.csv"
+    with pytest.raises(UnreadableInput, match="cannot read --latency .*missing.csv"):
+        check_input_file("--latency", missing)
+    with pytest.raises(UnreadableInput, match="is a folder; give a regular file"):
+        read_latency(tmp_path)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(UnreadableInput, match="cannot read CSV .*empty.csv"):
+        read_latency(empty)
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with pytest.raises(UnreadableInput, match="is a FIFO"):
+        check_input_file("--latency", fifo)
+
+
+def test_both_kinds_are_graphlab_errors():
+    # `except GraphlabError` (the command line's, the notebooks') still catches every bad input
+    assert issubclass(BadInput, GraphlabError) and issubclass(UnreadableInput, GraphlabError)
+    with pytest.raises(BadInput):  # a NUL in a path is a value no file can have
+        check_input_file("--latency", "a\0b")
