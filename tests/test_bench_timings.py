@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from graphlab.bench import timings
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import TABLE_ENGINES
 
 
 def test_help_names_every_figure_with_its_target(capsys):
@@ -35,7 +35,7 @@ def test_a_quick_run_holds_readings_in_the_figures_unit_against_its_target(tmp_p
     assert printed.startswith("machine: ") and "1 torch thread(s)" in printed
     frame = pd.read_csv(out)
     crash = frame[frame["figure"] == "crash_map"].set_index("unit")
-    cells = len(ENGINES) * 64 * 9  # every engine x S 1..64 x k 0..8
+    cells = len(TABLE_ENGINES) * 64 * 9  # every engine x S 1..64 x k 0..8
     assert list(crash.index) == ["s wall", "s CPU"]
     assert crash.loc["s CPU", "case"] == f"{cells} cells, S 1..64"
     assert crash.loc["s CPU", "met"] == (crash.loc["s CPU", "value"] <= 2.0)

@@ -9,7 +9,15 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, decode_graph_sizes
-from graphlab.sizing.engines import ENGINES, V0_ENGINES, SGLang, TrtLlm, Vllm033, get_engine, pad0
+from graphlab.sizing.engines import (
+    TABLE_ENGINES,
+    V0_ENGINES,
+    SGLang,
+    TrtLlm,
+    Vllm033,
+    get_engine,
+    pad0,
+)
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
@@ -20,7 +28,7 @@ from graphlab.sizing.limits import (
 seqs = st.integers(min_value=1, max_value=600)
 ks = st.integers(min_value=0, max_value=8)
 tokens = st.one_of(st.none(), st.integers(min_value=1, max_value=20000))
-engines = st.sampled_from(sorted(ENGINES))
+engines = st.sampled_from(sorted(TABLE_ENGINES))
 
 
 def outcome(engine, n, seqs, k=0, tokens=None):
@@ -261,7 +269,7 @@ def test_dispatch_matches_a_real_dict_lookup(engine, s, k, n):
 def test_explicit_settings_only_for_v1_engines():
     cfg = SizingConfig(8, 4, cudagraph_capture_sizes=[8, 1, 4])
     assert cfg.cudagraph_capture_sizes == (8, 1, 4)  # kept as given: vLLM logs it so
-    for engine in ENGINES:
+    for engine in TABLE_ENGINES:
         policy = get_engine(engine)
         if engine in ("vllm-0.12.0", "vllm-0.13.0", "vllm-0.33.0"):
             assert policy.capture_sizes(cfg)
@@ -339,7 +347,7 @@ def test_pad0_of_one_batch_is_a_python_int():
     assert pad0(np.array([3, 9])).tolist() == [4, 16]
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("engine", sorted(TABLE_ENGINES))
 def test_graph_limit_of_a_config_is_that_of_its_captured_sizes(engine):
     """graph_limit(cfg) (what notebook 02 prints) reads the config's own captured sizes."""
     policy, cfg = get_engine(engine), SizingConfig(24, 2)
@@ -365,7 +373,7 @@ def test_dispatch_uses_the_sizes_it_is_given_not_the_configs(engine):
     assert given[1].path == (BatchPath.CRASH if engine == "vllm-0.5.5" else BatchPath.EAGER)
 
 
-@pytest.mark.parametrize("engine", sorted(ENGINES))
+@pytest.mark.parametrize("engine", sorted(TABLE_ENGINES))
 def test_batches_off_the_graphs_have_size_and_key_0_in_integers(engine):
     """Dispatches' documented zeros: graph_size is 0 off the graph path, and the looked-up key is
     0 where the engine tries no graph (never inf or nan from a division), all integers."""

@@ -14,7 +14,7 @@ import pytest
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES, get_engine
+from graphlab.sizing.engines import ENGINES, get_engine
 from graphlab.sizing.versions import RANGES, RELEASES, engine_for_version, release, resolve_engine
 
 CHECK_RELEASES = Path(__file__).resolve().parents[1] / "scripts" / "check_vllm_releases.py"
@@ -35,7 +35,7 @@ def test_every_release_maps_to_an_engine_or_is_refused_by_name(version):
         message = str(error)
         assert version in message and "modelled releases: 0.5.0..0.5.5 (vllm-0.5.5)" in message
         return
-    assert engine in {**ENGINES, **RELEASE_ENGINES} and engine.startswith("vllm-")
+    assert engine in ENGINES and engine.startswith("vllm-")
 
 
 def test_known_releases():

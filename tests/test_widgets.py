@@ -14,7 +14,7 @@ pytest.importorskip("ipywidgets")
 from graphlab.errors import GraphlabError  # noqa: E402
 from graphlab.sizing.audit import audit  # noqa: E402
 from graphlab.sizing.config import SizingConfig  # noqa: E402
-from graphlab.sizing.engines import ENGINES  # noqa: E402
+from graphlab.sizing.engines import TABLE_ENGINES  # noqa: E402
 from graphlab.views.style import PATH_COLORS  # noqa: E402
 from graphlab.views.widgets import (
     ExplorerState,
@@ -81,7 +81,7 @@ def test_engine_switch_enables_the_token_budget_only_for_v1(ex):
     assert t.disabled and ex.state.max_num_batched_tokens is None
 
 
-@pytest.mark.parametrize("engine", list(ENGINES))
+@pytest.mark.parametrize("engine", list(TABLE_ENGINES))
 def test_every_engine_renders_its_audit(engine):
     ex = explorer(engine, max_num_seqs=100, num_speculative_tokens=2)
     s = audit(engine, SizingConfig(100, 2)).summary

@@ -21,9 +21,9 @@ from graphlab.cli.serve_line import add_vllm_args, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
-    ALL_V1_ENGINES,
     DEFAULT_GRAPH_CEILING,
     GRAPH_POOLS,
+    V1_ENGINES,
     SizingPolicy,
 )
 from graphlab.sizing.limits import (
@@ -69,7 +69,7 @@ def add_parser(subparsers) -> None:
         "--engine",
         default=None,
         type=engine,
-        choices=ALL_V1_ENGINES,
+        choices=V1_ENGINES,
         help=f"a vLLM V1 engine or release (X.Y.Z, auto), default {DEFAULT_ENGINE} (with "
         "--vllm-log: the log's version)",
     )

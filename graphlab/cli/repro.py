@@ -17,7 +17,7 @@ from graphlab.cli.arguments import (
 from graphlab.engine.device import DEVICES
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ALL_V1_ENGINES, V0_ENGINES
+from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT
 
 
@@ -48,7 +48,7 @@ def add_parser(subparsers) -> None:
     parser.add_argument(
         "--engine",
         type=engine,
-        choices=V0_ENGINES + ALL_V1_ENGINES,
+        choices=V0_ENGINES + V1_ENGINES,
         default="vllm-0.5.5",
         help="the target's sizing (an engine, or a vLLM release X.Y.Z, auto), default vllm-0.5.5",
     )
@@ -147,7 +147,7 @@ def _sizes_json(config) -> dict:
     from graphlab.sizing.engines import get_engine
 
     out = {"capture_sizes": list(get_engine(config.engine).capture_sizes(config.sizing))}
-    if config.engine in ALL_V1_ENGINES:
+    if config.engine in V1_ENGINES:
         families = graph_families(config.engine, config.sizing)
         out |= {
             "full_sizes": list(families.full_sizes),

@@ -24,7 +24,7 @@ from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, graph_families
-from graphlab.sizing.engines import ALL_V1_ENGINES
+from graphlab.sizing.engines import V1_ENGINES
 from graphlab.sizing.families import uniform_padding_assertion
 
 
@@ -36,7 +36,7 @@ class V1ModelRunner(DecodeRunner):
     graph. StepRecord.batch_size counts tokens, V1's dispatch unit.
     """
 
-    runner_shape, engines, batch_unit = "V1", ALL_V1_ENGINES, BatchUnit.TOKENS
+    runner_shape, engines, batch_unit = "V1", V1_ENGINES, BatchUnit.TOKENS
 
     def _init_sizes(self) -> None:
         """The engine's sizes for cfg, what to capture, and where graphs stop."""

@@ -33,7 +33,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
-from graphlab.sizing.engines import ENGINES, V0_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
 
@@ -285,7 +285,7 @@ def summarize(batches: Dispatches) -> AuditSummary:
 
 def has_proposer(policy: SizingPolicy, cfg: SizingConfig) -> bool:
     """Whether the engine runs a draft model with its own graphs (V0 engines, k > 0)."""
-    return policy.name in V0_ENGINES and cfg.num_speculative_tokens > 0
+    return policy.batch_unit is BatchUnit.ROWS and cfg.num_speculative_tokens > 0
 
 
 def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
@@ -369,6 +369,6 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
 
 def parse_engines(engine) -> list[SizingPolicy]:
     if engine == "all":
-        return list(ENGINES.values())
+        return [get_engine(name) for name in TABLE_ENGINES]
     names = [engine] if isinstance(engine, (str, SizingPolicy)) else engine
     return [get_engine(name) for name in names]

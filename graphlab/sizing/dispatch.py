@@ -203,10 +203,10 @@ def code(path: BatchPath) -> int:
 
 
 def _v1_policy(engine):
-    from graphlab.sizing.engines import ALL_V1_ENGINES, get_engine  # the engines import this module
+    from graphlab.sizing.engines import V1_ENGINES, get_engine  # the engines import this module
 
     policy = get_engine(engine)
-    check_choice("engine (graph families are vLLM V1's)", policy.name, ALL_V1_ENGINES)
+    check_choice("engine (graph families are vLLM V1's)", policy.name, V1_ENGINES)
     return policy
 
 

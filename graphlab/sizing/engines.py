@@ -1,8 +1,9 @@
 """Which decode batch sizes each engine captures as CUDA graphs, and what happens to a batch of n.
 
 One `SizingPolicy` per engine; `ENGINE_TABLE` at the end lists the nine side by side, each row
-naming its source (`RELEASE_ENGINES` adds 0.17.0, 0.18.0, 0.20.0 and 0.20.1, which differ from the
-table's under plain FULL or by one added size; graphlab.sizing.versions maps releases to them).
+naming its source (`RELEASE_POLICIES` adds the releases whose rules differ from the table's under
+plain FULL or by one added size; graphlab.sizing.versions maps releases to them; `ENGINES` holds
+every one by name).
 A policy answers three questions, and
 `dispatch_batches` (many batches at once; `dispatch` is one batch's answer, its [0]) is derived
 from them only, so a model runner that performs the real dictionary lookup with the same answers
@@ -485,21 +486,21 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
         "TensorRT-LLM tensorrt_llm/llmapi/llm_args.py",
     ),
 )
-ENGINES: dict[str, SizingPolicy] = {row.policy.name: row.policy for row in ENGINE_TABLE}
-V0_ENGINES = ("vllm-0.5.5", "vllm-0.6.0", "adaptive")
-# The vLLM V1 engines: graphs keyed by token count (uniform decode).
-V1_ENGINES = tuple(n for n, engine in ENGINES.items() if engine.batch_unit is BatchUnit.TOKENS)
 # Releases whose rules differ from the table's under plain FULL or by one size
-# (graphlab.sizing.versions); reached by name or version, not part of "all".
-RELEASE_ENGINES: dict[str, SizingPolicy] = {
-    p.name: p
-    for p in (Vllm017(), Vllm018(), Vllm020(), Vllm0201(), Vllm022(), Vllm029(), Vllm031())
+# (graphlab.sizing.versions maps every release to one of these or the table's).
+RELEASE_POLICIES = (Vllm017(), Vllm018(), Vllm020(), Vllm0201(), Vllm022(), Vllm029(), Vllm031())
+# Every engine the kit models, by name: the table's and the releases'.
+ENGINES: dict[str, SizingPolicy] = {
+    p.name: p for p in (*(row.policy for row in ENGINE_TABLE), *RELEASE_POLICIES)
 }
-# Every vLLM V1 engine, the table's and the releases': what the V1 runner and the planner take.
-ALL_V1_ENGINES = V1_ENGINES + tuple(RELEASE_ENGINES)
+# The engines side by side (ENGINE_TABLE): what "all" means to an audit table and a crash map.
+TABLE_ENGINES = tuple(row.policy.name for row in ENGINE_TABLE)
+# vLLM V0's engines (graphs keyed by rows) and vLLM V1's (keyed by tokens), every release's.
+V0_ENGINES = tuple(n for n, p in ENGINES.items() if p.batch_unit is BatchUnit.ROWS)
+V1_ENGINES = tuple(n for n, p in ENGINES.items() if p.batch_unit is BatchUnit.TOKENS)
 
 
 def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names
     otherwise."""
-    return lookup("engine", name, {**ENGINES, **RELEASE_ENGINES}, SizingPolicy)
+    return lookup("engine", name, ENGINES, SizingPolicy)

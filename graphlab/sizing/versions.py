@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import ENGINES, RELEASE_ENGINES
+from graphlab.sizing.engines import ENGINES
 
 # Every vllm release on PyPI from 0.5.0 to the newest, oldest first (`pip index versions vllm`).
 # fmt: off
@@ -215,7 +215,7 @@ def resolve_engine(value: str) -> str:
 def release_of(value: str) -> str | None:
     """The vLLM release an --engine value names ("0.14.1", "vllm==0.14.1", "vllm-0.14.1" when
     that is no engine name), else None."""
-    if value in ENGINES or value in RELEASE_ENGINES:
+    if value in ENGINES:
         return None
     if value.startswith("vllm-") and value.removeprefix("vllm-") in RELEASES:
         return value.removeprefix("vllm-")

@@ -14,7 +14,7 @@ from graphlab.engine.device import BACKENDS
 from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath
-from graphlab.sizing.engines import ALL_V1_ENGINES, GRAPH_POOLS, V0_ENGINES
+from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES
 
 if TYPE_CHECKING:  # a field's type only: SpecDecodeConfig stays checkable before torch loads
     from graphlab.specdec.rejection import SpecDecodeMetrics
@@ -57,8 +57,8 @@ class SpecDecodeConfig:
     def __post_init__(self):
         if not isinstance(self.sizing, SizingConfig):
             raise GraphlabError(f"sizing must be a graphlab.SizingConfig, got {self.sizing!r}")
-        check_choice("engine", self.engine, V0_ENGINES + ALL_V1_ENGINES)
-        v1 = self.engine in ALL_V1_ENGINES
+        check_choice("engine", self.engine, V0_ENGINES + V1_ENGINES)
+        v1 = self.engine in V1_ENGINES
         # Defaults that follow the engine: the draft stays on the V0-shaped runner, under V1 with
         # 0.6.0's guard (never a crash); V1 scores all 1 + k tokens of a request in one forward.
         if self.proposer_engine is None:
@@ -88,7 +88,7 @@ class SpecDecodeConfig:
             raise GraphlabError(
                 f"cudagraph_capture_sizes / max_cudagraph_capture_size / "
                 f"cudagraph_mode with engine {self.engine}: only the V1 engines "
-                f"read them, allowed: {', '.join(ALL_V1_ENGINES)}"
+                f"read them, allowed: {', '.join(V1_ENGINES)}"
             )
 
 

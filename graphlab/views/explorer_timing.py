@@ -12,7 +12,7 @@ import random
 import statistics
 import time
 
-from graphlab.sizing.engines import ENGINES
+from graphlab.sizing.engines import TABLE_ENGINES
 from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer
 
 
@@ -22,7 +22,7 @@ def median_move_ms(quick: bool = False, seed: int = 0) -> list[tuple[str, float,
     rng = random.Random(seed)
     ex = explorer()
     times = []
-    for engine in ENGINES:
+    for engine in TABLE_ENGINES:
         ex.controls["engine"].value = engine  # computes this engine's crash map once
         taken = []
         for _ in range(moves):

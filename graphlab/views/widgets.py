@@ -23,7 +23,7 @@ from dataclasses import replace
 
 from graphlab.sizing.audit import AuditReport, headline
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, ENGINES, get_engine
+from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, TABLE_ENGINES, get_engine
 from graphlab.views.explorer_figure import (
     MAP_VALUES,
     MAX_K,
@@ -104,7 +104,7 @@ class Explorer:
         )
         self.controls = {
             "engine": w.Dropdown(
-                options=list(ENGINES),
+                options=list(TABLE_ENGINES),
                 value=state.engine,
                 description="engine",
                 style=slider["style"],

@@ -32,8 +32,8 @@ import numpy as np
 from graphlab.errors import GraphlabError, check_instance, check_int, check_json_object
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode
 from graphlab.sizing.engines import (
-    ALL_V1_ENGINES,
     GRAPH_POOLS,
     MIB,
     V1_ENGINES,
@@ -128,9 +128,9 @@ def _checked_workload(
 ) -> Workload:
     """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget
     refuses."""
-    if policy.name not in ALL_V1_ENGINES:
+    if policy.batch_unit is not BatchUnit.TOKENS:
         raise GraphlabError(
-            f"plan supports the vLLM V1 engines {', '.join(ALL_V1_ENGINES)}, got {policy.name!r}"
+            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
         )
     error = policy.startup_error(cfg)
     if error and "max_num_batched_tokens" in error:
@@ -282,7 +282,7 @@ def plan(
     policy = get_engine(engine)
     _check_arguments(cfg, workload, budget, memory, latency, max_capture_size, eager_penalty)
     check_json_object("compilation_config", compilation_config)
-    if policy.name in ALL_V1_ENGINES and policy.cudagraph_mode(cfg) == "NONE":
+    if policy.batch_unit is BatchUnit.TOKENS and policy.cudagraph_mode(cfg) is CUDAGraphMode.NONE:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
