@@ -41,5 +41,5 @@ export PYTHONPATH=. OMP_NUM_THREADS=1 HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 MP
 # test_gpu_check.py runs the CPU dry run of scripts/gpu_check.sh with this Python, its optional
 # packages blocked; the GPU-marked files run their CPU parts.
 # shellcheck disable=SC2046  # one word per file
-"$PY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/test_gpu_check.py \
-    $(grep -l "mark.gpu" tests/test_*.py) tests/test_gpu_compiled.py tests/test_bench_timings.py
+"$PY" -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/bench/test_gpu_check.py \
+    $(grep -l "mark.gpu" tests/*/test_*.py) tests/engine/test_gpu_compiled.py tests/bench/test_bench_timings.py

@@ -173,8 +173,8 @@ RUN=("$PYTHON" -u scripts/gpu_bench.py)
 BENCH=("${RUN[@]}" sweep --suite "$SUITE" --device "$DEVICE")
 # Only the files with GPU tests (collecting the others needs packages this machine may lack),
 # the V1 runner's first; the cold torch.compile test runs last, alone (gpu_compiled).
-GPU_TESTS=(tests/test_v1_runner.py
-    $(grep -l "mark.gpu" tests/test_*.py | grep -v -e test_v1_runner -e test_gpu_compiled))
+GPU_TESTS=(tests/engine/test_v1_runner.py
+    $(grep -l "mark.gpu" tests/*/test_*.py | grep -v -e test_v1_runner -e test_gpu_compiled))
 PYTEST=("$PYTHON" -u -m pytest -q -m gpu -p no:cacheprovider)
 # The crash map is sizing rules on the host CPU: it runs beside the untimed GPU steps.
 OMP_NUM_THREADS=1 launch crash_map 90 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
@@ -201,7 +201,7 @@ step "latency_$SMALL" 110 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL
 step spec_decode 150 "${BENCH[@]}" --preset "$SMALL" --out "$RESULTS/$SMALL" \
     spec_decode spec_decode_steps
 # Optional, last: a cold inductor compile (15-45 s) may run out of time without failing the check.
-launch gpu_compiled 600 "${PYTEST[@]}" tests/test_gpu_compiled.py
+launch gpu_compiled 600 "${PYTEST[@]}" tests/engine/test_gpu_compiled.py
 finish gpu_compiled optional
 
 # The report: budgeted apart (20 s of what every step leaves), its target table printed last.

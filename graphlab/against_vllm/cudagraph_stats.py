@@ -1,9 +1,10 @@
 """GPU-shaped `--cudagraph-metrics` logs made by the installed vLLM's own code, without a GPU.
 
-The steps are dispatched by vLLM's own dispatchers on stand-in objects holding only what they read
-(as tests/test_v1_dispatch.py does): model runner V2's `CudaGraphManager._init_candidates` and
-`dispatch` (vllm/v1/worker/gpu/cudagraph_utils.py), whose `make_cudagraph_stats` makes each
-`CUDAGraphStat`, or model runner V1's `CudagraphDispatcher` (vllm/v1/cudagraph_dispatcher.py) after
+The steps are dispatched by vLLM's own dispatchers on stand-in objects holding only what they
+read (as tests/sizing/test_v1_dispatch.py does): model runner V2's
+`CudaGraphManager._init_candidates` and `dispatch` (vllm/v1/worker/gpu/cudagraph_utils.py), whose
+`make_cudagraph_stats` makes each `CUDAGraphStat`, or model runner V1's `CudagraphDispatcher`
+(vllm/v1/cudagraph_dispatcher.py) after
 `CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`, with the stat built as
 gpu_model_runner.py builds it. The table is written by `CUDAGraphLogging` (vllm/compilation/
 cuda_graph.py) through vLLM's own `NewLineFormatter` and log format (vllm/logger.py), so every

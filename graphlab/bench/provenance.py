@@ -64,11 +64,11 @@ def _own_versions() -> dict:
 
 def new_run_id() -> str:
     """A fresh id shared by every CSV of one run: UTC start time plus six random hex digits."""
-    return f"{_dt.datetime.now(_dt.timezone.utc):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
+    return f"{_dt.datetime.now(_dt.UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
 def _now() -> str:
-    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+    return _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")
 
 
 def provenance(

@@ -4,7 +4,7 @@ Every range below was read in the released wheels (`pip download vllm==X --no-de
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
 (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which
-tests/test_sizing_vectors.py checks against the mapped engine.
+tests/sizing/test_sizing_vectors.py checks against the mapped engine.
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 

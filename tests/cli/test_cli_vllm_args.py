@@ -1,0 +1,562 @@
+"""`vllm serve` lines in, vLLM-valid flags out: every line here is also parsed by the installed
+vLLM's own parser and the two answers compared; the planner's flag is appended to the user's line
+and parsed by vLLM again; every --json is strict JSON."""
+
+import json
+import shlex
+from types import SimpleNamespace
+
+import pytest
+from helpers import ROOT
+
+from graphlab.checkout import out_folder, repository_root
+from graphlab.cli import build_parser, main, program_name
+from graphlab.cli.arguments import JSON_SCHEMA
+from graphlab.sizing.batch_defaults import DEVICE_TIERS
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine
+
+
+def run_main(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def strict_json(text: str) -> dict:
+    """json.loads that refuses NaN and infinities (Python's json writes them by default)."""
+
+    def refuse(constant):
+        raise AssertionError(f"not JSON: {constant}")
+
+    data = json.loads(text, parse_constant=refuse)
+    assert data["schema"] == JSON_SCHEMA
+    return data
+
+
+# --- vLLM's own answers ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def vllm_parse():
+    """words -> args from the installed vLLM's `vllm serve` parser, as the test reads it."""
+    pytest.importorskip("vllm")
+    from graphlab.against_vllm.installed import quiet_vllm_import
+
+    quiet_vllm_import()
+    from vllm.entrypoints.launchers.cli_args import make_arg_parser
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    def parse(words):
+        return make_arg_parser(FlexibleArgumentParser()).parse_args(words)
+
+    return parse
+
+
+def vllm_batch_defaults(monkeypatch, memory_gib: float, name: str) -> tuple[int, int]:
+    """(max_num_seqs, max_num_batched_tokens) of `vllm serve` from the installed vLLM's
+    `EngineArgs.get_batch_defaults` on a stand-in device of that memory and name."""
+    from vllm.engine import arg_utils
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.usage.usage_lib import UsageContext
+
+    device = SimpleNamespace(
+        get_device_total_memory=lambda device_id=0: int(memory_gib * 2**30),
+        get_device_name=lambda device_id=0: name,
+        is_tpu=lambda: False,
+        is_cpu=lambda: False,
+    )
+    monkeypatch.setattr(arg_utils, "current_platform", device)
+    tokens, seqs = EngineArgs.get_batch_defaults(world_size=1)
+    server = UsageContext.OPENAI_API_SERVER
+    return seqs[server], tokens[server]
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "tier, memory_gib, name",
+    [
+        ("b200", 180, "NVIDIA B200"),
+        ("h100", 80, "NVIDIA H100 80GB HBM3"),
+        ("h100", 141, "NVIDIA H200"),
+        ("small", 80, "NVIDIA A100-SXM4-80GB"),  # A100s stay small whatever their memory
+        ("small", 48, "NVIDIA L40S"),
+        ("small", 24, "NVIDIA A10G"),
+    ],
+)
+def test_device_tiers_are_vllms_batch_defaults(vllm_parse, monkeypatch, tier, memory_gib, name):
+    row = DEVICE_TIERS[tier]
+    expected = vllm_batch_defaults(monkeypatch, memory_gib, name)
+    assert (row.max_num_seqs, row.max_num_batched_tokens) == expected
+
+
+# Lines vLLM takes; for each, graphlab's config must equal what vLLM's parser read.
+LINES = [
+    "vllm serve meta-llama/Llama-3.1-8B --max-num-seqs 6 --max-num-batched-tokens 4096 "
+    '--speculative-config \'{"method": "ngram", "num_speculative_tokens": 6, '
+    '"prompt_lookup_max": 4}\' -cc.max_cudagraph_capture_size 42',
+    "vllm serve m -O0",
+    "vllm serve m -O1 --max_num_seqs 32",
+    "vllm serve m -O 3 --port 8000 --host 0.0.0.0",
+    "vllm serve m --enforce-eager --max-num-seqs 8",
+    "vllm serve m -cc.cudagraph_mode=full_decode_only --cudagraph-capture-sizes 1 2 4 8",
+    "python -m vllm.entrypoints.openai.api_server --model M --max-num-seqs 16 "
+    '--compilation-config \'{"cudagraph_mode": "FULL", "cudagraph_capture_sizes": [4, 8, 16]}\'',
+    "python3 -m vllm.entrypoints.openai.api_server --model=M --performance-mode interactivity "
+    "--max-num-seqs 64",
+    "vllm serve m --performance-mode throughput",
+    "vllm serve m --speculative_config.method ngram --speculative_config.num_speculative_tokens 3 "
+    "--speculative_config.prompt_lookup_max 4 --max-num-seqs 128",
+    'vllm serve m -cc \'{"cudagraph_mode": "piecewise", "max_cudagraph_capture_size": 64}\'',
+    "vllm serve m --max-num-batched-tokens 2k --max-num-seqs 300",
+    # vLLM expands bare 1k-style numbers inside a compilation config: not malformed JSON.
+    "vllm serve m --max-num-seqs 600 -cc '{\"max_cudagraph_capture_size\": 1k}'",
+]
+
+
+def vllm_answer(args) -> dict:
+    """(mode, sizes, max, S, k, T) from vLLM's parsed args and its own tables: the optimization
+    level's default mode (OPTIMIZATION_LEVEL_TO_CONFIG), --enforce-eager's NONE, the H200 tier's
+    batch defaults (doubled by throughput mode, `EngineArgs._set_default_args`)."""
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel
+
+    level = OptimizationLevel(int(args.optimization_level))
+    compilation = args.compilation_config
+    mode = (
+        compilation.cudagraph_mode
+        or (OPTIMIZATION_LEVEL_TO_CONFIG[level]["compilation_config"]["cudagraph_mode"])
+    )
+    double = 2 if args.performance_mode == "throughput" else 1
+    h200 = DEVICE_TIERS["h100"]
+    return {
+        "cudagraph_mode": "NONE" if args.enforce_eager else mode.name,
+        "cudagraph_capture_sizes": args.cudagraph_capture_sizes
+        or compilation.cudagraph_capture_sizes,
+        "max_cudagraph_capture_size": args.max_cudagraph_capture_size
+        or compilation.max_cudagraph_capture_size,
+        "max_num_seqs": args.max_num_seqs or h200.max_num_seqs * double,
+        "num_speculative_tokens": (args.speculative_config or {}).get("num_speculative_tokens", 0),
+        "max_num_batched_tokens": args.max_num_batched_tokens
+        or h200.max_num_batched_tokens * double,
+        "performance_mode": args.performance_mode,
+    }
+
+
+def graphlab_answer(cfg) -> dict:
+    sizes = cfg.cudagraph_capture_sizes
+    return {
+        "cudagraph_mode": get_engine("vllm-0.33.0").cudagraph_mode(cfg),
+        "cudagraph_capture_sizes": None if sizes is None else list(sizes),
+        "max_cudagraph_capture_size": cfg.max_cudagraph_capture_size,
+        "max_num_seqs": cfg.max_num_seqs,
+        "num_speculative_tokens": cfg.num_speculative_tokens,
+        "max_num_batched_tokens": cfg.max_num_batched_tokens,
+        "performance_mode": cfg.performance_mode or "balanced",
+    }
+
+
+def entry_words(line: str) -> list[str]:
+    words = shlex.split(line)
+    return words[2:] if words[0] == "vllm" else words[3:]
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("line", LINES)
+def test_serve_line_read_as_vllm_reads_it(vllm_parse, line):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    ours = graphlab_answer(read_vllm_args(line).config)
+    assert ours == vllm_answer(vllm_parse(entry_words(line))), line
+
+
+@pytest.mark.vllm
+def test_piecewise_without_compilation_falls_back_as_vllm_does(vllm_parse):
+    """-O1's PIECEWISE with compilation off (mode 0) is NONE, FULL_AND_PIECEWISE
+    FULL_DECODE_ONLY: CUDAGraphMode.without_piecewise, `_normalize_piecewise_cudagraph_mode`."""
+    from vllm.config.compilation import CUDAGraphMode
+
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    for line, mode in [
+        ("vllm serve m -O1 -cc '{\"mode\": 0}'", CUDAGraphMode.PIECEWISE),
+        (
+            "vllm serve m -O0 -cc.cudagraph_mode=FULL_AND_PIECEWISE",
+            CUDAGraphMode.FULL_AND_PIECEWISE,
+        ),
+        ("vllm serve m -O0 -cc.cudagraph_mode=FULL", CUDAGraphMode.FULL),
+    ]:
+        cfg = read_vllm_args(line).config
+        assert cfg.cudagraph_mode == mode.without_piecewise().name, line
+
+
+@pytest.mark.vllm
+def test_interactivity_captures_vllms_sizes(vllm_parse, capsys):
+    from graphlab.against_vllm.installed import installed_capture_sizes
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    for seqs, k in [(64, 0), (8, 3), (300, 1)]:
+        line = f"vllm serve m --performance-mode interactivity --max-num-seqs {seqs}"
+        if k:
+            line += f' -sc \'{{"method": "ngram", "num_speculative_tokens": {k}}}\''
+        cfg = read_vllm_args(line).config
+        ours = get_engine("vllm-0.33.0").capture_sizes(cfg)
+        assert ours == installed_capture_sizes(cfg), line
+        assert set(range(1, 33)) <= set(ours)
+    code, _, err = run_main(capsys, "audit", "--engine", "vllm-0.13.0", "--vllm-args", line)
+    assert code == 2 and "vllm-0.13.0 does not have" in err
+
+
+@pytest.mark.vllm
+def test_unset_batch_knobs_say_which_defaults_were_assumed(capsys):
+    code, out, _ = run_main(
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.33.0",
+        "--device-tier",
+        "small",
+        "--vllm-args",
+        "vllm serve m",
+    )
+    assert code == 0 and out.startswith("note: the line leaves max_num_seqs=256 and ")
+    assert "max_num_batched_tokens=2048" in out.splitlines()[0] and "'small'" in out
+    code, out, _ = run_main(
+        capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", "m --max-num-seqs 4", "--json"
+    )
+    data = strict_json(out)
+    assert (data["max_num_seqs"], data["max_num_batched_tokens"]) == (4, 8192)
+    assert data["notes"] == [
+        "the line leaves max_num_batched_tokens=8192 to vLLM's defaults on the 'h100' device tier "
+        "(>= 70 GiB except A100 (and GB10 in 0.33): H100, H200); --device-tier b200/h100/small "
+        "picks another"
+    ]
+
+
+@pytest.mark.vllm
+def test_the_reader_names_the_settings_vllms_defaults_filled():
+    # what `--vllm-log` drops from a line, so that the log's own values stand for them
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    assert read_vllm_args("vllm serve m").from_defaults == (
+        "max_num_seqs",
+        "max_num_batched_tokens",
+    )
+    assert read_vllm_args("vllm serve m --max_num_seqs=4").from_defaults == (
+        "max_num_batched_tokens",
+    )
+    line = read_vllm_args("vllm serve m --max-num-seqs 4 --max-num-batched-tokens 64")
+    assert line.from_defaults == () and line.config.max_num_batched_tokens == 64
+
+
+# --- the planner on the user's own line -----------------------------------------------------------
+
+PLAN_LINES = [
+    'vllm serve m --max-num-seqs 32 -cc \'{"cudagraph_mode": "FULL_DECODE_ONLY"}\'',
+    "vllm serve m --max-num-seqs 16 -O1 --speculative-config "
+    '\'{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 2}\'',
+    "vllm serve m --max-num-seqs 24 --max-num-batched-tokens 1024 --compilation-config "
+    '\'{"cudagraph_mode": "FULL_AND_PIECEWISE", "max_cudagraph_capture_size": 48, '
+    '"cudagraph_num_of_warmups": 2}\'',
+    # Forms that appending cannot fix: a top-level capture flag, dotted -cc keys.
+    "vllm serve m --max-num-seqs 16 --cudagraph-capture-sizes 1 2 4 --port 8001",
+    "vllm serve m --max-num-seqs 16 -cc.cudagraph_mode=FULL_DECODE_ONLY "
+    "-cc.cudagraph_num_of_warmups=3",
+]
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("line", PLAN_LINES)
+def test_planned_flag_on_the_users_line_is_read_by_vllm(vllm_parse, capsys, line):
+    code, out, err = run_main(
+        capsys, "plan", "--engine", "vllm-0.33.0", "--vllm-args", line, "--json"
+    )
+    assert code == 0, err
+    plan = strict_json(out)
+    before = vllm_parse(entry_words(line))
+    whole = vllm_parse(shlex.split(plan["vllm_command"])[2:])
+    appended = [*entry_words(line), *shlex.split(plan["vllm_flag"])]
+    if set(plan["replaced_flags"]) <= {"-cc", "--compilation-config"}:  # appending suffices
+        assert vars(vllm_parse(appended)) == vars(whole)
+    after = whole
+    cc, user_cc = after.compilation_config, before.compilation_config
+    assert cc.cudagraph_capture_sizes == plan["capture_sizes"]
+    for name in ("cudagraph_mode", "mode", "cudagraph_num_of_warmups"):
+        assert getattr(cc, name) == getattr(user_cc, name), name
+    if user_cc.max_cudagraph_capture_size is not None:  # vLLM requires it to be the largest size
+        assert cc.max_cudagraph_capture_size == plan["capture_sizes"][-1]
+    for name in ("max_num_seqs", "max_num_batched_tokens", "speculative_config", "port"):
+        assert getattr(after, name) == getattr(before, name), name
+    assert after.cudagraph_capture_sizes is None  # no "mutually exclusive" error at start-up
+
+
+@pytest.mark.vllm
+def test_plan_of_an_eager_line_prints_no_flag_and_says_why(capsys):
+    for line in ("vllm serve m -O0 --max-num-seqs 8", "vllm serve m --enforce-eager"):
+        code, out, _ = run_main(capsys, "plan", "--vllm-args", line)
+        assert code == 0 and "vllm:" not in out and "--compilation-config" not in out
+        assert "captures no CUDA graphs" in out
+
+
+def test_plan_cudagraph_mode_none_prints_no_flag(capsys):
+    code, out, _ = run_main(capsys, "plan", "--max-num-seqs", "8", "--cudagraph-mode", "none")
+    assert code == 0 and "vllm:" not in out and "no flag to print" in out
+    code, out, _ = run_main(
+        capsys, "plan", "--max-num-seqs", "8", "--cudagraph-mode", "NONE", "--json"
+    )
+    data = strict_json(out)
+    assert data["vllm_flag"] is None and "no capture sizes to plan" in data["reason"]
+
+
+def test_one_size_workload_is_a_warning_first(capsys, tmp_path):
+    steps = tmp_path / "steps.csv"
+    steps.write_text("batch_size\n12\n12\n")
+    argv = ["plan", "--max-num-seqs", "8", "--num-speculative-tokens", "3", "--batch-sizes"]
+    code, out, _ = run_main(capsys, *argv, str(steps))
+    first = out.splitlines()[0]
+    assert code == 0 and first.startswith("WARNING: every step of the workload is 12 tokens")
+    assert "ONE graph, of 12 tokens" in first and "EAGERLY" in first
+    data = strict_json(run_main(capsys, *argv, str(steps), "--json")[1])
+    assert data["capture_sizes"] == [12] and len(data["warnings"]) == 1
+
+
+def test_plan_flag_keeps_the_mode_it_was_given(capsys):
+    code, out, _ = run_main(
+        capsys, "plan", "--max-num-seqs", "8", "--cudagraph-mode", "full_decode_only", "--json"
+    )
+    data = strict_json(out)
+    flag = json.loads(shlex.split(data["vllm_flag"])[1])
+    assert flag == {
+        "cudagraph_mode": "FULL_DECODE_ONLY",
+        "cudagraph_capture_sizes": data["capture_sizes"],
+    }
+
+
+# --- refusals before the slow import --------------------------------------------------------------
+
+MALFORMED = {
+    'vllm serve m -cc \'{"cudagraph_mode":"BOGUS"}\'': "cudagraph_mode 'BOGUS' is not one of NONE",
+    "vllm serve m -cc.cudagraph_mode=bogus": "cudagraph_mode 'bogus' is not one of NONE",
+    "vllm serve m --compilation_config '{\"cudagraph_mode\": 1'": "is not JSON",
+    "vllm serve m -sc '[1]'": "speculative_config must be a JSON object, got [1]",
+    "vllm serve m -cc '3'": "compilation_config must be a JSON object, got 3",
+    "vllm serve m --performance-mode fast": "--performance-mode 'fast' is not one of balanced",
+    "vllm run m": "the vllm command must be `vllm serve`",
+    "python -m vllm.entrypoints.cli.main serve m": "must run `-m vllm.entrypoints.openai",
+    "vllm serve m -cc": "-cc needs a value",
+    "vllm serve m --max-num-seqs many": "--max-num-seqs 'many' is not an integer",
+    "vllm serve m --max_num_seqs=100000": "max_num_seqs must be an integer in 1..65536, got 100000",
+    "vllm serve m -O5": "optimization level '5' is not one of 0, 1, 2, 3",
+    "vllm serve 'm": "is not a shell command line",
+    "": "--vllm-args must be a `vllm serve MODEL ...` line, got ''",
+    "  ": "--vllm-args must be a `vllm serve MODEL ...` line, got '  '",
+    "vllm serve m --max-num-seqs ²": "--max-num-seqs '²' is not an integer",
+}
+
+
+@pytest.mark.parametrize("line", MALFORMED)
+def test_malformed_lines_refused_without_importing_vllm(monkeypatch, capsys, line):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert MALFORMED[line] in err, err
+
+
+@pytest.mark.parametrize(
+    "line, named",
+    [
+        (
+            "vllm serve m --max-num-seqs " + "9" * 5000,
+            "max_num_seqs must be an integer in 1..65536, got a number of 5000 digits",
+        ),
+        ("vllm serve m -cc " + "x" * 2**20, "--vllm-args holds 1048593 characters, more than"),
+        ("vllm serve m -cc '" + "x" * 2**15 + "'", "-cc 'xxxxxxxx"),
+    ],
+)
+def test_a_huge_line_is_refused_at_once_in_a_short_line(monkeypatch, capsys, line, named):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1 and len(err) < 300, err
+    assert named in err, err
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vllm serve m --cudagraph-capture-sizes 4 8 -cc '{\"cudagraph_capture_sizes\": [4]}'",
+        "vllm serve m --max-cudagraph-capture-size 8 -cc.max_cudagraph_capture_size=16",
+    ],
+)
+def test_a_capture_setting_given_twice_is_vllms_mutually_exclusive_error(capsys, line):
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "and compilation_config." in err and "are mutually exclusive" in err, err
+
+
+def test_unknown_device_tier_is_refused(capsys):
+    code, _, err = run_main(
+        capsys, "audit", "--engine", "vllm-0.33.0", "--device-tier", "h300", "--vllm-args", "m"
+    )
+    assert code == 2 and "invalid choice: 'h300'" in err
+
+
+# --- the kit's flags in vLLM's syntax -------------------------------------------------------------
+
+
+def test_kit_flags_take_vllms_value_syntax(capsys):
+    def audit(*argv):
+        code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", *argv, "--json")
+        assert code == 0, err
+        return strict_json(out)
+
+    spaced = audit("--max_num_seqs", "8", "--cudagraph-capture-sizes", "1", "2", "4")
+    commas = audit("--max-num-seqs", "8", "--cudagraph-capture-sizes", "1,2,4")
+    assert spaced == {**commas, "notes": []} and spaced["cudagraph_capture_sizes"] == [1, 2, 4]
+    lower = audit("--max-num-seqs=8", "--cudagraph_mode", "full_decode_only")
+    assert lower["cudagraph_mode"] == "FULL_DECODE_ONLY"
+    code, _, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--cudagraph-mode", "x")
+    assert code == 2 and "invalid choice: 'X'" in err and "FULL_DECODE_ONLY" in err
+
+
+# --- JSON, crash-map output, --version, usage -----------------------------------------------------
+
+
+def test_every_json_is_strict_with_a_schema(capsys, tmp_path):
+    # A refused config: T < S, nothing reachable, undefined fractions are null.
+    code, out, _ = run_main(
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.33.0",
+        "--max-num-seqs",
+        "8",
+        "--max-num-batched-tokens",
+        "4",
+        "--json",
+    )
+    data = strict_json(out)
+    assert code == 3 and data["command"] == "audit" and data["startup_error"]
+    code, out, _ = run_main(
+        capsys,
+        "crash-map",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs-range",
+        "1:4",
+        "--k-range",
+        "0:2",
+        "--json",
+    )
+    rows = strict_json(out)["rows"]
+    assert code == 0 and len(rows) == 12 and rows[0]["first_crash_n"] is None
+    assert {row["backend"] for row in rows} == {"computed"}
+
+
+def test_repro_json_at_the_crash_prints_the_steps_and_the_error(capsys):
+    code, out, _ = run_main(capsys, "repro", "--json", "--device", "cpu")
+    data = strict_json(out)
+    # S 8, k 4: the first decode step sends 8 x 5 rows and crashes; no decode step before it.
+    assert code == 1 and data["error"] == "KeyError: 40" and data["steps"] == []
+    assert data["capture_sizes"] == list(get_engine("vllm-0.5.5").capture_sizes(SizingConfig(8, 4)))
+    assert "full_sizes" not in data
+    # The adaptive target holds 40 rows; vllm-0.5.5's draft runner then fails at 16.
+    argv = ["repro", "--engine", "adaptive", "--proposer-engine", "vllm-0.5.5", "--device", "cpu"]
+    code, out, _ = run_main(capsys, *argv, "--json")
+    data = strict_json(out)
+    assert code == 1 and data["error"] == "KeyError: 16"
+    assert data["steps"] == [{"num_tokens": 40, "path": "graph", "graph_size": 40}]
+    code, out, _ = run_main(
+        capsys,
+        "repro",
+        "--engine",
+        "vllm-0.33.0",
+        "--max-num-seqs",
+        "4",
+        "--num-speculative-tokens",
+        "2",
+        "--num-requests",
+        "4",
+        "--json",
+        "--device",
+        "cpu",
+    )
+    data = strict_json(out)
+    assert code == 0 and data["error"] is None
+    assert all(size % 3 == 0 for size in data["full_sizes"])
+    assert data["capture_sizes"] == list(
+        get_engine("vllm-0.33.0").capture_sizes(SizingConfig(4, 2))
+    )
+
+
+def test_crash_map_out_dash_is_standard_output(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = [
+        "crash-map",
+        "--engine",
+        "vllm-0.5.5",
+        "--max-num-seqs-range",
+        "1:2",
+        "--k-range",
+        "1:1",
+    ]
+    code, out, _ = run_main(capsys, *argv, "--out", "-")
+    assert code == 0 and out.startswith("engine,max_num_seqs,") and len(out.splitlines()) == 3
+    assert not (tmp_path / "-").exists()
+    code, _, err = run_main(capsys, *argv)
+    assert code == 2 and "exactly one of --out" in err
+
+
+def test_version_help_examples_and_program_name(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out == "graphlab 0.1.0\n"
+    assert program_name("/usr/bin/graphlab") == "graphlab"
+    assert program_name("/x/graphlab/__main__.py") == "python -m graphlab"
+    for command in ("audit", "plan", "crash-map", "repro", "bench"):
+        with pytest.raises(SystemExit):
+            build_parser("graphlab").parse_args([command, "--help"])
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: graphlab {command}"), command
+        examples = text.split("examples:\n", 1)[1].splitlines()
+        assert sum(line.startswith(f"  graphlab {command}") for line in examples) >= 2, command
+
+
+# --- notebooks write inside the checkout ----------------------------------------------------------
+
+
+def test_relative_out_dir_is_under_the_repository_root(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert repository_root() == ROOT
+    assert out_folder("build/x") == ROOT / "build" / "x"
+    assert out_folder(tmp_path / "y") == tmp_path / "y"
+    for notebook in sorted((ROOT / "notebooks").glob("0*.ipynb")):
+        source = "".join(
+            "".join(cell["source"]) for cell in json.loads(notebook.read_text())["cells"]
+        )
+        assert 'out_dir = "build/' in source and "out = out_folder(out_dir)" in source, notebook
+        assert "../build" not in source, notebook
+
+
+@pytest.mark.parametrize("number", ["8k", "8K", "2m", "2M", "1g", "1G", "1t", "1T", "1.5k"])
+def test_vllms_suffixed_numbers_pass_the_json_check_before_the_import(monkeypatch, number):
+    # vLLM expands bare k/m/g/t and K/M/G/T numbers in a JSON config
+    # (arg_utils._expand_json_human_readable_numbers): the kit's JSON check must let them reach it.
+    from graphlab.against_vllm import serve_args
+
+    def reached(words):
+        raise AssertionError("reached vLLM's parser")
+
+    monkeypatch.setattr(serve_args, "_parse", reached)
+    line = f"vllm serve m -cc '{{\"max_cudagraph_capture_size\": {number}}}'"
+    with pytest.raises(AssertionError, match="reached vLLM's parser"):
+        serve_args.read_vllm_args(line)

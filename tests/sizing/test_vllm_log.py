@@ -1,0 +1,503 @@
+"""Reading a vLLM `--cudagraph-metrics` log (graphlab.sizing.log_reader) and auditing it against the
+kit's dispatch (graphlab.sizing.log_audit) through `audit --vllm-log` and `plan --vllm-log`.
+
+Tables here are pasted-issue shapes and broken logs; logs written by vLLM's own code are in
+tests/against_vllm/test_vllm_log_vllm.py.
+"""
+
+import json
+import os
+import tracemalloc
+
+import pytest
+
+from graphlab.cli import main
+from graphlab.errors import GraphlabError
+from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
+from graphlab.sizing.log_reader import read_vllm_log
+
+PREFIX = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
+ARGS = (
+    "(APIServer pid=7) INFO 12-01 18:35:01 [api_utils.py:286] non-default args: {'model_tag': "
+    "'m', 'max_num_seqs': 6, 'speculative_config': {'method': 'ngram', "
+    "'num_speculative_tokens': 6}, 'cudagraph_metrics': True}\n"
+)
+SETTINGS = "**CUDAGraph Config Settings:**\n\n- Mode: {mode}\n- Capture sizes: {sizes}\n\n"
+
+
+def table(rows, paddings=True, mode="FULL_AND_PIECEWISE", sizes="[1, 2, 4, 8, 16, 24, 32, 40]"):
+    """A CUDAGraph Stats block as vLLM writes it (rows: (unpadded, padded, mode, count))."""
+    head = ["Unpadded Tokens", "Padded Tokens"] + ["Num Paddings"] * paddings
+    head += ["Runtime Mode", "Count"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    for n, p, m, c in rows:
+        cells = [n, p] + [int(p) - int(n)] * paddings + [m, c]
+        lines.append("| " + " | ".join(map(str, cells)) + " |")
+    return SETTINGS.format(mode=mode, sizes=sizes) + "**CUDAGraph Stats:**\n\n" + "\n".join(lines)
+
+
+def prefixed(text, prefix=PREFIX):
+    return "".join(prefix + line + "\n" for line in text.split("\n"))
+
+
+def write(tmp_path, text, name="vllm.log"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def one_error_line(capsys, *argv):
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "Traceback" not in err, err
+    return err
+
+
+def read_with_peak(path):
+    """read_vllm_log(path) and the peak bytes Python allocated while reading it."""
+    tracemalloc.start()
+    try:
+        return read_vllm_log(path), tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_intervals_are_summed_and_engines_kept_apart(tmp_path):
+    log = ARGS
+    docker = "2026-07-08T22:40:03.166647879Z " + PREFIX  # `docker logs -t`
+    for engine, rows in ((0, [(21, 21, "FULL", 3)]), (1, [(21, 21, "FULL", 2)])):
+        log += f"{PREFIX}Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        log += prefixed(table(rows + [(5, 8, "PIECEWISE", 1)]), docker if engine else PREFIX)
+    log += f"{PREFIX}Engine 000: Avg prompt throughput: 1.0 tokens/s\n"
+    log += prefixed(table([(21, 21, "FULL", 4)]))
+    log += f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    parsed = read_vllm_log(write(tmp_path, log))
+    frame = parsed.frame().set_index(["engine", "unpadded_tokens"])
+    assert parsed.intervals == 3 and parsed.engines == ("000", "001")
+    assert frame.loc[("000", 21), "count"] == 7 and frame.loc[("001", 21), "count"] == 2
+    assert frame.loc[("000", 5), "num_paddings"] == 3
+    assert (parsed.value("max_num_seqs"), parsed.value("num_speculative_tokens")) == (6, 6)
+    assert parsed.value("speculative_method") == "ngram"
+    assert parsed.value("capture_sizes") == (1, 2, 4, 8, 16, 24, 32, 40)
+    assert (parsed.value("capture_seconds"), parsed.value("capture_gib")) == (7.0, 0.45)
+    assert any(note.startswith("data parallel") for note in audit_log(parsed).notes)
+
+
+def test_a_data_parallel_aggregate_is_its_own_engine(tmp_path):
+    log = f"{PREFIX}2 Engines Aggregated: Avg prompt throughput: 1.0 tokens/s\n"
+    log += prefixed(table([(21, 21, "FULL", 3)]))
+    assert read_vllm_log(write(tmp_path, log)).engines == ("aggregated",)
+
+
+def test_a_pasted_table_without_num_paddings_reads_as_the_same_steps(tmp_path):
+    rows = [(35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    with_column = read_vllm_log(write(tmp_path, table(rows), "a.md")).frame()
+    without = read_vllm_log(write(tmp_path, "  " + table(rows, paddings=False), "b.md")).frame()
+    assert with_column.equals(without)
+
+
+def test_the_audit_agrees_with_a_table_the_kit_predicts(tmp_path, capsys):
+    # S = 6, k = 6 on vllm-0.33.0 (issue example): 21 and 35 tokens replay FULL graphs of 21 and
+    # 35, a mixed batch of 36 the PIECEWISE 40; 28 tokens ran PIECEWISE at 32 where FULL 28 is
+    # smaller: a mixed batch (a uniform one takes the smaller FULL graph), not PR 53407's class.
+    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    rows.append((28, 32, "PIECEWISE", 3))
+    path = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json")
+    data = json.loads(out, parse_constant=lambda c: pytest.fail(f"not strict JSON: {c}"))
+    assert code == 0 and (data["schema"], data["command"]) == (2, "audit")
+    assert all(r["agrees"] for r in data["rows"])
+    lost = [r for r in data["rows"] if r["full_graph_could_serve"]]
+    assert lost == []
+    s = data["summary"]
+    assert (s["steps"], s["steps_without_graph"], s["padding_tokens"]) == (14, 0, 2 * 4 + 3 * 4)
+    assert s["disagreements"] == 0 and s["capture_sizes_agree"] is False
+    for key in ("unpadded_tokens", "padded_tokens", "runtime_mode", "count", "kit_padded_tokens"):
+        assert key in data["rows"][0]
+
+
+def test_a_disagreement_is_printed_first_with_the_version_assumed(tmp_path, capsys):
+    log = "(APIServer pid=7) INFO 12-01 [core.py:133] Initializing a V1 LLM engine (v0.34.0)\n"
+    log += ARGS + prefixed(table([(21, 24, "FULL", 5)], sizes="[7, 14, 21, 28, 35, 42]"))
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
+    first = out.splitlines()[0]
+    assert code == 0 and first.startswith("DISAGREEMENT") and "vLLM 0.34.0" in first
+    assert "assumed vllm-0.33.0" in first
+    assert "21 tokens ran FULL at 24 (5 steps); kit: FULL at 21" in out
+    (note,) = [line for line in out.splitlines() if line.startswith("note:") and "0.34.0" in line]
+    assert "assumed vllm-0.33.0's rules" in note
+
+
+def test_the_server_version_line_names_the_version(tmp_path):
+    log = (
+        f"{PREFIX}vLLM server version 0.13.0, serving model m\n" + ARGS + table([(7, 7, "FULL", 1)])
+    )
+    assert read_vllm_log(write(tmp_path, log)).value("vllm_version") == "0.13.0"
+
+
+def test_versions_map_to_the_kits_engines():
+    assert engine_for_version("0.13.0") == ("vllm-0.13.0", None)
+    assert engine_for_version("0.32.0")[0] == engine_for_version("0.33.1")[0] == "vllm-0.33.0"
+    assert "assumed vllm-0.33.0" in engine_for_version("0.34.0")[1]
+    assert "does not name" in engine_for_version(None)[1]
+
+
+def test_missing_config_names_the_missing_value(tmp_path, capsys):
+    path = write(tmp_path, table([(4, 4, "FULL", 1)]))
+    err = one_error_line(capsys, "audit", "--vllm-log", path)
+    assert "does not say max_num_seqs" in err and "--max-num-seqs" in err
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert "does not say num_speculative_tokens" in err
+    code, out, _ = run(
+        capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4", "--num-speculative-tokens", "0"
+    )
+    assert code == 0 and "note: max_num_batched_tokens: not in the log" in out
+
+
+def test_a_flag_that_contradicts_the_log_names_both_values(tmp_path, capsys):
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 1)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "8")
+    assert f"max_num_seqs: the log says 6 ({path}:1), --max-num-seqs says 8" in err
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--cudagraph-mode", "PIECEWISE")
+    assert "cudagraph_mode: the log says 'FULL_AND_PIECEWISE'" in err and "'PIECEWISE'" in err
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        (table([(4, 4, "FULL", 1)]).rsplit("\n", 1)[0] + "\n| 8 | 8", 10, "has 2 cells"),
+        ("| Unpadded Tokens | Padded Tokens | Runtime Mode | Count |\n", 1, "without its |---|"),
+        (table([(4, 4, "FULL", "x1")]), 10, "Count cell 'x1' is not a whole number"),
+        (table([(4, 4, "FULL_AND_PIECEWISE", 1)]), 10, "runtime mode 'FULL_AND_PIECEWISE'"),
+        (table([(4, 4, "FULL", 1)], mode="BOGUS"), 3, "cudagraph mode 'BOGUS'"),
+        (table([(8, 4, "FULL", 1)], paddings=False), 10, "is not a step vLLM logs"),
+        ("INFO starting\nno tables here\n", 2, "no CUDAGraph Stats table"),
+    ],
+)
+def test_a_malformed_log_is_one_line_naming_file_line_and_problem(
+    tmp_path, capsys, text, line, problem
+):
+    path = write(tmp_path, text)
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err.startswith(f"error: {path}:{line}: ") and problem in err, err
+
+
+def test_a_binary_file_is_refused_by_line(tmp_path, capsys):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(b"| header\nok\n\x89PNG\x00\x01\x02\n")
+    err = one_error_line(capsys, "plan", "--vllm-log", str(path))
+    assert f"{path}:3: binary data" in err
+
+
+def test_a_200_mb_log_is_streamed(tmp_path, capsys):
+    # 200 MB of start-up noise, one table at the end: read line by line, never whole.
+    path = tmp_path / "big.log"
+    noise = (PREFIX + "x" * 2000 + "\n").encode()
+    chunk = noise * 512
+    with open(path, "wb") as out:
+        for _ in range(200 * 2**20 // len(chunk)):
+            out.write(chunk)
+        out.write((ARGS + prefixed(table([(21, 21, "FULL", 2)]))).encode())
+    parsed, peak = read_with_peak(path)
+    assert path.stat().st_size > 200 * 10**6 and parsed.frame()["count"].sum() == 2
+    assert peak < 20 * 2**20, peak
+    with open(path, "ab") as out:
+        out.write(b"\n| Unpadded Tokens | Padded Tokens | Runtime Mode | Count |\n")  # cut
+    err = one_error_line(capsys, "audit", "--vllm-log", str(path), "--json")
+    assert "without its |---| line" in err and f"{path}:" in err
+
+
+def test_stdin_and_a_missing_file(tmp_path, capsys, monkeypatch):
+    import io
+    import sys
+
+    text = ARGS + prefixed(table([(21, 21, "FULL", 2)]))
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(text.encode())))
+    code, out, _ = run(capsys, "audit", "--vllm-log", "-", "--json")
+    assert code == 0 and json.loads(out)["source"] == "<stdin>"
+    err = one_error_line(capsys, "audit", "--vllm-log", str(tmp_path / "none.log"))
+    assert "cannot read --vllm-log" in err
+
+
+def test_plan_replays_the_logged_steps_per_family(tmp_path, capsys):
+    # S 6, k 6 (q 7): FULL graphs at the sizes rounded up to 7 (7, 14, 21, 28, 35), PIECEWISE at
+    # the sizes; the mixed step of 36 tokens pads to 40
+    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    log = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "plan", "--vllm-log", log, "--max-graphs", "3", "--json")
+    result = json.loads(out)
+    assert code == 0 and result["command"] == "plan" and result["headline_kind"] == "plan"
+    current, plan = result["current"], result["plan"]
+    assert (current["padding_tokens"], current["steps_without_graph"]) == (8, 0)
+    assert current["full_sizes"] == [7, 14, 21, 28, 35]
+    # three sizes serve every step without padding: FULL 21 and 35 from sizes rounded up to 7
+    assert (plan["num_sizes"], plan["padding_tokens"], plan["steps_without_graph"]) == (3, 0, 0)
+    served = {(s["path"], s["graph_size"]): s["steps"] for s in plan["served"]}
+    assert served == {("full", 21): 5, ("full", 35): 4, ("piecewise", 36): 2}
+    assert result["vllm_flag"].startswith("--compilation-config")
+    # a pasted table without the config: --vllm-args fills S and k, and its compilation config
+    # is kept whole in the flag
+    pasted = write(tmp_path, table(rows), "pasted.md")
+    spec = '{"method": "ngram", "num_speculative_tokens": 6}'
+    cc = '{"cudagraph_mode": "FULL_AND_PIECEWISE", "mode": 3}'
+    line = f"vllm serve m --max-num-seqs 6 --speculative-config '{spec}' -cc '{cc}'"
+    code, out, err = run(capsys, "plan", "--vllm-log", pasted, "--vllm-args", line, "--json")
+    again = json.loads(out)
+    assert code == 0 and again["plan"] == plan, err
+    assert again["compilation_config"]["mode"] == 3
+
+
+def test_plan_of_a_log_refuses_what_it_does_not_read(tmp_path, capsys):
+    log = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    err = one_error_line(capsys, "plan", "--vllm-log", log, "--latency", "x.csv")
+    assert "does not read --latency" in err
+
+
+def test_the_audit_of_an_empty_capture_list_runs_every_step_without_a_graph(tmp_path):
+    log = write(tmp_path, ARGS + prefixed(table([(7, 7, "NONE", 3)], mode="NONE", sizes="[]")))
+    report = audit_log(read_vllm_log(log))
+    assert report.summary()["steps_without_graph"] == 3 and report.rows.agrees.all()
+    with pytest.raises(GraphlabError, match="refuses"):
+        audit_log(read_vllm_log(log), {"max_num_batched_tokens": (2, "--x")})
+
+
+def test_the_figure_counts_every_logged_step_by_mode(tmp_path):
+    from graphlab.views.plots import plot_logged_steps
+
+    rows = [
+        (21, 21, "FULL", 5),
+        (35, 35, "FULL", 4),
+        (36, 40, "PIECEWISE", 2),
+        (700, 700, "NONE", 3),
+    ]
+    frame = read_vllm_log(write(tmp_path, ARGS + prefixed(table(rows)))).frame()
+    fig = plot_logged_steps(frame, "pasted table, not a GPU run")
+    top = fig.axes[0]
+    heights = {}
+    for container, label in zip(top.containers, ("FULL", "PIECEWISE", "NONE")):
+        heights[label] = sum(bar.get_height() for bar in container)
+    assert heights == {"FULL": 9, "PIECEWISE": 2, "NONE": 3}
+    title = fig._suptitle.get_text()
+    assert "14 steps, 3 without a graph" in title and "not a GPU run" in title
+
+
+def test_an_over_long_line_is_skipped_and_lines_still_counted(tmp_path, capsys):
+    long_line = "x" * (3 * 2**20) + "\n"  # three reads' worth, one line
+    text = ARGS + long_line + table([(21, 21, "FULL", 2)], mode="BOGUS")
+    err = one_error_line(capsys, "audit", "--vllm-log", write(tmp_path, text))
+    assert ":5: cudagraph mode 'BOGUS'" in err  # ARGS 1, the long line 2, the settings 3..
+    text = ARGS + long_line + table([(21, 21, "FULL", 2)])
+    assert read_vllm_log(write(tmp_path, text)).frame()["count"].sum() == 2
+
+
+def test_assumed_mode_and_sizes_explain_a_disagreement_in_one_line_first(tmp_path, capsys):
+    # a pasted table without mode or sizes: the kit assumes both, and says so before any row
+    rows = [(21, 24, "FULL", 5), (9, 10, "PIECEWISE", 2), (10, 10, "NONE", 4)]
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, ARGS + stats), "--top", "1")
+    lines = out.splitlines()
+    assert code == 0 and "DISAGREEMENT" not in out
+    assert lines[0].startswith("3 of 3 rows differ from the kit's dispatch, which assumed")
+    assert "cudagraph_mode (FULL_AND_PIECEWISE" in lines[0] and "capture sizes" in lines[0]
+    assert "1 of 3 rows (the 1 most frequent per engine):" in out
+    # PR 53407's class is a PIECEWISE row in a gap below a FULL graph, never an eager row
+    assert "PR 53407" not in out
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path):
+    import subprocess
+    import sys
+
+    rows = [(n, n, "NONE", 1) for n in range(1, 3000)]
+    log = write(tmp_path, ARGS + prefixed(table(rows)))
+    command = f"{sys.executable} -m graphlab audit --vllm-log {log} | head -1"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert done.stdout.count("\n") == 1 and done.stderr == "", done.stderr
+
+
+def test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph(tmp_path, capsys):
+    # q = 3, sizes [1, 2, 4, 8, 16, 24] (PR 53407's example): FULL graphs 3, 6, 9, 18, 24; 12
+    # tokens (4 verify requests) took PIECEWISE 16 below FULL 18: flagged; eager rows never are
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (6, 6, "FULL", 2), (30, 30, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--json")
+    data = json.loads(out)
+    lost = [(r["unpadded_tokens"], r["full_graph_could_serve"]) for r in data["rows"]]
+    assert code == 0 and [row for row in lost if row[1]] == [(12, 18)]
+
+
+def test_a_large_log_read_at_a_terminal_shows_progress_on_stderr(tmp_path, monkeypatch):
+    import io
+
+    from graphlab.sizing import log_reader
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    terminal = Terminal()
+    monkeypatch.setattr(log_reader.sys, "stderr", terminal)
+    read_vllm_log(path)  # below PROGRESS_BYTES: no bar
+    assert terminal.getvalue() == ""
+    monkeypatch.setattr(log_reader, "PROGRESS_BYTES", 1)
+    assert read_vllm_log(path).steps[0].count == 5
+    assert path in terminal.getvalue() and "B/s" in terminal.getvalue()
+
+
+def test_an_eager_penalty_lets_the_log_plan_buy_coverage(tmp_path, capsys):
+    # 36 tokens ran eagerly above the largest size, 32: by default the plan may leave it eager
+    # (no more steps without a graph than now); at 100 tokens an eager step, a graph of 36 pays
+    rows = [(21, 21, "FULL", 5), (36, 36, "NONE", 2)]
+    log = write(tmp_path, ARGS + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24, 32]")))
+    common = ("plan", "--vllm-log", log, "--max-graphs", "2", "--json")
+    _, out, _ = run(capsys, *common)
+    plain = json.loads(out)["plan"]
+    # a log the kit's rules do not reproduce (21 tokens at 24) is said before the plan
+    bad = write(tmp_path, ARGS + prefixed(table([(21, 24, "FULL", 5)])), "bad.log")
+    _, out, _ = run(capsys, "plan", "--vllm-log", bad)
+    assert "differs from what vLLM logged (15, 0)" in out.splitlines()[0]
+    _, out, _ = run(capsys, *common, "--eager-penalty", "100")
+    priced = json.loads(out)
+    assert (plain["padding_tokens"], plain["steps_without_graph"]) == (0, 2)
+    assert priced["plan"]["steps_without_graph"] == 0 and 36 in priced["plan"]["capture_sizes"]
+    assert priced["headline_kind"] == "plan" and priced["eager_penalty"] == 100
+
+
+# ---- what the mutation campaign and the bad inputs of issue 50 found untested ------------------
+
+HEADER = (
+    "| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |\n"
+    "|---|---|---|---|---|\n"
+)
+
+
+@pytest.mark.parametrize(
+    "text, line, problem",
+    [
+        # paddings must be padded - unpadded: 8 - 4 is 4, not 3
+        (HEADER + "| 4 | 8 | 3 | PIECEWISE | 1 |\n", 3, "is not a step vLLM logs"),
+        (HEADER + "INFO the table was cut here\n", 1, "CUDAGraph Stats table has no rows"),
+        (
+            "| Unpadded Tokens | Padded Tokens | Runtime Mode |\n|---|---|---|\n| 4 | 4 | FULL |\n",
+            1,
+            "(missing ['Count'])",
+        ),
+        (HEADER + f"| {10**30} | {10**30} | 0 | FULL | 3 |\n", 3, "is not a whole number below"),
+        (HEADER + "| ٣ | ٣ | 0 | FULL | 3 |\n", 3, "Unpadded Tokens cell '٣' is not a whole"),
+        (ARGS + ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 9"), 2, "two runs in one log"),
+        (HEADER + "| 4 | 4 | 0 | FULL | 0 |\n", 3, "is not a step vLLM logs"),  # no step
+        (HEADER.replace("|---|\n", "|\n"), 2, "is not followed by its |---| line"),  # 4 of 5
+        ("\0" + HEADER, 1, "binary data"),  # a NUL as the very first byte
+    ],
+)
+def test_a_table_vllm_never_writes_is_refused(tmp_path, capsys, text, line, problem):
+    path = write(tmp_path, text + prefixed(table([(4, 4, "FULL", 1)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err.startswith(f"error: {path}:{line}: ") and problem in err, err
+
+
+def test_a_second_args_line_with_the_same_values_is_one_run(tmp_path):
+    log = read_vllm_log(write(tmp_path, ARGS + ARGS + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.max_num_seqs.value == 6 and log.max_num_seqs.line == 1
+
+
+def test_an_over_long_line_is_never_held_nor_read(tmp_path):
+    # 24 MiB in one line that names max_num_seqs: skipped unread, in memory a few blocks at most.
+    path = tmp_path / "long.log"
+    with open(path, "wb") as out:
+        out.write(b"non-default args: {'max_num_seqs': 9, 'x': '")
+        for _ in range(24):
+            out.write(b"y" * 2**20)
+        out.write(b"'}\n")
+        out.write(table([(21, 21, "FULL", 2)]).encode())
+    log, peak = read_with_peak(path)
+    assert log.max_num_seqs is None and log.frame()["count"].sum() == 2
+    assert peak < 8 * 2**20, peak
+
+
+def test_a_config_dump_with_enforce_eager_ran_no_graphs(tmp_path):
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, enforce_eager=True, max_num_seqs=4\n"
+    )
+    stats = table([(4, 4, "NONE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 1
+
+
+def test_the_same_capture_sizes_in_another_order_do_not_contradict_the_log(tmp_path):
+    sizes = "'max_num_seqs': 6, 'cudagraph_capture_sizes': [7, 14]"
+    args = ARGS.replace("'max_num_seqs': 6", sizes)
+    log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "FULL", 1)]))))
+    cfg, _ = logged_config(log, {"cudagraph_capture_sizes": ((14, 7), "--cudagraph-capture-sizes")})
+    assert sorted(cfg.cudagraph_capture_sizes) == [7, 14]
+    with pytest.raises(GraphlabError, match="cudagraph_capture_sizes: the log says"):
+        logged_config(log, {"cudagraph_capture_sizes": ((7, 21), "--cudagraph-capture-sizes")})
+
+
+def test_a_fifo_or_a_descriptor_number_is_refused_at_once(tmp_path, capsys):
+    fifo = tmp_path / "vllm.fifo"
+    os.mkfifo(fifo)  # a reader of it would wait for a writer forever
+    for command in ("audit", "plan"):
+        err = one_error_line(capsys, command, "--vllm-log", str(fifo))
+        assert f"--vllm-log {str(fifo)!r} is a FIFO; give a regular file" in err
+    before = os.fstat(1)
+    with pytest.raises(GraphlabError, match="--vllm-log must be a non-empty path, got 1"):
+        read_vllm_log(1)
+    assert os.fstat(1).st_ino == before.st_ino  # standard output still open
+
+
+def test_only_a_whole_number_of_verify_requests_up_to_max_num_seqs_is_flagged(tmp_path):
+    # S = 2, k = 3, FULL_AND_PIECEWISE over [6, 13, 16]: 4 tokens (1 request) on the PIECEWISE 6,
+    # in the gap below the FULL 8, is PR 53407's class; 12 tokens on the PIECEWISE 13 are 3
+    # requests, more than S, so no uniform verify batch; a NONE row never is.
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 2").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    rows = [(4, 6, "PIECEWISE", 2), (12, 13, "PIECEWISE", 1), (8, 8, "NONE", 1)]
+    mode, sizes = "FULL_AND_PIECEWISE", "[6, 13, 16]"
+    path = write(tmp_path, args + prefixed(table(rows, mode=mode, sizes=sizes)))
+    audit = audit_log(read_vllm_log(path))
+    assert audit.cfg.max_num_seqs == 2 and audit.cfg.decode_query_len == 4
+    assert audit.rows.full_graph_could_serve.tolist() == [8, 0, 0]
+
+
+def test_what_the_engine_ran_wins_over_what_the_user_asked(tmp_path):
+    # The user asked PIECEWISE; the engine's settings block says it ran NONE (e.g. -O0).
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 6, 'cudagraph_mode': 'PIECEWISE'")
+    log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "NONE", 1)], mode="NONE"))))
+    assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 4  # "- Mode:"
+
+
+def test_a_full_row_under_plain_full_is_audited_as_the_mixed_batch_it_was(tmp_path):
+    # vLLM 0.13.0 under plain FULL, k = 3: a uniform batch of 2 tokens would fail the dispatcher's
+    # padding assertion, so a logged FULL step of 2 tokens was a mixed batch, on the FULL 2.
+    log = f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m'\n"
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 4").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    log += args + prefixed(table([(2, 2, "FULL", 1)], mode="FULL", sizes="[1, 2, 4, 8]"))
+    audit = audit_log(read_vllm_log(write(tmp_path, log)))
+    assert audit.engine == "vllm-0.13.0" and audit.cfg.cudagraph_mode == "FULL"
+    row = audit.rows.iloc[0]
+    assert (row.kit_runtime_mode, row.kit_padded_tokens, bool(row.agrees)) == ("FULL", 2, True)
+
+
+def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
+    # 07 prints it: at 135 columns JupyterLab wrapped each row, its last column on a line alone.
+    log = ARGS + prefixed(table([(21, 21, "FULL", 5), (9, 14, "PIECEWISE", 2)]))
+    code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
+    head = out.index("\n\n") + 2  # the table follows the summary's sentences
+    count, *rows = out[head:].split("\nnote:")[0].splitlines()
+    assert code == 0 and count == "2 of 2 rows:"
+    assert rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
+    assert max(len(row) for row in rows) <= 100
