@@ -111,7 +111,7 @@ def plot_latency(df: pd.DataFrame) -> Figure:
         top.set_ylim(bottom=0)
         bottom.set_xlabel(
             "verify batch (tokens per decode step)"
-            if unit == "tokens"
+            if unit is BatchUnit.TOKENS
             else "batch size (rows per decode step)"
         )
         bottom.set_ylabel(f"padded size ({unit})")

@@ -16,6 +16,7 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError, UnreadableInput, check_input_file
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 
 # Counts and bytes: the largest integers a float64 weight or table value holds exactly.
@@ -225,8 +226,8 @@ def _pick(
                 raise GraphlabError(
                     f"{str(path)!r} has no rows with {column}={wanted}; it has {', '.join(choices)}"
                 )
-    if unit and (frame.batch_unit == "tokens").any():  # a V1 plan pads token counts
-        frame = frame[frame.batch_unit == "tokens"]
+    if unit and (frame.batch_unit == BatchUnit.TOKENS).any():  # a V1 plan pads token counts
+        frame = frame[frame.batch_unit == BatchUnit.TOKENS]
     for column in columns:
         choices = sorted(frame[column].astype(str).unique())
         if len(choices) > 1:
@@ -247,7 +248,9 @@ def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.Da
             f"got {sorted(units - {'tokens', 'rows'})[0]!r}"
         )
     rows = _pick(frame, path, PICK_COLUMNS, pick, unit=True)
-    return rows, "" if (rows.batch_unit == "tokens").all() else V0_STAND_IN.format(what=what)
+    return rows, "" if (rows.batch_unit == BatchUnit.TOKENS).all() else V0_STAND_IN.format(
+        what=what
+    )
 
 
 def read_batch_sizes(path) -> Workload:
@@ -366,7 +369,7 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
     _positive_ints(frame, "batch_size", path)
     rows, note = _bench_rows(frame, path, f"latency {str(path)!r}", pick)
     graph = rows[rows.path.isin(("graph", "full"))]  # V0 graphs, V1 FULL decode graphs
-    eager = rows[(rows.path == "eager") & (rows["mode"] == "eager")]
+    eager = rows[(rows.path == BatchPath.EAGER) & (rows["mode"] == RunMode.EAGER)]
     if graph.empty or eager.empty:
         raise GraphlabError(
             f"{str(path)!r} needs rows with path graph (V1: full) and rows with mode and path eager"
