@@ -248,9 +248,8 @@ def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.Da
             f"got {sorted(units - {'tokens', 'rows'})[0]!r}"
         )
     rows = _pick(frame, path, PICK_COLUMNS, pick, unit=True)
-    return rows, "" if (rows.batch_unit == BatchUnit.TOKENS).all() else V0_STAND_IN.format(
-        what=what
-    )
+    v1 = (rows.batch_unit == BatchUnit.TOKENS).all()
+    return rows, "" if v1 else V0_STAND_IN.format(what=what)
 
 
 def read_batch_sizes(path) -> Workload:
