@@ -500,6 +500,21 @@ V0_ENGINES = tuple(n for n, p in ENGINES.items() if p.batch_unit is BatchUnit.RO
 V1_ENGINES = tuple(n for n, p in ENGINES.items() if p.batch_unit is BatchUnit.TOKENS)
 
 
+def release_rules() -> list[dict]:
+    """The vLLM V1 engines' rule values side by side, oldest release first: what tells one
+    release's graphs from another's beyond its sizing grid (graphlab.sizing.families)."""
+    v1 = sorted((ENGINES[n] for n in V1_ENGINES), key=lambda p: release_key(p.release))
+    return [
+        {
+            "engine": p.name,
+            "model runners": ", ".join(r.upper() for r in p.model_runners),
+            "rounding": p.rounding.name,  # Rounding's values say what each name means
+            "plain_full": p.plain_full.name,  # PlainFull's likewise
+        }
+        for p in v1
+    ]
+
+
 def get_engine(name) -> SizingPolicy:
     """The policy for an engine name (a policy passes through); GraphlabError listing the names
     otherwise."""

@@ -273,3 +273,17 @@ def test_verify_batches_are_every_request_count_up_to_max_num_seqs(cfg):
 def test_verify_batches_of_a_bare_number_is_refused():
     with pytest.raises(GraphlabError, match="cfg must be a SizingConfig, got int"):
         verify_batches("vllm-0.33.0", 8)
+
+
+def test_release_rules_name_every_v1_engine_once_oldest_first():
+    from graphlab.sizing.engines import release_rules
+    from graphlab.sizing.model_runner import release_key
+
+    rows = release_rules()
+    assert sorted(r["engine"] for r in rows) == sorted(V1_ENGINES)
+    releases = [get_engine(r["engine"]).release for r in rows]
+    assert releases == sorted(releases, key=release_key)
+    # each rule changes once, at the release the wheels show (the vectors' crashes and rounding)
+    for column, rule in (("rounding", Rounding), ("plain_full", PlainFull)):
+        names = [r[column] for r in rows]
+        assert names == sorted(names, key=[m.name for m in rule].index), column
