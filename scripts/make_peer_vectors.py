@@ -309,9 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "provenance": {
             "generated_by": "scripts/make_peer_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"
-            ),
+            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "sources": sources,
             "notes": NOTES,
         },

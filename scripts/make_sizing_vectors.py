@@ -1097,9 +1097,7 @@ def main(argv: list[str] | None = None) -> int:
     payload = {
         "provenance": {
             "generated_by": "scripts/make_sizing_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.timezone.utc).isoformat(
-                timespec="seconds"
-            ),
+            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
             "wheels": wheels,
             "functions": functions,
             "default_max_num_batched_tokens": defaults,
