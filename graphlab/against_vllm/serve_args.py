@@ -229,7 +229,8 @@ def _compilation_dict(processed: list[str]) -> dict:
 
 def _cudagraph_mode(args, notes: list[str]) -> str | None:
     """The mode vLLM runs with (`VllmConfig.__post_init__`, 0.32): --enforce-eager NONE; else the
-    user's, or the optimization level's default; PIECEWISE parts dropped without compilation."""
+    user's, or the optimization level's default; PIECEWISE parts dropped without vLLM's
+    compilation, and no graphs at all under stock torch.compile."""
     from pydantic import TypeAdapter, ValidationError
     from vllm.config.compilation import CompilationMode, CUDAGraphMode
     from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel
@@ -258,6 +259,14 @@ def _cudagraph_mode(args, notes: list[str]) -> str | None:
             f"{mode.without_piecewise().name} (`_normalize_piecewise_cudagraph_mode`)"
         )
         mode = mode.without_piecewise()
+    if compile_mode == CompilationMode.STOCK_TORCH_COMPILE and mode != CUDAGraphMode.NONE:
+        notes.append(
+            f"stock torch.compile (compilation mode {int(compile_mode)}): vLLM captures no CUDA "
+            f"graphs, cudagraph_mode {mode.name} becomes NONE (model runner V2: "
+            "`_disable_cudagraphs_for_v2_stock_torch_compile`; V1: `GPUModelRunner.load_model` "
+            "compiles the model and returns before wrapping it in CUDAGraphWrapper)"
+        )
+        return "NONE"
     # Left unset, the mode is each engine's own default (FULL_AND_PIECEWISE from 0.11 on).
     return None if user_mode is None and mode == CUDAGraphMode.FULL_AND_PIECEWISE else mode.name
 

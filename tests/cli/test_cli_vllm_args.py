@@ -169,24 +169,63 @@ def test_serve_line_read_as_vllm_reads_it(vllm_parse, line):
     assert ours == vllm_answer(vllm_parse(entry_words(line))), line
 
 
-@pytest.mark.vllm
-def test_piecewise_without_compilation_falls_back_as_vllm_does(vllm_parse):
-    """-O1's PIECEWISE with compilation off (mode 0) is NONE, FULL_AND_PIECEWISE
-    FULL_DECODE_ONLY: CUDAGraphMode.without_piecewise, `_normalize_piecewise_cudagraph_mode`."""
-    from vllm.config.compilation import CUDAGraphMode
+def vllm_mode_after_compilation(args, model_runner: str) -> str:
+    """The cudagraph_mode VllmConfig leaves after its compilation-mode rules, run on the parsed
+    compilation config: `_normalize_piecewise_cudagraph_mode` (no breakable graphs), then on model
+    runner V2 `_disable_cudagraphs_for_v2_stock_torch_compile`; V1's `load_model` returns before
+    wrapping a stock-compiled model in CUDAGraphWrapper, which leaves it no graphs either."""
+    from types import SimpleNamespace
 
+    from vllm.config.compilation import CompilationMode
+    from vllm.config.vllm import OPTIMIZATION_LEVEL_TO_CONFIG, OptimizationLevel, VllmConfig
+
+    level = OptimizationLevel(int(args.optimization_level))
+    compilation = args.compilation_config
+    if compilation.cudagraph_mode is None:
+        compilation.cudagraph_mode = OPTIMIZATION_LEVEL_TO_CONFIG[level]["compilation_config"][
+            "cudagraph_mode"
+        ]
+    if compilation.mode is None:
+        compilation.mode = CompilationMode.VLLM_COMPILE if level > 0 else CompilationMode.NONE
+    config = SimpleNamespace(compilation_config=compilation)
+    VllmConfig._normalize_piecewise_cudagraph_mode(config, breakable_cudagraph_enabled=False)
+    if model_runner == "v2":
+        VllmConfig._disable_cudagraphs_for_v2_stock_torch_compile(config)
+    elif compilation.mode == CompilationMode.STOCK_TORCH_COMPILE:
+        return "NONE"
+    return compilation.cudagraph_mode.name
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "line",
+    [
+        "vllm serve m -O1 -cc '{\"mode\": 0}'",
+        "vllm serve m -O0 -cc.cudagraph_mode=FULL_AND_PIECEWISE",
+        "vllm serve m -O0 -cc.cudagraph_mode=FULL",
+        "vllm serve m -cc '{\"mode\": 1}'",
+        "vllm serve m -cc.mode=1 -cc.cudagraph_mode=FULL",
+        "vllm serve m -O1 -cc.mode=stock_torch_compile",
+        "vllm serve m -cc.mode=2 -cc.cudagraph_mode=FULL_DECODE_ONLY",
+    ],
+)
+def test_compilation_mode_lowers_the_graph_mode_as_vllm_does(vllm_parse, line):
+    """Without vLLM's compilation PIECEWISE parts fall away; stock torch.compile captures nothing
+    on either model runner; the answer equals vLLM's own methods on the parsed config."""
     from graphlab.against_vllm.serve_args import read_vllm_args
 
-    for line, mode in [
-        ("vllm serve m -O1 -cc '{\"mode\": 0}'", CUDAGraphMode.PIECEWISE),
-        (
-            "vllm serve m -O0 -cc.cudagraph_mode=FULL_AND_PIECEWISE",
-            CUDAGraphMode.FULL_AND_PIECEWISE,
-        ),
-        ("vllm serve m -O0 -cc.cudagraph_mode=FULL", CUDAGraphMode.FULL),
-    ]:
-        cfg = read_vllm_args(line).config
-        assert cfg.cudagraph_mode == mode.without_piecewise().name, line
+    ours = graphlab_answer(read_vllm_args(line).config)["cudagraph_mode"]
+    for runner in ("v1", "v2"):
+        assert ours == vllm_mode_after_compilation(vllm_parse(entry_words(line)), runner), line
+
+
+@pytest.mark.vllm
+def test_stock_compile_says_why_no_graphs(capsys):
+    code, out, _ = run_main(
+        capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", "vllm serve m -cc.mode=1"
+    )
+    assert code == 0, out
+    assert "stock torch.compile" in out and "becomes NONE" in out
 
 
 @pytest.mark.vllm
