@@ -3,7 +3,9 @@
 A finished table takes its final name `<name>.csv` only when it is whole; rows checkpointed
 while a sweep runs go to `<name>.partial.csv`, so an interrupt or a full disk never replaces a
 complete file with part of one. One writer per folder: `locked_folder` refuses a second run on
-the same folder while the first one's process lives.
+the same folder while the first one's process lives. A run's `manifest.json` says which of the
+folder's CSVs it wrote and whether it finished, so a folder an interrupt left mixed (one CSV new,
+the rest from an earlier run) says which files belong together.
 
 Every CSV the kit writes holds lists as JSON (`[1, 0]`) and integers as integers, also in the
 columns that may be empty (`INTEGER_COLUMNS`); `read_csv` loads those as pandas' nullable
@@ -24,6 +26,7 @@ import pandas as pd
 
 from graphlab.errors import (
     GraphlabError,
+    check_choice,
     check_file_name,
     check_instance,
     check_output_file,
@@ -43,6 +46,9 @@ INTEGER_COLUMNS = (
 PARTIAL_SUFFIX = ".partial.csv"  # rows of a sweep still running (or interrupted)
 PARTIAL_NAME = PARTIAL_SUFFIX.removesuffix(".csv")
 LOCK_NAME = ".graphlab.lock"  # holds the pid of the run writing the folder
+MANIFEST_NAME = "manifest.json"
+# A manifest's state: still writing (or killed outright), ended by an error or Ctrl-C, finished.
+MANIFEST_STATES = ("running", "interrupted", "complete")
 
 
 def write_csv_atomic(df: pd.DataFrame, path) -> Path:
@@ -53,6 +59,11 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
     """
     path = check_output_file("CSV path", path)
     df = csv_ready(check_instance("frame", df, pd.DataFrame))
+    return _write_atomic(path, lambda handle: df.to_csv(handle, index=False))
+
+
+def _write_atomic(path: Path, write) -> Path:
+    """write(handle) into a temporary file beside path, then os.replace it onto path."""
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except PermissionError as error:  # a folder the user cannot write: name it, not the .tmp file
@@ -64,17 +75,52 @@ def write_csv_atomic(df: pd.DataFrame, path) -> Path:
         raise
     try:
         with os.fdopen(fd, "w", newline="") as handle:
-            df.to_csv(handle, index=False)
+            write(handle)
         os.chmod(tmp, 0o666 & ~_umask())
         os.replace(tmp, path)
     except BaseException as error:
         # Gone already when the interrupt came just after os.replace: then path is whole.
         Path(tmp).unlink(missing_ok=True)
-        # Name the CSV, not the temporary file (a full disk says neither).
+        # Name the file, not the temporary one (a full disk says neither).
         if isinstance(error, OSError):
             error.filename = str(path)
         raise
     return path
+
+
+def write_manifest(out, run: dict, sweeps, state: str) -> Path:
+    """out/manifest.json, atomically: the run (`run`: its provenance block), the sweeps it was
+    asked for, its state (MANIFEST_STATES) and, for every whole CSV in out, the run_id of its
+    rows, so `files_of_run` and a reader both tell this run's CSVs from an earlier run's."""
+    check_choice("manifest state", state, MANIFEST_STATES)
+    out = Path(out)
+    manifest = {
+        "run_id": run["run_id"],
+        "state": state,
+        "sweeps": list(sweeps),
+        "run": run,
+        "files": {p.name: _run_id_of(p) for p in sorted(out.glob("*.csv")) if not _partial(p)},
+    }
+    text = json.dumps(manifest, indent=2, default=str) + "\n"
+    return _write_atomic(out / MANIFEST_NAME, lambda handle: handle.write(text))
+
+
+def files_of_run(manifest: dict) -> list[str]:
+    """The CSVs of a manifest's folder that its run wrote (the rest are an earlier run's)."""
+    return [name for name, run_id in manifest["files"].items() if run_id == manifest["run_id"]]
+
+
+def _run_id_of(path: Path) -> str | None:
+    """The run_id of a CSV's first row; None for a file without one (not written by a run)."""
+    try:
+        first = pd.read_csv(path, nrows=1, usecols=lambda column: column == "run_id")
+    except (ValueError, pd.errors.ParserError, pd.errors.EmptyDataError):
+        return None
+    return str(first["run_id"][0]) if len(first) and "run_id" in first else None
+
+
+def _partial(path: Path) -> bool:
+    return path.name.endswith(PARTIAL_SUFFIX)
 
 
 def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:

@@ -24,13 +24,22 @@ data/README.md.
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 import torch
 
-from graphlab.bench.export import export_csvs, locked_folder, read_csv, write_checkpoint
+from graphlab.bench.export import (
+    MANIFEST_NAME,
+    export_csvs,
+    files_of_run,
+    locked_folder,
+    read_csv,
+    write_checkpoint,
+    write_manifest,
+)
 from graphlab.bench.measurements import (
     SEED,
     graph_memory_points,
@@ -333,8 +342,9 @@ def run_bench(
     """Run the sweeps in order in one run, writing each CSV as soon as its sweep finishes.
 
     An interrupt or error leaves the CSVs of the finished sweeps complete, an earlier run's CSV
-    of an unfinished sweep as it was, and that sweep's rows so far as <name>.partial.csv. A second
-    run on the same `out` while this one lives is refused (export.locked_folder).
+    of an unfinished sweep as it was, and that sweep's rows so far as <name>.partial.csv;
+    out/manifest.json names the CSVs this run wrote and its state (export.write_manifest). A
+    second run on the same `out` while this one lives is refused (export.locked_folder).
     """
     out = check_path("out", out)
     for name in sweeps:
@@ -344,15 +354,23 @@ def run_bench(
         Path(out).mkdir(parents=True, exist_ok=True)
         run.out = Path(out)
         with locked_folder(out):
-            for name in progress_bar(
-                sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
-            ):
-                written |= export_csvs({name: _BODIES[name](run)}, out)
+            write_manifest(out, run.provenance, sweeps, "running")
+            try:
+                for name in progress_bar(
+                    sweeps, desc=f"bench {run.suite.name}", unit="sweep", disable=not progress
+                ):
+                    written |= export_csvs({name: _BODIES[name](run)}, out)
+                    write_manifest(out, run.provenance, sweeps, "running")
+            except BaseException:
+                write_manifest(out, run.provenance, sweeps, "interrupted")
+                raise
+            write_manifest(out, run.provenance, sweeps, "complete")
     return written
 
 
 def summary(paths: dict[str, Path]) -> str:
-    """One line per written CSV: name, rows, backend and (where present) memory kind."""
+    """One line per written CSV: name, rows, backend and (where present) memory kind; then the
+    folder's manifest, when a run wrote one there."""
     lines = []
     for path in paths.values():
         frame = read_csv(path)
@@ -364,5 +382,13 @@ def summary(paths: dict[str, Path]) -> str:
         lines.append(
             f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
             f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}"
+        )
+    manifests = {path.parent / MANIFEST_NAME for path in paths.values()}
+    for path in sorted(p for p in manifests if p.exists()):
+        manifest = json.loads(path.read_text())
+        ours = files_of_run(manifest)
+        lines.append(
+            f"{path}: run {manifest['run_id']} {manifest['state']}, {len(ours)} CSVs of this run"
+            f" of {len(manifest['files'])} in the folder"
         )
     return "\n".join(lines)

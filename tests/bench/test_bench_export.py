@@ -373,9 +373,31 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
         sweeps.run_bench(
             TINY, "cpu", tmp_path, sweeps=("crash_map", "graph_memory"), progress=False
         )
-    assert len(pd.read_csv(tmp_path / "crash_map.csv")) == 2 * 4 * 3
+    crash = pd.read_csv(tmp_path / "crash_map.csv")
+    assert len(crash) == 2 * 4 * 3
     assert (tmp_path / "graph_memory.csv").read_text() == "old\n"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["crash_map.csv", "graph_memory.csv"]
+    names = ["crash_map.csv", "graph_memory.csv", export.MANIFEST_NAME]
+    assert sorted(p.name for p in tmp_path.iterdir()) == names
+    # The manifest tells the interrupted run's CSV from the one it found there.
+    manifest = json.loads((tmp_path / export.MANIFEST_NAME).read_text())
+    assert manifest["state"] == "interrupted" and manifest["run_id"] == crash["run_id"][0]
+    assert manifest["sweeps"] == ["crash_map", "graph_memory"]
+    assert manifest["files"] == {"crash_map.csv": crash["run_id"][0], "graph_memory.csv": None}
+    assert export.files_of_run(manifest) == ["crash_map.csv"]
+
+
+def test_a_finished_run_says_complete_and_a_second_run_owns_only_its_files(tmp_path):
+    first = sweeps.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map",), progress=False)
+    assert "run " in sweeps.summary(first) and "complete, 1 CSVs of this run of 1" in (
+        sweeps.summary(first)
+    )
+    frame = sweeps.crash_map_sweep(TINY, "cpu")  # another run's rows, another run_id
+    export.export_csvs({"latency": frame}, tmp_path)
+    sweeps.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map",), progress=False)
+    manifest = json.loads((tmp_path / export.MANIFEST_NAME).read_text())
+    assert manifest["state"] == "complete"
+    assert export.files_of_run(manifest) == ["crash_map.csv"]
+    assert manifest["files"]["latency.csv"] == frame["run_id"][0] != manifest["run_id"]
 
 
 def test_an_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
@@ -425,8 +447,9 @@ def test_bench_command_writes_csvs_and_a_summary(tmp_path, monkeypatch, capsys):
     assert "crash_map.csv: 24 rows, computed on cpu" in out
     assert re.search(r"latency\.csv: \d+ rows, cpu-emulated on cpu", out)
     assert "graph_memory.csv" in out and "memory predicted" in out
+    assert re.search(r"manifest\.json: run \S+ complete, 7 CSVs of this run of 7", out)
     # One CSV per sweep, and the latency sweep's every timed step beside its summary rows.
-    expected = [f"{s}.csv" for s in sweeps.SWEEPS] + ["latency_samples.csv"]
+    expected = [f"{s}.csv" for s in sweeps.SWEEPS] + ["latency_samples.csv", "manifest.json"]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(expected)
 
 

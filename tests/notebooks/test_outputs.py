@@ -3,6 +3,7 @@ runs on one --out, device nodes, FIFOs and sockets as outputs and inputs, a full
 
 import contextlib
 import io
+import json
 import os
 import socket
 import stat
@@ -79,8 +80,13 @@ def test_an_interrupt_never_replaces_a_complete_csv(
     )
     listed = [] if listed == "none" else listed.split(", ")
     partial = partial.split(", ") if partial else []
+    # The folder's manifest names the same CSVs as this run's as the one-line message does.
+    manifest = json.loads((tmp_path / export.MANIFEST_NAME).read_text())
+    assert manifest["state"] == "interrupted" and export.files_of_run(manifest) == listed
     for name, data in complete.items():
         now = (tmp_path / name).read_bytes()
+        if name == export.MANIFEST_NAME:
+            continue
         if name in listed:  # new and whole: as many rows as the complete run's, another run_id
             old, new = pd.read_csv(io.BytesIO(data)), pd.read_csv(tmp_path / name)
             assert set(new.run_id) != set(old.run_id)
