@@ -147,15 +147,12 @@ def guard_run_cost(
     steps_met,
     engine: str = "vllm-0.6.0",
     covering: str = "adaptive",
-    subject: str = "the guard's step, weighted by the steps met,",
-    reference: str = "adaptive's",
 ) -> dict:
     """What the guard cost over a run, from guard_cost's samples and {batch size: steps} the
     run met: `ms`, the sum of steps x (guard's median step - covering's) with its bootstrap
     interval (ms_ci_low, ms_ci_high), and the pooled comparison of the two engines' time over
-    those steps (guard_over_*: ratio, interval, verdict, and its `sentence`, `subject` against
-    `reference`); the milliseconds' interval and the ratio's come from the same resamples, so
-    they agree."""
+    those steps (`comparison`, and its guard_over_*: ratio, interval, verdict); the
+    milliseconds' interval and the ratio's come from the same resamples, so they agree."""
     steps_met, groups = {int(n): int(c) for n, c in dict(steps_met).items()}, []
     for size, count in steps_met.items():
         at = samples[samples.batch_size == size]
@@ -167,20 +164,13 @@ def guard_run_cost(
         ms_ci_low=low,
         ms_ci_high=high,
         steps=int(sum(steps_met.values())),
+        comparison=comparison,
         **comparison_columns(comparison, "guard_over"),
-        sentence=comparison.sentence(subject, reference),
     )
 
 
-def _capture_sentence(engine: str, first: str, cfg: SizingConfig, versus) -> str | None:
-    """The capture-time verdict against the first engine; none where both capture the same
-    sizes (k = 0): the same work twice is a control for noise, not a comparison."""
-    if versus is None:
-        return None
-    sizes = get_engine(engine).capture_sizes(cfg)
-    if sizes == get_engine(first).capture_sizes(cfg):
-        return f"both capture the same {len(sizes)} sizes, a control for noise: {versus.interval}"
-    return versus.sentence(f"{engine}'s capture", f"{first}'s")
+def _same_sizes(engine: str, first: str, cfg: SizingConfig) -> bool:
+    return get_engine(engine).capture_sizes(cfg) == get_engine(first).capture_sizes(cfg)
 
 
 def adaptive_price(
@@ -197,7 +187,8 @@ def adaptive_price(
     fraction, from the sizing rules), graphs captured, their capture time on `model` and
     `backend` (capture plus warm-up steps summed over the list; median of `repeats` captures,
     the engines of one k capturing in turn; each engine after the first against it:
-    capture_over_first_* and capture_sentence) and graph memory (measured on CUDA, predicted
+    capture_over_first_*, and `same_sizes_as_first` where both capture the same sizes, a control
+    for noise rather than a comparison) and graph memory (measured on CUDA, predicted
     otherwise), with provenance (`preset`: the model's name). Captures write only the pad slot.
 
     First one warm-up capture of the longest list (its time is the warmup_capture_ms column):
@@ -236,7 +227,7 @@ def adaptive_price(
                     capture_ms=float(np.median(times)),
                     repeats=repeats,
                     **(comparison_columns(versus, "capture_over_first") if versus else {}),
-                    capture_sentence=_capture_sentence(engine, engines[0], cfg, versus),
+                    same_sizes_as_first=_same_sizes(engine, engines[0], cfg),
                     memory_bytes=cost["memory_bytes"],
                     memory_kind=cost["memory_kind"],
                     graph_pool=graph_pool,
@@ -272,7 +263,7 @@ def piecewise_cost(
     1 + k tokens: a FULL graph), mixed (the first request without drafts, 1 token: PIECEWISE
     graphs, attention eager) and eager (enforce_eager). One row per way: its path, graph size,
     median with interval, and (mixed, eager) its time over the FULL step's (compared_steps'
-    over_ref_*: ratio, interval, verdict, and its sentence), with provenance."""
+    over_ref_*: ratio, interval, verdict), with provenance."""
     check_instance("timing", timing, Timing)
     graph = make_runner(model, engine, cfg, backend=timing.backend)
     eager = make_runner(model, engine, cfg, backend=timing.backend, enforce_eager=True)
@@ -286,7 +277,7 @@ def piecewise_cost(
         "eager": eager.execute_model,
     }
     batch = uniform_decode_batch(num_reqs, q, model)
-    rows = compared_steps(steps, batch, "uniform", "the uniform FULL step", timing)
+    rows = compared_steps(steps, batch, "uniform", timing)
     prov = provenance(model.device, dtype=str(model.dtype), backend=timing.backend.name)
     return with_provenance(rows, prov)
 
@@ -306,6 +297,6 @@ def capped_cost(
     first = next(iter(runners))
     batch = uniform_decode_batch(num_reqs, runners[first].query_len, model)
     steps = {label: runner.execute_model for label, runner in runners.items()}
-    rows = compared_steps(steps, batch, first, f"the {first} step", timing)
+    rows = compared_steps(steps, batch, first, timing)
     prov = provenance(model.device, dtype=str(model.dtype), backend=timing.backend.name)
     return with_provenance(rows, prov)

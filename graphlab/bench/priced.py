@@ -97,8 +97,8 @@ def priced_sizing(
     each n), which charges an eager step its eager time. An engine whose config crashes gets no
     price. With latency_rows' `samples`, the mean step's 95% bootstrap interval
     (mean_step_ci_low, mean_step_ci_high) and each engine's mean step over `reference`'s
-    (over_reference_*: ratio, interval, verdict, and its `sentence`), every request count's
-    rounds resampled."""
+    (over_reference_*: ratio, interval, verdict, and the pairs behind it), every request
+    count's rounds resampled."""
     summaries = {engine: audit(engine, cfg).summary for engine in engines}
     priced = [engine for engine in engines if not summaries[engine].num_crash]
     prices = _StepPrices(latency)
@@ -135,9 +135,7 @@ def priced_sizing(
                 *bootstrap_interval(replicates[engine] / replicates[reference]),
                 pairs,
             )
-            for column, value in comparison_columns(versus, "over_reference").items():
+            columns = comparison_columns(versus, "over_reference") | {"over_reference_pairs": pairs}
+            for column, value in columns.items():
                 table.loc[engine, column] = value
-            table.loc[engine, "sentence"] = versus.sentence(
-                f"{engine}'s mean step", f"{reference}'s"
-            )
     return table

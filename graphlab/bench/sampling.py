@@ -121,11 +121,10 @@ def sample_rows(steps: dict[str, list], label: str, **fixed) -> list[dict]:
     ]
 
 
-def compared_steps(steps: dict, batch, reference: str, said: str, timing: Timing) -> list[dict]:
+def compared_steps(steps: dict, batch, reference: str, timing: Timing) -> list[dict]:
     """One row per step function of interleaved_steps(steps, batch, timing): its step's size,
     path, graph size, median with interval, the load, and (every step but `reference`) its time
-    over the reference's (over_ref_*: ratio, interval, verdict) with that comparison's sentence,
-    `said` naming the reference in it."""
+    over the reference's (over_ref_*: ratio, interval, verdict; `samples` pairs)."""
     load = machine_load()
     steps = interleaved_steps(steps, batch, timing)
     base = step_times(steps[reference])
@@ -145,7 +144,6 @@ def compared_steps(steps: dict, batch, reference: str, said: str, timing: Timing
                 ci_high_ms=high,
                 samples=len(times),
                 **(comparison_columns(versus, "over_ref") if versus else {}),
-                sentence=versus.sentence(f"the {label} step", said) if versus else None,
                 backend=records[0].backend,
                 clock=records[0].clock,
                 **load,
@@ -155,7 +153,8 @@ def compared_steps(steps: dict, batch, reference: str, said: str, timing: Timing
 
 
 def comparison_columns(comparison, prefix: str) -> dict:
-    """A comparison's ratio, interval and verdict as row columns named prefix_*."""
+    """A comparison's ratio, interval and verdict as row columns named prefix_*
+    (graphlab.views.verdicts.comparison_of reads them back)."""
     return {
         f"{prefix}_ratio": comparison.ratio,
         f"{prefix}_ci_low": comparison.low,

@@ -106,23 +106,6 @@ class Comparison:
     def decided(self) -> bool:
         return decided(self)
 
-    def sentence(self, subject: str, reference: str) -> str:
-        """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
-        no difference beyond noise from' when the interval holds 1, with what that means: any
-        difference is under +-EFFECT, or this machine cannot decide (the interval is wider, or
-        pairs are too few)."""
-        if self.verdict != NO_DIFFERENCE:
-            return f"{subject} is {self.verdict} than {reference}: {self.interval}"
-        if self.num_samples < MIN_SAMPLES:
-            why = f"fewer than {MIN_SAMPLES} pairs: too few to call a direction"
-        elif self.decided:
-            why = f"any difference is under +-{EFFECT:.0%}"
-        else:
-            why = f"this machine cannot decide it: the interval is wider than +-{EFFECT:.0%}"
-        return (
-            f"{subject} shows no difference beyond noise from {reference}: {self.interval} ({why})"
-        )
-
 
 def compare(
     a, b, confidence: float = CONFIDENCE, resamples: int = RESAMPLES, seed: int = SEED

@@ -1,7 +1,7 @@
-"""The verdicts of measured rows, as values to print (graphlab.views.verdicts prints them): eager
-over graph mode per size of latency_rows and their count per path, speculative decoding's time
-per token, and the guard's price pooled and counted. Each verdict is graphlab.bench.stats' (slower
-/ faster / no difference beyond noise, from the interval).
+"""The verdicts of measured rows, as values (graphlab.views.verdicts words them): eager over graph
+mode counted per path of latency_rows, speculative decoding's time per token, and the guard's
+price pooled and counted. Each verdict is graphlab.bench.stats' (slower / faster / no difference
+beyond noise, from the interval).
 """
 
 from __future__ import annotations
@@ -17,21 +17,6 @@ def verdict_counts(verdicts: pd.Series) -> dict[str, int]:
     """How many entries give each verdict, in VERDICTS' order, zeros included."""
     counts = verdicts.value_counts()
     return {v: int(counts.get(v, 0)) for v in VERDICTS}
-
-
-def mode_comparisons(rows: pd.DataFrame) -> pd.DataFrame:
-    """latency_rows' graph-mode rows, each with eager mode over graph mode as graphlab.bench.stats
-    prints it: `unit` (tokens or rows), `interval`, and `sentence`, verdict included."""
-    graph_mode = rows[rows["mode"] == RunMode.GRAPH]
-    units, intervals, sentences = [], [], []
-    for _, row in graph_mode.iterrows():
-        units.append("tokens" if row.get("batch_unit") == "tokens" else "rows")
-        comparison = Comparison(
-            row.eager_over_ratio, row.eager_over_ci_low, row.eager_over_ci_high, row.repeats
-        )
-        intervals.append(comparison.interval)
-        sentences.append(comparison.sentence("eager mode", "graph mode"))
-    return graph_mode.assign(unit=units, interval=intervals, sentence=sentences)
 
 
 def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
@@ -50,10 +35,10 @@ def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(found, columns=["engine", "path", "sizes", "repeats", "counts", "crossed"])
 
 
-def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, str]]:
+def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, str, str]]:
     """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
     run measured back to back), each engine's time per token over that of the engine with the
-    highest median throughput, paired by run: (cell label, Comparison, sentence)."""
+    highest median throughput, paired by run: (cell label, Comparison, engine, fastest engine)."""
     found = []
     for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
         ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
@@ -62,27 +47,21 @@ def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, st
         best = ms.median().idxmin()
         for other in ms.columns.drop(best):
             comparison = compare(ms[other].to_numpy(), ms[best].to_numpy())
-            found.append((f"S={seqs}, k={k}", comparison, comparison.sentence(other, best)))
+            found.append((f"S={seqs}, k={k}", comparison, other, best))
     return found
 
 
 def guard_summary(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WINDOW) -> dict:
     """The guard's price (eager_ratio of guard_cost's samples) summed up: `warning`, the load
     warning when the machine was busy (else None); `pooled_sizes`, the eager sizes in `window`,
-    and `pooled`, guard_run_cost over them, each size once (None without such sizes; its sentence
-    says when this machine cannot decide it); the per-size verdict counts at the `eager` sizes
-    and, as a control for noise, where both engines replay the same padded graph (`control`),
-    each as (sizes, counts)."""
+    and `pooled`, guard_run_cost over them, each size once (None without such sizes); the
+    per-size verdict counts at the `eager` sizes and, as a control for noise, where both
+    engines replay the same padded graph (`control`), each as (sizes, counts)."""
     eager = price[price.path == BatchPath.EAGER]
     sizes = [n for n in window if n in eager.index]
     pooled = None
     if sizes:
-        pooled = guard_run_cost(
-            samples,
-            dict.fromkeys(sizes, 1),
-            subject="the guard's step, each size once,",
-            reference="adaptive's at the same sizes",
-        )
+        pooled = guard_run_cost(samples, dict.fromkeys(sizes, 1))
     control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
     return dict(
         warning=load_warning(

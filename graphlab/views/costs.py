@@ -20,6 +20,7 @@ from graphlab.views.style import (
     require_columns,
     single_value,
 )
+from graphlab.views.verdicts import sentence
 
 
 def plot_step_timeline(steps: pd.DataFrame, limit: int | None = None) -> Figure:
@@ -107,7 +108,8 @@ def guard_price_line(cost: dict) -> str:
     digits = next((d for d in range(1, 4) if all(b == 0 or round(b, d) for b in (low, high))), 4)
     return (
         f"guard cost over the run's {cost['steps']} decode steps: {cost['ms']:+.{digits}f} ms "
-        f"(95% CI {low:+.{digits}f}..{high:+.{digits}f});\n{cost['sentence']}"
+        f"(95% CI {low:+.{digits}f}..{high:+.{digits}f});\n"
+        + sentence(cost["comparison"], "the guard's step, weighted by the steps met,", "adaptive's")
     )
 
 

@@ -1,34 +1,108 @@
-"""The sentences printed from measured verdicts (graphlab.bench.verdicts' values): eager over
-graph mode per size and per path, speculative decoding's time per token, and the guard's price.
-Where both sides ran the same step (no graph at a size), the interval is printed as a control for
-noise, with no verdict.
+"""The sentences printed from measured comparisons (graphlab.bench's frames and values): eager
+over graph mode per size and per path, steps against a reference step, mean steps against a
+reference engine, captures, speculative decoding's time per token, and the guard's price. Where
+both sides ran the same step (no graph at a size, the same capture list), the interval is printed
+as a control for noise, with no verdict.
 """
 
 from __future__ import annotations
 
 import pandas as pd
 
-from graphlab.sizing.dispatch import BatchPath
+from graphlab.bench.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison
+from graphlab.sizing.dispatch import BatchPath, RunMode
+
+
+def sentence(comparison: Comparison, subject: str, reference: str) -> str:
+    """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
+    no difference beyond noise from' when the interval holds 1, with what that means: any
+    difference is under +-EFFECT, or this machine cannot decide (the interval is wider, or
+    pairs are too few)."""
+    if comparison.verdict != NO_DIFFERENCE:
+        return f"{subject} is {comparison.verdict} than {reference}: {comparison.interval}"
+    if comparison.num_samples < MIN_SAMPLES:
+        why = f"fewer than {MIN_SAMPLES} pairs: too few to call a direction"
+    elif comparison.decided:
+        why = f"any difference is under +-{EFFECT:.0%}"
+    else:
+        why = f"this machine cannot decide it: the interval is wider than +-{EFFECT:.0%}"
+    return (
+        f"{subject} shows no difference beyond noise from {reference}: "
+        f"{comparison.interval} ({why})"
+    )
+
+
+def comparison_of(row, prefix: str, pairs: int) -> Comparison:
+    """The Comparison behind a row's prefix_ratio, prefix_ci_low and prefix_ci_high columns
+    (graphlab.bench.sampling.comparison_columns), over `pairs` paired samples."""
+    return Comparison(
+        row[f"{prefix}_ratio"], row[f"{prefix}_ci_low"], row[f"{prefix}_ci_high"], int(pairs)
+    )
+
+
+def step_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per step of graphlab.bench.sampling.compared_steps' rows but the reference (the
+    row with no over_ref_ratio): its time over the reference step's, verdict included."""
+    reference = rows[rows.over_ref_ratio.isna()].iloc[0]
+    said = f"the {reference.step} step ({reference.path})"
+    return [
+        sentence(comparison_of(row, "over_ref", row.samples), f"the {row.step} step ({row.path})",
+                 said)
+        for _, row in rows[rows.over_ref_ratio.notna()].iterrows()
+    ]  # fmt: skip
+
+
+def priced_lines(priced: pd.DataFrame) -> list[str]:
+    """One line per engine of graphlab.bench.priced.priced_sizing's table priced against its
+    reference (the priced engine with no over_reference_ratio): its mean step over the
+    reference's, verdict included."""
+    if "over_reference_ratio" not in priced:
+        return []
+    compared = priced.over_reference_ratio.notna()
+    reference = priced.index[~compared & priced.mean_step_ms.notna()][0]
+    return [
+        sentence(
+            comparison_of(row, "over_reference", row.over_reference_pairs),
+            f"{engine}'s mean step",
+            f"{reference}'s",
+        )
+        for engine, row in priced[compared].iterrows()
+    ]
+
+
+def capture_line(price: pd.DataFrame, engine: str, k: int) -> str:
+    """An engine's capture time at k against the first engine of graphlab.bench.costs.
+    adaptive_price's frame; where both capture the same sizes, the interval as a control."""
+    rows = price[price.num_speculative_tokens == k]
+    row, first = rows[rows.engine == engine].iloc[0], rows.engine.iloc[0]
+    versus = comparison_of(row, "capture_over_first", row.repeats)
+    if row.same_sizes_as_first:
+        return (
+            f"both capture the same {row.num_graphs} sizes, a control for noise: {versus.interval}"
+        )
+    return sentence(versus, f"{engine}'s capture", f"{first}'s")
 
 
 def _counted(counts: dict[str, int]) -> str:
     return ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
 
 
-def mode_lines(comparisons: pd.DataFrame) -> list[str]:
-    """One line per row of graphlab.bench.verdicts.mode_comparisons: its size, the graph it
-    replayed, and the sentence of eager mode over graph mode, verdict and interval included; a
-    size with no graph (both modes eager) gives its interval as a control, with no verdict."""
+def mode_lines(rows: pd.DataFrame) -> list[str]:
+    """One line per graph-mode row of graphlab.bench.measurements.latency_rows: its size, the
+    graph it replayed, and eager mode over graph mode, verdict and interval included; a size
+    with no graph (both modes eager) gives its interval as a control, with no verdict."""
     lines = []
-    for _, row in comparisons.iterrows():
+    for _, row in rows[rows["mode"] == RunMode.GRAPH].iterrows():
+        unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
+        versus = comparison_of(row, "eager_over", row.repeats)
         if row.path == BatchPath.EAGER:  # the same eager step twice: any direction would be chance
             lines.append(
-                f"{row.batch_size} {row.unit}, no graph: both modes run the eager step, a control "
-                f"for noise: {row.interval}"
+                f"{row.batch_size} {unit}, no graph: both modes run the eager step, a control "
+                f"for noise: {versus.interval}"
             )
             continue
-        where = f"{row.batch_size} {row.unit} on the {int(row.graph_size)}-{row.unit[:-1]} graph"
-        lines.append(f"{where} ({row.path}): {row.sentence}")
+        where = f"{row.batch_size} {unit} on the {int(row.graph_size)}-{unit[:-1]} graph"
+        lines.append(f"{where} ({row.path}): {sentence(versus, 'eager mode', 'graph mode')}")
     return lines
 
 
@@ -57,13 +131,13 @@ def mode_summary(counts: pd.DataFrame) -> list[str]:
 
 
 def throughput_lines(spec: pd.DataFrame, comparisons) -> list[str]:
-    """graphlab.bench.verdicts.throughput_comparisons(spec) as lines: the cell, time per token's
-    sentence, backend and clock."""
+    """graphlab.bench.verdicts.throughput_comparisons(spec) as lines: the cell, time per token
+    against the fastest engine's, backend and clock."""
     backend = spec.backend.iloc[0]
     clock = f", clock {spec.clock.iloc[0]}" if "clock" in spec else ""
     return [
-        f"{cell}, time per token: {sentence}; backend {backend}{clock}"
-        for cell, _, sentence in comparisons
+        f"{cell}, time per token: {sentence(comparison, other, best)}; backend {backend}{clock}"
+        for cell, comparison, other, best in comparisons
     ]
 
 
@@ -74,7 +148,12 @@ def guard_report(summary: dict) -> list[str]:
     lines = [summary["warning"]]
     sizes = summary["pooled_sizes"]
     if summary["pooled"] is not None:
-        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {summary['pooled']['sentence']}")
+        pooled = sentence(
+            summary["pooled"]["comparison"],
+            "the guard's step, each size once,",
+            "adaptive's at the same sizes",
+        )
+        lines.append(f"n = {sizes[0]}..{sizes[-1]}, pooled: {pooled}")
     eager, counts = summary["eager"]
     lines.append(
         f"per size, at the {eager} eager sizes (95% intervals; about 1 size in 20 crosses "

@@ -23,13 +23,20 @@ from graphlab.bench.costs import (
     reference_ratio,
 )
 from graphlab.bench.priced import priced_sizing
-from graphlab.bench.verdicts import guard_summary, mode_comparisons, mode_counts
+from graphlab.bench.stats import Comparison
+from graphlab.bench.verdicts import guard_summary, mode_counts
 from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.views.costs import plot_adaptive_price, plot_guard_price, plot_step_timeline
-from graphlab.views.verdicts import guard_report, mode_lines, mode_summary
+from graphlab.views.verdicts import (
+    capture_line,
+    guard_report,
+    mode_lines,
+    mode_summary,
+    priced_lines,
+)
 
 KS = (0, 1, 4, 8)
 EMULATED = BACKEND_VALUES["cpu-emulated"]
@@ -148,7 +155,8 @@ def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
     assert cost["ms_ci_low"] > 0 and cost["guard_over_verdict"] == "slower"
     fig = plot_guard_price(price, met, cost)
     fits_a_notebook("guard price", fig)
-    assert cost["sentence"] in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
+    said = "the guard's step, weighted by the steps met, is slower than adaptive's: "
+    assert said in fig.get_suptitle() and "not a CUDA graph" in fig.get_suptitle()
     bars = fig.axes[1].patches
     assert [b.get_height() for b in bars if b.get_height()] == [3, 5, 2]
     report = guard_report(guard_summary(samples, price))
@@ -161,7 +169,9 @@ def test_the_guard_price_is_read_from_interleaved_samples_with_intervals():
 def test_the_run_cost_prints_a_bound_near_zero_on_its_side():
     from graphlab.views.costs import guard_price_line
 
-    near = dict(steps=5, ms=1.234, ms_ci_low=0.02, ms_ci_high=2.5, sentence="")
+    near = dict(
+        steps=5, ms=1.234, ms_ci_low=0.02, ms_ci_high=2.5, comparison=Comparison(1, 1, 1, 9)
+    )
     assert "(95% CI +0.02..+2.50)" in guard_price_line(near)  # not "+0.0..+2.5"
     assert "(95% CI +0.2..+2.5)" in guard_price_line(near | dict(ms_ci_low=0.2))
 
@@ -233,11 +243,15 @@ def test_the_priced_mean_step_comes_with_its_interval_and_verdict():
     # Eager steps cost twice a replay: the guard's mean is 2 - graph fraction times adaptive's.
     assert guard.over_reference_ratio == pytest.approx(2 - guard.graph_fraction, rel=0.03)
     assert guard.over_reference_verdict == "slower" and guard.over_reference_ci_low > 1
-    assert guard.sentence.startswith("vllm-0.6.0's mean step is slower than adaptive's: 1.")
+    said = priced_lines(priced)
+    assert len(said) == 1 and said[0].startswith(
+        "vllm-0.6.0's mean step is slower than adaptive's: 1."
+    )
     # No difference in truth: the interval holds 1 and lies within +-5%, which decides it.
-    same = _priced_with_samples(eager_ms=1.0, seed=1).loc["vllm-0.6.0"]
+    same_priced = _priced_with_samples(eager_ms=1.0, seed=1)
+    same = same_priced.loc["vllm-0.6.0"]
     assert same.over_reference_ci_low < 1 < same.over_reference_ci_high
-    assert same.sentence.endswith("(any difference is under +-5%)")
+    assert priced_lines(same_priced)[0].endswith("(any difference is under +-5%)")
 
 
 def test_the_priced_table_shows_each_interval_beside_its_figure():
@@ -262,10 +276,12 @@ def test_the_priced_table_shows_each_interval_beside_its_figure():
 
 def test_capture_times_are_compared_with_their_interval(price):
     adaptive, guard = price[price.engine == "adaptive"], price[price.engine == "vllm-0.6.0"]
-    assert guard.capture_sentence.isna().all()
+    assert guard.capture_over_first_ratio.isna().all()  # the first engine: nothing to compare
     # One capture per engine and k here: too few pairs for a direction, whatever the times.
     assert (adaptive.capture_over_first_verdict == "no difference beyond noise").all()
-    by_k = adaptive.set_index("num_speculative_tokens").capture_sentence
+    by_k = pd.Series(
+        {k: capture_line(price, "adaptive", k) for k in adaptive.num_speculative_tokens}
+    )
     # k = 0: both capture 1, 2, 4, 8, the same work twice, so no direction is read into it.
     assert by_k[0].startswith("both capture the same 4 sizes, a control for noise: ")
     assert by_k.drop(0).str.startswith("adaptive's capture shows no difference").all()
@@ -295,7 +311,7 @@ def test_sizes_off_the_graphs_are_a_control_with_no_direction():
             )
         ]
     )
-    graph, *control = mode_lines(mode_comparisons(rows))
+    graph, *control = mode_lines(rows)
     assert graph.startswith("8 rows on the 8-row graph (graph): eager mode is slower than graph")
     assert control == [
         "40 rows, no graph: both modes run the eager step, a control for noise: 0.95x (95% CI "

@@ -26,6 +26,7 @@ from graphlab.bench.stats import (
     verdict,
 )
 from graphlab.engine.device import BACKEND_VALUES
+from graphlab.views.verdicts import sentence
 
 
 def _times(rng, n, scale, sigma):
@@ -40,7 +41,7 @@ def test_a_clear_effect_is_called_in_its_direction():
     assert compare(fast, slow).verdict == FASTER
     c = compare(slow, fast)
     assert c.low < c.ratio < c.high and 1.4 < c.ratio < 1.6
-    assert c.sentence("eager", "graph").startswith("eager is slower than graph: 1.")
+    assert sentence(c, "eager", "graph").startswith("eager is slower than graph: 1.")
 
 
 def test_no_effect_reads_as_noise_at_about_the_interval_level():
@@ -58,7 +59,7 @@ def test_a_small_effect_in_huge_noise_is_not_called():
     a, b = _times(rng, 10, 1.2, 1.5), _times(rng, 10, 1.0, 1.5)
     c = compare(a, b)
     assert c.verdict == NO_DIFFERENCE and c.low < 1 < c.high
-    assert "shows no difference beyond noise from" in c.sentence("eager", "graph")
+    assert "shows no difference beyond noise from" in sentence(c, "eager", "graph")
 
 
 def test_too_few_samples_give_no_verdict_whatever_the_interval():
@@ -181,11 +182,11 @@ def test_a_comparison_is_decided_by_a_direction_or_an_interval_within_the_effect
     clear = compare(_times(rng, 20, 1.5, 0.05), _times(rng, 20, 1.0, 0.05))
     same = compare(_times(rng, 40, 1.0, 0.02), _times(rng, 40, 1.0, 0.02))
     wide = compare(_times(rng, 8, 1.0, 0.5), _times(rng, 8, 1.0, 0.5))
-    assert clear.decided and "is slower than" in clear.sentence("a", "b")
+    assert clear.decided and "is slower than" in sentence(clear, "a", "b")
     assert same.verdict == NO_DIFFERENCE and same.decided
-    assert same.sentence("a", "b").endswith("(any difference is under +-5%)")
+    assert sentence(same, "a", "b").endswith("(any difference is under +-5%)")
     assert wide.verdict == NO_DIFFERENCE and not wide.decided
-    assert "this machine cannot decide it" in wide.sentence("a", "b")
+    assert "this machine cannot decide it" in sentence(wide, "a", "b")
     # Too few pairs never decide, whatever the interval.
     assert not compare([1.0] * (MIN_SAMPLES - 1), [1.0] * (MIN_SAMPLES - 1)).decided
 

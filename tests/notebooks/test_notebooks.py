@@ -279,7 +279,7 @@ def test_running_a_notebook_in_place_leaves_the_tree_clean(tmp_path):
     assert _git(clone, "diff", "--name-only", "HEAD").split() == ["notebooks/00_setup_check.ipynb"]
 
 
-# A comparison as graphlab.bench.stats.Comparison.sentence prints it.
+# A comparison as graphlab.views.verdicts.sentence prints it.
 VERDICT = re.compile(
     r"(is slower than|is faster than|shows no difference beyond noise from) [^:]*: "
     r"[\d.]+x \(95% CI ([\d.]+)-([\d.]+), (\d+) pairs\)"
@@ -315,7 +315,9 @@ def test_the_verdict_check_reads_what_compare_prints():
     slow = compare(rng.normal(2, 0.1, 20), rng.normal(1, 0.1, 20))
     noise = compare(rng.normal(1, 0.5, 8), rng.normal(1, 0.5, 8))
     few = compare([3.0, 3.1], [1.0, 1.1])
-    lines = [c.sentence("eager", "graph") for c in (slow, noise, few)]
+    from graphlab.views.verdicts import sentence
+
+    lines = [sentence(c, "eager", "graph") for c in (slow, noise, few)]
     assert verdict_problems("\n".join(lines)) == []
     flipped = lines[0].replace("is slower than", "is faster than")
     assert verdict_problems(flipped) == [flipped]
