@@ -51,6 +51,8 @@ RUN_ALL_S = 120  # notebook 02, all cells, live
 # Run live in the browser: the explorer widget needs its kernel. The others are opened as run.
 LIVE = ("02_the_crash",)
 UI_S = 60  # a page, a widget, an update
+# A kernel's start: past 60 s on the 2-core VM at load 7 (every kernel of the lab at once).
+KERNEL_START_S = 180
 # Inspects the open notebook's model: errors, cells not yet run, kernel state, rendered images.
 STATE_JS = """() => {
   if (!window.jupyterapp) return null;
@@ -246,7 +248,7 @@ def test_notebook_runs_in_jupyterlab(lab, browser, executed_notebooks, name):
     try:
         folder = "live" if name in LIVE else "executed"
         page.goto(f"{base}/lab/tree/{folder}/{name}.ipynb?token={token}")
-        _wait(page, lambda s: s["status"] == "idle", UI_S, "the kernel to start")
+        _wait(page, lambda s: s["status"] == "idle", KERNEL_START_S, "the kernel to start")
         if name in LIVE:
             page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
         state = _wait(
