@@ -362,7 +362,9 @@ def run_bench(
                     written |= export_csvs({name: _BODIES[name](run)}, out)
                     write_manifest(out, run.provenance, sweeps, "running")
             except BaseException:
-                write_manifest(out, run.provenance, sweeps, "interrupted")
+                # Best effort: on a full disk the error that stopped the run is the one to report.
+                with contextlib.suppress(OSError):
+                    write_manifest(out, run.provenance, sweeps, "interrupted")
                 raise
             write_manifest(out, run.provenance, sweeps, "complete")
     return written

@@ -441,3 +441,47 @@ def test_ctrl_c_while_starting_prints_no_traceback():
         _, err = proc.communicate(timeout=60)
         # -SIGINT: the command had finished and Python was exiting (its handlers reset).
         assert "Traceback" not in err and proc.returncode in (0, 130, -signal.SIGINT), (delay, err)
+
+
+INTERRUPTED_DURING_A_COMPILE = """
+import concurrent.futures, subprocess, time
+import graphlab.__main__ as entry, graphlab.cli as cli
+
+def main():  # a command whose compile threads each wait for a compiler process, as inductor's
+    pool = concurrent.futures.ThreadPoolExecutor(1)  # joined at the interpreter's exit
+    pool.submit(subprocess.run, ["sleep", "600"])
+    print("compiling", flush=True)
+    try:
+        time.sleep(600)
+    except KeyboardInterrupt:
+        return 130  # as graphlab.cli.main reports an interrupt
+
+cli.main = main
+entry.run()
+"""
+
+
+def test_an_interrupt_stops_the_compiler_jobs_the_exit_would_wait_for(tmp_path):
+    """An interrupt sent to the process alone (not to its group, as a terminal does) must not
+    leave the exit joining compile threads until their compiler processes finish."""
+    import signal
+    import time
+
+    env = dict(os.environ, PYTHONPATH=os.getcwd())
+    proc = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_DURING_A_COMPILE],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    assert proc.stdout.readline() == "compiling\n"
+    deadline, child = time.monotonic() + 30, []
+    while not child and time.monotonic() < deadline:  # the worker thread starts its process
+        child = subprocess.run(["pgrep", "-P", str(proc.pid), "sleep"], capture_output=True,
+                               text=True).stdout.split()  # fmt: skip
+    assert len(child) == 1
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(timeout=60) == 130  # without the stop: the child's whole 600 s
+    while os.path.exists(f"/proc/{child[0]}") and time.monotonic() < deadline:
+        time.sleep(0.1)  # reaped by init once its parent is gone
+    assert not os.path.exists(f"/proc/{child[0]}")
