@@ -180,7 +180,9 @@ class Dispatches:
 
     def takes(self, *paths: BatchPath) -> np.ndarray:
         """Per batch, whether it takes one of `paths`."""
-        return np.isin(self.path, [code(p) for p in paths])
+        codes = [code(p) for p in paths]
+        # One path: a comparison, several times faster than isin (a crash map asks 18,000 times).
+        return self.path == codes[0] if len(codes) == 1 else np.isin(self.path, codes)
 
     @property
     def replays(self) -> np.ndarray:

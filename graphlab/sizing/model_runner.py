@@ -11,6 +11,7 @@ model, so `auto` assumes one V2 runs by default and says so.
 
 from __future__ import annotations
 
+import functools
 import re
 
 MODEL_RUNNERS = ("auto", "v1", "v2")
@@ -44,6 +45,7 @@ _V2_MODELS = (
 # fmt: on
 
 
+@functools.cache  # every config's sizing key asks; the crash map asks thousands of times a move
 def release_key(version: str) -> tuple[int, ...]:
     """A release's numbers, for ordering ("0.8.5.post1" -> (0, 8, 5))."""
     return tuple(int(part) for part in re.findall(r"\d+", version.split(".post")[0])[:3])
@@ -62,6 +64,7 @@ def v2_runs_method(version: str, method: str | None) -> bool:
     return (method in methods) == (kind == "only")
 
 
+@functools.cache  # a pure function of three names, asked by every config's sizing key
 def choose_model_runner(version: str, requested: str, method: str | None) -> tuple[str, str]:
     """("v1" | "v2", why) for release `version`: `requested` "v1"/"v2" is what
     VLLM_USE_V2_MODEL_RUNNER=0/1 forces; "auto" decides as that release's use_v2_model_runner."""
