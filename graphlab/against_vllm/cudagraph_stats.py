@@ -33,6 +33,43 @@ def _vllm():
     return cuda_graph, CompilationConfig, CUDAGraphMode, CudagraphDispatcher, cudagraph_utils
 
 
+def vllm_graph_manager(max_num_seqs: int, query_len: int, capture_sizes, mode: str, schedule=None):
+    """Model runner V2's own `CudaGraphManager` for one config, its candidates built by
+    `_init_candidates` and marked captured (nothing runs on a device): its `_capture_descs` are
+    the graphs vLLM captures, its `dispatch` vLLM's answer. capture_sizes: the list vLLM
+    configured (`_set_cudagraph_sizes`'s result); schedule: num_speculative_tokens_per_batch_size
+    (None: static speculation)."""
+    _, _, modes, _, utils = _vllm()
+    sizes = sorted(int(s) for s in capture_sizes)
+    speculative_config = None
+    if schedule is not None:
+        speculative_config = ns(
+            num_speculative_tokens_per_batch_size=[list(entry) for entry in schedule],
+            uses_dynamic_speculative_decoding=lambda: True,
+        )
+    manager = utils.CudaGraphManager.__new__(utils.CudaGraphManager)
+    manager.__dict__.update(
+        compilation_config=ns(cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=sizes[-1]),
+        cudagraph_mode=modes[mode],
+        max_num_reqs=max_num_seqs,
+        decode_query_len=query_len,
+        varlen_decode=False,
+        vllm_config=ns(
+            speculative_config=speculative_config,
+            num_speculative_tokens=query_len - 1,
+            cache_config=ns(use_kda_recoverssm=False),
+        ),
+        lora_capture_cases=[0],
+        _candidates={},
+        _capture_descs={},
+        ubatch_runner=None,
+        _graphs_captured=True,
+    )
+    manager._lora_dispatch_map, manager._max_lora_case = manager._build_lora_dispatch_map()
+    manager._init_candidates()
+    return manager
+
+
 def vllm_dispatcher(max_num_seqs: int, query_len: int, capture_sizes, mode: str, runner="v2"):
     """vLLM's own dispatch for one config: a function (num_tokens, uniform decode?) ->
     CUDAGraphStat. capture_sizes: the list vLLM configured (`_set_cudagraph_sizes`'s result)."""
@@ -40,24 +77,7 @@ def vllm_dispatcher(max_num_seqs: int, query_len: int, capture_sizes, mode: str,
     cuda_graph, compilation_cls, modes, dispatcher_cls, utils = _vllm()
     sizes = sorted(int(s) for s in capture_sizes)
     if runner == "v2":
-        manager = utils.CudaGraphManager.__new__(utils.CudaGraphManager)
-        manager.__dict__.update(
-            compilation_config=ns(
-                cudagraph_capture_sizes=sizes, max_cudagraph_capture_size=sizes[-1]
-            ),
-            cudagraph_mode=modes[mode],
-            max_num_reqs=max_num_seqs,
-            decode_query_len=query_len,
-            varlen_decode=False,
-            vllm_config=ns(speculative_config=None, cache_config=ns(use_kda_recoverssm=False)),
-            lora_capture_cases=[0],
-            _candidates={},
-            _capture_descs={},
-            ubatch_runner=None,
-            _graphs_captured=True,
-        )
-        manager._lora_dispatch_map, manager._max_lora_case = manager._build_lora_dispatch_map()
-        manager._init_candidates()
+        manager = vllm_graph_manager(max_num_seqs, query_len, sizes, mode)
 
         def step(n: int, uniform: bool):
             # a mixed batch: up to max_num_seqs requests, one of them a prefill

@@ -147,8 +147,8 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     attributes it reads: cfg.cudagraph_mode (default FULL_AND_PIECEWISE; NONE takes vLLM's
     "no cudagraph in use" branch), enforce_eager off, the user-set
     cfg.cudagraph_capture_sizes (as a list) and cfg.max_cudagraph_capture_size, cfg's
-    performance mode ("balanced" when unset), static speculation with k =
-    cfg.num_speculative_tokens, and cfg.max_num_batched_tokens (graphlab's
+    performance mode ("balanced" when unset), speculation with k = cfg.num_speculative_tokens
+    (and cfg's num_speculative_tokens_per_batch_size), and cfg.max_num_batched_tokens (graphlab's
     DEFAULT_MAX_NUM_BATCHED_TOKENS when unset). The list is read straight after that call, before
     any CPU-platform step could empty it; warnings are read from a handler on the
     `vllm.config.vllm` logger, removed afterwards.
@@ -181,9 +181,7 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         scheduler_config=SimpleNamespace(
             max_num_seqs=cfg.max_num_seqs, max_num_batched_tokens=tokens
         ),
-        speculative_config=SimpleNamespace(uses_dynamic_speculative_decoding=lambda: False)
-        if k
-        else None,
+        speculative_config=_speculative_stand_in(cfg) if k else None,
         uniform_decode_query_len=1 + k,
         num_speculative_tokens=k,
         performance_mode=cfg.performance_mode or "balanced",
@@ -207,6 +205,17 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         logger.removeHandler(handler)
     sizes = tuple(int(size) for size in compilation.cudagraph_capture_sizes)
     return {"capture_sizes": sizes, "warnings": tuple(warnings), "error": None}
+
+
+def _speculative_stand_in(cfg: SizingConfig) -> SimpleNamespace:
+    """speculative_config as vLLM's sizing reads it: the dynamic schedule (lists, as vLLM's
+    parser gives them) and `uses_dynamic_speculative_decoding`."""
+    schedule = cfg.num_speculative_tokens_per_batch_size
+    listed = None if schedule is None else [list(entry) for entry in schedule]
+    return SimpleNamespace(
+        num_speculative_tokens_per_batch_size=listed,
+        uses_dynamic_speculative_decoding=lambda: schedule is not None,
+    )
 
 
 def default_sizing_table(engine: str, configs) -> pd.DataFrame:

@@ -293,7 +293,8 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     vllm.entrypoints.openai.api_server ...`), parsed by the installed vLLM's own `vllm serve`
     parser (`make_arg_parser`; no model is resolved or loaded): max_num_seqs and
     max_num_batched_tokens (unset: vLLM's defaults on `device_tier`, graphlab.sizing.
-    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens,
+    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens and
+    num_speculative_tokens_per_batch_size,
     cudagraph_capture_sizes / max_cudagraph_capture_size as flags or inside compilation_config
     (both at once is vLLM's "mutually exclusive" error), cudagraph_mode after -O levels and
     --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
@@ -331,6 +332,9 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
             num_speculative_tokens=_num_speculative_tokens(args.speculative_config),
             # which model runner vLLM picks depends on it (graphlab.sizing.model_runner)
             speculative_method=(args.speculative_config or {}).get("method"),
+            num_speculative_tokens_per_batch_size=(args.speculative_config or {}).get(
+                "num_speculative_tokens_per_batch_size"
+            ),
             max_num_batched_tokens=defaults.max_num_batched_tokens
             if args.max_num_batched_tokens is None
             else args.max_num_batched_tokens,

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
 from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
@@ -136,6 +136,14 @@ class AuditReport:
     proposer: RunnerAudit | None  # V0 with k > 0: the draft model's runner
     full_sizes: tuple[int, ...] | None = None  # vLLM V1: the FULL uniform-decode graphs' sizes
     cudagraph_mode: str | None = None  # vLLM V1: the mode in force (cfg's or the default)
+    # vLLM V1: {query length: FULL graph sizes}, and per outcome its requests and query length
+    full_sizes_by_query_len: dict[int, tuple[int, ...]] | None = None
+    verify_shapes: tuple[tuple[int, int], ...] | None = None
+
+    @property
+    def dynamic(self) -> bool:
+        """Whether cfg sets num_speculative_tokens_per_batch_size (dynamic speculation)."""
+        return self.config.num_speculative_tokens_per_batch_size is not None
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -172,6 +180,14 @@ class AuditReport:
         }
         if self.cudagraph_mode is not None:
             data |= {"cudagraph_mode": self.cudagraph_mode, "full_sizes": list(self.full_sizes)}
+        if self.dynamic:
+            schedule = self.config.num_speculative_tokens_per_batch_size
+            data["num_speculative_tokens_per_batch_size"] = [list(e) for e in schedule]
+            data["full_sizes_by_query_len"] = {
+                str(q): list(sizes) for q, sizes in self.full_sizes_by_query_len.items()
+            }
+            for outcome, (reqs, q) in zip(data["outcomes"], self.verify_shapes, strict=True):
+                outcome |= {"num_reqs": reqs, "query_len": q}
         if self.proposer is not None:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
@@ -195,6 +211,9 @@ class AuditReport:
             settings.append(f"max_cudagraph_capture_size={cfg.max_cudagraph_capture_size}")
         if cfg.cudagraph_mode is not None:
             settings.append(f"cudagraph_mode={cfg.cudagraph_mode}")
+        if self.dynamic:
+            schedule = cfg.num_speculative_tokens_per_batch_size
+            settings.append(f"num_speculative_tokens_per_batch_size={[list(e) for e in schedule]}")
         lines, first = [f"engine {self.engine}: {' '.join(settings)}"], headline(self)
         if first:
             lines.append(first)
@@ -202,11 +221,15 @@ class AuditReport:
             lines.insert(0, f"the engine refuses to start with this config: {self.startup_error}")
         lines += [f"WARNING (logged by vLLM): {line}" for line in self.warnings]
         if self.cudagraph_mode is not None:
+            graphs = sum(map(len, self.full_sizes_by_query_len.values()))
+            count = f"{graphs} at {len(self.full_sizes)} token counts" if self.dynamic else graphs
             lines.append(
                 f"cudagraph_mode {self.cudagraph_mode}: FULL uniform-decode graphs "
-                f"({len(self.full_sizes)}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
+                f"({count}): {', '.join(map(str, self.full_sizes)) or 'none'}; "
                 "capture_sizes below serve the other batches"
             )
+        if self.dynamic:
+            lines += self._dynamic_lines()
         if self.proposer is None:
             return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
         lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(
@@ -216,6 +239,25 @@ class AuditReport:
         lines += self.proposer.format_lines("rows")
         lines.append(first or "fails first: neither")
         return "\n".join(lines)
+
+    def _dynamic_lines(self) -> list[str]:
+        """FULL graphs per query length, and each verify batch's path by requests."""
+        lines = [
+            f"  at query length {q} ({len(sizes)}): {', '.join(map(str, sizes)) or 'none'}"
+            for q, sizes in self.full_sizes_by_query_len.items()
+        ]
+        lines.append("verify batches by requests (1 + k tokens each, k by batch size):")
+        runs: list[list] = []
+        for (reqs, q), d in zip(self.verify_shapes, self.outcomes, strict=True):
+            if runs and runs[-1][2:] == [q, d.path] and runs[-1][1] == reqs - 1:
+                runs[-1][1] = reqs
+            else:
+                runs.append([reqs, reqs, q, d.path])
+        for first, last, q, path in runs:
+            span = str(first) if first == last else f"{first}-{last}"
+            tokens = str(first * q) if first == last else f"{first * q}-{last * q}"
+            lines.append(f"  requests {span:>9}  k={q - 1}  {tokens:>9} tokens  {path}")
+        return lines
 
 
 def _listed(sizes):
@@ -294,9 +336,9 @@ def proposer_batch_sizes(max_num_seqs: int) -> np.ndarray:
 
 
 def _runner_audit(
-    policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool
+    policy: SizingPolicy, cfg: SizingConfig, ns: np.ndarray, outcomes: bool, query_lens=None
 ) -> RunnerAudit:
-    batches = policy.dispatch_batches(ns, cfg)
+    batches = policy.dispatch_batches(ns, cfg, query_lens=query_lens)
     return RunnerAudit(
         capture_sizes=policy.capture_sizes(cfg),
         outcomes=batches.outcomes() if outcomes else (),
@@ -326,9 +368,11 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
             "(lower max_num_seqs or num_speculative_tokens)"
         )
-    families = None
+    families, requests, query_lens = None, None, None
     if policy.batch_unit is BatchUnit.TOKENS:  # vLLM V1
         families = families_for(policy, cfg)
+        requests = verify_requests(policy, cfg)
+        query_lens = cfg.verify_query_lens(requests)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -336,10 +380,16 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
         warnings=policy.sizing_warnings(cfg),
-        scorer=_runner_audit(policy, cfg, ns, outcomes=True),
+        scorer=_runner_audit(policy, cfg, ns, outcomes=True, query_lens=query_lens),
         proposer=proposer_audit(policy, cfg),
         full_sizes=None if families is None else families.full_sizes,
         cudagraph_mode=None if families is None else families.cudagraph_mode,
+        full_sizes_by_query_len=None
+        if families is None
+        else {q: families.full_sizes_at(q) for q in families.full_query_lens},
+        verify_shapes=None
+        if families is None
+        else tuple(zip(requests.tolist(), query_lens.tolist(), strict=True)),
     )
 
 

@@ -6,7 +6,7 @@ The unit follows the engine (`SizingPolicy.batch_unit`):
   B_s + B_0 <= max_num_seqs (B_s = 0 is plain decode);
 - "tokens": vLLM V1 uniform decode, B requests of 1+k tokens each: n = B*(1+k), B in 1..S, and
   n <= max_num_batched_tokens (the V1 scheduler's token budget per step, vllm/v1/core/sched/
-  scheduler.py `token_budget`);
+  scheduler.py `token_budget`); under dynamic speculation k = k(B), so n is not monotone in B;
 - "requests": SGLang and TensorRT-LLM key graphs by request count (a verify step of B requests is
   graph B), and nano-vllm has no speculative decoding, so k never changes its workload: n in 1..S.
 """
@@ -52,16 +52,22 @@ def _batch_expansion_sizes(cfg: SizingConfig) -> np.ndarray:
     return sizes
 
 
+def verify_requests(policy: SizingPolicy, cfg: SizingConfig) -> np.ndarray:
+    """vLLM V1 ("tokens"): the request counts B in 1..S whose uniform decode batch fits the token
+    budget, ascending."""
+    requests = np.arange(1, cfg.max_num_seqs + 1, dtype=np.int64)
+    tokens = policy.effective_max_num_batched_tokens(cfg)
+    return requests[requests * cfg.verify_query_lens(requests) <= tokens]
+
+
 def reachable_batch_sizes(policy: SizingPolicy, cfg: SizingConfig) -> np.ndarray:
-    """The sorted, unique batch sizes the policy's engine sees for cfg (in its batch_unit:
-    "rows" of batch expansion, "tokens" of 1 + k per request up to max_num_batched_tokens,
-    or "requests")."""
+    """The batch sizes the policy's engine sees for cfg (in its batch_unit: "rows" of batch
+    expansion, sorted and unique; "tokens" of 1 + k per request up to max_num_batched_tokens, one
+    per `verify_requests`, in that order; or "requests")."""
     check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit is BatchUnit.ROWS:
         return batch_expansion_sizes(cfg)
-    query_len = cfg.decode_query_len if policy.batch_unit is BatchUnit.TOKENS else 1
-    requests = cfg.max_num_seqs
-    tokens = policy.effective_max_num_batched_tokens(cfg)
-    if policy.batch_unit is BatchUnit.TOKENS and tokens is not None:
-        requests = min(requests, tokens // query_len)
-    return np.arange(1, requests + 1, dtype=np.int64) * query_len
+    if policy.batch_unit is BatchUnit.TOKENS:
+        requests = verify_requests(policy, cfg)
+        return requests * cfg.verify_query_lens(requests)
+    return np.arange(1, cfg.max_num_seqs + 1, dtype=np.int64)

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError, check_choice, check_int, check_sizes
+import numpy as np
+
+from graphlab.errors import BadInput, GraphlabError, check_choice, check_int, check_sizes
 from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.model_runner import MODEL_RUNNERS
@@ -38,6 +40,9 @@ class SizingConfig:
     # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
     attention_cg_support: str = DEFAULT_CG_SUPPORT
     attention_backend: str | None = None
+    # speculative_config.num_speculative_tokens_per_batch_size (dynamic speculation, vLLM 0.24.0
+    # on): (range_start, range_end, k) entries, inclusive request ranges; sorted on validation.
+    num_speculative_tokens_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -60,6 +65,14 @@ class SizingConfig:
             raise GraphlabError(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"
             )
+        if self.num_speculative_tokens_per_batch_size is not None:
+            object.__setattr__(
+                self,
+                "num_speculative_tokens_per_batch_size",
+                _checked_schedule(
+                    self.num_speculative_tokens_per_batch_size, self.num_speculative_tokens
+                ),
+            )
 
     @property
     def sets_capture_sizes(self) -> bool:
@@ -77,3 +90,63 @@ class SizingConfig:
         """Tokens a speculating request submits per decode step: 1 + k (vLLM's
         uniform_decode_query_len)."""
         return 1 + self.num_speculative_tokens
+
+    def verify_query_lens(self, num_reqs) -> np.ndarray:
+        """Per batch of num_reqs requests, the tokens each verifies: 1 + k, k from
+        num_speculative_tokens_per_batch_size where set (vllm/v1/spec_decode/dynamic/utils.py
+        `build_dynamic_sd_schedule_lookup`: the last range starting at or below num_reqs, so gaps
+        and the tail carry the previous k, clamped to num_speculative_tokens)."""
+        num_reqs = np.asarray(num_reqs, dtype=np.int64)
+        schedule = self.num_speculative_tokens_per_batch_size
+        if schedule is None:
+            return np.full_like(num_reqs, self.decode_query_len)
+        starts = np.array([start for start, _, _ in schedule], dtype=np.int64)
+        ks = np.minimum([k for _, _, k in schedule], self.num_speculative_tokens)
+        return 1 + ks[np.searchsorted(starts, num_reqs, side="right") - 1]
+
+    @property
+    def decode_tiers(self) -> tuple[tuple[int, int], ...]:
+        """(query length, the widest batch of 1..max_num_seqs requests that runs at it), by query
+        length: one tier without dynamic speculation (vllm/config/vllm.py `_set_cudagraph_sizes`'s
+        decode_tiers)."""
+        lens = self.verify_query_lens(np.arange(1, self.max_num_seqs + 1))
+        return tuple((int(q), int(np.flatnonzero(lens == q)[-1]) + 1) for q in np.unique(lens))
+
+
+def _checked_schedule(schedule, num_speculative_tokens: int) -> tuple[tuple[int, int, int], ...]:
+    """The schedule sorted by range_start, or BadInput where vLLM refuses it
+    (vllm/v1/spec_decode/dynamic/utils.py `validate_and_normalize_dynamic_sd_schedule` and
+    `build_dynamic_sd_schedule_lookup`, raised at engine start)."""
+    name = "num_speculative_tokens_per_batch_size"
+    if not isinstance(schedule, list | tuple) or not schedule:
+        raise BadInput(
+            f"{name} must be a non-empty list of (range_start, range_end, "
+            f"num_speculative_tokens) entries, got {schedule!r}"
+        )
+    entries = []
+    for entry in schedule:
+        if not isinstance(entry, list | tuple) or len(entry) != 3:
+            raise BadInput(
+                f"{name}: each entry must be (range_start, range_end, num_speculative_tokens), "
+                f"got {entry!r}"
+            )
+        where = f"{name} entry {list(entry)}:"
+        start, end = (check_int(f"{where} range", v, 1) for v in entry[:2])
+        k = check_int(f"{where} num_speculative_tokens", entry[2], 0)
+        if start > end:
+            raise BadInput(f"{name}: range start must be <= end, got {list(entry)}")
+        entries.append((start, end, k))
+    entries.sort(key=lambda entry: entry[0])
+    for before, after in zip(entries, entries[1:], strict=False):
+        if after[0] <= before[1]:
+            raise BadInput(
+                f"{name}: batch-size ranges must not overlap, got {list(before)} and {list(after)}"
+            )
+    if entries[0][0] != 1:
+        raise BadInput(
+            f"{name}: the first batch-size range must start at 1 (every batch size needs a k), "
+            f"got {list(entries[0])}"
+        )
+    if num_speculative_tokens <= 0:
+        raise BadInput(f"{name} needs num_speculative_tokens > 0 (the most drafts), got 0")
+    return tuple(entries)

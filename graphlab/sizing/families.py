@@ -8,6 +8,8 @@ compilation.py `CUDAGraphMode`, a (decode, mixed) pair). Per `cudagraph_mode`:
   whole requests of q = 1 + k tokens: each capture size rounded up to a multiple of q, kept when
   <= min(largest capture size, max_num_seqs * q). Model runner V2 rounds here; model runner V1
   (0.12, 0.13) rounded the whole list at start-up, so this passes its sizes through unchanged.
+  Under dynamic speculation model runner V2 does this at every query length L of the schedule
+  (rounded to multiples of L, still <= max_num_seqs requests; `GraphFamilies.full_graphs`).
 - the mixed family (prefill, mixed, and uniform batches no FULL graph fits) at the capture sizes
   themselves: PIECEWISE graphs for PIECEWISE and FULL_AND_PIECEWISE, FULL graphs for plain FULL,
   none for FULL_DECODE_ONLY and NONE (whose capture list vLLM sets to []).
@@ -27,6 +29,7 @@ from enum import Enum
 
 import numpy as np
 
+from graphlab.errors import GraphlabError
 from graphlab.sizing.dispatch import (
     BatchDescriptor,
     BatchPath,
@@ -59,6 +62,10 @@ class PlainFull(Enum):
     # keys keep num_reqs = min(size, S), a uniform batch asks for min(size // q, S)
     ASSERTS_THEN_EAGER = "asserts; a batch whose size // q < S matches no key: eager (0.17.x)"
     REPLAYS = "replays the FULL graph at the padded size (0.18.0 on: normalized_uniform)"
+
+
+# Packs (tokens, query length) into one int for vectorized lookups; query lengths stay below it.
+_QUERY_LEN_KEY = 1 << 20
 
 
 def round_up(n, multiple: int):
@@ -100,15 +107,39 @@ class GraphFamilies:
     # PlainFull.ASSERTS_THEN_EAGER: a uniform batch's key matches only where size // q >= this
     # (S); 0: off
     uniform_min_reqs: int = 0
+    # (tokens, query length) of every FULL uniform-decode graph: several query lengths under
+    # dynamic speculation (model runner V2 `_init_candidates`), else q alone; () means q alone
+    full_graphs: tuple[tuple[int, int], ...] = ()
 
-    def dispatch_batches(self, ns, uniform_decode: bool = True) -> Dispatches:
-        """Per batch of n tokens, the path and padded size. A uniform decode batch replays the
-        smallest FULL size >= n; any other batch, and a uniform one no FULL size fits, the mixed
-        family's smallest size >= n; above `limit`, or with neither, it runs eagerly."""
+    @property
+    def full_query_lens(self) -> tuple[int, ...]:
+        """The query lengths the FULL uniform-decode graphs are captured at, ascending."""
+        return tuple(sorted({query_len for _, query_len in self.full_graphs}))
+
+    def full_sizes_at(self, query_len: int) -> tuple[int, ...]:
+        """The FULL uniform-decode graphs' token counts at one query length, ascending."""
+        return tuple(sorted(n for n, q in self.full_graphs if q == query_len))
+
+    def dispatch_batches(self, ns, uniform_decode: bool = True, query_lens=None) -> Dispatches:
+        """Per batch of n tokens, the path and padded size. A uniform decode batch looks at the
+        smallest FULL size >= n and replays it where a graph there has the batch's query length
+        (`query_lens`, one per batch; None: the one length every FULL graph has); any other
+        batch, and a uniform one no FULL graph fits, the mixed family's smallest size >= n; above
+        `limit`, or with neither, it runs eagerly (model runner V2 `_init_candidates` groups the
+        graphs by tokens, and `dispatch` tries only the group at the smallest size >= n)."""
         ns = np.asarray(ns, dtype=np.int64)
         within = ns <= self.limit
         full = smallest_at_least(self.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
         full = np.where(within, full, 0)
+        if uniform_decode and query_lens is not None and self.full_graphs:
+            captured = [n * _QUERY_LEN_KEY + q for n, q in self.full_graphs]
+            key = full * _QUERY_LEN_KEY + np.asarray(query_lens, dtype=np.int64)
+            full = np.where(np.isin(key, captured), full, 0)
+        elif uniform_decode and len(self.full_query_lens) > 1:
+            raise GraphlabError(
+                f"FULL graphs at query lengths {self.full_query_lens} (dynamic speculation): "
+                "give each uniform batch's query length"
+            )
         mixed = smallest_at_least(self.mixed_sizes, ns) if self.mixed_family else 0
         size = np.where(full > 0, full, np.where(within, mixed, 0))
         mixed_code = code(self.mixed_family or BatchPath.EAGER)
@@ -131,9 +162,11 @@ class GraphFamilies:
         return Dispatches(ns, path, np.where(replays, size, 0), size, error)
 
     def dispatch(self, batch: BatchDescriptor | int) -> Dispatch:
-        """`dispatch_batches` for one batch (an int: a uniform batch of that many tokens)."""
+        """`dispatch_batches` for one batch (an int: a uniform batch of that many tokens; a
+        descriptor with num_reqs: its query length is num_tokens // num_reqs)."""
         batch = as_batch(batch)
-        return self.dispatch_batches([batch.num_tokens], batch.uniform)[0]
+        query_lens = None if batch.num_reqs is None else [batch.num_tokens // batch.num_reqs]
+        return self.dispatch_batches([batch.num_tokens], batch.uniform, query_lens)[0]
 
     @property
     def by_family(self) -> dict[BatchPath, tuple[int, ...]]:
@@ -158,20 +191,22 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
             sizes = sorted(round_for_spec_decode(sizes, q))
     if not sizes or mode is CUDAGraphMode.NONE:
         return GraphFamilies(mode, (), (), None, 0)
-    full = ()
+    graphs = ()
     if mode.separate_routine():
-        limit = min(sizes[-1], cfg.max_num_seqs * q)
-        full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
+        limit, seqs = min(sizes[-1], cfg.max_num_seqs * q), cfg.max_num_seqs
+        rounded = {(round_up(s, L), L) for L, _ in cfg.decode_tiers for s in sizes}
+        graphs = tuple(sorted((r, L) for r, L in rounded if r <= limit and r // L <= seqs))
     rule = policy.plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
     mixed = mode.mixed_mode()
     return GraphFamilies(
         mode,
-        full,
+        tuple(sorted({n for n, _ in graphs})),
         tuple(sizes) if mixed else (),
         mixed,
         int(sizes[-1]),
         0 if rule is PlainFull.REPLAYS else q,
         cfg.max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
+        graphs,
     )
 
 

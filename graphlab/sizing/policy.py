@@ -32,6 +32,9 @@ DEFAULT_MAX_NUM_BATCHED_TOKENS = 8192
 DEFAULT_GRAPH_CEILING = 512
 # The first release with --performance-mode (balanced / interactivity / throughput).
 PERFORMANCE_MODE_FROM = "0.17.0"
+# The first release with speculative_config.num_speculative_tokens_per_batch_size (vLLM PR 32374,
+# "[V1][Spec Decode] Add Dynamic SD"; absent from the 0.23.0 wheel, present in 0.24.0's).
+DYNAMIC_SPECULATION_FROM = "0.24.0"
 
 # Where captured graphs keep their memory: one pool shared by all sizes (vLLM's
 # graph_pool_handle), or one pool per graph.
@@ -46,6 +49,8 @@ class SizingPolicy(ABC):
     batch_unit: BatchUnit  # what a batch's size counts, and so what the graphs are keyed by
     uses_max_num_batched_tokens: bool = False
     reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
+    # Whether the kit models speculative_config.num_speculative_tokens_per_batch_size here.
+    models_dynamic_speculation: bool = False
 
     def __init__(self) -> None:
         self._cache: dict[tuple, np.ndarray] = {}
@@ -95,6 +100,19 @@ class SizingPolicy(ABC):
                 "max_cudagraph_capture_size / "
                 f"cudagraph_mode setting; only {readers} read them"
             )
+        if cfg.num_speculative_tokens_per_batch_size is not None:
+            self._check_dynamic_speculation()
+
+    def _check_dynamic_speculation(self) -> None:
+        if not self.models_dynamic_speculation:
+            from graphlab.sizing.engines import ENGINES  # the registry imports this module
+
+            modelled = ", ".join(n for n, p in ENGINES.items() if p.models_dynamic_speculation)
+            raise GraphlabError(
+                f"engine {self.name!r} does not model num_speculative_tokens_per_batch_size: "
+                f"vLLM added it in {DYNAMIC_SPECULATION_FROM} (PR 32374); the kit models it on "
+                f"{modelled}"
+            )
 
     # --- derived --------------------------------------------------------------------------------
     def capture_sizes(self, cfg: SizingConfig) -> tuple[int, ...]:
@@ -129,11 +147,12 @@ class SizingPolicy(ABC):
         return key
 
     def dispatch_batches(
-        self, ns, cfg: SizingConfig, capture_sizes=None, uniform: bool = True
+        self, ns, cfg: SizingConfig, capture_sizes=None, uniform: bool = True, query_lens=None
     ) -> Dispatches:
         """graph / eager / crash for many batches at once, as a runner using the three answers
         would: it looks the padded key up among the captured sizes (key 0: next() found none).
-        V0 and the peers pad every batch alike: `uniform` matters to vLLM V1 only."""
+        V0 and the peers pad every batch alike: `uniform` and `query_lens` (each uniform batch's
+        tokens per request) matter to vLLM V1 only."""
         sizes = (
             self.capture_array(cfg)
             if capture_sizes is None

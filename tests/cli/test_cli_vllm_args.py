@@ -599,3 +599,64 @@ def test_vllms_suffixed_numbers_pass_the_json_check_before_the_import(monkeypatc
     line = f"vllm serve m -cc '{{\"max_cudagraph_capture_size\": {number}}}'"
     with pytest.raises(AssertionError, match="reached vLLM's parser"):
         serve_args.read_vllm_args(line)
+
+
+# --- dynamic speculation: speculative_config.num_speculative_tokens_per_batch_size ---------------
+
+_DYNAMIC_LINE = (
+    'vllm serve m --max-num-seqs 128 --speculative-config \'{"method": "eagle", '
+    '"model": "d", "num_speculative_tokens": 4, '
+    '"num_speculative_tokens_per_batch_size": %s}\''
+)
+
+
+@pytest.mark.vllm
+def test_dynamic_schedule_is_read_as_vllms_parser_gives_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = _DYNAMIC_LINE % "[[33, 128, 1], [1, 32, 4]]"
+    parsed = vllm_parse(shlex.split(line)[2:]).speculative_config
+    cfg = read_vllm_args(line).config
+    assert parsed["num_speculative_tokens_per_batch_size"] == [[33, 128, 1], [1, 32, 4]]
+    assert cfg.num_speculative_tokens_per_batch_size == ((1, 32, 4), (33, 128, 1))
+
+
+@pytest.mark.vllm
+def test_audit_shows_the_graphs_per_query_length_and_each_verify_batch(vllm_parse, capsys):
+    line = _DYNAMIC_LINE % "[[1, 32, 4], [33, 128, 1]]"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 0, err
+    assert "FULL uniform-decode graphs (85 at 77 token counts)" in out
+    assert "  at query length 2 (37): 2, 4, 6, 8, 10, 16," in out
+    assert "  at query length 5 (48): 5, 10, 20, 25," in out
+    assert "requests       1-2  k=4       5-10 tokens  full" in out
+    assert "requests         3  k=4         15 tokens  piecewise" in out
+    assert "requests     33-36  k=1      66-72 tokens  full" in out
+    verify = [line for line in out.splitlines() if line.startswith("  requests ")]
+    assert len(verify) > 20 and not any(line.endswith("eager") for line in verify)
+    code, out, _ = run_main(
+        capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line, "--json"
+    )
+    data = strict_json(out)
+    assert data["num_speculative_tokens_per_batch_size"] == [[1, 32, 4], [33, 128, 1]]
+    assert {q: len(s) for q, s in data["full_sizes_by_query_len"].items()} == {"2": 37, "5": 48}
+    by_reqs = {o["num_reqs"]: o for o in data["outcomes"]}
+    assert (by_reqs[32]["query_len"], by_reqs[32]["batch_size"]) == (5, 160)
+    assert (by_reqs[33]["query_len"], by_reqs[33]["batch_size"]) == (2, 66)
+    assert data["summary"]["num_eager"] == 0
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "schedule, engine, message",
+    [
+        ("[[1, 32, 4], [30, 128, 1]]", "vllm-0.33.0", "batch-size ranges must not overlap"),
+        ("[[2, 128, 1]]", "vllm-0.33.0", "the first batch-size range must start at 1"),
+        ("[[1, 128, 1]]", "vllm-0.13.0", "vLLM added it in 0.24.0 (PR 32374)"),
+    ],
+)
+def test_refused_schedules_are_one_line_errors(vllm_parse, capsys, schedule, engine, message):
+    code, _, err = run_main(
+        capsys, "audit", "--engine", engine, "--vllm-args", _DYNAMIC_LINE % schedule
+    )
+    assert code == 2 and message in err and err.count("\n") == 1, err

@@ -210,7 +210,9 @@ def test_issue_54933_default_sizing_graphs_the_42_token_verify_batch():
     # six requests replays it with no padding.
     rows = verify_batches("vllm-0.33.0", SizingConfig(6, 6))
     assert [r["num_tokens"] for r in rows] == [7, 14, 21, 28, 35, 42]
-    assert rows[-1] == dict(num_reqs=6, num_tokens=42, path="full", graph_size=42, padding_tokens=0)
+    assert rows[-1] == dict(
+        num_reqs=6, query_len=7, num_tokens=42, path="full", graph_size=42, padding_tokens=0
+    )
 
 
 def test_issue_54933_explicit_maximum_leaves_the_verify_batch_without_a_graph():

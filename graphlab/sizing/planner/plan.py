@@ -97,6 +97,9 @@ def _check_arguments(
 ) -> None:
     """GraphlabError naming the first argument of plan() of the wrong type or value."""
     check_instance("cfg", cfg, SizingConfig)
+    if cfg.num_speculative_tokens_per_batch_size is not None:
+        # the planner rounds FULL graphs for one query length; audit models the tiers
+        raise GraphlabError("plan does not model num_speculative_tokens_per_batch_size; use audit")
     check_instance("budget", budget, Budget)
     for name, value, kind in (("workload", workload, Workload), ("memory", memory, SizeTable)):
         if value is not None:
