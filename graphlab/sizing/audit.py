@@ -18,8 +18,9 @@ vLLM V1 batches follow graphlab.sizing.families: a uniform decode batch replays 
 capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
 the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 to 0.17.x crashes where a
 uniform batch pads to a non-multiple of 1 + k (the dispatcher's assertion, the V1 heir of V0's
-KeyError). V1 runs the draft model through its own proposer,
-whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).
+KeyError). V1's drafter keeps graphs of its own (graphlab.sizing.drafter): with k > 0, a vLLM V1
+report carries a second table, per kind of draft step the graphs and each decode step's draft batch
+(`DrafterAudit`); vllm-0.33.0's drafters only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
+from graphlab.sizing.drafter import drafter
 from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
@@ -106,6 +108,84 @@ class RunnerAudit:
         return lines
 
 
+@dataclass(frozen=True)
+class DraftStepAudit:
+    """One kind of vLLM V1 draft step (graphlab.sizing.drafter): the graphs its dispatcher keeps
+    and the outcome of its batch for each request count a decode step can have."""
+
+    name: str
+    repeats: int  # steps of this kind per decode step
+    query_len: int  # tokens per request
+    cudagraph_mode: str  # the mode its dispatcher or cudagraph manager runs
+    full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
+    runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "repeats": self.repeats,
+            "query_len": self.query_len,
+            "cudagraph_mode": self.cudagraph_mode,
+            "full_sizes": list(self.full_sizes),
+            **self.runner.to_dict(),
+        }
+
+    def format_lines(self) -> list[str]:
+        tokens = f"{self.query_len} token{'s' if self.query_len > 1 else ''} per request"
+        full = f", FULL uniform graphs: {', '.join(map(str, self.full_sizes))}"
+        head = (
+            f"{self.name} ({self.repeats} per decode step, {tokens}; {self.cudagraph_mode}"
+            f"{full if self.full_sizes else ''}):"
+        )
+        return [head] + ["  " + line for line in self.runner.format_lines("tokens")]
+
+
+@dataclass(frozen=True)
+class DrafterAudit:
+    """vLLM V1's draft side of a config with k > 0 (graphlab.sizing.drafter): one line on the
+    rules and each kind of draft step, none where nothing is captured or modelled."""
+
+    method: str | None
+    model_runner: str | None
+    note: str
+    steps: tuple[DraftStepAudit, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "speculative_method": self.method,
+            "model_runner": self.model_runner,
+            "note": self.note,
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+    def format_lines(self) -> list[str]:
+        method = "" if self.method is None else f" (speculative method {self.method!r})"
+        lines = [f"drafter{method}: {self.note}"]
+        for step in self.steps:
+            lines += step.format_lines()
+        return lines
+
+
+def drafter_audit(policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray):
+    """The drafter of cfg on a vLLM V1 engine with k > 0, each step's batch audited for every
+    request count in `requests` (None for other engines and k = 0)."""
+    found = drafter(policy, cfg)
+    if found is None:
+        return None
+    steps = []
+    for step in found.steps:
+        batches = step.families.dispatch_batches(requests * step.query_len, step.uniform_decode)
+        sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
+        runner = RunnerAudit(tuple(sizes), batches.outcomes(), summarize(batches))
+        mode = step.families.cudagraph_mode
+        steps.append(
+            DraftStepAudit(
+                step.name, step.repeats, step.query_len, mode, step.families.full_sizes, runner
+            )
+        )
+    return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))
+
+
 def _runs(outcomes):
     """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step,
     outcome).
@@ -136,6 +216,7 @@ class AuditReport:
     proposer: RunnerAudit | None  # V0 with k > 0: the draft model's runner
     full_sizes: tuple[int, ...] | None = None  # vLLM V1: the FULL uniform-decode graphs' sizes
     cudagraph_mode: str | None = None  # vLLM V1: the mode in force (cfg's or the default)
+    drafter: DrafterAudit | None = None  # vLLM V1 with k > 0: the draft side
 
     @property
     def capture_sizes(self) -> tuple[int, ...]:
@@ -175,6 +256,8 @@ class AuditReport:
         if self.proposer is not None:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
+        if self.drafter is not None:
+            data["drafter"] = self.drafter.to_dict()
         return data
 
     def format_table(self) -> str:
@@ -208,7 +291,8 @@ class AuditReport:
                 "capture_sizes below serve the other batches"
             )
         if self.proposer is None:
-            return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
+            drafter_lines = [] if self.drafter is None else self.drafter.format_lines()
+            return "\n".join(lines + self.scorer.format_lines(self.batch_unit) + drafter_lines)
         lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(
             self.batch_unit
         )
@@ -326,9 +410,10 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
             "(lower max_num_seqs or num_speculative_tokens)"
         )
-    families = None
-    if policy.batch_unit is BatchUnit.TOKENS:  # vLLM V1
+    families = drafter_report = None
+    if policy.batch_unit is BatchUnit.TOKENS:  # vLLM V1: ns are B requests of 1 + k tokens
         families = families_for(policy, cfg)
+        drafter_report = drafter_audit(policy, cfg, ns // cfg.decode_query_len)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -340,6 +425,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         proposer=proposer_audit(policy, cfg),
         full_sizes=None if families is None else families.full_sizes,
         cudagraph_mode=None if families is None else families.cudagraph_mode,
+        drafter=drafter_report,
     )
 
 

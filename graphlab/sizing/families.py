@@ -156,13 +156,27 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    if not sizes or mode is CUDAGraphMode.NONE:
+    return families_of(mode, sizes, cfg.max_num_seqs, q, policy.plain_full)
+
+
+def families_of(
+    mode: CUDAGraphMode,
+    sizes,
+    max_num_seqs: int,
+    query_len: int,
+    plain_full: PlainFull = PlainFull.REPLAYS,
+) -> GraphFamilies:
+    """The graphs one dispatcher keeps for the sorted capture `sizes` under `mode`, with uniform
+    decode batches of `query_len` tokens per request (a target's or a drafter's: vLLM builds both
+    from the same list)."""
+    q = query_len
+    if len(sizes) == 0 or mode is CUDAGraphMode.NONE:
         return GraphFamilies(mode, (), (), None, 0)
     full = ()
     if mode.separate_routine():
-        limit = min(sizes[-1], cfg.max_num_seqs * q)
+        limit = min(sizes[-1], max_num_seqs * q)
         full = tuple(sorted({r for r in (round_up(s, q) for s in sizes) if r <= limit}))
-    rule = policy.plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
+    rule = plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
     mixed = mode.mixed_mode()
     return GraphFamilies(
         mode,
@@ -171,7 +185,7 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         mixed,
         int(sizes[-1]),
         0 if rule is PlainFull.REPLAYS else q,
-        cfg.max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
+        max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
     )
 
 
