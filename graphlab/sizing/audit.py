@@ -238,7 +238,7 @@ class AuditReport:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: config, warnings, capture sizes, every outcome and the summary;
-        "proposer" (same shape) for V0 engines with k > 0."""
+        "proposer" (same shape) for V0 engines with k > 0, "drafter" for V1 engines with k > 0."""
         data = {
             "engine": self.engine,
             "batch_unit": self.batch_unit,
@@ -262,7 +262,8 @@ class AuditReport:
 
     def format_table(self) -> str:
         """The text `python -m graphlab audit` prints: the refusal first if any, the config, vLLM's
-        warnings, then each runner's table (scorer and proposer for V0 with k > 0)."""
+        warnings, then each runner's table (scorer and proposer for V0 with k > 0; the drafter's
+        draft steps after the target's for V1 with k > 0)."""
         cfg = self.config
         settings = [
             f"max_num_seqs={cfg.max_num_seqs}",
