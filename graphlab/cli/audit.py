@@ -11,6 +11,7 @@ from graphlab.cli.arguments import (
     add_capture_sizes,
     add_config_arguments,
     add_model_runner,
+    add_speculative_method,
     apply_attention_backend,
     apply_model_runner,
     engine,
@@ -89,14 +90,7 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
-    parser.add_argument(
-        "--speculative-method",
-        default=None,
-        metavar="METHOD",
-        help="speculative_config's method (eagle, eagle3, mtp, draft_model, ngram, ...): which "
-        "model runner vLLM picks, and for vllm-0.33.0 the drafter's graphs (a second table); "
-        "--vllm-args gives it from --speculative-config",
-    )
+    add_speculative_method(parser)
     add_model_runner(parser)
     add_attention_backend(parser)
     add_vllm_args(parser)

@@ -158,6 +158,14 @@ class DrafterAudit:
             "steps": [step.to_dict() for step in self.steps],
         }
 
+    @property
+    def graph_fraction(self) -> float:
+        """The share of the draft model's forward passes that replay a graph, over every
+        reachable decode step (each kind of step counted `repeats` times); NaN without steps."""
+        passes = sum(step.repeats * step.runner.summary.num_reachable for step in self.steps)
+        graphs = sum(step.repeats * step.runner.summary.num_graph for step in self.steps)
+        return graphs / passes if passes else float("nan")
+
     def format_lines(self) -> list[str]:
         method = "" if self.method is None else f" (speculative method {self.method!r})"
         lines = [f"drafter{method}: {self.note}"]
@@ -166,9 +174,12 @@ class DrafterAudit:
         return lines
 
 
-def drafter_audit(policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray):
+def drafter_audit(
+    policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray, outcomes: bool = True
+):
     """The drafter of cfg on a vLLM V1 engine with k > 0, each step's batch audited for every
-    request count in `requests` (None for other engines and k = 0)."""
+    request count in `requests` (None for other engines and k = 0; outcomes=False keeps the
+    summaries only)."""
     found = drafter(policy, cfg)
     if found is None:
         return None
@@ -176,7 +187,9 @@ def drafter_audit(policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray)
     for step in found.steps:
         batches = step.families.dispatch_batches(requests * step.query_len, step.uniform_decode)
         sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
-        runner = RunnerAudit(tuple(sizes), batches.outcomes(), summarize(batches))
+        runner = RunnerAudit(
+            tuple(sizes), batches.outcomes() if outcomes else (), summarize(batches)
+        )
         mode = step.families.cudagraph_mode
         steps.append(
             DraftStepAudit(

@@ -348,3 +348,43 @@ def test_drafter_json_carries_every_step():
     assert data["speculative_method"] == "mtp" and data["model_runner"] == "v2"
     assert [s["name"] for s in data["steps"]] == ["draft prefill", "draft decode"]
     assert [o["batch_size"] for o in data["steps"][1]["outcomes"]] == [1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("runner", ["v1", "v2"])
+@pytest.mark.parametrize("mode", [None, "FULL", "PIECEWISE"])
+def test_crash_map_drafter_column_is_the_audits_share(runner, mode):
+    from graphlab.sizing.crash_maps import crash_map
+
+    frame = crash_map(
+        [ENGINE, "vllm-0.6.0"],
+        [1, 7, 150, 200],
+        range(0, 4),
+        cudagraph_mode=mode,
+        model_runner=runner,
+        speculative_method="eagle",
+    )
+    for row in frame.itertuples():
+        if row.engine != ENGINE or row.num_speculative_tokens == 0:
+            assert np.isnan(row.drafter_graph_fraction), row
+            continue
+        cfg = SizingConfig(
+            row.max_num_seqs,
+            row.num_speculative_tokens,
+            cudagraph_mode=mode,
+            model_runner=runner,
+            speculative_method="eagle",
+        )
+        assert row.drafter_graph_fraction == audit(ENGINE, cfg).drafter.graph_fraction
+    # S = 200, k = 3 on model runner V1: the first step's 4B tokens pass the 512-token list for
+    # B > 128, the two later steps of B tokens stay on graphs: (128 + 2*200) / (3*200)
+    cell = frame[(frame.engine == ENGINE) & (frame.max_num_seqs == 200)]
+    share = cell[cell.num_speculative_tokens == 3].drafter_graph_fraction.item()
+    if runner == "v1" and mode in (None, "FULL"):  # plain FULL: every draft step eager
+        assert share == (528 / 600 if mode is None else 0.0)
+
+
+def test_crash_map_without_a_method_leaves_the_drafter_column_empty():
+    from graphlab.sizing.crash_maps import crash_map
+
+    frame = crash_map(ENGINE, [8], [3])
+    assert frame.drafter_graph_fraction.isna().all()
