@@ -119,6 +119,7 @@ class DraftStepAudit:
     cudagraph_mode: str  # the mode its dispatcher or cudagraph manager runs
     full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
     runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
+    source: str  # the vLLM function that decides it
 
     def to_dict(self) -> dict:
         return {
@@ -127,6 +128,7 @@ class DraftStepAudit:
             "query_len": self.query_len,
             "cudagraph_mode": self.cudagraph_mode,
             "full_sizes": list(self.full_sizes),
+            "source": self.source,
             **self.runner.to_dict(),
         }
 
@@ -137,7 +139,8 @@ class DraftStepAudit:
             f"{self.name} ({self.repeats} per decode step, {tokens}; {self.cudagraph_mode}"
             f"{full if self.full_sizes else ''}):"
         )
-        return [head] + ["  " + line for line in self.runner.format_lines("tokens")]
+        lines = [head, f"  vLLM: {self.source}"]
+        return lines + ["  " + line for line in self.runner.format_lines("tokens")]
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,13 @@ def drafter_audit(
         mode = step.families.cudagraph_mode
         steps.append(
             DraftStepAudit(
-                step.name, step.repeats, step.query_len, mode, step.families.full_sizes, runner
+                step.name,
+                step.repeats,
+                step.query_len,
+                mode,
+                step.families.full_sizes,
+                runner,
+                step.source,
             )
         )
     return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))

@@ -133,10 +133,15 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
         q + 1 if method == "draft_model" else q,
         families,
         False,
-        "SpecDecodeBaseProposer.propose, set_inputs_first_pass",
+        "llm_base_proposer.py SpecDecodeBaseProposer.propose (set_inputs_first_pass)",
     )
     later = DraftStep(
-        "later draft steps", q - 2, 1, families, False, "SpecDecodeBaseProposer.propose"
+        "later draft steps",
+        q - 2,
+        1,
+        families,
+        False,
+        "llm_base_proposer.py SpecDecodeBaseProposer.propose (the draft loop)",
     )
     steps = (first, later) if q > 2 else (first,)
     if captured:
@@ -163,10 +168,20 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
     if method == "draft_model":
         # StandaloneARSpeculator: no cudagraph manager, CUDAGraphMode.NONE on every step
         prefill = DraftStep(
-            "draft prefill", 1, q + 1, _NO_GRAPHS, True, "StandaloneARSpeculator._prefill"
+            "draft prefill",
+            1,
+            q + 1,
+            _NO_GRAPHS,
+            True,
+            "standalone_ar/speculator.py StandaloneARSpeculator._prefill",
         )
         decode = DraftStep(
-            "draft decode", q - 2, 1, _NO_GRAPHS, True, "StandaloneARSpeculator._multi_step_decode"
+            "draft decode",
+            q - 2,
+            1,
+            _NO_GRAPHS,
+            True,
+            "standalone_ar/speculator.py StandaloneARSpeculator._multi_step_decode",
         )
         note = (
             "model runner V2: StandaloneARSpeculator captures no CUDA graphs (draft_model), so "
@@ -185,7 +200,8 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             q,
             families_for(policy, cfg),
             True,
-            "TargetDependentARSpeculator.init_cudagraph_manager: the target's mode, q",
+            "target_dependent_ar/speculator.py TargetDependentARSpeculator."
+            "init_cudagraph_manager: the target's mode at query length 1 + k",
         )
         decode = DraftStep(
             "draft decode",
@@ -193,7 +209,8 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             1,
             families_of(decode_mode, policy.capture_sizes(cfg), cfg.max_num_seqs, 1),
             True,
-            f"TargetDependentARSpeculator.init_cudagraph_manager: {decode_mode}, query length 1",
+            "target_dependent_ar/speculator.py TargetDependentARSpeculator.init_cudagraph_manager: "
+            f"{decode_mode} at query length 1",
         )
         note = (
             "model runner V2: SpeculatorCudaGraphManager for the draft prefill (the target's "

@@ -348,6 +348,7 @@ def test_drafter_json_carries_every_step():
     assert data["speculative_method"] == "mtp" and data["model_runner"] == "v2"
     assert [s["name"] for s in data["steps"]] == ["draft prefill", "draft decode"]
     assert [o["batch_size"] for o in data["steps"][1]["outcomes"]] == [1, 2, 3, 4]
+    assert all("TargetDependentARSpeculator" in step["source"] for step in data["steps"])
 
 
 @pytest.mark.parametrize("runner", ["v1", "v2"])
