@@ -300,6 +300,16 @@ def add_cudagraph_mode(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_speculative_method(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--speculative-method",
+        default=None,
+        metavar="METHOD",
+        help="speculative_config's method (eagle, eagle3, mtp, draft_model, ngram, ...): which "
+        "model runner vLLM picks, and for vllm-0.33.0 the drafter's graphs",
+    )
+
+
 def add_capture_sizes(parser: argparse.ArgumentParser) -> None:
     """--cudagraph-capture-sizes as vLLM spells it (`1 2 4 8`), or comma-separated."""
     parser.add_argument(

@@ -11,6 +11,7 @@ from graphlab.cli.arguments import (
     add_capture_sizes,
     add_config_arguments,
     add_model_runner,
+    add_speculative_method,
     apply_attention_backend,
     apply_model_runner,
     engine,
@@ -41,8 +42,9 @@ def add_parser(subparsers) -> None:
             "config. Prints the captured sizes, then every batch size the decode steps can produce "
             "(batch-expansion rows, V1 uniform-decode tokens or requests, per engine) with its "
             "path (graph with its padded size, eager, or crash with the exception the engine "
-            "raises), then a summary. For V0 engines with speculation the draft runner "
-            "(proposer) too."
+            "raises), then a summary. With speculation, the draft side too: V0's draft runner "
+            "(proposer), and for vllm-0.33.0 the drafter's graphs per kind of draft step "
+            "(EAGLE, EAGLE-3, MTP, draft_model; --speculative-method)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=(
@@ -52,6 +54,8 @@ def add_parser(subparsers) -> None:
             "  %(prog)s --engine vllm-0.5.5 --max-num-seqs 8 --num-speculative-tokens 4\n"
             "  %(prog)s --engine vllm-0.33.0 --max-num-seqs 64 --cudagraph-capture-sizes 1 2 4 8 "
             "--json\n"
+            "  %(prog)s --engine vllm-0.33.0 --max-num-seqs 8 --num-speculative-tokens 3 "
+            "--speculative-method eagle\n"
             "  %(prog)s --engine vllm-0.33.0 --device-tier small --vllm-args \\\n"
             '      "vllm serve meta-llama/Llama-3.1-8B -O1 --speculative-config '
             '\'{\\"method\\": \\"ngram\\", \\"num_speculative_tokens\\": 3}\'"'
@@ -86,6 +90,7 @@ def add_parser(subparsers) -> None:
         metavar="N",
         help="vLLM's compilation_config.max_cudagraph_capture_size (vLLM V1 engines only)",
     )
+    add_speculative_method(parser)
     add_model_runner(parser)
     add_attention_backend(parser)
     add_vllm_args(parser)
@@ -105,6 +110,7 @@ def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tup
         "cudagraph_capture_sizes": joined_sizes(args.cudagraph_capture_sizes),
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
         "cudagraph_mode": args.cudagraph_mode,
+        "speculative_method": args.speculative_method,
     }
     line = read_serve_line(args.vllm_args, args.device_tier, policy, version, flags)
     if line is not None:

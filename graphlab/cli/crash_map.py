@@ -10,6 +10,7 @@ from graphlab.cli.arguments import (
     CRASH_MAP_MAX_NUM_SEQS,
     add_config_arguments,
     add_model_runner,
+    add_speculative_method,
     check_out_file,
     engine,
     int_range,
@@ -38,7 +39,8 @@ def add_parser(subparsers) -> None:
             "examples:\n"
             "  %(prog)s --out build/crash_map.csv\n"
             "  %(prog)s --engine vllm-0.5.5 --max-num-seqs-range 1:64 --k-range 1:4 --out -\n"
-            "  %(prog)s --engine vllm-0.13.0 --cudagraph-mode full_decode_only --json"
+            "  %(prog)s --engine vllm-0.13.0 --cudagraph-mode full_decode_only --json\n"
+            "  %(prog)s --engine vllm-0.33.0 --speculative-method eagle --k-range 1:4 --out -"
         ),
     )
     parser.add_argument(
@@ -62,6 +64,7 @@ def add_parser(subparsers) -> None:
         help="num_speculative_tokens START:END, inclusive (default 0:8)",
     )
     add_config_arguments(parser)
+    add_speculative_method(parser)
     add_model_runner(parser)
     parser.add_argument(
         "--out",
@@ -94,6 +97,7 @@ def run(args) -> int:
         progress=args.engine == "all",
         cudagraph_mode=args.cudagraph_mode,
         model_runner=args.model_runner or "auto",
+        speculative_method=args.speculative_method,
     )
     # Computed from the sizing rules, not measured: no backend, dtype or model to name.
     frame = with_provenance(frame, computed_provenance(suite="crash-map"))

@@ -10,8 +10,8 @@ cudagraph_mode FULL (FULL graphs for every batch at the raw sizes) is not modell
 the decoder only; the LM head runs after replay on the real tokens. Padding requests write only the
 model's pad slot.
 
-Of vLLM V1's draft side the kit models none: its speculative engine drafts on the V0-shaped runner
-(graphlab.specdec); what vLLM's drafters capture: docs/vllm_versions.md.
+The kit's speculative engine drafts on the V0-shaped runner (graphlab.specdec); which graphs vLLM
+0.33's drafters capture and replay: graphlab.sizing.drafter.
 """
 
 from __future__ import annotations

@@ -18,8 +18,9 @@ vLLM V1 batches follow graphlab.sizing.families: a uniform decode batch replays 
 capture size rounded up to a multiple of 1 + k) or, where none fits, a PIECEWISE one; V1 rows show
 the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 to 0.17.x crashes where a
 uniform batch pads to a non-multiple of 1 + k (the dispatcher's assertion, the V1 heir of V0's
-KeyError). V1 runs the draft model through its own proposer,
-whose graphs the audit does not model (the V1 runner's docstring says what the kit models of it).
+KeyError). V1's drafter keeps graphs of its own (graphlab.sizing.drafter): with k > 0, a vLLM V1
+report carries a second table, per kind of draft step the graphs and each decode step's draft batch
+(`DrafterAudit`); vllm-0.33.0's drafters only.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
+from graphlab.sizing.drafter import drafter
 from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
@@ -106,6 +108,106 @@ class RunnerAudit:
         return lines
 
 
+@dataclass(frozen=True)
+class DraftStepAudit:
+    """One kind of vLLM V1 draft step (graphlab.sizing.drafter): the graphs its dispatcher keeps
+    and the outcome of its batch for each request count a decode step can have."""
+
+    name: str
+    repeats: int  # steps of this kind per decode step
+    query_len: int  # tokens per request
+    cudagraph_mode: str  # the mode its dispatcher or cudagraph manager runs
+    full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
+    runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
+    source: str  # the vLLM function that decides it
+
+    def to_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "repeats": self.repeats,
+            "query_len": self.query_len,
+            "cudagraph_mode": self.cudagraph_mode,
+            "full_sizes": list(self.full_sizes),
+            "source": self.source,
+            **self.runner.to_dict(),
+        }
+
+    def format_lines(self) -> list[str]:
+        tokens = f"{self.query_len} token{'s' if self.query_len > 1 else ''} per request"
+        full = f", FULL uniform graphs: {', '.join(map(str, self.full_sizes))}"
+        head = (
+            f"{self.name} ({self.repeats} per decode step, {tokens}; {self.cudagraph_mode}"
+            f"{full if self.full_sizes else ''}):"
+        )
+        lines = [head, f"  vLLM: {self.source}"]
+        return lines + ["  " + line for line in self.runner.format_lines("tokens")]
+
+
+@dataclass(frozen=True)
+class DrafterAudit:
+    """vLLM V1's draft side of a config with k > 0 (graphlab.sizing.drafter): one line on the
+    rules and each kind of draft step, none where nothing is captured or modelled."""
+
+    method: str | None
+    model_runner: str | None
+    note: str
+    steps: tuple[DraftStepAudit, ...]
+
+    def to_dict(self) -> dict:
+        return {
+            "speculative_method": self.method,
+            "model_runner": self.model_runner,
+            "note": self.note,
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+    @property
+    def graph_fraction(self) -> float:
+        """The share of the draft model's forward passes that replay a graph, over every
+        reachable decode step (each kind of step counted `repeats` times); NaN without steps."""
+        passes = sum(step.repeats * step.runner.summary.num_reachable for step in self.steps)
+        graphs = sum(step.repeats * step.runner.summary.num_graph for step in self.steps)
+        return graphs / passes if passes else float("nan")
+
+    def format_lines(self) -> list[str]:
+        method = "" if self.method is None else f" (speculative method {self.method!r})"
+        lines = [f"drafter{method}: {self.note}"]
+        for step in self.steps:
+            lines += step.format_lines()
+        return lines
+
+
+def drafter_audit(
+    policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray, outcomes: bool = True
+):
+    """The drafter of cfg on a vLLM V1 engine with k > 0, each step's batch audited for every
+    request count in `requests` (None for other engines and k = 0; outcomes=False keeps the
+    summaries only)."""
+    found = drafter(policy, cfg)
+    if found is None:
+        return None
+    steps = []
+    for step in found.steps:
+        batches = step.families.dispatch_batches(requests * step.query_len, step.uniform_decode)
+        sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
+        runner = RunnerAudit(
+            tuple(sizes), batches.outcomes() if outcomes else (), summarize(batches)
+        )
+        mode = step.families.cudagraph_mode
+        steps.append(
+            DraftStepAudit(
+                step.name,
+                step.repeats,
+                step.query_len,
+                mode,
+                step.families.full_sizes,
+                runner,
+                step.source,
+            )
+        )
+    return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))
+
+
 def _runs(outcomes):
     """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step,
     outcome).
@@ -139,6 +241,7 @@ class AuditReport:
     # vLLM V1: {query length: FULL graph sizes}, and per outcome its requests and query length
     full_sizes_by_query_len: dict[int, tuple[int, ...]] | None = None
     verify_shapes: tuple[tuple[int, int], ...] | None = None
+    drafter: DrafterAudit | None = None  # vLLM V1 with k > 0: the draft side
 
     @property
     def dynamic(self) -> bool:
@@ -165,7 +268,7 @@ class AuditReport:
 
     def to_dict(self) -> dict:
         """A JSON-ready dict: config, warnings, capture sizes, every outcome and the summary;
-        "proposer" (same shape) for V0 engines with k > 0."""
+        "proposer" (same shape) for V0 engines with k > 0, "drafter" for V1 engines with k > 0."""
         data = {
             "engine": self.engine,
             "batch_unit": self.batch_unit,
@@ -191,11 +294,14 @@ class AuditReport:
         if self.proposer is not None:
             data["proposer"] = self.proposer.to_dict()
             data["fails_first"] = self.fails_first
+        if self.drafter is not None:
+            data["drafter"] = self.drafter.to_dict()
         return data
 
     def format_table(self) -> str:
         """The text `python -m graphlab audit` prints: the refusal first if any, the config, vLLM's
-        warnings, then each runner's table (scorer and proposer for V0 with k > 0)."""
+        warnings, then each runner's table (scorer and proposer for V0 with k > 0; the drafter's
+        draft steps after the target's for V1 with k > 0)."""
         cfg = self.config
         settings = [
             f"max_num_seqs={cfg.max_num_seqs}",
@@ -231,7 +337,8 @@ class AuditReport:
         if self.dynamic:
             lines += self._dynamic_lines()
         if self.proposer is None:
-            return "\n".join(lines + self.scorer.format_lines(self.batch_unit))
+            drafter_lines = [] if self.drafter is None else self.drafter.format_lines()
+            return "\n".join(lines + self.scorer.format_lines(self.batch_unit) + drafter_lines)
         lines += ["scorer (target model, batch-expansion rows):"] + self.scorer.format_lines(
             self.batch_unit
         )
@@ -368,11 +475,12 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
             "(lower max_num_seqs or num_speculative_tokens)"
         )
-    families, requests, query_lens = None, None, None
+    families, requests, query_lens, drafter_report = None, None, None, None
     if policy.batch_unit is BatchUnit.TOKENS:  # vLLM V1
         families = families_for(policy, cfg)
         requests = verify_requests(policy, cfg)
         query_lens = cfg.verify_query_lens(requests)
+        drafter_report = drafter_audit(policy, cfg, requests)
     return AuditReport(
         engine=policy.name,
         batch_unit=policy.batch_unit,
@@ -390,6 +498,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         verify_shapes=None
         if families is None
         else tuple(zip(requests.tolist(), query_lens.tolist(), strict=True)),
+        drafter=drafter_report,
     )
 
 

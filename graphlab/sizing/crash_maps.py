@@ -12,7 +12,13 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError, check_sizes
 from graphlab.progress import progress as progress_bar
-from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit, summarize
+from graphlab.sizing.audit import (
+    drafter_audit,
+    fails_first,
+    parse_engines,
+    proposer_audit,
+    summarize,
+)
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit
@@ -38,6 +44,7 @@ CRASH_MAP_COLUMNS = (
     "proposer_first_crash_n",
     "proposer_error",
     "fails_first",
+    "drafter_graph_fraction",
 )
 
 
@@ -49,6 +56,7 @@ def crash_map(
     progress: bool = False,
     cudagraph_mode: str | None = None,
     model_runner: str = "auto",
+    speculative_method: str | None = None,
 ) -> pd.DataFrame:
     """One row per (engine, max_num_seqs, num_speculative_tokens): crashes, coverage, padding waste.
 
@@ -63,7 +71,10 @@ def crash_map(
     GraphlabError when the sweep would cover more than CRASH_MAP_MAX_BATCH_SIZES batch sizes.
     cudagraph_mode: vLLM's compilation_config.cudagraph_mode for the V1 engines (None: the default);
     the other engines have no such setting and keep their rows. model_runner: vLLM's model
-    runner for the V1 engines ("auto": each engine's release decides).
+    runner for the V1 engines ("auto": each engine's release decides). speculative_method: the
+    V1 engines' speculative_config method, which picks the model runner and the drafter;
+    drafter_graph_fraction is the share of the drafter's forward passes that replay a graph
+    (graphlab.sizing.audit `DrafterAudit.graph_fraction`), NaN where no drafter is modelled.
     """
     policies = parse_engines(engine)
     seqs_values = list(check_sizes("max_num_seqs_range", max_num_seqs_range, 1))
@@ -89,6 +100,7 @@ def crash_map(
                     max_num_batched_tokens,
                     cudagraph_mode=cudagraph_mode if v1 else None,
                     model_runner=model_runner if v1 else "auto",
+                    speculative_method=speculative_method if v1 else None,
                 )
                 # Cells with the same captured sizes and reachable batches share a summary (for
                 # engines counting requests, k changes neither).
@@ -98,6 +110,10 @@ def crash_map(
                     summaries[key] = summarize(policy.dispatch_batches(ns, cfg))
                 s = summaries[key]
                 p = proposer.summary if proposer is not None and k > 0 else None
+                drafter = None
+                if v1 and k > 0 and speculative_method is not None:
+                    requests = reachable_batch_sizes(policy, cfg) // cfg.decode_query_len
+                    drafter = drafter_audit(policy, cfg, requests, outcomes=False)
                 rows.append(
                     dict(
                         engine=policy.name,
@@ -115,6 +131,7 @@ def crash_map(
                         proposer_first_crash_n=p and p.first_crash_n,
                         proposer_error=p and p.first_crash_error,
                         fails_first=fails_first(s, p),
+                        drafter_graph_fraction=drafter.graph_fraction if drafter else float("nan"),
                     )
                 )
     frame = pd.DataFrame.from_records(rows, columns=CRASH_MAP_COLUMNS)

@@ -189,14 +189,31 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    if not sizes or mode is CUDAGraphMode.NONE:
+    return families_of(mode, sizes, cfg.max_num_seqs, q, policy.plain_full, cfg.decode_tiers)
+
+
+def families_of(
+    mode: CUDAGraphMode,
+    sizes,
+    max_num_seqs: int,
+    query_len: int,
+    plain_full: PlainFull = PlainFull.REPLAYS,
+    decode_tiers: tuple[tuple[int, int], ...] | None = None,
+) -> GraphFamilies:
+    """The graphs one dispatcher keeps for the sorted capture `sizes` under `mode`, with uniform
+    decode batches of `query_len` tokens per request (a target's or a drafter's: vLLM builds both
+    from the same list); `decode_tiers`, SizingConfig.decode_tiers' (query length, widest batch)
+    pairs under dynamic speculation, else query_len alone."""
+    q = query_len
+    tiers = decode_tiers or ((q, max_num_seqs),)
+    if len(sizes) == 0 or mode is CUDAGraphMode.NONE:
         return GraphFamilies(mode, (), (), None, 0)
     graphs = ()
     if mode.separate_routine():
-        limit, seqs = min(sizes[-1], cfg.max_num_seqs * q), cfg.max_num_seqs
-        rounded = {(round_up(s, L), L) for L, _ in cfg.decode_tiers for s in sizes}
-        graphs = tuple(sorted((r, L) for r, L in rounded if r <= limit and r // L <= seqs))
-    rule = policy.plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
+        limit = min(sizes[-1], max_num_seqs * q)
+        rounded = {(round_up(s, L), L) for L, _ in tiers for s in sizes}
+        graphs = tuple(sorted((r, L) for r, L in rounded if r <= limit and r // L <= max_num_seqs))
+    rule = plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
     mixed = mode.mixed_mode()
     return GraphFamilies(
         mode,
@@ -205,7 +222,7 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         mixed,
         int(sizes[-1]),
         0 if rule is PlainFull.REPLAYS else q,
-        cfg.max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
+        max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
         graphs,
     )
 

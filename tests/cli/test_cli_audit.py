@@ -403,3 +403,49 @@ def test_vllm_args_print_nothing_from_vllms_import():
     )
     assert done.returncode == 2 and done.stdout == "", done.stdout
     assert done.stderr.count("\n") == 1 and "JSON object" in done.stderr, done.stderr
+
+
+def test_drafter_table_follows_the_target_table(capsys):
+    # vLLM 0.33, EAGLE, S = 8, k = 3 on model runner V2: the draft prefill replays the target's
+    # FULL graphs, the draft decodes FULL_DECODE_ONLY graphs of 1, 2, 4, 8 tokens.
+    argv = ["--engine", "vllm-0.33.0", "--max-num-seqs", "8", "--num-speculative-tokens", "3"]
+    code, out, err = run_main(capsys, "audit", *argv, "--speculative-method", "eagle")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("drafter"))
+    assert lines[first - 1].startswith("summary: 8 reachable")  # after the target's table
+    assert "model runner V2" in lines[first]
+    assert lines[first + 1].startswith("draft prefill (1 per decode step, 4 tokens per request")
+    decode = next(line for line in lines if line.startswith("draft decode"))
+    assert "2 per decode step" in decode and "FULL uniform graphs: 1, 2, 4, 8" in decode
+    code, data = audit_json(capsys, *argv, "--speculative-method", "eagle", "--model-runner", "v1")
+    drafter = data["drafter"]
+    assert drafter["model_runner"] == "v1"
+    assert [s["cudagraph_mode"] for s in drafter["steps"]] == ["PIECEWISE", "PIECEWISE"]
+    assert [o["batch_size"] for o in drafter["steps"][1]["outcomes"]] == list(range(1, 9))
+
+
+def test_drafter_of_a_method_without_graphs_is_one_line(capsys):
+    argv = ["--engine", "vllm-0.33.0", "--max-num-seqs", "4", "--num-speculative-tokens", "2"]
+    code, out, _ = run_main(capsys, "audit", *argv, "--speculative-method", "ngram")
+    drafter = [line for line in out.splitlines() if "drafter" in line or "draft " in line]
+    assert code == 0 and drafter == [
+        "drafter (speculative method 'ngram'): speculative method 'ngram' has no draft model: no "
+        "drafter graphs"
+    ]
+    code, data = audit_json(capsys, *argv)
+    assert data["drafter"]["steps"] == [] and "not given" in data["drafter"]["note"]
+
+
+def test_speculative_method_and_vllm_args_together_is_refused(capsys):
+    code, out, err = run_main(
+        capsys,
+        "audit",
+        "--engine",
+        "vllm-0.33.0",
+        "--speculative-method",
+        "eagle",
+        "--vllm-args",
+        "m --max-num-seqs 4",
+    )
+    assert code == 2 and "--speculative-method" in err and err.count("\n") == 1

@@ -309,6 +309,19 @@ def test_reference_config_plan_and_default():
     assert everything.plan.mean_padding_waste == 0.0 and len(everything.capture_sizes) == 256
 
 
+@pytest.mark.parametrize(
+    "method, runner, noted",
+    [("eagle", "auto", True), ("draft_model", "v1", True), ("draft_model", "auto", False)],
+)
+def test_plan_names_the_drafter_that_shares_its_sizes(method, runner, noted):
+    # vLLM builds the drafter's graphs from the same capture list (graphlab.sizing.drafter);
+    # draft_model on model runner V2 (the default) captures none, so there is nothing to share.
+    cfg = SizingConfig(8, 3, speculative_method=method, model_runner=runner)
+    notes = [n for n in plan("vllm-0.33.0", cfg).notes if n.startswith("the drafter")]
+    assert len(notes) == noted
+    assert not [n for n in plan("vllm-0.33.0", SizingConfig(8, 3)).notes if "drafter" in n]
+
+
 def test_memory_budget_leaves_top_batches_eager_and_says_why():
     memory = linear_memory(2000)
     result = plan(
