@@ -3,7 +3,7 @@
 `guard_cost` times the decode step of a V0 engine (the guard) and of an engine that captures every
 size (adaptive), both in graph mode, stepping in turn at every batch size the scorer can send, and
 keeps each sample; `eager_ratio` turns them into the guard's price per size (its step over the
-covering engine's, with a bootstrap interval and the verdict of graphlab.bench.stats), and
+covering engine's, with a bootstrap interval and the verdict of graphlab.stats), and
 `guard_run_cost` into the milliseconds a run paid at the sizes it met. On CUDA a replay is a CUDA
 graph; on a CPU a torch.compile'd step (cpu-compiled), which is not a CUDA graph.
 
@@ -31,13 +31,6 @@ from graphlab.bench.sampling import (
     sample_rows,
     step_times,
 )
-from graphlab.bench.stats import (
-    compare,
-    decided,
-    machine_load,
-    median_ci,
-    pooled,
-)
 from graphlab.engine.device import Backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
@@ -47,6 +40,13 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.sizing.engines import get_engine
+from graphlab.stats import (
+    compare,
+    decided,
+    machine_load,
+    median_ci,
+    pooled,
+)
 
 # What each per-size row of eager_ratio keeps from its samples: the figure's title reads them.
 PROVENANCE_COLUMNS = ("backend", "clock", "device", "model", "dtype", "load_avg_1m", "cpus")

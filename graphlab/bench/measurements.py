@@ -27,7 +27,6 @@ from graphlab.bench.sampling import (
     sample_rows,
     step_times,
 )
-from graphlab.bench.stats import compare, machine_load, median_ci
 from graphlab.engine.device import BACKEND_VALUES, COMPILED_CUDA_GRAPH, CUDA_GRAPH, Backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.memory import graph_memory_bytes, predict_pool_bytes
@@ -39,6 +38,7 @@ from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import RunMode
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
+from graphlab.stats import compare, machine_load, median_ci
 
 SEED = 0
 

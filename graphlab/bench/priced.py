@@ -1,7 +1,7 @@
 """Padding priced in time: per engine, the mean step over every reachable batch once, each batch
 charged its padded graph's measured step or, when it runs eagerly, its eager step (latency_rows'
 medians), with a bootstrap interval from the step samples and each engine's mean step against a
-reference engine's (graphlab.bench.stats' verdict).
+reference engine's (graphlab.stats' verdict).
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import numpy as np
 import pandas as pd
 
 from graphlab.bench.sampling import comparison_columns
-from graphlab.bench.stats import Comparison, bootstrap_interval
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, RunMode
@@ -18,6 +17,7 @@ from graphlab.sizing.engines import get_engine
 from graphlab.sizing.planner.inputs import SizeTable
 from graphlab.sizing.planner.plan import uniform_workload
 from graphlab.sizing.planner.result import evaluate
+from graphlab.stats import Comparison, bootstrap_interval
 
 
 class _StepPrices:

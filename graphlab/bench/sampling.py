@@ -4,18 +4,18 @@
 each round (AB BA..., ABC BCA CAB...), after warm-up rounds, so a round's samples share the
 machine's load of its moment and no step always takes one place, and samples sequentially: more
 rounds until the ratio is decided (its bootstrap interval excludes 1 or lies within +-precision of
-it: graphlab.bench.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
+it: graphlab.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
 with whole runs; `sample_rows` keeps every sample (long format); `compared_steps` turns one
-batch's samples into rows with medians, intervals and the verdict of graphlab.bench.stats.
+batch's samples into rows with medians, intervals and the verdict of graphlab.stats.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from graphlab.bench.stats import EFFECT, MIN_SAMPLES, compare, decided, machine_load, median_ci
 from graphlab.engine.device import Backend
 from graphlab.errors import GraphlabError, check_float, check_int
+from graphlab.stats import EFFECT, MIN_SAMPLES, compare, decided, machine_load, median_ci
 
 
 @dataclass(frozen=True)

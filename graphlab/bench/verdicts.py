@@ -1,6 +1,6 @@
 """The verdicts of measured rows, as values (graphlab.views.verdicts words them): eager over graph
 mode counted per path of latency_rows, speculative decoding's time per token, and the guard's
-price pooled and counted. Each verdict is graphlab.bench.stats' (slower / faster / no difference
+price pooled and counted. Each verdict is graphlab.stats' (slower / faster / no difference
 beyond noise, from the interval).
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pandas as pd
 
 from graphlab.bench.costs import POOLED_WINDOW, guard_run_cost
-from graphlab.bench.stats import NO_DIFFERENCE, VERDICTS, Comparison, compare, load_warning
 from graphlab.sizing.dispatch import BatchPath, RunMode
+from graphlab.stats import NO_DIFFERENCE, VERDICTS, Comparison, compare, load_warning
 
 
 def verdict_counts(verdicts: pd.Series) -> dict[str, int]:

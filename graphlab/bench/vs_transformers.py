@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from graphlab.bench.stats import median_ci
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.engine.compiled import compiled_step
 from graphlab.engine.config import PRESETS
@@ -41,6 +40,7 @@ from graphlab.engine.device import compile_unavailable, device_name, pin_threads
 from graphlab.engine.model import build_model
 from graphlab.engine.runner import CLOCKS
 from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.stats import median_ci
 
 ROUTES = ("eager", "compiled")
 GOALS = {"eager": 1.1, "compiled": 1.0}  # transformers' step / graphlab's, at least

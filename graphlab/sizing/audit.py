@@ -25,7 +25,7 @@ report carries a second table, per kind of draft step the graphs and each decode
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -33,197 +33,16 @@ import pandas as pd
 from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import BatchPath, BatchUnit, Dispatch, Dispatches
-from graphlab.sizing.drafter import drafter
+from graphlab.sizing.dispatch import BatchUnit, Dispatch
+from graphlab.sizing.drafter import DrafterAudit, drafter_audit
 from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
+from graphlab.sizing.runner_audit import AuditSummary, RunnerAudit, summarize
 
 # Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
 # size (V0's batch expansion: 1..S*(1+k)).
 MAX_AUDIT_BATCH_SIZES = 2**18
-
-
-@dataclass(frozen=True)
-class AuditSummary:
-    num_reachable: int
-    num_graph: int
-    num_eager: int
-    num_crash: int
-    graph_fraction: float  # num_graph / num_reachable (NaN when nothing is reachable)
-    mean_padding_waste: float  # see the module docstring
-    first_crash_n: int | None
-    first_crash_error: str | None  # e.g. "KeyError: 40", "StopIteration"
-    num_piecewise: int = 0  # vLLM V1: graph steps on PIECEWISE graphs (the rest are FULL)
-    # Beside the waste, which counts an eager step as no waste: the share that pays eager cost.
-    eager_fraction: float = float("nan")  # num_eager / num_reachable
-
-
-@dataclass(frozen=True)
-class RunnerAudit:
-    """One runner's captured sizes and the outcome of each batch it can receive."""
-
-    capture_sizes: tuple[int, ...]
-    outcomes: tuple[Dispatch, ...]  # one per reachable n, ascending
-    summary: AuditSummary
-
-    def to_dict(self) -> dict:
-        return {
-            "capture_sizes": list(self.capture_sizes),
-            "outcomes": [asdict(d) for d in self.outcomes],
-            "summary": asdict(self.summary),
-        }
-
-    def format_lines(self, batch_unit: str) -> list[str]:
-        """The captured sizes, one row per run of equal outcomes (see `_runs`), and the summary."""
-        s = self.summary
-        lines = [
-            f"capture_sizes ({len(self.capture_sizes)}): {', '.join(map(str, self.capture_sizes))}",
-            f"batch size ({batch_unit})  path   graph_size / error",
-        ]
-        for first, last, step, d in _runs(self.outcomes):
-            span = (
-                str(first)
-                if first == last
-                else f"{first}-{last}" + (f" step {step}" if step > 1 else "")
-            )
-            detail = d.graph_size if d.path.replays else (d.error or "")
-            lines.append(f"  {span:>16}  {d.path:<5}  {detail}")
-        graphs = (
-            f"{s.num_graph - s.num_piecewise} full, {s.num_piecewise} piecewise"
-            if any(d.path in (BatchPath.FULL, BatchPath.PIECEWISE) for d in self.outcomes)
-            else f"{s.num_graph} graph"
-        )
-        lines.append(
-            f"summary: {s.num_reachable} reachable, {graphs}, {s.num_eager} eager, "
-            f"{s.num_crash} crash; graph fraction {s.graph_fraction:.3f}; "
-            f"eager fraction {s.eager_fraction:.3f}; "
-            f"mean padding waste {s.mean_padding_waste:.2f}; "
-            + (
-                f"first crash at n={s.first_crash_n} ({s.first_crash_error})"
-                if s.first_crash_n
-                else "no crash"
-            )
-        )
-        return lines
-
-
-@dataclass(frozen=True)
-class DraftStepAudit:
-    """One kind of vLLM V1 draft step (graphlab.sizing.drafter): the graphs its dispatcher keeps
-    and the outcome of its batch for each request count a decode step can have."""
-
-    name: str
-    repeats: int  # steps of this kind per decode step
-    query_len: int  # tokens per request
-    cudagraph_mode: str  # the mode its dispatcher or cudagraph manager runs
-    full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
-    runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
-    source: str  # the vLLM function that decides it
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "repeats": self.repeats,
-            "query_len": self.query_len,
-            "cudagraph_mode": self.cudagraph_mode,
-            "full_sizes": list(self.full_sizes),
-            "source": self.source,
-            **self.runner.to_dict(),
-        }
-
-    def format_lines(self) -> list[str]:
-        tokens = f"{self.query_len} token{'s' if self.query_len > 1 else ''} per request"
-        full = f", FULL uniform graphs: {', '.join(map(str, self.full_sizes))}"
-        head = (
-            f"{self.name} ({self.repeats} per decode step, {tokens}; {self.cudagraph_mode}"
-            f"{full if self.full_sizes else ''}):"
-        )
-        lines = [head, f"  vLLM: {self.source}"]
-        return lines + ["  " + line for line in self.runner.format_lines("tokens")]
-
-
-@dataclass(frozen=True)
-class DrafterAudit:
-    """vLLM V1's draft side of a config with k > 0 (graphlab.sizing.drafter): one line on the
-    rules and each kind of draft step, none where nothing is captured or modelled."""
-
-    method: str | None
-    model_runner: str | None
-    note: str
-    steps: tuple[DraftStepAudit, ...]
-
-    def to_dict(self) -> dict:
-        return {
-            "speculative_method": self.method,
-            "model_runner": self.model_runner,
-            "note": self.note,
-            "steps": [step.to_dict() for step in self.steps],
-        }
-
-    @property
-    def graph_fraction(self) -> float:
-        """The share of the draft model's forward passes that replay a graph, over every
-        reachable decode step (each kind of step counted `repeats` times); NaN without steps."""
-        passes = sum(step.repeats * step.runner.summary.num_reachable for step in self.steps)
-        graphs = sum(step.repeats * step.runner.summary.num_graph for step in self.steps)
-        return graphs / passes if passes else float("nan")
-
-    def format_lines(self) -> list[str]:
-        method = "" if self.method is None else f" (speculative method {self.method!r})"
-        lines = [f"drafter{method}: {self.note}"]
-        for step in self.steps:
-            lines += step.format_lines()
-        return lines
-
-
-def drafter_audit(
-    policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray, outcomes: bool = True
-):
-    """The drafter of cfg on a vLLM V1 engine with k > 0, each step's batch audited for every
-    request count in `requests` (None for other engines and k = 0; outcomes=False keeps the
-    summaries only)."""
-    found = drafter(policy, cfg)
-    if found is None:
-        return None
-    steps = []
-    for step in found.steps:
-        batches = step.families.dispatch_batches(requests * step.query_len, step.uniform_decode)
-        sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
-        runner = RunnerAudit(
-            tuple(sizes), batches.outcomes() if outcomes else (), summarize(batches)
-        )
-        mode = step.families.cudagraph_mode
-        steps.append(
-            DraftStepAudit(
-                step.name,
-                step.repeats,
-                step.query_len,
-                mode,
-                step.families.full_sizes,
-                runner,
-                step.source,
-            )
-        )
-    return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))
-
-
-def _runs(outcomes):
-    """Outcomes with the same path, padded size and error at evenly spaced n, as (first, last, step,
-    outcome).
-
-    A run never spans an n that cannot occur: its members are exactly first, first+step, ...,
-    last."""
-    runs = []
-    for d in outcomes:
-        if runs:
-            first, last, step, o = runs[-1]
-            same = (o.path, o.graph_size, o.error) == (d.path, d.graph_size, d.error)
-            if same and (step is None or d.batch_size - last == step):
-                runs[-1] = [first, d.batch_size, d.batch_size - last, o]
-                continue
-        runs.append([d.batch_size, d.batch_size, None, d])
-    return runs
 
 
 @dataclass(frozen=True)
@@ -410,26 +229,6 @@ def fails_first(scorer: AuditSummary, proposer: AuditSummary | None) -> str | No
     if scorer.num_crash:
         return "scorer"
     return "proposer" if proposer is not None and proposer.num_crash else None
-
-
-def summarize(batches: Dispatches) -> AuditSummary:
-    """Summary of `dispatch_batches`' answers."""
-    ns, replays, crash = batches.batch_size, batches.replays, batches.takes(BatchPath.CRASH)
-    graphs, eager, crashes = int(replays.sum()), batches.count(BatchPath.EAGER), int(crash.sum())
-    waste = int(np.where(replays, batches.graph_size - ns, 0).sum())
-    first = int(np.argmax(crash)) if crashes else None
-    return AuditSummary(
-        num_reachable=len(ns),
-        num_graph=graphs,
-        num_eager=eager,
-        num_crash=crashes,
-        graph_fraction=graphs / len(ns) if len(ns) else float("nan"),
-        mean_padding_waste=waste / (graphs + eager) if graphs + eager else float("nan"),
-        first_crash_n=None if first is None else int(ns[first]),
-        first_crash_error=None if first is None else batches.crash_error(int(batches.key[first])),
-        num_piecewise=batches.count(BatchPath.PIECEWISE),
-        eager_fraction=eager / len(ns) if len(ns) else float("nan"),
-    )
 
 
 def has_proposer(policy: SizingPolicy, cfg: SizingConfig) -> bool:

@@ -12,17 +12,13 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError, check_sizes
 from graphlab.progress import progress as progress_bar
-from graphlab.sizing.audit import (
-    drafter_audit,
-    fails_first,
-    parse_engines,
-    proposer_audit,
-    summarize,
-)
+from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit
+from graphlab.sizing.drafter import drafter_audit
 from graphlab.sizing.engines import SizingPolicy
+from graphlab.sizing.runner_audit import summarize
 
 # A crash map sweeps, per engine and S, up to S*(1+k) sizes for each k: keep it to seconds on
 # 2 CPU cores.
@@ -74,7 +70,7 @@ def crash_map(
     runner for the V1 engines ("auto": each engine's release decides). speculative_method: the
     V1 engines' speculative_config method, which picks the model runner and the drafter;
     drafter_graph_fraction is the share of the drafter's forward passes that replay a graph
-    (graphlab.sizing.audit `DrafterAudit.graph_fraction`), NaN where no drafter is modelled.
+    (graphlab.sizing.drafter `DrafterAudit.graph_fraction`), NaN where no drafter is modelled.
     """
     policies = parse_engines(engine)
     seqs_values = list(check_sizes("max_num_seqs_range", max_num_seqs_range, 1))

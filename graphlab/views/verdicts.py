@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from graphlab.bench.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison
 from graphlab.sizing.dispatch import BatchPath, RunMode
+from graphlab.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison
 
 
 def sentence(comparison: Comparison, subject: str, reference: str) -> str:

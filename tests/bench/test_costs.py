@@ -23,12 +23,12 @@ from graphlab.bench.costs import (
     reference_ratio,
 )
 from graphlab.bench.priced import priced_sizing
-from graphlab.bench.stats import Comparison
 from graphlab.bench.verdicts import guard_summary, mode_counts
 from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.model import build_model
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
+from graphlab.stats import Comparison
 from graphlab.views.costs import plot_adaptive_price, plot_guard_price, plot_step_timeline
 from graphlab.views.verdicts import (
     capture_line,

@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from graphlab.bench import sampling
-from graphlab.bench.stats import (
+from graphlab.engine.device import BACKEND_VALUES
+from graphlab.stats import (
     FASTER,
     MIN_SAMPLES,
     NO_DIFFERENCE,
@@ -25,7 +26,6 @@ from graphlab.bench.stats import (
     relative_half_width,
     verdict,
 )
-from graphlab.engine.device import BACKEND_VALUES
 from graphlab.views.verdicts import sentence
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from graphlab.bench.stats import median_ci
 from graphlab.bench.vs_transformers import main, verdict
+from graphlab.stats import median_ci
 
 pytest.importorskip("transformers")
 

@@ -18,7 +18,7 @@ import pytest
 import run_notebooks  # scripts/run_notebooks.py, loaded by conftest.py
 
 from helpers import ROOT
-from graphlab.bench.stats import MIN_SAMPLES, VERDICTS, compare
+from graphlab.stats import MIN_SAMPLES, VERDICTS, compare
 
 
 NAMES = run_notebooks.notebook_names()

@@ -16,6 +16,7 @@ RANKS = {
     "progress": 0,
     "lazy": 0,
     "checkout": 0,
+    "stats": 0,
     "sizing": 1,
     "engine": 2,
     "specdec": 3,
@@ -25,7 +26,7 @@ RANKS = {
     "__main__": 6,
     "__init__": 6,
 }
-VIEWS_MAY_IMPORT = {"errors", "progress", "lazy", "sizing", "views"}
+VIEWS_MAY_IMPORT = {"errors", "progress", "lazy", "stats", "sizing", "views"}
 SUBPACKAGES = ("sizing", "engine", "specdec", "bench", "views", "against_vllm", "cli")
 MAX_LINES, ENGINE_TABLE_MAX_LINES = 400, 650
 

@@ -59,7 +59,7 @@ def test_the_wheel_names_its_commit_version_licence_and_entry_points(wheel):
     assert "License-Expression: Apache-2.0" in metadata
     assert "Apache License" in wheel.read(f"{info}/licenses/LICENSE").decode()
     entry_points = wheel.read(f"{info}/entry_points.txt").decode()
-    assert "graphlab = graphlab.cli:main" in entry_points
+    assert "graphlab = graphlab.__main__:run" in entry_points
     assert "[vllm.stat_logger_plugins]" in entry_points
 
 

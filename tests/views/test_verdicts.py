@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.bench.sampling import comparison_columns
-from graphlab.bench.stats import compare
+from graphlab.stats import compare
 from graphlab.views.verdicts import comparison_of, sentence, step_lines
 
 
