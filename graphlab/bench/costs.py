@@ -169,10 +169,6 @@ def guard_run_cost(
     )
 
 
-def _same_sizes(engine: str, first: str, cfg: SizingConfig) -> bool:
-    return get_engine(engine).capture_sizes(cfg) == get_engine(first).capture_sizes(cfg)
-
-
 def adaptive_price(
     model: LlamaForCausalLM,
     max_num_seqs: int,
@@ -197,9 +193,10 @@ def adaptive_price(
     """
     if not isinstance(repeats, int) or repeats < 1:
         raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
+    policies = {engine: get_engine(engine) for engine in engines}  # names enter here, once
+    engines = list(policies)
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]
-    engines = list(engines)
-    longest = max(configs, key=lambda c: len(get_engine(c[1]).capture_sizes(c[2])))
+    longest = max(configs, key=lambda c: len(policies[c[1]].capture_sizes(c[2])))
     warmup = capture_records(model, longest[1], longest[2], backend, graph_pool)
     warmup_ms = capture_summary(warmup, graph_pool)["capture_ms"]
     rows = []
@@ -211,7 +208,7 @@ def adaptive_price(
                 costs[engine].append(capture_summary(records, graph_pool))
         first = [c["capture_ms"] for c in costs[engines[0]]]
         for engine in engines:
-            summary, cost = audit(engine, cfg).summary, costs[engine][-1]
+            summary, cost = audit(policies[engine], cfg).summary, costs[engine][-1]
             times = [c["capture_ms"] for c in costs[engine]]
             versus = compare(times, first) if engine != engines[0] else None
             rows.append(
@@ -227,7 +224,8 @@ def adaptive_price(
                     capture_ms=float(np.median(times)),
                     repeats=repeats,
                     **(comparison_columns(versus, "capture_over_first") if versus else {}),
-                    same_sizes_as_first=_same_sizes(engine, engines[0], cfg),
+                    same_sizes_as_first=policies[engine].capture_sizes(cfg)
+                    == policies[engines[0]].capture_sizes(cfg),
                     memory_bytes=cost["memory_bytes"],
                     memory_kind=cost["memory_kind"],
                     graph_pool=graph_pool,

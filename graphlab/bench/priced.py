@@ -59,10 +59,9 @@ class _StepPrices:
         ]
 
 
-def _mean_steps(engines, cfg: SizingConfig, prices) -> dict:
+def _mean_steps(policies: dict, cfg: SizingConfig, prices) -> dict:
     """{engine: its mean step over every reachable batch once, priced with (graph, eager)
-    SizeTables} for engines whose config does not crash."""
-    policies = {engine: get_engine(engine) for engine in engines}
+    SizeTables} for {engine: policy} whose config does not crash."""
     return {
         engine: evaluate(
             policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg), latency=prices
@@ -99,13 +98,13 @@ def priced_sizing(
     (mean_step_ci_low, mean_step_ci_high) and each engine's mean step over `reference`'s
     (over_reference_*: ratio, interval, verdict, and the pairs behind it), every request
     count's rounds resampled."""
-    summaries = {engine: audit(engine, cfg).summary for engine in engines}
-    priced = [engine for engine in engines if not summaries[engine].num_crash]
+    policies = {engine: get_engine(engine) for engine in engines}  # names enter here, once
+    summaries = {engine: audit(policy, cfg).summary for engine, policy in policies.items()}
+    priced = {e: p for e, p in policies.items() if not summaries[e].num_crash}
     prices = _StepPrices(latency)
     means = _mean_steps(priced, cfg, prices.tables()[0])
     rows = []
-    for engine in engines:
-        policy = get_engine(engine)
+    for engine, policy in policies.items():
         outcome = evaluate(policy, cfg, policy.capture_sizes(cfg), uniform_workload(policy, cfg))
         rows.append(
             dict(
