@@ -644,3 +644,21 @@ def test_write_csv_atomic_names_the_csv_it_could_not_write(tmp_path, monkeypatch
     with pytest.raises(OSError) as raised:
         write_csv_atomic(pd.DataFrame({"a": [1]}), tmp_path / "latency.csv")
     assert raised.value.filename == str(tmp_path / "latency.csv") and list(tmp_path.iterdir()) == []
+
+
+# ---- what the independent mutation campaign of 2026-12-06 found untested ----------------------
+
+
+def test_a_csv_of_a_header_alone_belongs_to_no_run(tmp_path):
+    # a CSV cut after its header (or a sweep that wrote no row) has no run_id to read
+    (tmp_path / "latency.csv").write_text("run_id,engine\n")
+    export.write_manifest(tmp_path, {"run_id": "r2"}, ["latency"], "running")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["files"] == {"latency.csv": None}
+    assert export.files_of_run(manifest) == []
+
+
+def test_a_list_column_with_an_empty_cell_is_still_written_as_json():
+    frame = export.csv_ready(pd.DataFrame({"capture_sizes": [[1, 2], None, (4,)]}))
+    cells = frame["capture_sizes"].tolist()
+    assert (cells[0], cells[2]) == ("[1, 2]", "[4]") and pd.isna(cells[1])

@@ -660,3 +660,39 @@ def test_refused_schedules_are_one_line_errors(vllm_parse, capsys, schedule, eng
         capsys, "audit", "--engine", engine, "--vllm-args", _DYNAMIC_LINE % schedule
     )
     assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+# What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
+
+
+@pytest.mark.vllm
+def test_stock_compile_with_no_graphs_asked_says_nothing_becomes_none():
+    # cudagraph_mode NONE asked: nothing is lowered, so no note claims it became NONE
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args("vllm serve m -cc.mode=1 -cc.cudagraph_mode=NONE --max-num-seqs 4")
+    assert line.config.cudagraph_mode == "NONE"
+    assert not any("stock torch.compile" in note for note in line.notes), line.notes
+
+
+@pytest.mark.vllm
+def test_a_mode_the_line_sets_is_kept_even_where_it_is_the_default():
+    # FULL_AND_PIECEWISE set on the line is the user's (a log saying otherwise contradicts it);
+    # left unset it is the engine's default, None
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = "vllm serve m --max-num-seqs 4 -cc.cudagraph_mode=FULL_AND_PIECEWISE"
+    assert read_vllm_args(line).config.cudagraph_mode == "FULL_AND_PIECEWISE"
+    assert read_vllm_args("vllm serve m --max-num-seqs 4").config.cudagraph_mode is None
+
+
+@pytest.mark.vllm
+def test_a_capture_flag_spelled_with_underscores_is_replaced_too(vllm_parse):
+    # FlexibleArgumentParser reads --cudagraph_capture_sizes as --cudagraph-capture-sizes: kept,
+    # it would meet the planned -cc in vLLM's "mutually exclusive" error
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args("vllm serve m --cudagraph_capture_sizes 1 2 4 --max-num-seqs 8")
+    planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
+    assert planned == "vllm serve m --max-num-seqs 8 -cc '{\"cudagraph_capture_sizes\": [8]}'"
+    assert vllm_parse(shlex.split(planned)[2:]).cudagraph_capture_sizes is None

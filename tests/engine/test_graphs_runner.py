@@ -8,7 +8,7 @@ import torch
 from helpers import restore, snapshot
 
 from graphlab.engine.config import PRESETS
-from graphlab.engine.graphs import capture_graphs
+from graphlab.engine.graphs import StaticBuffers, capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import build_model
 from graphlab.engine.runner import StepTimer
@@ -325,3 +325,19 @@ def test_two_rows_on_one_cell_are_refused_wherever_they_sit_in_the_batch(model):
         runner.execute_model(ids, torch.tensor([[3], [3], [3]]), torch.tensor([0, 1, 0]))
     with pytest.raises(GraphlabError, match="same KV cache cell"):
         runner.execute_model(ids, torch.tensor([[5], [2], [5]]), torch.tensor([4, 9, 4]))
+
+
+# ---- what the independent mutation campaign of 2026-12-06 found untested ----------------------
+
+
+def test_padding_rows_are_token_0_at_the_pad_positions_of_the_pad_slot(model):
+    # A batch of 1 request after one of 4 in the same 8-token buffers: the 3 padding rows hold
+    # token 0 at positions 0..q-1 of the pad slot, as vLLM zeroes a padded step's trailing
+    # input ids and positions (vllm/v1/worker/gpu/input_batch.py, gpu_model_runner.py).
+    buffers = StaticBuffers(model, 8, query_len=2)
+    ids, pos = torch.arange(1, 9).reshape(4, 2), 5 + torch.arange(2).repeat(4, 1)
+    buffers.fill(ids, pos, torch.arange(4), 8)
+    buffers.fill(ids[:1], pos[:1], torch.arange(1), 8)
+    assert buffers.input_ids.tolist() == [[1, 2], [0, 0], [0, 0], [0, 0]]
+    assert buffers.positions.tolist() == [[5, 6], [0, 1], [0, 1], [0, 1]]
+    assert buffers.seq_slots.tolist() == [0] + [model.pad_slot] * 3

@@ -551,3 +551,18 @@ def test_uniform_decode_batch_may_end_at_the_last_cache_position_not_past_it(mod
     assert uniform_decode_batch(2, 4, model, last)[1].max().item() == MAX_SEQ_LEN - 1
     with pytest.raises(GraphlabError, match=f"positions up to {MAX_SEQ_LEN} exceed"):
         uniform_decode_batch(2, 4, model, last + 1)
+
+
+# ---- what the independent mutation campaign of 2026-12-06 found untested ----------------------
+
+
+def test_uniform_decode_batch_may_use_every_slot_not_more(model):
+    assert uniform_decode_batch(NUM_SLOTS, 1, model, 0)[2].tolist() == list(range(NUM_SLOTS))
+    with pytest.raises(GraphlabError, match=f"{NUM_SLOTS + 1} requests need"):
+        uniform_decode_batch(NUM_SLOTS + 1, 1, model, 0)
+
+
+def test_plain_full_is_refused_by_the_v1_shaped_runner(model):
+    # FULL graphs for every batch at the raw sizes: a family the runner does not capture
+    with pytest.raises(GraphlabError, match="cudagraph_mode FULL .* is not modelled"):
+        V1ModelRunner(model, "vllm-0.33.0", SizingConfig(8, 1, cudagraph_mode="FULL"))

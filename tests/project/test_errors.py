@@ -7,7 +7,15 @@ import os
 import pytest
 
 import graphlab as g
-from graphlab.errors import BadInput, GraphlabError, UnreadableInput, check_choice, check_input_file
+from graphlab.errors import (
+    BadInput,
+    GraphlabError,
+    UnreadableInput,
+    check_choice,
+    check_file_name,
+    check_input_file,
+    check_int,
+)
 from graphlab.sizing.planner.inputs import read_latency
 
 
@@ -39,3 +47,20 @@ def test_both_kinds_are_graphlab_errors():
     assert issubclass(BadInput, GraphlabError) and issubclass(UnreadableInput, GraphlabError)
     with pytest.raises(BadInput):  # a NUL in a path is a value no file can have
         check_input_file("--latency", "a\0b")
+
+
+# ---- what the independent mutation campaign of 2026-12-06 found untested ----------------------
+
+
+def test_a_flag_is_not_an_integer():
+    # bool is an int subclass: True passed by mistake must not read as 1
+    with pytest.raises(BadInput, match="n must be an integer >= 0, got True"):
+        check_int("n", True, 0)
+    assert check_int("n", 1, 0) == 1
+
+
+def test_a_file_name_holds_no_backslash():
+    # a backslash is Windows' path separator: the name would leave its folder there
+    with pytest.raises(BadInput, match=r"without '/', '\\', a NUL"):
+        check_file_name("frame name", "runs\\latency")
+    assert check_file_name("frame name", "latency") == "latency"

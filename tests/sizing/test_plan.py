@@ -1030,3 +1030,65 @@ def test_a_ceiling_equal_to_the_smallest_graph_plans_that_one_graph(capsys, tmp_
     )  # fmt: skip
     assert code == 0, err
     assert json.loads(out)["capture_sizes"] == [12]
+
+
+# What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
+
+
+def test_an_eager_penalty_does_not_charge_the_step_the_largest_graph_serves():
+    # k = 0, steps of 1, 2, 3 tokens weighted 1:8:1, one graph, 2 tokens an eager step: graph 2
+    # costs 0.1 padding + 0.1 * 2 eager, graph 3 costs 1.0 padding, graph 1 0.9 * 2 eager.
+    workload = Workload.from_counts([1, 2, 3], [1, 8, 1], "skewed")
+    cfg, engine = SizingConfig(3, 0), get_engine("vllm-0.33.0")
+    result = plan(engine, cfg, workload, Budget(1), eager_penalty=2.0)
+    costs = {s: result.mean_cost(evaluate(engine, cfg, (s,), workload)) for s in (1, 2, 3)}
+    assert costs == pytest.approx({1: 1.8, 2: 0.3, 3: 1.0})
+    assert result.capture_sizes == (2,)
+
+
+def test_a_step_whose_graph_rounds_past_max_num_batched_tokens_names_that_setting():
+    # k = 3, T = 10: 9 tokens would need the graph 12 > T, so it runs eagerly; no cap was given.
+    workload = Workload.from_counts([4, 9], [1, 1], "two")
+    result = plan("vllm-0.33.0", SizingConfig(2, 3, 10), workload)
+    assert result.capture_sizes == (4,) and result.eager_sizes == (9,)
+    assert result.eager_reason == "a graph above 10 tokens exceeds max_num_batched_tokens"
+
+
+def test_separate_pools_may_spend_exactly_the_memory_budget():
+    # 1 MiB a graph, a 2 MiB budget over separate pools: both steps get their own graph.
+    memory = SizeTable(np.array([1, 64]), np.array([MIB, MIB], dtype=float), "flat memory")
+    workload = Workload.from_counts([1, 2], [1, 1], "two")
+    result = plan(
+        "vllm-0.33.0", SizingConfig(2, 0), workload, Budget(None, 2.0, "separate"), memory
+    )
+    assert result.capture_sizes == (1, 2) and result.plan.memory_bytes == 2 * MIB
+
+
+def test_an_infinite_memory_budget_is_refused():
+    with pytest.raises(GraphlabError, match=r"finite number > 0 MiB, got 'inf'"):
+        Budget(None, float("inf"))
+
+
+def test_a_logged_full_step_under_plain_full_is_planned_as_a_mixed_batch():
+    # plain FULL keeps no separate FULL decode graphs: its FULL steps are the mixed family's
+    from graphlab.sizing.planner.log_plan import LoggedTraffic
+
+    frame = pd.DataFrame({"unpadded_tokens": [4, 8], "runtime_mode": ["FULL", "FULL"]})
+    frame["count"] = [3, 1]
+    traffic = LoggedTraffic.from_frame(frame, "FULL", "plain")
+    assert traffic.uniform_sizes.tolist() == [] and traffic.mixed_sizes.tolist() == [4, 8]
+    separate = LoggedTraffic.from_frame(frame, "FULL_AND_PIECEWISE", "separate")
+    assert separate.uniform_sizes.tolist() == [4, 8] and separate.mixed_counts.tolist() == []
+
+
+def test_a_log_plan_as_good_as_the_current_sizes_is_the_headline():
+    # the current sizes pad nothing: the plan equals them, which is not worse, so it leads
+    from graphlab.sizing.planner.log_plan import LoggedTraffic, plan_for_log
+
+    frame = pd.DataFrame({"unpadded_tokens": [4, 8], "runtime_mode": ["PIECEWISE"] * 2})
+    frame["count"] = [3, 1]
+    cfg = SizingConfig(8, 0, cudagraph_mode="PIECEWISE")
+    traffic = LoggedTraffic.from_frame(frame, "PIECEWISE", "exact")
+    result = plan_for_log(get_engine("vllm-0.33.0"), cfg, traffic, [4, 8])
+    assert result.plan.padding_tokens == result.current.padding_tokens == 0
+    assert result.headline_kind == "plan"

@@ -287,3 +287,22 @@ def test_release_rules_name_every_v1_engine_once_oldest_first():
     for column, rule in (("rounding", Rounding), ("plain_full", PlainFull)):
         names = [r[column] for r in rows]
         assert names == sorted(names, key=[m.name for m in rule].index), column
+
+
+# What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
+
+
+def test_a_batch_holds_no_more_requests_than_tokens():
+    # every request schedules at least one token
+    assert BatchDescriptor(4, num_reqs=4).num_reqs == 4
+    with pytest.raises(GraphlabError, match=r"num_reqs must be an integer in 1\.\.4, got 5"):
+        BatchDescriptor(4, num_reqs=5)
+
+
+def test_a_crash_has_no_padding_waste():
+    # vLLM 0.12.0, plain FULL, k = 2: 3 tokens pad to the graph 4, not a multiple of 3: the
+    # dispatcher's assertion fails, so no step ran and nothing was padded
+    families = graph_families("vllm-0.12.0", SizingConfig(4, 2, cudagraph_mode="FULL"))
+    crash = families.dispatch(3)
+    assert crash.path is BatchPath.CRASH and crash.padding_waste is None
+    assert families.dispatch(BatchDescriptor(3, uniform=False)).padding_waste == 1

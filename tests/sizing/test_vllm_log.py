@@ -501,3 +501,91 @@ def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
     assert code == 0 and count == "2 of 2 rows:"
     assert rows[0].split()[:4] == ["tokens", "padded", "paddings", "mode"]
     assert max(len(row) for row in rows) <= 100
+
+
+# What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
+
+
+def test_a_row_of_no_tokens_is_not_a_step(tmp_path):
+    # vLLM's dispatcher never runs a step of 0 tokens: such a row is not from its table.
+    path = write(tmp_path, HEADER + "| 0 | 0 | 0 | NONE | 2 |\n")
+    with pytest.raises(GraphlabError, match=r":3: CUDAGraph Stats row .* is not a step vLLM logs"):
+        read_vllm_log(path)
+
+
+def test_a_mode_line_after_the_table_is_not_the_engines_setting(tmp_path):
+    # The settings block ends with its table; another logger's "- Mode:" list item is not vLLM's.
+    log = prefixed(table([(4, 4, "FULL", 1)])) + f"{PREFIX}- Mode: turbo\n"
+    assert read_vllm_log(write(tmp_path, log)).value("cudagraph_mode") == "FULL_AND_PIECEWISE"
+
+
+def test_a_nul_past_the_first_megabytes_of_an_over_long_line_is_binary(tmp_path):
+    # The line is skipped in blocks after its first 2 MiB: each skipped block is checked too.
+    path = tmp_path / "dump.bin"
+    path.write_bytes(
+        b"x" * (5 * 2**19) + b"\0" + b"x" * 2**19 + b"\n" + table([(4, 4, "FULL", 1)]).encode()
+    )
+    with pytest.raises(GraphlabError, match=r":1: binary data"):
+        read_vllm_log(path)
+
+
+def test_a_config_dump_without_a_speculative_config_speculates_no_tokens(tmp_path):
+    # core.py's dump prints speculative_config=None when vLLM drafts nothing: k = 0.
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, max_num_seqs=4\n"
+    )
+    log = read_vllm_log(write(tmp_path, dump + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.value("num_speculative_tokens") == 0 and log.num_speculative_tokens.line == 1
+    assert audit_log(log).cfg.decode_query_len == 1
+
+
+def test_an_over_long_line_ends_the_table_it_cuts(tmp_path):
+    # A row after a skipped line may belong to another table: the cut table keeps its own rows.
+    rows = table([(4, 4, "FULL", 1)]) + "\n" + "x" * (3 * 2**20) + "\n| 8 | 8 | 0 | FULL | 5 |\n"
+    log = read_vllm_log(write(tmp_path, rows))
+    assert log.intervals == 1 and log.frame()["count"].tolist() == [1]
+
+
+def test_without_speculation_no_row_is_pr_53407s_class(tmp_path):
+    # k = 0: a uniform batch is one token per request, FULL sizes are the capture sizes up to S,
+    # so no gap exists; even a PIECEWISE row the kit disagrees with is not flagged.
+    args = ARGS.replace("'num_speculative_tokens': 6", "'num_speculative_tokens': 0")
+    rows = [(3, 3, "PIECEWISE", 2)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8]")))
+    audit = audit_log(read_vllm_log(path))
+    assert audit.cfg.decode_query_len == 1 and not audit.rows.agrees.any()
+    assert audit.rows.full_graph_could_serve.tolist() == [0]
+
+
+def test_a_piecewise_row_padded_to_the_full_graphs_own_size_is_not_flagged(tmp_path):
+    # S = 2, k = 3 over [8, 16]: FULL 8; 4 tokens on the PIECEWISE 8 pad no more than FULL 8 would.
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 2").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    path = write(tmp_path, args + prefixed(table([(4, 8, "PIECEWISE", 2)], sizes="[8, 16]")))
+    audit = audit_log(read_vllm_log(path))
+    assert audit.rows.full_graph_could_serve.tolist() == [0]
+
+
+def test_only_the_flagged_rows_steps_count_as_ones_a_full_graph_could_serve(tmp_path):
+    # the rows of test_only_a_whole_number_of_verify_requests...: 2 steps flagged of 4
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 2").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 3"
+    )
+    rows = [(4, 6, "PIECEWISE", 2), (12, 13, "PIECEWISE", 1), (8, 8, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[6, 13, 16]")))
+    summary = audit_log(read_vllm_log(path)).summary()
+    assert (summary["steps"], summary["steps_full_graph_could_serve"]) == (4, 2)
+
+
+def test_each_engines_steps_without_a_graph_are_its_none_rows(tmp_path):
+    log = ARGS
+    for engine, rows in (
+        (0, [(21, 21, "FULL", 3), (50, 50, "NONE", 2)]),
+        (1, [(5, 8, "PIECEWISE", 4)]),
+    ):
+        log += f"{PREFIX}Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        log += prefixed(table(rows))
+    per_engine = audit_log(read_vllm_log(write(tmp_path, log))).summary()["per_engine"]
+    assert {e: v["steps_without_graph"] for e, v in per_engine.items()} == {"000": 2, "001": 0}
