@@ -293,8 +293,6 @@ class _Reader:
         found = {}
         for kind in ("args", "dump", "settings"):  # later kinds win: what the engine ran
             found.update(self.values[kind])
-        if "cudagraph_capture_sizes" in self.values["args"]:
-            found["cudagraph_capture_sizes"] = self.values["args"]["cudagraph_capture_sizes"]
         engines = tuple(dict.fromkeys(s.engine for s in steps))
         return VllmLog(self.source, steps, self.intervals, engines=engines, **found)
 
