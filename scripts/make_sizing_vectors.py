@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json)
-from the released vLLM wheels' own sizing code. Run scripts/check_vllm_releases.py first: it
-fails when the index has a release graphlab.sizing.versions.RELEASES lacks.
+"""Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json,
+data/vllm_sizing_vectors_model_runner_v2.json) from the released vLLM wheels' own sizing code.
+Run scripts/check_vllm_releases.py first: it fails when the index has a release
+graphlab.sizing.versions.RELEASES lacks.
 
 Developer script, never run by tests or at run time. It downloads the vllm wheels V0_VERSIONS,
 V1_VERSIONS and RUNNER_VERSIONS from PyPI into a cache (build/wheels/, git-ignored), reads their
@@ -21,10 +22,12 @@ from __future__ import annotations
 
 import argparse
 import ast
+import collections
 import copy
 import dataclasses
 import datetime
 import enum
+import functools
 import hashlib
 import itertools
 import json
@@ -43,6 +46,8 @@ DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
 # Model runner V1's vectors of the releases that default to model runner V2, kept apart so that
 # the main file's "vectors" stay those of each release's default runner.
 RUNNER_V1_NAME = "vllm_sizing_vectors_model_runner_v1.json"
+# Model runner V2's graphs and dispatch of the releases before 0.32.0 that default to it.
+RUNNER_V2_NAME = "vllm_sizing_vectors_model_runner_v2.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
@@ -71,6 +76,13 @@ V1_VERSIONS = (
     "0.31.0",
     "0.33.0",
 )
+
+# Model runner V2 (vllm/v1/worker/gpu/cudagraph_utils.py changed in each of these); 0.22.1, 0.25.1
+# and 0.27.1 are byte-identical to their x.y.0 in every member read.
+V2_VERSIONS = (
+    "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0",
+    "0.31.0",
+)  # fmt: skip
 
 # Which model runner vLLM picks: one release from each range of identical
 # `VllmConfig._get_v2_model_runner_unsupported_features` speculative-method tests.
@@ -611,6 +623,7 @@ def v1_engine(src: WheelSource):
         user_sizes=None,
         user_max=None,
         cudagraph_mode="FULL_AND_PIECEWISE",
+        use_v2_model_runner=False,
     ):
         log.lines.clear()
         cc = compilation_cls()
@@ -632,7 +645,7 @@ def v1_engine(src: WheelSource):
                 if k
                 else None
             ),
-            parallel_config=ns(tensor_parallel_size=1),
+            parallel_config=ns(tensor_parallel_size=1, data_parallel_size=1),
             lora_config=None,
             performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
             num_speculative_tokens=k,  # a VllmConfig property read from 0.22.0 on
@@ -649,7 +662,8 @@ def v1_engine(src: WheelSource):
                 "CUDAGraphMode": mode,
                 "self": ns(uniform_decode_query_len=q),
                 "uniform_decode_query_len": q,  # a parameter of resolve_cudagraph_mode_and_sizes
-                "use_v2_model_runner": False,  # its parameter from 0.22.0 on: model runner V1
+                # its parameter from 0.25.0 on (True from model runner V2's GPUModelRunner)
+                "use_v2_model_runner": use_v2_model_runner,
             },
         ):
             adjust = cc.adjust_cudagraph_sizes_for_spec_decode
@@ -733,6 +747,121 @@ def mode_vectors(version: str, src: WheelSource) -> list[dict]:
                         "outcomes": outcomes,
                     }
                 )
+    return vectors
+
+
+V2_MEMBER = "vllm/v1/worker/gpu/cudagraph_utils.py"
+# CudaGraphManager's methods that decide its graphs and dispatch (those a release has).
+V2_METHODS = (
+    "__init__",
+    "_build_lora_dispatch_map",
+    "_resolve_effective_loras",
+    "_maybe_ubatch_twin",
+    "_init_candidates",
+    "dispatch",
+)
+V2_MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+V2_SETTINGS = 60  # seeded user-set capture lists per release
+
+
+def v2_manager(src: WheelSource):
+    """A function (vc, k) -> the wheel's own model runner V2 `CudaGraphManager` for the config
+    `build` made (verbatim __init__, _init_candidates and dispatch, with BatchExecutionDescriptor
+    and _is_compatible; no LoRA, no microbatching, no varlen decode, graphs marked captured)."""
+    names: dict = {
+        "enum": enum,
+        "dataclass": dataclasses.dataclass,
+        "replace": dataclasses.replace,
+        "defaultdict": collections.defaultdict,
+        "product": itertools.product,
+        "groupby": itertools.groupby,
+        "logger": _Logger(),
+        # one pipeline stage, no graph pool, no breakable graphs (stand-ins for what __init__ asks)
+        "get_pp_group": lambda: ns(is_first_rank=True, is_last_rank=True),
+        "current_platform": ns(get_global_graph_pool=lambda: None),
+        "is_breakable_cudagraph_enabled": lambda: False,
+    }
+    src.exec_defs("vllm/config/compilation.py", ["CUDAGraphMode"], names)
+    src.exec_defs("vllm/utils/math_utils.py", ["round_up"], names)
+    src.exec_defs(V2_MEMBER, ["BatchExecutionDescriptor", "_is_compatible"], names)
+    methods = [m for m in V2_METHODS if src.has(V2_MEMBER, m, "CudaGraphManager")]
+    cls = type(
+        "CudaGraphManager",
+        (),
+        src.exec_defs(V2_MEMBER, methods, dict(names), cls="CudaGraphManager"),
+    )
+
+    def manager(vc, k: int):
+        vc.cache_config = ns(use_kda_recoverssm=False)  # 0.31.0 on: no recoverSSM workspace
+        # the mode resolve_cudagraph_mode_and_sizes returns, as this namespace's CUDAGraphMode
+        mode = names["CUDAGraphMode"][vc.compilation_config.cudagraph_mode.name]
+        m = cls(vc, "cuda", mode, 1 + k)
+        m._graphs_captured = True
+        return m
+
+    return manager
+
+
+def v2_settings(version: str) -> list[tuple]:
+    """(S, k, user capture list or None, mode): every mode on an edge grid with vLLM's default
+    list, then seeded user-set lists (off-stride sizes, sizes past S*q)."""
+    grid = [(s, k, None, m) for m in V2_MODES for s in MODE_MAX_NUM_SEQS for k in range(7)]
+    rng = random.Random("graphlab-model-runner-v2")
+    for _ in range(V2_SETTINGS):
+        sizes = sorted(rng.sample(range(1, 600), rng.randint(1, 12)))
+        grid.append((rng.randint(1, 80), rng.randint(0, 7), sizes, rng.choice(V2_MODES)))
+    return grid
+
+
+def _v2_outcome(manager, n: int, reqs: int, uniform_token_count: int | None) -> list:
+    """[n, path, padded tokens or None] of the manager's own dispatch (no LoRA: 0 active, from
+    0.24.0 a parameter)."""
+    code = manager.dispatch.__code__
+    extra = (0,) if "num_active_loras" in code.co_varnames[: code.co_argcount] else ()
+    desc = manager.dispatch(reqs, n, uniform_token_count, *extra)
+    path = {"NONE": "eager"}.get(desc.cg_mode.name, desc.cg_mode.name.lower())
+    return [n, path, None if path == "eager" else desc.num_tokens]
+
+
+def v2_vectors(version: str, src: WheelSource) -> list[dict]:
+    """Model runner V2 of a release: per setting, the list the manager is given (after
+    resolve_cudagraph_mode_and_sizes with use_v2_model_runner=True where the release has that
+    parameter), the graphs `_init_candidates` keeps, and what the wheel's own `dispatch` returns
+    for every uniform decode batch B*(k+1), B = 1..S, and for a mixed batch of n tokens (min(n, S)
+    requests, no uniform token count) at n = 1 and at c and c+1 for every capture size c."""
+    resolve, build, _, _, _ = v1_engine(src)
+    manager = v2_manager(src)
+    vectors = []
+    for s, k, sizes, mode in v2_settings(version):
+        q, tokens = 1 + k, resolve(s, None)
+        try:
+            vc, configured = build(s, k, tokens, sizes and list(sizes), None, mode, True)
+            m = manager(vc, k)
+        except ValueError:  # refused at start-up (the start-up vectors cover these)
+            continue
+        given = sorted(vc.compilation_config.cudagraph_capture_sizes)
+        outcome = functools.partial(_v2_outcome, m)
+        mixed_ns = sorted({1} | {n for c in given for n in (c, c + 1)})
+        vectors.append(
+            {
+                "engine": f"vllm-{version}",
+                "model_runner": "v2",
+                "cudagraph_mode": mode,
+                "max_num_seqs": s,
+                "num_speculative_tokens": k,
+                "max_num_batched_tokens": None,
+                "cudagraph_capture_sizes": sizes,
+                "config_capture_sizes": configured,
+                "capture_sizes": given,
+                "graphs": sorted(
+                    [d.cg_mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count]
+                    for descs in m._capture_descs.values()
+                    for d in descs
+                ),
+                "uniform": [outcome(b * q, b, q) for b in range(1, s + 1)],
+                "mixed": [outcome(n, min(n, s), None) for n in mixed_ns],
+            }
+        )
     return vectors
 
 
@@ -1030,6 +1159,52 @@ NOTES = (
 )
 
 
+V2_NOTES = (
+    "Model runner V2 of V2_VERSIONS, per setting (S, k, user capture list or null, "
+    "cudagraph_mode): the edge grid max_num_seqs in "
+    f"{list(MODE_MAX_NUM_SEQS)} x k 0..6 x {list(V2_MODES)} with vLLM's default list, and "
+    f"{V2_SETTINGS} seeded user lists (seed 'graphlab-model-runner-v2'); max_num_batched_tokens "
+    "null (8192, as the V1 vectors resolve it). config_capture_sizes: the list straight after "
+    "the verbatim VllmConfig._set_cudagraph_sizes (the V1 vectors' stand-ins); capture_sizes: "
+    "the list the manager holds after the verbatim resolve_cudagraph_mode_and_sizes rounding "
+    "test (use_v2_model_runner=True, GPUModelRunner's argument from 0.25.0; 0.22.0 to 0.24.0 "
+    "have no such parameter) and the verbatim CudaGraphManager.__init__ (which to 0.24.0 calls "
+    "adjust_cudagraph_sizes_for_spec_decode itself). graphs: every descriptor `_init_candidates` "
+    "keeps, [cg_mode, num_tokens, num_reqs, uniform_token_count]. uniform: [n, path, padded "
+    "tokens or null] of the verbatim `dispatch(B, B*(k+1), k+1, 0)` for B = 1..S; mixed: of "
+    "`dispatch(min(n, S), n, None, 0)` at n = 1 and at c and c+1 for every capture size c "
+    "(the outcome of a mixed batch changes only there). Verbatim: BatchExecutionDescriptor, "
+    "_is_compatible, CudaGraphManager.__init__ / _build_lora_dispatch_map / "
+    "_resolve_effective_loras / _maybe_ubatch_twin / _init_candidates / dispatch (those the "
+    "release has), CUDAGraphMode, round_up. Stand-ins: one pipeline stage, no graph pool, no "
+    "breakable graphs, no LoRA, no microbatching, no varlen decode (no adaptive verification), "
+    "no dynamic speculation, no recoverSSM, graphs marked captured; the mode is assumed to "
+    "survive attention-backend resolution, as in the V1 vectors. Settings vLLM refuses at "
+    "start-up are left out."
+)
+
+
+def model_runner_v2_payload(cache_dir: Path) -> dict:
+    """data/vllm_sizing_vectors_model_runner_v2.json: model runner V2 of V2_VERSIONS."""
+    wheels, functions, vectors = {}, {}, []
+    for version in V2_VERSIONS:
+        path = fetch_wheel(version, cache_dir)
+        wheels[version] = {"file": path.name, "sha256": sha256_of(path)}
+        src = WheelSource(path)
+        vectors += v2_vectors(version, src)
+        functions[version] = list(dict.fromkeys(src.taken))
+    return {
+        "provenance": {
+            "generated_by": "scripts/make_sizing_vectors.py",
+            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "wheels": wheels,
+            "functions": functions,
+            "notes": V2_NOTES,
+        },
+        "vectors": vectors,
+    }
+
+
 def write_json_atomic(payload: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -1069,7 +1244,17 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_CACHE,
         help="where wheels are downloaded/cached (default: build/wheels)",
     )
+    parser.add_argument(
+        "--model-runner-v2-only",
+        action="store_true",
+        help=f"write only {RUNNER_V2_NAME} (reads only the V2_VERSIONS wheels)",
+    )
     args = parser.parse_args(argv)
+    v2_out = args.out.with_name(RUNNER_V2_NAME)
+    write_json_atomic(model_runner_v2_payload(args.cache_dir), v2_out)
+    print(f"wrote model runner V2's vectors of {', '.join(V2_VERSIONS)} to {v2_out}")
+    if args.model_runner_v2_only:
+        return 0
 
     wheels, functions, defaults, vectors, startup_errors, explicit = {}, {}, {}, [], [], []
     modes, runners, attention = [], [], []

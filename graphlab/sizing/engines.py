@@ -29,6 +29,7 @@ from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
 from graphlab.sizing.families import (
+    Candidates,
     PlainFull,
     Rounding,
     families_for,
@@ -149,13 +150,16 @@ class _V1Policy(SizingPolicy):
     reads_capture_settings = True
     # The release whose rules the engine models (model runner `auto` decides as it does), and the
     # model runners the kit models for it: model runner V1 rounds the capture list at start-up,
-    # V2 (0.33) rounds its FULL graphs only (graphlab.sizing.families).
+    # V2 rounds its FULL graphs only from 0.25.0 (graphlab.sizing.families).
     release = ""
     model_runners = ("v1",)
     # The release's rule values (graphlab.sizing.families): when model runner V1 rounds the
-    # capture list, and what plain FULL does with a uniform batch.
+    # capture list, and what plain FULL does with a uniform batch; model runner V2's: when it
+    # rounds the whole list (None: its FULL graphs alone) and how its dispatch groups graphs.
     rounding = Rounding.SEPARATE_ROUTINE
     plain_full = PlainFull.ASSERTS
+    v2_rounding: Rounding | None = None
+    v2_candidates = Candidates.BY_MODE
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
 
@@ -230,12 +234,18 @@ class _V1Policy(SizingPolicy):
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the configured list is rounded to multiples of q at start-up (model runner V1
         with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
-        `_check_and_update_cudagraph_mode`)."""
+        `_check_and_update_cudagraph_mode`; model runner V2 where `v2_rounding` says so)."""
+        rounding = self.rounding if self.model_runner(cfg)[0] == "v1" else self.v2_rounding
         return (
-            self.model_runner(cfg)[0] == "v1"
+            rounding is not None
             and cfg.decode_query_len > 1
-            and self.rounding.rounds(self.cudagraph_mode(cfg))
+            and rounding.rounds(self.cudagraph_mode(cfg))
         )
+
+    def candidates(self, cfg: SizingConfig) -> Candidates:
+        """How the dispatcher groups cfg's graphs: model runner V2's `v2_candidates`; model runner
+        V1's CudagraphDispatcher keeps FULL and mixed keys apart (Candidates.BY_MODE)."""
+        return self.v2_candidates if self.model_runner(cfg)[0] == "v2" else Candidates.BY_MODE
 
     @abstractmethod
     def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
@@ -423,40 +433,47 @@ class Vllm033(_V1Policy):
         return ceiling, decode + _with_max_num_batched_tokens(cfg, tokens, ceiling)
 
 
-# 0.22.0 to 0.31.0 run model runner V2 by default, with graph rules that differ from 0.33.0's.
-_V2_BEFORE_032 = (
-    "model runner V2's graphs (vllm/v1/worker/gpu/cudagraph_utils.py) changed in every release "
-    "from 0.22.0 to 0.31.0 and differ from 0.33.0's; the kit models model runner V1 there "
-    "(VLLM_USE_V2_MODEL_RUNNER=0): audit and crash-map --model-runner v1, "
-    "SizingConfig(model_runner='v1')"
-)
-
-
 class Vllm022(Vllm0201):
-    """vllm 0.22.0 to 0.28.0 on model runner V1: 0.20.1's `_set_cudagraph_sizes`,
+    """vllm 0.22.0 to 0.24.x. Model runner V1: 0.20.1's `_set_cudagraph_sizes`,
     `resolve_cudagraph_mode_and_sizes` rounding and `CudagraphDispatcher` (the same answers in
-    every release of the range, on an H200). Model runner V2, the default there for some models,
-    is not modelled."""
+    every release to 0.28.0, on an H200). Model runner V2, the default: `CudaGraphManager.__init__`
+    (vllm/v1/worker/gpu/cudagraph_utils.py) rounds the whole list to multiples of q in every mode,
+    `_init_candidates` keeps a FULL graph at each rounded size <= S*q and a mixed one at every
+    size, and `dispatch` tries only the graphs at the smallest size >= n."""
 
     name = "vllm-0.22.0"
     release = "0.22.0"
-    unmodelled_runner = _V2_BEFORE_032
+    model_runners = ("v1", "v2")
+    v2_rounding = Rounding.EVERY_MODE
+    v2_candidates = Candidates.BY_TOKEN_COUNT
+
+
+class Vllm025(Vllm022):
+    """vllm 0.25.0 to 0.28.0: 0.22.0's model runner V1. Model runner V2 keeps the list as
+    configured (`resolve_cudagraph_mode_and_sizes(use_v2_model_runner=True)`, vllm PR 45953) and
+    rounds its FULL graphs alone, as 0.33.0 does, but `_init_candidates` still groups the graphs
+    by token count (`descs_by_token_lora`): a uniform batch whose smallest size >= n holds only a
+    mixed graph replays it, and a mixed batch whose smallest size >= n holds only FULL graphs runs
+    eagerly."""
+
+    name = "vllm-0.25.0"
+    release = "0.25.0"
+    v2_rounding = None
 
 
 class Vllm031(Vllm033):
-    """vllm 0.31.0 on model runner V1: 0.33.0's `_set_cudagraph_sizes` (uniform-decode sizes, T,
-    dynamic speculation's tiers), rounded to multiples of q by `resolve_cudagraph_mode_and_sizes`
-    as from 0.20.0, and 0.33.0's `_maybe_override_dynamic_sd_cudagraph_mode` (read in the 0.31.0
-    wheel). Its model runner V2, the default, is not modelled."""
+    """vllm 0.31.0: 0.33.0's `_set_cudagraph_sizes` (uniform-decode sizes, T, dynamic
+    speculation's tiers) and 0.33.0's `_maybe_override_dynamic_sd_cudagraph_mode` (read in the
+    0.31.0 wheel); model runner V1 rounds to multiples of q in `resolve_cudagraph_mode_and_sizes`
+    as from 0.20.0; model runner V2's `_init_candidates` and `dispatch` give 0.33.0's graphs (its
+    dynamic query lengths from the same `build_dynamic_sd_schedule_lookup`)."""
 
     name = "vllm-0.31.0"
     release = "0.31.0"
-    model_runners = ("v1",)
-    unmodelled_runner = _V2_BEFORE_032
 
 
 class Vllm029(Vllm031):
-    """vllm 0.29.0 and 0.30.0 on model runner V1: 0.31.0's rules, but without speculation
+    """vllm 0.29.0 and 0.30.0: 0.31.0's rules on both model runners, but without speculation
     (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself). Dynamic
     speculation is not modelled here (these wheels' dynamic parts were not read)."""
 
@@ -532,7 +549,16 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
 )
 # Releases whose rules differ from the table's under plain FULL or by one size
 # (graphlab.sizing.versions maps every release to one of these or the table's).
-RELEASE_POLICIES = (Vllm017(), Vllm018(), Vllm020(), Vllm0201(), Vllm022(), Vllm029(), Vllm031())
+RELEASE_POLICIES = (
+    Vllm017(),
+    Vllm018(),
+    Vllm020(),
+    Vllm0201(),
+    Vllm022(),
+    Vllm025(),
+    Vllm029(),
+    Vllm031(),
+)
 # Every engine the kit models, by name: the table's and the releases'.
 ENGINES: dict[str, SizingPolicy] = {
     p.name: p for p in (*(row.policy for row in ENGINE_TABLE), *RELEASE_POLICIES)
@@ -554,9 +580,16 @@ def release_rules() -> list[dict]:
             "model runners": ", ".join(r.upper() for r in p.model_runners),
             "rounding": p.rounding.name,  # Rounding's values say what each name means
             "plain_full": p.plain_full.name,  # PlainFull's likewise
+            # model runner V2's (where modelled): its rounding ("FULL graphs": those alone)
+            "v2_rounding": _v2_rule(p, p.v2_rounding.name if p.v2_rounding else "FULL graphs"),
+            "v2_candidates": _v2_rule(p, p.v2_candidates.name),
         }
         for p in v1
     ]
+
+
+def _v2_rule(policy, value: str) -> str:
+    return value if "v2" in policy.model_runners else ""
 
 
 def get_engine(name) -> SizingPolicy:

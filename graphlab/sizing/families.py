@@ -6,8 +6,9 @@ compilation.py `CUDAGraphMode`, a (decode, mixed) pair). Per `cudagraph_mode`:
 
 - FULL uniform-decode graphs (a separate routine: FULL_DECODE_ONLY, FULL_AND_PIECEWISE) hold
   whole requests of q = 1 + k tokens: each capture size rounded up to a multiple of q, kept when
-  <= min(largest capture size, max_num_seqs * q). Model runner V2 rounds here; model runner V1
-  (0.12, 0.13) rounded the whole list at start-up, so this passes its sizes through unchanged.
+  <= min(largest capture size, max_num_seqs * q). Model runner V2 rounds here (to 0.24.x its
+  whole list too); model runner V1 (0.12, 0.13) rounded the whole list at start-up, so this
+  passes its sizes through unchanged.
   Under dynamic speculation model runner V2 does this at every query length L of the schedule
   (rounded to multiples of L, still <= max_num_seqs requests; `GraphFamilies.full_graphs`).
 - the mixed family (prefill, mixed, and uniform batches no FULL graph fits) at the capture sizes
@@ -18,8 +19,10 @@ compilation.py `CUDAGraphMode`, a (decode, mixed) pair). Per `cudagraph_mode`:
 decode batch of n tokens replays the smallest FULL size >= n, any other batch (and a uniform one
 without such a FULL graph) the smallest mixed size >= n; above the largest capture size, no graph.
 What plain FULL with q > 1 does with a uniform batch changed by release (`PlainFull`), as did
-when model runner V1 rounds its list (`Rounding`): each release names its rule values
-(graphlab.sizing.engines). This module knows no engine by name: it takes a V1 policy's answers.
+when a model runner rounds its list (`Rounding`) and whether model runner V2's dispatch looks at
+each family's smallest size >= n or only at the smallest of either (`Candidates`, to 0.28.x):
+each release names its rule values (graphlab.sizing.engines). This module knows no engine by
+name: it takes a V1 policy's answers.
 """
 
 from __future__ import annotations
@@ -42,16 +45,30 @@ from graphlab.sizing.dispatch import (
 
 
 class Rounding(Enum):
-    """When model runner V1 rounds the whole capture list to multiples of q = 1 + k at start-up
+    """When a model runner rounds the whole capture list to multiples of q = 1 + k at start-up
     (`adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py)."""
 
     SEPARATE_ROUTINE = "where FULL decode graphs are kept apart (0.11.1 to 0.19.x)"
     FULL_DECODE = "wherever decode_mode() is FULL (0.20.0 on: resolve_cudagraph_mode_and_sizes)"
+    # model runner V2 to 0.24.x: CudaGraphManager.__init__ calls it whatever the mode
+    EVERY_MODE = "in every mode (model runner V2's CudaGraphManager.__init__, 0.22.0 to 0.24.x)"
 
     def rounds(self, mode: CUDAGraphMode) -> bool:
+        if self is Rounding.EVERY_MODE:
+            return True
         if self is Rounding.FULL_DECODE:
             return mode.decode_mode() is BatchPath.FULL
         return mode.separate_routine()
+
+
+class Candidates(Enum):
+    """How model runner V2's `CudaGraphManager._init_candidates` groups the graphs `dispatch`
+    tries for a batch of n tokens (vllm/v1/worker/gpu/cudagraph_utils.py)."""
+
+    # descs_by_token_count / descs_by_token_lora: a uniform batch whose smallest size >= n holds
+    # only a mixed graph replays that one; a mixed batch whose holds only FULL ones runs eagerly
+    BY_TOKEN_COUNT = "one list per captured size, FULL and mixed together (0.22.0 to 0.28.x)"
+    BY_MODE = "FULL graphs, then mixed ones, each at its own smallest size >= n (0.29.0 on)"
 
 
 class PlainFull(Enum):
@@ -110,6 +127,8 @@ class GraphFamilies:
     # (tokens, query length) of every FULL uniform-decode graph: several query lengths under
     # dynamic speculation (model runner V2 `_init_candidates`), else q alone; () means q alone
     full_graphs: tuple[tuple[int, int], ...] = ()
+    # Candidates.BY_TOKEN_COUNT: a batch looks only at the smallest size of either family >= n
+    candidates: Candidates = Candidates.BY_MODE
 
     @property
     def full_query_lens(self) -> tuple[int, ...]:
@@ -131,6 +150,11 @@ class GraphFamilies:
         within = ns <= self.limit
         full = smallest_at_least(self.full_sizes, ns) if uniform_decode else np.zeros_like(ns)
         full = np.where(within, full, 0)
+        mixed = smallest_at_least(self.mixed_sizes, ns) if self.mixed_family else 0
+        if self.candidates is Candidates.BY_TOKEN_COUNT:
+            # only the graphs at the smallest size of either family >= n are candidates
+            group = smallest_at_least(sorted(set(self.full_sizes) | set(self.mixed_sizes)), ns)
+            full, mixed = np.where(full == group, full, 0), np.where(mixed == group, mixed, 0)
         if uniform_decode and query_lens is not None and self.full_graphs:
             captured = [n * _QUERY_LEN_KEY + q for n, q in self.full_graphs]
             key = full * _QUERY_LEN_KEY + np.asarray(query_lens, dtype=np.int64)
@@ -140,7 +164,6 @@ class GraphFamilies:
                 f"FULL graphs at query lengths {self.full_query_lens} (dynamic speculation): "
                 "give each uniform batch's query length"
             )
-        mixed = smallest_at_least(self.mixed_sizes, ns) if self.mixed_family else 0
         size = np.where(full > 0, full, np.where(within, mixed, 0))
         mixed_code = code(self.mixed_family or BatchPath.EAGER)
         path = np.where(
@@ -189,7 +212,15 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         sizes = sorted(set(int(s) for s in capture_sizes))
         if policy.rounds_capture_sizes(cfg):
             sizes = sorted(round_for_spec_decode(sizes, q))
-    return families_of(mode, sizes, cfg.max_num_seqs, q, policy.plain_full, cfg.decode_tiers)
+    return families_of(
+        mode,
+        sizes,
+        cfg.max_num_seqs,
+        q,
+        policy.plain_full,
+        cfg.decode_tiers,
+        policy.candidates(cfg),
+    )
 
 
 def families_of(
@@ -199,11 +230,13 @@ def families_of(
     query_len: int,
     plain_full: PlainFull = PlainFull.REPLAYS,
     decode_tiers: tuple[tuple[int, int], ...] | None = None,
+    candidates: Candidates = Candidates.BY_MODE,
 ) -> GraphFamilies:
     """The graphs one dispatcher keeps for the sorted capture `sizes` under `mode`, with uniform
     decode batches of `query_len` tokens per request (a target's or a drafter's: vLLM builds both
     from the same list); `decode_tiers`, SizingConfig.decode_tiers' (query length, widest batch)
-    pairs under dynamic speculation, else query_len alone."""
+    pairs under dynamic speculation, else query_len alone; `candidates`, how the dispatcher
+    groups them."""
     q = query_len
     tiers = decode_tiers or ((q, max_num_seqs),)
     if len(sizes) == 0 or mode is CUDAGraphMode.NONE:
@@ -224,6 +257,7 @@ def families_of(
         0 if rule is PlainFull.REPLAYS else q,
         max_num_seqs if rule is PlainFull.ASSERTS_THEN_EAGER else 0,
         graphs,
+        candidates,
     )
 
 

@@ -145,26 +145,36 @@ RANGES = (
     ),
     ReleaseRange(
         "0.22.0",
-        "0.28.0",
+        "0.24.0",
         "vllm-0.22.0",
         "model runner V1: the same answers as 0.20.1 from _set_cudagraph_sizes, "
-        "resolve_cudagraph_mode_and_sizes and CudagraphDispatcher in every release of the range "
-        "(0.28.0's 1024-token ceiling is data-center Blackwell's); 0.22.0 makes model runner V2 "
-        "the default where supported (VllmConfig.use_v2_model_runner), not modelled here",
+        "resolve_cudagraph_mode_and_sizes and CudagraphDispatcher in every release to 0.28.0; "
+        "0.22.0 makes model runner V2 the default where supported (VllmConfig."
+        "use_v2_model_runner), whose CudaGraphManager rounds the whole list to multiples of "
+        "1 + k in every mode and groups its graphs by token count",
+    ),
+    ReleaseRange(
+        "0.25.0",
+        "0.28.0",
+        "vllm-0.25.0",
+        "model runner V1 as 0.22.0 (0.28.0's 1024-token ceiling is data-center Blackwell's); "
+        "model runner V2 rounds its FULL graphs alone (use_v2_model_runner=True, PR 45953) but "
+        "still groups its graphs by token count in CudaGraphManager._init_candidates",
     ),
     ReleaseRange(
         "0.29.0",
         "0.30.0",
         "vllm-0.29.0",
-        "model runner V1: 0.29.0's _set_cudagraph_sizes adds uniform-decode sizes m * (1 + k) "
-        "and T, but no max_num_seqs without speculation; model runner V2 not modelled",
+        "0.29.0's _set_cudagraph_sizes adds uniform-decode sizes m * (1 + k) and T, but no "
+        "max_num_seqs without speculation; model runner V2's graphs and dispatch as 0.33.0's "
+        "(_init_candidates groups them by mode)",
     ),
     ReleaseRange(
         "0.31.0",
         "0.31.0",
         "vllm-0.31.0",
-        "model runner V1: 0.33.0's _set_cudagraph_sizes, rounded to multiples of 1 + k as from "
-        "0.20.0; model runner V2 not modelled",
+        "0.33.0's _set_cudagraph_sizes; model runner V1 rounds to multiples of 1 + k as from "
+        "0.20.0; model runner V2's graphs and dispatch as 0.33.0's",
     ),
     ReleaseRange(
         "0.32.0",

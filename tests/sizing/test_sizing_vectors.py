@@ -5,8 +5,9 @@ the releases that default to V2, data/vllm_sizing_vectors_model_runner_v1.json) 
 modelled releases (vllm 0.5.5, 0.6.0, 0.12.0, 0.13.0) and releases inside the wider ranges of
 graphlab.sizing.versions (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0; on
 model runner V1, 0.22.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0): each release's
-vectors are checked against the engine `engine_for_version` maps it to. A missing file is a
-failure, never a skip.
+vectors are checked against the engine `engine_for_version` maps it to. Model runner V2 of every
+release from 0.22.0 to 0.31.0 (its CudaGraphManager's graphs and dispatch) is in
+data/vllm_sizing_vectors_model_runner_v2.json. A missing file is a failure, never a skip.
 """
 
 import json
@@ -17,10 +18,10 @@ from helpers import ROOT
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import CUDAGRAPH_MODES
+from graphlab.sizing.dispatch import CUDAGRAPH_MODES, CUDAGraphMode, graph_families
 from graphlab.sizing.engines import SGLang, TrtLlm, get_engine
-from graphlab.sizing.families import PlainFull
-from graphlab.sizing.model_runner import choose_model_runner
+from graphlab.sizing.families import PlainFull, families_of
+from graphlab.sizing.model_runner import choose_model_runner, release_key
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors.json"
@@ -181,6 +182,66 @@ def test_model_runner_choice_matches_the_wheels(data):
     # before 0.22.0 model runner V1 whatever the method; --model-runner v1/v2 is what it says
     assert choose_model_runner("0.21.0", "auto", "eagle")[0] == "v1"
     assert choose_model_runner("0.33.0", "v1", "eagle")[0] == "v1"
+
+
+# --- model runner V2 of 0.22.0 to 0.31.0: data/vllm_sizing_vectors_model_runner_v2.json
+
+RUNNER_V2 = VECTORS.with_name("vllm_sizing_vectors_model_runner_v2.json")
+# Every release whose default runner is V2 before 0.32.0 (0.22.1, 0.25.1 and 0.27.1 are
+# byte-identical to their x.y.0 in the members read).
+V2_RELEASES = (
+    "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0",
+    "0.31.0",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def runner_v2():
+    assert RUNNER_V2.exists(), f"{RUNNER_V2} is missing: run scripts/make_sizing_vectors.py"
+    return json.loads(RUNNER_V2.read_text())
+
+
+def test_model_runner_v2_vectors_cover_every_release(runner_v2):
+    vectors = runner_v2["vectors"]
+    assert set(runner_v2["provenance"]["wheels"]) == set(V2_RELEASES)
+    for release in V2_RELEASES:
+        modes = {v["cudagraph_mode"] for v in vectors if v["engine"] == f"vllm-{release}"}
+        assert modes == set(CUDAGRAPH_MODES) - {"NONE"}, release
+    assert len(vectors) >= 250 * len(V2_RELEASES)
+
+
+def _v2_outcomes(families, vector, key):
+    ns = [o[0] for o in vector[key]]
+    batches = families.dispatch_batches(np.array(ns, dtype=np.int64), key == "uniform")
+    return [[d.batch_size, d.path, d.graph_size] for d in batches.outcomes()]
+
+
+@pytest.mark.parametrize("release", V2_RELEASES)
+def test_model_runner_v2_graphs_and_dispatch_match_the_wheels(runner_v2, release):
+    policy = get_engine(engine_for_version(release))
+    # 0.33.0's rule (FULL graphs rounded alone, candidates by mode) differs before 0.29.0
+    differs_from_033, batches = 0, 0
+    for v in (v for v in runner_v2["vectors"] if v["engine"] == f"vllm-{release}"):
+        sizes = v["cudagraph_capture_sizes"]
+        cfg = _config(
+            v,
+            cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
+            cudagraph_mode=v["cudagraph_mode"],
+        )
+        assert policy.startup_error(cfg) is None, v
+        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], v
+        families = graph_families(policy, cfg)
+        full = sorted({n for _, n, _, uniform_count in v["graphs"] if uniform_count is not None})
+        mixed = sorted({n for _, n, _, uniform_count in v["graphs"] if uniform_count is None})
+        assert (list(families.full_sizes), list(families.mixed_sizes)) == (full, mixed), v
+        for key in ("uniform", "mixed"):
+            assert _v2_outcomes(families, v, key) == v[key], (key, v)
+            batches += len(v[key])
+        mode, k = CUDAGraphMode(v["cudagraph_mode"]), v["num_speculative_tokens"]
+        rule_033 = families_of(mode, v["config_capture_sizes"], v["max_num_seqs"], 1 + k)
+        differs_from_033 += any(_v2_outcomes(rule_033, v, n) != v[n] for n in ("uniform", "mixed"))
+    assert batches > 10000
+    assert (differs_from_033 > 0) == (release_key(release) < (0, 29)), differs_from_033
 
 
 # --- peers: data/peer_sizing_vectors.json (scripts/make_peer_vectors.py, from the peers' own code)

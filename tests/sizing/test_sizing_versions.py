@@ -55,8 +55,9 @@ def test_known_releases():
         "0.20.2": "vllm-0.20.1",
         "0.21.0": "vllm-0.20.1",
         "0.22.0": "vllm-0.22.0",
-        "0.25.1": "vllm-0.22.0",
-        "0.28.0": "vllm-0.22.0",
+        "0.24.0": "vllm-0.22.0",
+        "0.25.1": "vllm-0.25.0",
+        "0.28.0": "vllm-0.25.0",
         "0.30.0": "vllm-0.29.0",
         "0.31.0": "vllm-0.31.0",
         "0.32.0": "vllm-0.33.0",
@@ -126,20 +127,23 @@ def test_vllm_version_is_engine_and_model_runner_is_applied():
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
-    assert data["engine"] == "vllm-0.22.0" and data["model_runner"] == "v1"
+    assert data["engine"] == "vllm-0.25.0" and data["model_runner"] == "v1"
     assert data["model_runner_reason"] == "--model-runner v1 (VLLM_USE_V2_MODEL_RUNNER=0)"
     same = _cli(
         "audit", "--engine", "0.20.1", "--max-num-seqs", "8", "--num-speculative-tokens", "2",
         "--json",
     )  # fmt: skip
     assert json.loads(same.stdout)["capture_sizes"] == data["capture_sizes"]
-    # auto on 0.25.0 is model runner V2, which the kit does not model: refused, with the way out
-    refused = _cli("audit", "--vllm-version", "0.25.0", "--max-num-seqs", "8")
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "vLLM 0.25.0: model runner V2 is not modelled (vLLM 0.25.0 runs model runner V2" in (
-        refused.stderr
-    )
-    assert "audit and crash-map --model-runner v1" in refused.stderr
+    # auto on 0.25.0 is model runner V2: the configured list, unrounded (its FULL graphs are)
+    v2 = _cli(
+        "audit", "--vllm-version", "0.25.0", "--max-num-seqs", "8", "--num-speculative-tokens",
+        "2", "--json",
+    )  # fmt: skip
+    assert v2.returncode == 0, v2.stderr
+    data = json.loads(v2.stdout)
+    assert data["engine"] == "vllm-0.25.0" and data["model_runner"] == "v2"
+    assert data["capture_sizes"] != json.loads(done.stdout)["capture_sizes"]
+    assert all(size % 3 == 0 for size in json.loads(done.stdout)["capture_sizes"])
     bad = _cli("audit", "--vllm-version", "0.13.0", "--model-runner", "v3", "--max-num-seqs", "8")
     assert bad.returncode == 2 and "invalid choice: 'v3'" in bad.stderr
 
@@ -169,8 +173,13 @@ def test_crash_map_takes_vllm_version_and_model_runner():
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["rows"]
     assert {row["engine"] for row in rows} == {"vllm-0.29.0"} and len(rows) == 8
-    refused = _cli("crash-map", "--vllm-version", "0.30.0", "--max-num-seqs-range", "1:4", "--json")
-    assert refused.returncode == 2 and "model runner V2 is not modelled" in refused.stderr
+    # auto: model runner V2, which 0.30.0 runs by default (0.33.0's graphs on 0.29.0's list)
+    auto = _cli(
+        "crash-map", "--vllm-version", "0.30.0", "--max-num-seqs-range", "1:4", "--k-range",
+        "0:1", "--json",
+    )  # fmt: skip
+    assert auto.returncode == 0, auto.stderr
+    assert {row["engine"] for row in json.loads(auto.stdout)["rows"]} == {"vllm-0.29.0"}
 
 
 @pytest.mark.vllm

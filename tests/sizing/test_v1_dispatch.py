@@ -74,8 +74,7 @@ def _cfg(seqs, k, sizes, mode, runner="auto"):
 
 
 def _modelled(engine):
-    """The engine's last modelled model runner (0.33.0: V2, the default; the others: V1, which
-    0.22.0 to 0.31.0 run only where V2 does not take the config)."""
+    """The engine's last modelled model runner (0.22.0 on: V2, the default; before: V1)."""
     return get_engine(engine).model_runners[-1]
 
 
@@ -287,6 +286,9 @@ def test_release_rules_name_every_v1_engine_once_oldest_first():
     for column, rule in (("rounding", Rounding), ("plain_full", PlainFull)):
         names = [r[column] for r in rows]
         assert names == sorted(names, key=[m.name for m in rule].index), column
+    # model runner V2 from 0.22.0: grouped by token count to 0.28.x, by mode from 0.29.0
+    candidates = [r["v2_candidates"] for r in rows if r["v2_candidates"]]
+    assert candidates == ["BY_TOKEN_COUNT"] * 2 + ["BY_MODE"] * 3
 
 
 # What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
