@@ -10,6 +10,7 @@ and -O3), so each lowering takes its "attention is compiled piecewise" branch.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, check_choice
@@ -22,6 +23,7 @@ CG_SUPPORTS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS"
 DEFAULT_CG_SUPPORT = "ALWAYS"
 
 
+@functools.cache  # a pure function every config's sizing key asks for (thousands per crash map)
 def lower_cudagraph_mode(
     mode: str, support: str, query_len: int, backend: str | None
 ) -> tuple[CUDAGraphMode, tuple[str, ...], str | None]:
