@@ -662,3 +662,10 @@ def test_a_list_column_with_an_empty_cell_is_still_written_as_json():
     frame = export.csv_ready(pd.DataFrame({"capture_sizes": [[1, 2], None, (4,)]}))
     cells = frame["capture_sizes"].tolist()
     assert (cells[0], cells[2]) == ("[1, 2]", "[4]") and pd.isna(cells[1])
+
+
+def test_a_flag_in_an_integer_column_is_refused_not_written_as_1():
+    with pytest.raises(
+        GraphlabError, match="column 'graph_size' holds integers or blanks, got True"
+    ):
+        export.csv_ready(pd.DataFrame({"graph_size": [4, True]}))

@@ -384,6 +384,7 @@ MALFORMED = {
     "vllm serve m -cc": "-cc needs a value",
     "vllm serve m --max-num-seqs many": "--max-num-seqs 'many' is not an integer",
     "vllm serve m --max_num_seqs=100000": "max_num_seqs must be an integer in 1..65536, got 100000",
+    "vllm serve m --max-num-seqs 0": "max_num_seqs must be an integer in 1..65536, got 0",
     "vllm serve m -O5": "optimization level '5' is not one of 0, 1, 2, 3",
     "vllm serve 'm": "is not a shell command line",
     "": "--vllm-args must be a `vllm serve MODEL ...` line, got ''",
@@ -696,3 +697,24 @@ def test_a_capture_flag_spelled_with_underscores_is_replaced_too(vllm_parse):
     planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
     assert planned == "vllm serve m --max-num-seqs 8 -cc '{\"cudagraph_capture_sizes\": [8]}'"
     assert vllm_parse(shlex.split(planned)[2:]).cudagraph_capture_sizes is None
+
+
+@pytest.mark.vllm
+def test_of_two_compilation_configs_the_last_is_kept_as_vllms_parser_keeps_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    words = 'm -cc \'{"cudagraph_mode": "PIECEWISE"}\' -cc \'{"cudagraph_mode": "FULL"}\''
+    line = read_vllm_args(f"vllm serve {words}")
+    vllm_mode = vllm_parse(shlex.split(words)).compilation_config.cudagraph_mode.name
+    assert line.compilation_config == {"cudagraph_mode": vllm_mode} == {"cudagraph_mode": "FULL"}
+
+
+@pytest.mark.vllm
+def test_a_dotted_mode_in_json_quotes_passes_the_check_before_the_import(vllm_parse):
+    # FlexibleArgumentParser reads a dotted key's value as JSON where it can: "X" is X
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    words = "m -cc.cudagraph_mode='\"FULL_DECODE_ONLY\"'"
+    line = read_vllm_args(f"vllm serve {words}")
+    vllm_mode = vllm_parse(shlex.split(words)).compilation_config.cudagraph_mode.name
+    assert line.config.cudagraph_mode == vllm_mode == "FULL_DECODE_ONLY"

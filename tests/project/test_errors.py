@@ -15,6 +15,7 @@ from graphlab.errors import (
     check_file_name,
     check_input_file,
     check_int,
+    check_output_file,
 )
 from graphlab.sizing.planner.inputs import read_latency
 
@@ -64,3 +65,10 @@ def test_a_file_name_holds_no_backslash():
     with pytest.raises(BadInput, match=r"without '/', '\\', a NUL"):
         check_file_name("frame name", "runs\\latency")
     assert check_file_name("frame name", "latency") == "latency"
+
+
+def test_an_output_path_under_a_file_is_new_its_folder_checked_apart(tmp_path):
+    # os.stat says ENOTDIR, not ENOENT; the caller's folder check names the file in the way
+    (tmp_path / "file").write_text("")
+    path = tmp_path / "file" / "latency.csv"
+    assert check_output_file("CSV path", path) == path

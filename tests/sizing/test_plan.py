@@ -1092,3 +1092,30 @@ def test_a_log_plan_as_good_as_the_current_sizes_is_the_headline():
     result = plan_for_log(get_engine("vllm-0.33.0"), cfg, traffic, [4, 8])
     assert result.plan.padding_tokens == result.current.padding_tokens == 0
     assert result.headline_kind == "plan"
+
+
+def test_a_log_plan_without_max_graphs_reports_the_sizes_it_had_to_drop_to():
+    # FULL_AND_PIECEWISE: a size at or below S*q is two graphs, so a list as long as the current
+    # one can capture more graphs; the plan drops sizes until it captures no more, and says so
+    from graphlab.sizing.planner.log_plan import LoggedTraffic, plan_for_log
+
+    frame = pd.DataFrame({"unpadded_tokens": [4, 16], "runtime_mode": ["FULL", "PIECEWISE"]})
+    frame["count"] = [9, 1]
+    cfg = SizingConfig(4, 0, cudagraph_mode="FULL_AND_PIECEWISE")
+    traffic = LoggedTraffic.from_frame(frame, "FULL_AND_PIECEWISE", "drop")
+    result = plan_for_log(get_engine("vllm-0.33.0"), cfg, traffic, [8, 16])
+    assert result.current.num_graphs == 2 and len(result.same_count.capture_sizes) == 1
+    assert result.max_graphs == 1
+
+
+def test_under_an_eager_penalty_a_plan_costing_the_same_is_the_headline():
+    # the current sizes pad nothing and leave nothing eager: the plan costs as much, so it leads
+    from graphlab.sizing.planner.log_plan import LoggedTraffic, plan_for_log
+
+    frame = pd.DataFrame({"unpadded_tokens": [4, 8], "runtime_mode": ["PIECEWISE"] * 2})
+    frame["count"] = [3, 1]
+    cfg = SizingConfig(8, 0, cudagraph_mode="PIECEWISE")
+    traffic = LoggedTraffic.from_frame(frame, "PIECEWISE", "exact")
+    result = plan_for_log(get_engine("vllm-0.33.0"), cfg, traffic, [4, 8], eager_penalty=5.0)
+    assert result.cost(result.plan) == result.cost(result.current) == 0
+    assert result.headline_kind == "plan"

@@ -392,6 +392,8 @@ HEADER = (
             "(missing ['Count'])",
         ),
         (HEADER + f"| {10**30} | {10**30} | 0 | FULL | 3 |\n", 3, "is not a whole number below"),
+        # 10**15 itself has 16 digits, one more than the reader takes
+        (HEADER + f"| 4 | 4 | 0 | FULL | {10**15} |\n", 3, "is not a whole number below 10**15"),
         (HEADER + "| ٣ | ٣ | 0 | FULL | 3 |\n", 3, "Unpadded Tokens cell '٣' is not a whole"),
         (ARGS + ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 9"), 2, "two runs in one log"),
         (HEADER + "| 4 | 4 | 0 | FULL | 0 |\n", 3, "is not a step vLLM logs"),  # no step
@@ -432,6 +434,43 @@ def test_a_config_dump_with_enforce_eager_ran_no_graphs(tmp_path):
     stats = table([(4, 4, "NONE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
     log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
     assert log.value("cudagraph_mode") == "NONE" and log.cudagraph_mode.line == 1
+
+
+def test_the_chunked_prefill_line_gives_max_num_batched_tokens(tmp_path):
+    # vllm/config/scheduler.py logs "... max_num_batched_tokens=%d." with its full stop
+    line = f"{PREFIX}Chunked prefill is enabled with max_num_batched_tokens=2048.\n"
+    log = read_vllm_log(write(tmp_path, line + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.value("max_num_batched_tokens") == 2048 and log.max_num_batched_tokens.line == 1
+
+
+def test_the_largest_whole_number_the_reader_takes_has_15_digits(tmp_path):
+    log = read_vllm_log(write(tmp_path, prefixed(table([(4, 4, "FULL", 10**15 - 1)]))))
+    assert log.steps[0].count == 10**15 - 1
+
+
+def test_an_empty_capture_list_in_the_args_is_no_user_setting(tmp_path):
+    # vLLM keeps [] under enforce_eager (VllmConfig.__post_init__); SizingConfig refuses ()
+    args = ARGS.replace(
+        "'max_num_seqs': 6",
+        "'max_num_seqs': 6, 'compilation_config': {'cudagraph_capture_sizes': []}",
+    )
+    log = read_vllm_log(
+        write(tmp_path, args + prefixed(table([(4, 4, "NONE", 1)], mode="NONE", sizes="[]")))
+    )
+    assert log.value("cudagraph_capture_sizes") == ()
+    assert audit_log(log).cfg.cudagraph_capture_sizes is None
+
+
+def test_one_line_naming_a_value_twice_is_not_two_runs(tmp_path):
+    # A dump naming a mode and enforce_eager=True holds cudagraph_mode twice; one line is one run.
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, enforce_eager=True, max_num_seqs=4, "
+        "compilation_config={'cudagraph_mode': <CUDAGraphMode.PIECEWISE: 1>}\n"
+    )
+    stats = table([(4, 4, "NONE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.cudagraph_mode.line == 1
 
 
 def test_the_same_capture_sizes_in_another_order_do_not_contradict_the_log(tmp_path):
@@ -589,3 +628,17 @@ def test_each_engines_steps_without_a_graph_are_its_none_rows(tmp_path):
         log += prefixed(table(rows))
     per_engine = audit_log(read_vllm_log(write(tmp_path, log))).summary()["per_engine"]
     assert {e: v["steps_without_graph"] for e, v in per_engine.items()} == {"000": 2, "001": 0}
+
+
+def test_a_same_count_headline_still_gives_its_compilation_config(tmp_path):
+    # one graph pads 4 -> 8, worse than the current [4, 8]: the list of the current count leads
+    from graphlab.sizing.config import SizingConfig
+    from graphlab.sizing.engines import get_engine
+    from graphlab.sizing.planner.log_plan import log_plan_report
+
+    rows = [(4, 4, "PIECEWISE", 3), (8, 8, "PIECEWISE", 1)]
+    log = read_vllm_log(write(tmp_path, prefixed(table(rows, mode="PIECEWISE", sizes="[4, 8]"))))
+    cfg = SizingConfig(8, 0, cudagraph_mode="PIECEWISE")
+    _, data = log_plan_report(log, get_engine("vllm-0.33.0"), cfg, max_graphs=1)
+    assert data["headline_kind"] == "same_count"
+    assert data["compilation_config"]["cudagraph_capture_sizes"] == [4, 8] and data["vllm_flag"]
