@@ -13,7 +13,7 @@ import pandas as pd
 from graphlab.errors import GraphlabError, check_sizes
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit
-from graphlab.sizing.batches import reachable_batch_sizes
+from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit
 from graphlab.sizing.drafter import drafter_audit
@@ -108,7 +108,7 @@ def crash_map(
                 p = proposer.summary if proposer is not None and k > 0 else None
                 drafter = None
                 if v1 and k > 0 and speculative_method is not None:
-                    requests = reachable_batch_sizes(policy, cfg) // cfg.decode_query_len
+                    requests = verify_requests(policy, cfg)
                     drafter = drafter_audit(policy, cfg, requests, outcomes=False)
                 rows.append(
                     dict(
