@@ -65,10 +65,13 @@ FIGURES = {
         "ms",
     ),
     "explorer": Figure(
-        "the explorer's answer to a slider move (audit, strip, crash-map box, PNG, summary), "
-        "median of random moves per engine",
+        "the explorer's answer to a control's move (audit, strip, crash-map box, PNG, summary), "
+        "median per engine of random S and k moves, T moves and a switch to it; a new crash "
+        "map follows from a worker thread ('map ready', not held to the target)",
         "graphlab.views.explorer_timing:median_move_ms",
         "ms",
+        500.0,
+        source="a control answers within half a second",
     ),
     "compiled": Figure(
         "the decoder step eager / through the cpu-compiled backend's torch.compile'd step, "

@@ -8,8 +8,8 @@ ipywidgets that graphlab.views.widgets wraps around it. All of it comes from
 from __future__ import annotations
 
 import io
+import threading
 from dataclasses import dataclass
-from functools import lru_cache
 
 import numpy as np
 import PIL.Image
@@ -65,12 +65,29 @@ class ExplorerState:
         )
 
 
-@lru_cache(maxsize=32)
-def _crash_grid(engine: str, max_num_batched_tokens: int | None, value: str) -> np.ndarray:
-    """The crash map of one engine as an array [S - 1, k] over S 1..512, k 0..8 (cached: ~0.5 s)."""
-    frame = crash_map(
-        engine, range(1, MAX_NUM_SEQS + 1), range(0, MAX_K + 1), max_num_batched_tokens
-    )
+_MAPS_KEPT = 32  # crash maps kept, most recent first out last: ~0.4 MB each
+_maps: dict[tuple[str, int | None], object] = {}
+_maps_lock = threading.Lock()
+
+
+def has_crash_map(engine: str, max_num_batched_tokens: int | None) -> bool:
+    """Whether `crash_grid` answers for this engine and budget without computing."""
+    return (engine, max_num_batched_tokens) in _maps
+
+
+def crash_grid(engine: str, max_num_batched_tokens: int | None, value: str) -> np.ndarray:
+    """One column of an engine's crash map as an array [S - 1, k] over S 1..512, k 0..8. The map
+    (4,608 audits, ~1.5 s on 2 cores) is computed once per engine and budget, for every value."""
+    key = (engine, max_num_batched_tokens)
+    frame = _maps.get(key)
+    if frame is None:
+        frame = crash_map(
+            engine, range(1, MAX_NUM_SEQS + 1), range(0, MAX_K + 1), max_num_batched_tokens
+        )
+        with _maps_lock:  # the explorer computes maps on a worker thread
+            _maps[key] = frame
+            while len(_maps) > _MAPS_KEPT:
+                del _maps[next(iter(_maps))]
     grid = frame.pivot(index="max_num_seqs", columns="num_speculative_tokens", values=value)
     return grid.to_numpy(dtype=float)
 
@@ -128,6 +145,7 @@ class ExplorerFigure:
         self.map.set_ylabel("k")
         self.map.set_yticks(range(MAX_K + 1))
         self._map_key = None
+        self.map_pending = False  # the map shown is not the state's: its map is being computed
         self._background = None  # the whole figure without the selected-cell box, after a full draw
         # Place the axes once, with room for the widest labels (5-digit sizes, titles); solving the
         # layout again on every move would cost ~40% of a redraw.
@@ -138,14 +156,21 @@ class ExplorerFigure:
         self.canvas.draw()
         self.figure.set_layout_engine("none")
 
-    def update(self, state: ExplorerState) -> AuditReport:
+    def update(self, state: ExplorerState, map_now: bool = True) -> AuditReport:
+        """Show `state`. map_now False: where its crash map is not computed yet, keep the map
+        shown, faded and titled as such, and set `map_pending` (the caller computes it with
+        `crash_grid` and updates again)."""
         report = audit(state.engine, state.config)
         refused = report.startup_error is not None or not report.outcomes
         self._show_map(not refused)
+        self.map_pending = False
         if refused:  # refused (T < S in vLLM V1) or nothing fits: the refusal alone
             self._refused(report, state)
             return report
-        self._update_map(state)
+        if map_now or has_crash_map(state.engine, state.max_num_batched_tokens):
+            self._update_map(state)
+        else:
+            self._pending_map(state)
         vline, hline, ring = self.cell
         vline.set_xdata([state.max_num_seqs] * 2)
         hline.set_ydata([state.num_speculative_tokens] * 2)
@@ -218,13 +243,28 @@ class ExplorerFigure:
             self.colorbar.ax.set_visible(shown)
             self._background = None
 
+    def _pending_map(self, state: ExplorerState) -> None:
+        """The previous map, faded, under a title saying whose map is on its way."""
+        self.map_pending = True
+        self._map_key = None
+        self._background = None
+        self.map_image.set_alpha(0.25)
+        t = state.max_num_batched_tokens
+        self.map.set_title(
+            f"crash map of {state.engine}"
+            + (f" at T = {t}" if t is not None else "")
+            + ": being computed (4,608 configs); the faded map is the previous one",
+            fontsize=9,
+        )
+
     def _update_map(self, state: ExplorerState) -> None:
         key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
         if key == self._map_key:
             return
         self._map_key = key
         self._background = None
-        grid = _crash_grid(*key)
+        self.map_image.set_alpha(None)
+        grid = crash_grid(*key)
         finite = grid[np.isfinite(grid)]
         fraction = key[2] == "graph_fraction"
         vmax = 1.0 if fraction else max(1.0, float(finite.max(initial=0)))

@@ -1,8 +1,9 @@
-"""How long the explorer (graphlab.views.widgets) takes to answer a slider move, per engine.
+"""How long the explorer (graphlab.views.widgets) takes to answer a control's move, per engine.
 
-A move is what a slider's callback does: audit the new config, redraw the strip, move the box on
-the crash map, encode the PNG and set the summary. The crash map of each engine is computed once
-(the first display of that engine, ~0.5 s) and is not part of a move. One of the figures of
+A move is what a control's callback does: audit the new config, redraw the strip, move the box on
+the crash map, encode the PNG and set the summary. A max_num_batched_tokens move (and an engine
+switch) also needs that engine's crash map at the new budget: the move answers without it, and
+the map follows from a worker thread, timed apart ("map ready"). One of the figures of
 ``python -m graphlab.bench.timings``.
 """
 
@@ -13,17 +14,27 @@ import statistics
 import time
 
 from graphlab.sizing.engines import TABLE_ENGINES
-from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer
+from graphlab.views.widgets import MAX_K, MAX_NUM_SEQS, explorer, reads_max_num_batched_tokens
 
 
 def median_move_ms(quick: bool = False, seed: int = 0) -> list[tuple[str, float, str]]:
-    """(engine, median wall time of 200 random (max_num_seqs, k) slider moves, "ms"); quick: 5."""
-    moves = 5 if quick else 200
+    """Per engine, the median wall time of random (max_num_seqs, k) moves (200; quick: 5), and
+    the median answer to a max_num_batched_tokens move ("T move", V1 engines; 5, quick: 2) and to
+    a switch to the engine, with the time until its crash map is drawn ("map ready")."""
+    moves, t_moves = (5, 2) if quick else (200, 5)
     rng = random.Random(seed)
-    ex = explorer()
-    times = []
+    ex = explorer(TABLE_ENGINES[-1])  # every engine of the loop is then a switch
+    readings = []
+
+    def timed(control, value) -> tuple[float, float]:
+        start = time.perf_counter()
+        ex.controls[control].value = value
+        answered = time.perf_counter()
+        ex.wait()
+        return (answered - start) * 1000, (time.perf_counter() - start) * 1000
+
     for engine in TABLE_ENGINES:
-        ex.controls["engine"].value = engine  # computes this engine's crash map once
+        switch, switch_ready = timed("engine", engine)
         taken = []
         for _ in range(moves):
             control, value = rng.choice(
@@ -32,8 +43,16 @@ def median_move_ms(quick: bool = False, seed: int = 0) -> list[tuple[str, float,
                     ("num_speculative_tokens", rng.randint(0, MAX_K)),
                 ]
             )
-            start = time.perf_counter()
-            ex.controls[control].value = value
-            taken.append((time.perf_counter() - start) * 1000)
-        times.append((engine, statistics.median(taken), "ms"))
-    return times
+            taken.append(timed(control, value)[0])
+        readings += [
+            (engine, statistics.median(taken), "ms"),
+            (f"{engine}, switch to it", switch, "ms"),
+            (f"{engine}, switch to it, map ready", switch_ready, "ms wall"),
+        ]
+        if reads_max_num_batched_tokens(engine):
+            t = [timed("max_num_batched_tokens", rng.randint(512, 16384)) for _ in range(t_moves)]
+            readings += [
+                (f"{engine}, T move", statistics.median(a for a, _ in t), "ms"),
+                (f"{engine}, T move, map ready", statistics.median(r for _, r in t), "ms wall"),
+            ]
+    return readings

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import base64
 import html
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from graphlab.sizing.audit import AuditReport, headline
@@ -31,6 +33,7 @@ from graphlab.views.explorer_figure import (
     MAX_NUM_SEQS,
     ExplorerFigure,
     ExplorerState,
+    crash_grid,
 )
 from graphlab.views.explorer_price import price_line
 
@@ -87,7 +90,10 @@ def summary_html(report: AuditReport, price: str = "") -> str:
 class Explorer:
     """The controls, the figure and the summary; `state` is what they select now.
 
-    `set(**changes)` is what every control calls; tests and scripts call it too.
+    A control answers at once: the strip and the summary follow the move, and a crash map not yet
+    computed (a new engine or token budget: 4,608 audits) is computed on a worker thread and
+    shown when ready, the previous map faded meanwhile. `set(**changes)` answers with the map;
+    `wait()` waits for a map a control move left pending.
     """
 
     def __init__(self, state: ExplorerState, latency=None):
@@ -134,6 +140,9 @@ class Explorer:
         self.image = w.Image(format="png")
         self.summary = w.HTML()
         self._syncing = False  # set while set() moves the controls: their callbacks then do nothing
+        self._lock = threading.RLock()  # one render at a time: the figure is not thread-safe
+        self._worker = ThreadPoolExecutor(1, thread_name_prefix="graphlab-crash-map")
+        self._pending: Future | None = None
         for name, control in self.controls.items():
             control.observe(
                 lambda change, name=name: self._on_change(name, change["new"]), names="value"
@@ -159,35 +168,55 @@ class Explorer:
             reads = reads_max_num_batched_tokens(value)
             self.controls["max_num_batched_tokens"].disabled = not reads
             t = self.controls["max_num_batched_tokens"].value if reads else None
-            self.set(engine=value, max_num_batched_tokens=t)
+            self.set(engine=value, max_num_batched_tokens=t, wait=False)
         elif name == "max_num_batched_tokens":
             self.set(
                 max_num_batched_tokens=value
                 if reads_max_num_batched_tokens(self.state.engine)
-                else None
+                else None,
+                wait=False,
             )
         else:
-            self.set(**{name: value})
+            self.set(**{name: value}, wait=False)
 
-    def set(self, **changes) -> AuditReport:
-        """Select new values (the controls follow) and redraw; returns the new audit report."""
-        self.state = replace(self.state, **changes)
-        self._syncing = True
-        try:
-            for name, control in self.controls.items():
-                value = getattr(self.state, name)
-                if value is not None:
-                    control.value = value
-        finally:
-            self._syncing = False
-        return self._render()
+    def set(self, wait: bool = True, **changes) -> AuditReport:
+        """Select new values (the controls follow) and redraw; returns the new audit report.
+        wait False (a control's move): a crash map not computed yet follows on the worker."""
+        with self._lock:
+            self.state = replace(self.state, **changes)
+            self._syncing = True
+            try:
+                for name, control in self.controls.items():
+                    value = getattr(self.state, name)
+                    if value is not None:
+                        control.value = value
+            finally:
+                self._syncing = False
+            return self._render(wait)
 
-    def _render(self) -> AuditReport:
-        report = self.view.update(self.state)
-        self.summary.value = summary_html(report, price_line(report, self.latency))
-        self.png = self.view.png()
-        self.image.value = self.png
-        return report
+    def wait(self) -> None:
+        """Return once the crash map of the state shown is drawn (a control's move computes it
+        on the worker thread)."""
+        while (pending := self._pending) is not None:
+            pending.result()
+            if pending is self._pending:
+                return
+
+    def _render(self, wait: bool = True) -> AuditReport:
+        with self._lock:
+            report = self.view.update(self.state, map_now=wait)
+            self.summary.value = summary_html(report, price_line(report, self.latency))
+            self.png = self.view.png()
+            self.image.value = self.png
+            if self.view.map_pending:
+                self._pending = self._worker.submit(self._draw_map, self.state)
+            return report
+
+    def _draw_map(self, state: ExplorerState) -> None:
+        crash_grid(state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
+        with self._lock:
+            if self.state == state:  # a later move has its own map on the way
+                self._render(wait=False)
 
     def _repr_mimebundle_(self, include=None, exclude=None):
         bundle = self.widget._repr_mimebundle_(include=include, exclude=exclude) or {}

@@ -360,3 +360,38 @@ def test_the_explorer_shows_its_price_and_follows_the_sliders(tmp_path):
     assert "mean step 1.000 ms on " in moved.summary.value
     static = StaticExplorer(ExplorerState("vllm-0.6.0", 4, 4), latency)
     assert html.escape(guard) in static._repr_mimebundle_()["text/html"]
+
+
+def test_a_token_budget_move_answers_before_its_crash_map_which_follows():
+    from graphlab.sizing.crash_maps import crash_map
+
+    ex = explorer("vllm-0.33.0", 8, 4)
+    before = ex.png
+    ex.controls["max_num_batched_tokens"].value = 1234  # a budget no other test draws
+    # Answered: the summary and the strip are the new config's, the map is flagged as on its way.
+    assert "max_num_batched_tokens = 1234" in ex.summary.value and ex.png != before
+    assert ex.view.map_pending and "being computed" in ex.view.map.get_title()
+    assert ex.view.map_image.get_alpha() == 0.25
+    pending = ex.png
+    ex.wait()
+    expected = crash_map("vllm-0.33.0", range(1, 513), range(0, 9), 1234).pivot(
+        index="max_num_seqs", columns="num_speculative_tokens", values="graph_fraction"
+    )
+    shown = np.asarray(ex.view.map_image.get_array(), dtype=float).T
+    assert np.array_equal(shown, expected.to_numpy(float), equal_nan=True)
+    assert not ex.view.map_pending and "being computed" not in ex.view.map.get_title()
+    assert ex.view.map_image.get_alpha() is None
+    assert ex.png != pending and bytes(ex.image.value) == ex.png
+
+
+def test_a_map_computed_for_a_state_already_left_draws_the_latest_state():
+    ex = explorer("vllm-0.13.0", 8, 2)
+    ex.controls["max_num_batched_tokens"].value = 1500
+    ex.controls["max_num_batched_tokens"].value = 1501  # moved on before the first map is ready
+    ex.controls["max_num_seqs"].value = 9
+    ex.wait()
+    assert ex.state.max_num_batched_tokens == 1501 and not ex.view.map_pending
+    assert "max_num_seqs = 9" in ex.summary.value
+    title = ex.view.map.get_title()
+    assert title.startswith("crash map of vllm-0.13.0") and "being computed" not in title
+    assert ex.view._map_key == ("vllm-0.13.0", 1501, "graph_fraction")
