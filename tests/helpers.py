@@ -3,6 +3,7 @@ step from one state), a scipy-free chi-square for the sampling tests, the tiny b
 figure check, and the GPU tests' model and batches."""
 
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -12,6 +13,7 @@ from graphlab.bench import suites
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
+from graphlab.stats import MIN_SAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -123,3 +125,40 @@ def runner(model, backend, engine="vllm-0.6.0", cfg=None, **kwargs):
     r = V0ModelRunner(model, engine, cfg or SizingConfig(NUM_SLOTS), backend=backend, **kwargs)
     r.capture_model()
     return r
+
+
+# A comparison as graphlab.views.verdicts.sentence prints it.
+VERDICT = re.compile(
+    r"(is slower than|is faster than|shows no difference beyond noise from) [^:]*: "
+    r"[\d.]+x \(95% CI ([\d.]+)-([\d.]+), (\d+) pairs\)"
+)
+# The bound a no-difference verdict states right after its interval.
+BOUND = re.compile(r" \(any difference is under \+-(\d+)%\)")
+
+
+def verdict_problems(text: str) -> list[str]:
+    """Lines of printed text whose verdict the interval printed with it does not support (a
+    direction, or a bound on the difference that the interval's far end exceeds), and lines
+    that say slower or faster with no interval or count of intervals at all."""
+    problems = []
+    for line in text.splitlines():
+        found = list(VERDICT.finditer(line))
+        for match in found:
+            said, low, high, n = match[1], float(match[2]), float(match[3]), int(match[4])
+            # A bound near 1 is printed with the decimals that show its side (bound_digits).
+            if n < MIN_SAMPLES:
+                ok = said.startswith("shows no difference")
+            elif said == "is slower than":
+                ok = low > 1
+            elif said == "is faster than":
+                ok = high < 1
+            else:
+                ok = low <= 1 <= high
+            bound = BOUND.match(line, match.end())
+            if bound and max(1 - low, high - 1) > int(bound[1]) / 100:
+                ok = False
+            if not ok:
+                problems.append(line)
+        if not found and re.search(r"\b(slower|faster)\b", line) and "95% interval" not in line:
+            problems.append(line)
+    return problems

@@ -7,6 +7,8 @@ as a control for noise, with no verdict.
 
 from __future__ import annotations
 
+import math
+
 import pandas as pd
 
 from graphlab.sizing.dispatch import BatchPath, RunMode
@@ -15,15 +17,17 @@ from graphlab.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison
 
 def sentence(comparison: Comparison, subject: str, reference: str) -> str:
     """'<subject> is slower than <reference>: 1.42x (95% CI 1.30-1.55, 20 pairs)', or 'shows
-    no difference beyond noise from' when the interval holds 1, with what that means: any
-    difference is under +-EFFECT, or this machine cannot decide (the interval is wider, or
-    pairs are too few)."""
+    no difference beyond noise from' when the interval holds 1, with what that means: the largest
+    difference the interval leaves (its end farthest from 1, rounded up to a whole percent; the
+    sampling stopped with the interval within +-EFFECT of its ratio), or that this machine cannot
+    decide (the interval is wider, or pairs are too few)."""
     if comparison.verdict != NO_DIFFERENCE:
         return f"{subject} is {comparison.verdict} than {reference}: {comparison.interval}"
     if comparison.num_samples < MIN_SAMPLES:
         why = f"fewer than {MIN_SAMPLES} pairs: too few to call a direction"
     elif comparison.decided:
-        why = f"any difference is under +-{EFFECT:.0%}"
+        bound = max(1 - comparison.low, comparison.high - 1)
+        why = f"any difference is under +-{math.ceil(bound * 100 + 1e-9)}%"
     else:
         why = f"this machine cannot decide it: the interval is wider than +-{EFFECT:.0%}"
     return (

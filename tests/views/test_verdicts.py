@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from helpers import verdict_problems
 
 from graphlab.bench.sampling import comparison_columns
 from graphlab.stats import compare
@@ -35,7 +36,7 @@ def test_step_lines_name_both_steps_and_say_what_each_interval_supports():
     )
     assert mixed.startswith("the mixed step (piecewise) is slower than the uniform step (full): 1.")
     assert eager.startswith("the eager step (eager) shows no difference beyond noise from")
-    assert eager.endswith("(any difference is under +-5%)")
+    assert "(any difference is under +-" in eager and verdict_problems(eager) == []
 
 
 def test_a_row_gives_back_the_comparison_it_was_written_from():
