@@ -214,6 +214,15 @@ class V1Drafter:
         self.methods = src.exec_defs(proposer, methods, names, cls=cls)
         self.names = names
         init = src.node(proposer, "__init__", cls)
+        # GPUModelRunner._check_and_update_cudagraph_mode keys the drafter's dispatcher only
+        # under this test (draft_model joins it in 0.26.0, vllm PR 47460)
+        self.keys_test = self.kind != "use_cuda_graph" and src.expr(
+            "vllm/v1/worker/gpu_model_runner.py",
+            "_check_and_update_cudagraph_mode",
+            "GPUModelRunner",
+            _keys_test,
+            "if-test guarding self.drafter.initialize_cudagraph_keys",
+        )
         self.net_slots = _assigned(init, "net_num_new_slots_per_request")
         # 0.15.x: DraftModelProposer.set_inputs_first_pass counts its own first-pass tokens
         draft_model = "vllm/v1/spec_decode/draft_model.py"
@@ -276,8 +285,14 @@ class V1Drafter:
                 },
             )
         else:
-            keys = self.methods["initialize_cudagraph_keys"]
-            keys(proposer, vc.compilation_config.cudagraph_mode)
+            speculative = ns(
+                use_eagle=lambda: method != "draft_model",
+                uses_draft_model=lambda: method == "draft_model",
+                uses_extract_hidden_states=lambda: False,
+            )
+            if sizing.evaluate(self.keys_test, {"self": ns(speculative_config=speculative)}):
+                keys = self.methods["initialize_cudagraph_keys"]
+                keys(proposer, vc.compilation_config.cudagraph_mode)
             captured = any(m == mode.PIECEWISE for m, _ in target.get_capture_descs())
 
         def run(n: int) -> list:
@@ -304,6 +319,20 @@ class V1Drafter:
         for step in steps:
             step["outcomes"] = [run(b * step["query_len"]) for b in range(1, seqs + 1)]
         return steps
+
+
+def _keys_test(node):
+    """The test of the `if` whose body calls self.drafter.initialize_cudagraph_keys."""
+    if isinstance(node, ast.If) and any(
+        isinstance(c, ast.Attribute)
+        and c.attr == "initialize_cudagraph_keys"
+        and isinstance(c.value, ast.Attribute)
+        and c.value.attr == "drafter"
+        for stmt in node.body
+        for c in ast.walk(stmt)
+    ):
+        return node.test
+    return None
 
 
 def _assigned(function: ast.AST, attribute: str, skip_constants: bool = False):

@@ -14,9 +14,14 @@ llm_base_proposer.py's from 0.20.0; its differences, as rule values:
   support, and pads with `VllmConfig.pad_for_cudagraph` up to max_cudagraph_capture_size: the
   same graphs, except that a mode without PIECEWISE graphs lowered to one with them (FULL on
   FlashAttention 2) leaves the drafter eager;
-- before 0.15.0 (V1_DRAFT_MODEL_FROM) `SpeculativeConfig` refuses draft_model; 0.15.x and 0.16.0
-  run it, but map to vllm-0.13.0 (0.13.0's target sizing), which answers with 0.13.0's refusal,
-  and key from the resolved mode where vllm-0.13.0 reads the configured one.
+- before 0.15.0 (V1_DRAFT_MODEL_FROM) `SpeculativeConfig` refuses draft_model;
+- before 0.26.0 (V1_DRAFT_MODEL_KEYS_FROM, vllm PR 47460) `GPUModelRunner.
+  _check_and_update_cudagraph_mode` keys the drafter's dispatcher for EAGLE-type drafters alone:
+  draft_model's PIECEWISE graphs are captured but every draft step runs eagerly.
+Where such a rule changes inside the releases one engine stands for (0.15.0 inside vllm-0.13.0's
+0.13.0..0.16.0, 0.26.0 inside vllm-0.25.0's 0.25.0..0.28.0), the engine answers with its first
+release's rule and the note names the change (V1_DRAFT_MODEL_CHANGES); 0.15.x and 0.16.0 also key
+from the resolved mode where vllm-0.13.0 reads the configured one.
 A decode step of B requests, k draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
@@ -89,6 +94,9 @@ DRAFTER_ENGINES = (
 # before, EagleProposer.__init__ reads the configured one: use_cuda_graph).
 V1_DRAFT_MODEL_FROM = "0.15.0"
 V1_KEYS_FROM_RESOLVED_MODE = "0.15.0"
+# The first release whose GPUModelRunner._check_and_update_cudagraph_mode keys draft_model's
+# dispatcher (vllm PR 47460): before, its PIECEWISE graphs are captured but never dispatched.
+V1_DRAFT_MODEL_KEYS_FROM = "0.26.0"
 # The class whose propose runs model runner V1's draft steps, from the release named.
 _V1_PROPOSERS = (
     ("0.12.0", "eagle.py EagleProposer"),
@@ -174,6 +182,8 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
         )
     else:
         steps, note = (_v1_steps if runner == "v1" else _v2_steps)(policy, cfg, method)
+        if runner == "v1" and method == "draft_model":
+            note += _later_in_range(policy)
         return Drafter(method, runner, steps, note)
     return Drafter(method, runner, (), note)
 
@@ -186,15 +196,20 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
     if method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_FROM):
         return (), (
             f"vLLM {release} does not run draft_model: SpeculativeConfig raises "
-            "NotImplementedError: Speculative decoding with draft model is not supported yet. "
-            f"From {V1_DRAFT_MODEL_FROM} DraftModelProposer runs it (the kit models it from "
-            "vllm-0.17.0 on; 0.15.x and 0.16.0 map to vllm-0.13.0)"
+            "NotImplementedError: Speculative decoding with draft model is not supported yet."
         )
     if release_key(release) < release_key(V1_KEYS_FROM_RESOLVED_MODE):
         # EagleProposer.use_cuda_graph: the configured mode has PIECEWISE graphs
         requested = CUDAGraphMode(cfg.cudagraph_mode or policy.default_cudagraph_mode)
         keyed = requested.mixed_mode() is BatchPath.PIECEWISE
         keys = f"EagleProposer.use_cuda_graph of the configured {requested}"
+    elif method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_KEYS_FROM):
+        keyed = False
+        keys = (
+            "GPUModelRunner._check_and_update_cudagraph_mode keys EAGLE-type drafters alone "
+            f"until {V1_DRAFT_MODEL_KEYS_FROM} (vllm PR 47460): draft_model's PIECEWISE graphs "
+            "are captured, never dispatched"
+        )
     else:
         keyed = target.mixed_mode() in (BatchPath.PIECEWISE, BatchPath.FULL)
         keys = "SpecDecodeBaseProposer.initialize_cudagraph_keys"
@@ -233,6 +248,27 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
     else:
         note = f"model runner V1 under {target}: the drafter keeps no graphs ({keys})"
     return steps, note
+
+
+# Model runner V1's draft_model rules that change inside an engine's release range: the release
+# and what it changes (the engine answers with its first release's rule).
+V1_DRAFT_MODEL_CHANGES = (
+    (V1_DRAFT_MODEL_FROM, "DraftModelProposer runs draft_model, its steps never dispatched"),
+    (V1_DRAFT_MODEL_KEYS_FROM, "draft_model's steps replay the PIECEWISE graphs (PR 47460)"),
+)
+
+
+def _later_in_range(policy) -> str:
+    """A sentence for each draft_model rule that changes inside the releases the engine stands
+    for (graphlab.sizing.versions), else ""."""
+    from graphlab.sizing.versions import RANGES  # versions imports the engines this module reads
+
+    span = next(r for r in RANGES if r.engine == policy.name)
+    return "".join(
+        f" From {first} ({span.first}..{span.last} map to {policy.name}) {change}."
+        for first, change in V1_DRAFT_MODEL_CHANGES
+        if release_key(span.first) < release_key(first) <= release_key(span.last)
+    )
 
 
 def _since(table, release: str) -> str | None:
