@@ -123,3 +123,15 @@ def runner(model, backend, engine="vllm-0.6.0", cfg=None, **kwargs):
     r = V0ModelRunner(model, engine, cfg or SizingConfig(NUM_SLOTS), backend=backend, **kwargs)
     r.capture_model()
     return r
+
+
+def random_schedule(rng, seqs: int, k: int):
+    """A valid schedule: ranges from 1, with gaps, a tail short of seqs, k up to k + 2 (vLLM
+    clamps it), entries shuffled (vLLM sorts them)."""
+    starts = sorted({1, *rng.sample(range(2, seqs + 40), rng.randint(0, 4))})
+    entries = []
+    for start, after in zip(starts, [*starts[1:], starts[-1] + rng.randint(1, 60)], strict=True):
+        end = rng.randint(start, after - 1)  # a gap up to the next start, or none
+        entries.append([start, end, rng.randint(0, k + 2)])
+    rng.shuffle(entries)
+    return entries

