@@ -1,6 +1,7 @@
 """What several test modules share: the checkout's root, a KV-cache snapshot (two runners start a
 step from one state), a scipy-free chi-square for the sampling tests, the tiny bench suite, a
-figure check, and the GPU tests' model and batches."""
+figure check, the GPU tests' model and batches, random dynamic-speculation schedules and the
+notebooks' verdict check."""
 
 import math
 import re
@@ -162,3 +163,15 @@ def verdict_problems(text: str) -> list[str]:
         if not found and re.search(r"\b(slower|faster)\b", line) and "95% interval" not in line:
             problems.append(line)
     return problems
+
+
+def random_schedule(rng, seqs: int, k: int):
+    """A valid schedule: ranges from 1, with gaps, a tail short of seqs, k up to k + 2 (vLLM
+    clamps it), entries shuffled (vLLM sorts them)."""
+    starts = sorted({1, *rng.sample(range(2, seqs + 40), rng.randint(0, 4))})
+    entries = []
+    for start, after in zip(starts, [*starts[1:], starts[-1] + rng.randint(1, 60)], strict=True):
+        end = rng.randint(start, after - 1)  # a gap up to the next start, or none
+        entries.append([start, end, rng.randint(0, k + 2)])
+    rng.shuffle(entries)
+    return entries

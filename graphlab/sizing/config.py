@@ -10,6 +10,7 @@ from graphlab.errors import BadInput, GraphlabError, check_choice, check_int, ch
 from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.model_runner import MODEL_RUNNERS
+from graphlab.sizing.speculative import normalized_method
 
 # vLLM's PerformanceMode (vllm/config/vllm.py, 0.32 and 0.33; absent from 0.12.0 and 0.13.0).
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
@@ -34,7 +35,8 @@ class SizingConfig:
     # vLLM's model runner: "v1" / "v2" as VLLM_USE_V2_MODEL_RUNNER=0 / 1 force it; "auto": as the
     # release decides (graphlab.sizing.model_runner), from the speculative method among others.
     model_runner: str = "auto"
-    # speculative_config's method ("eagle", "ngram", "suffix", ...); None: not given.
+    # speculative_config's method ("eagle", "ngram", "suffix", ...), as vLLM normalises it
+    # (graphlab.sizing.speculative: "deepseek_mtp" -> "mtp"); None: not given.
     speculative_method: str | None = None
     # The lowest AttentionCGSupport among the model's attention backends, and that backend's
     # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
@@ -65,6 +67,7 @@ class SizingConfig:
             raise GraphlabError(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"
             )
+        object.__setattr__(self, "speculative_method", normalized_method(self.speculative_method))
         if self.num_speculative_tokens_per_batch_size is not None:
             object.__setattr__(
                 self,

@@ -425,6 +425,23 @@ def test_drafter_table_follows_the_target_table(capsys):
     assert [o["batch_size"] for o in drafter["steps"][1]["outcomes"]] == list(range(1, 9))
 
 
+def test_drafter_of_an_older_release_with_an_mtp_model_type(capsys):
+    # vLLM 0.25.0, S = 4, k = 2, deepseek_mtp (vLLM's SpeculativeConfig renames it mtp): model
+    # runner V2's AutoRegressiveSpeculator, whose draft decodes replay FULL graphs of 1, 2, 4.
+    argv = ["--engine", "0.25.0", "--max-num-seqs", "4", "--num-speculative-tokens", "2"]
+    code, data = audit_json(capsys, *argv, "--speculative-method", "deepseek_mtp")
+    drafter = data["drafter"]
+    assert code == 0 and drafter["speculative_method"] == "mtp"
+    assert drafter["model_runner"] == "v2" and "AutoRegressiveSpeculator" in drafter["note"]
+    assert [s["name"] for s in drafter["steps"]] == ["draft prefill", "draft decode"]
+    assert drafter["steps"][1]["full_sizes"] == [1, 2, 4]
+    # before 0.26.0 draft_model's V1 drafter is never keyed: every draft step eager
+    code, data = audit_json(capsys, *argv, "--speculative-method", "draft_model")
+    steps = data["drafter"]["steps"]
+    assert data["drafter"]["model_runner"] == "v1" and "PR 47460" in data["drafter"]["note"]
+    assert {o["path"] for s in steps for o in s["outcomes"]} == {"eager"}
+
+
 def test_drafter_of_a_method_without_graphs_is_one_line(capsys):
     argv = ["--engine", "vllm-0.33.0", "--max-num-seqs", "4", "--num-speculative-tokens", "2"]
     code, out, _ = run_main(capsys, "audit", *argv, "--speculative-method", "ngram")

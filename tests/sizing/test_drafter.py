@@ -18,6 +18,7 @@ from types import SimpleNamespace as ns
 
 import numpy as np
 import pytest
+from helpers import random_schedule
 
 from graphlab.against_vllm.installed import installed_sizing
 from graphlab.sizing.audit import audit
@@ -110,12 +111,15 @@ def _resolved(v, sizes, mode, q, runner):
     return cc, mode
 
 
-def _vllm_config(cc, seqs, k):
+def _vllm_config(cc, seqs, k, schedule=None):
     return ns(
         compilation_config=cc,
         scheduler_config=ns(max_num_seqs=seqs),
         parallel_config=ns(tensor_parallel_size=1, data_parallel_size=1),
-        speculative_config=ns(uses_dynamic_speculative_decoding=lambda: False),
+        speculative_config=ns(
+            uses_dynamic_speculative_decoding=lambda: schedule is not None,
+            num_speculative_tokens_per_batch_size=schedule,
+        ),
         cache_config=ns(use_kda_recoverssm=False),
         lora_config=None,
         num_speculative_tokens=k,
@@ -143,9 +147,9 @@ def _answer(mode, padded):
     return ("eager", None) if mode.name == "NONE" else (mode.name.lower(), padded)
 
 
-def _v1_reference(v, cc, resolved, seqs, k):
+def _v1_reference(v, cc, resolved, seqs, k, schedule=None):
     """n -> (path, graph size) of model runner V1's drafter, from vLLM's own functions."""
-    vllm_config = _vllm_config(cc, seqs, k)
+    vllm_config = _vllm_config(cc, seqs, k, schedule)
     target = _dispatcher(v, vllm_config, 1 + k)
     target.initialize_cudagraph_keys(resolved, 1 + k)
     proposer = ns(
@@ -174,8 +178,8 @@ def v2_managers(vllm, monkeypatch):
     monkeypatch.setattr(utils, "get_pp_group", lambda: ns(is_first_rank=True, is_last_rank=True))
     monkeypatch.setattr(utils, "current_platform", ns(get_global_graph_pool=lambda: None))
 
-    def build(cc, resolved, seqs, k):
-        vllm_config = _vllm_config(cc, seqs, k)
+    def build(cc, resolved, seqs, k, schedule=None):
+        vllm_config = _vllm_config(cc, seqs, k, schedule)
         target = utils.CudaGraphManager(vllm_config, "cpu", resolved, 1 + k)
         speculator = ns(vllm_config=vllm_config, device="cpu", num_speculative_steps=k)
         vllm.TargetDependentARSpeculator.init_cudagraph_manager(speculator, resolved)
@@ -339,8 +343,75 @@ def test_methods_without_drafter_graphs_say_so_in_one_line(method, words):
 def test_no_drafter_without_speculation_or_on_v0():
     assert audit(ENGINE, SizingConfig(8, 0, speculative_method="eagle")).drafter is None
     assert audit("vllm-0.6.0", SizingConfig(8, 3)).drafter is None
-    older = audit("vllm-0.13.0", SizingConfig(8, 3, speculative_method="eagle")).drafter
-    assert older.steps == () and "not modelled" in older.note
+    for older in ("vllm-0.5.5", "adaptive"):  # V0 and the V0 remedy: no V1 draft side
+        assert audit(older, SizingConfig(8, 3, speculative_method="eagle")).drafter is None
+
+
+def test_v1_before_0_15_keys_the_drafter_from_the_configured_mode():
+    # FULL on a backend with UNIFORM_BATCH support: vLLM lowers the target to FULL_AND_PIECEWISE.
+    # 0.13's EagleProposer read FULL when it was built (use_cuda_graph False): an eager drafter;
+    # 0.17's initialize_cudagraph_keys takes the lowered mode: PIECEWISE graphs.
+    cfg = SizingConfig(
+        8,
+        3,
+        cudagraph_mode="FULL",
+        attention_cg_support="UNIFORM_BATCH",
+        speculative_method="eagle",
+    )
+    old, new = (audit(engine, cfg).drafter for engine in ("vllm-0.13.0", "vllm-0.17.0"))
+    assert [s.runner.summary.num_graph for s in old.steps] == [0, 0]
+    assert "configured FULL" in old.note
+    assert [s.runner.summary.num_graph for s in new.steps] == [8, 8]
+    # the configured FULL_AND_PIECEWISE gives both releases the same graphs
+    cfg = SizingConfig(8, 3, speculative_method="eagle")
+    old, new = (audit(engine, cfg).drafter for engine in ("vllm-0.13.0", "vllm-0.17.0"))
+    assert [s.runner.outcomes for s in old.steps] == [s.runner.outcomes for s in new.steps]
+
+
+def test_v1_draft_model_runs_eagerly_before_pr_47460():
+    # vLLM 0.25 keys the drafter's dispatcher for EAGLE-type drafters alone: draft_model's steps
+    # run eagerly; 0.26.0 (PR 47460) keys it, and 0.26-0.28 map to the same engine, so the note
+    # says so; 0.29 replays PIECEWISE graphs of 8 to 40 tokens for its first step (q + 1 = 5).
+    cfg = SizingConfig(8, 3, model_runner="v1", speculative_method="draft_model")
+    old = audit("vllm-0.25.0", cfg).drafter
+    assert [s.runner.summary.num_graph for s in old.steps] == [0, 0]
+    assert "PR 47460" in old.note and "From 0.26.0 (0.25.0..0.28.0" in old.note
+    new = audit("vllm-0.29.0", cfg).drafter
+    assert [d.graph_size for d in new.steps[0].runner.outcomes] == [8, 16, 16, 24, 32, 32, 40, 40]
+    assert "From" not in new.note
+
+
+def test_v1_draft_model_is_refused_before_0_15():
+    cfg = SizingConfig(8, 3, speculative_method="draft_model")
+    for engine in ("vllm-0.12.0", "vllm-0.13.0"):
+        found = audit(engine, cfg).drafter
+        assert found.steps == () and "NotImplementedError" in found.note
+    assert audit("vllm-0.17.0", cfg).drafter.steps[0].query_len == 5
+
+
+def test_v2_draft_model_is_refused_before_0_31():
+    # model runner V2's init_speculator raises NotImplementedError for draft_model up to 0.30.x
+    cfg = SizingConfig(8, 3, model_runner="v2", speculative_method="draft_model")
+    refused = audit("vllm-0.29.0", cfg).drafter
+    assert refused.steps == () and "NotImplementedError" in refused.note
+    eager = audit("vllm-0.31.0", cfg).drafter
+    assert [s.runner.summary.num_graph for s in eager.steps] == [0, 0]
+    assert "PlainDraftModelSpeculator" in eager.note
+    # auto: 0.29.0's model runner V2 does not take draft_model, so vLLM runs model runner V1
+    auto = audit("vllm-0.29.0", SizingConfig(8, 3, speculative_method="draft_model")).drafter
+    assert auto.model_runner == "v1" and auto.steps[0].query_len == 5
+
+
+def test_v2_eagle_on_0_25_shares_the_targets_grouped_graphs():
+    # vLLM 0.25 (model runner V2, S = 8, k = 3): the draft prefill takes the target's graphs at
+    # the default list's sizes; its two later draft steps replay FULL_DECODE_ONLY graphs of
+    # 1, 2, 4, 8 tokens, as 0.33's do, from AutoRegressiveSpeculator's managers.
+    report = audit("vllm-0.25.0", SizingConfig(8, 3, speculative_method="eagle")).drafter
+    prefill, decode = report.steps
+    assert "AutoRegressiveSpeculator" in prefill.source
+    assert [d.graph_size for d in prefill.runner.outcomes] == [4, 8, 16, 16, 24, 24, 32, 32]
+    assert decode.full_sizes == (1, 2, 4, 8)
+    assert [d.graph_size for d in decode.runner.outcomes] == [1, 2, 4, 4, 8, 8, 8, 8]
 
 
 def test_drafter_json_carries_every_step():
@@ -389,3 +460,86 @@ def test_crash_map_without_a_method_leaves_the_drafter_column_empty():
 
     frame = crash_map(ENGINE, [8], [3])
     assert frame.drafter_graph_fraction.isna().all()
+
+
+def _dynamic_configs():
+    """(SizingConfig, runner, method) under dynamic speculation, seeded."""
+    rng = random.Random("graphlab-drafter-dynamic")
+    cases = []
+    for _ in range(60):
+        seqs, k = rng.choice([3, 8, 24, 64, 128, 200]), rng.randint(2, 7)
+        runner = rng.choice(("v1", "v2"))
+        cfg = SizingConfig(
+            seqs,
+            k,
+            cudagraph_mode=rng.choice(
+                (None, "FULL_AND_PIECEWISE", "FULL_DECODE_ONLY", "PIECEWISE")
+            ),
+            model_runner=runner,
+            speculative_method=rng.choice(DRAFTER_METHODS),
+            num_speculative_tokens_per_batch_size=random_schedule(rng, seqs, k),
+        )
+        cases.append(cfg)
+    return cases
+
+
+@pytest.mark.vllm
+def test_drafter_under_dynamic_speculation_matches_vllms_own_code(vllm, v2_managers):
+    # Per batch of B requests the scheduler's k(B): the first draft step (draft prefill) runs on
+    # B * (1 + k(B)) tokens, k(B) - 1 later steps on B. Model runner V2's draft decodes replay
+    # FULL graphs specialized per k: vLLM's capture keys them SpeculatorBatchDescriptor(k) for
+    # every k >= 2 of the schedule (SpeculatorCudaGraphManager.capture, mirrored here), and
+    # propose asks specialize_spec_tokens(desc, k(B)) (vLLM's own).
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+    from vllm.v1.worker.gpu.spec_decode.target_dependent_ar import cudagraph_utils as spec_utils
+
+    policy, checked, tiers = get_engine(ENGINE), 0, 0
+    for cfg in _dynamic_configs():
+        seqs, k, runner = cfg.max_num_seqs, cfg.num_speculative_tokens, cfg.model_runner
+        schedule = [list(entry) for entry in cfg.num_speculative_tokens_per_batch_size]
+        configured = installed_sizing(cfg)
+        assert not configured["error"] and not policy.startup_error(cfg), cfg
+        mode = policy.cudagraph_mode(cfg).value  # model runner V1: vLLM's PIECEWISE override
+        cc, resolved = _resolved(vllm, configured["capture_sizes"], mode, 1 + k, runner)
+        report = audit(policy, cfg).drafter
+        tiers += len({step.requests for step in report.steps}) > 1
+        lookup = build_dynamic_sd_schedule_lookup(schedule, seqs, k)
+        by_reqs = {}  # (step kind, B) -> the kit's (path, graph size)
+        for step in report.steps:
+            first = step.name.startswith(("first draft step", "draft prefill"))
+            for d in step.runner.outcomes:
+                by_reqs[first, d.batch_size // step.query_len] = _kit(d)
+        for b in range(1, seqs + 1):
+            assert (True, b) in by_reqs, (cfg, b)
+            assert ((False, b) in by_reqs) == (lookup[b] >= 2), (cfg, b)
+        if runner == "v1":
+            reference = _v1_reference(vllm, cc, resolved, seqs, k, schedule)
+            extra = cfg.speculative_method == "draft_model"
+            for b in range(1, seqs + 1):
+                q = 1 + lookup[b]
+                assert by_reqs[True, b] == reference(b * (q + extra)), (cfg, b)
+                if lookup[b] >= 2:
+                    assert by_reqs[False, b] == reference(b), (cfg, b)
+                checked += 1
+        elif cfg.speculative_method == "draft_model":
+            assert {v for v in by_reqs.values()} == {("eager", None)}, cfg
+            checked += len(by_reqs)
+        else:
+            target, prefill, decode = v2_managers(cc, resolved, seqs, k, schedule)
+            kinds = sorted(set(lookup) - {0, 1}, reverse=True)
+            decode.graphs = {
+                spec_utils.SpeculatorBatchDescriptor(**vars(desc), num_speculative_tokens=kk): None
+                for descs in decode._capture_descs.values()
+                for desc in descs
+                for kk in kinds
+            }
+            for b in range(1, seqs + 1):
+                q = 1 + lookup[b]
+                padded = target.dispatch(b, b * q, q, 0).num_tokens
+                desc = prefill.dispatch(b, padded, q, 0)
+                assert by_reqs[True, b] == _answer(desc.cg_mode, desc.num_tokens), (cfg, b)
+                if lookup[b] >= 2:
+                    desc = decode.specialize_spec_tokens(decode.dispatch(b, b, 1, 0), lookup[b])
+                    assert by_reqs[False, b] == _answer(desc.cg_mode, desc.num_tokens), (cfg, b)
+                checked += 1
+    assert tiers > 20 and checked > 3000, (tiers, checked)

@@ -12,6 +12,7 @@ from types import SimpleNamespace as ns
 
 import numpy as np
 import pytest
+from helpers import random_schedule
 
 from graphlab.against_vllm.cudagraph_stats import vllm_graph_manager
 from graphlab.against_vllm.installed import installed_capture_sizes, quiet_vllm_import
@@ -38,18 +39,6 @@ def vllm_dynamic():
     return utils, VllmConfig
 
 
-def _random_schedule(rng: random.Random, seqs: int, k: int):
-    """A valid schedule: ranges from 1, with gaps, a tail short of seqs, k up to k + 2 (vLLM
-    clamps it), entries shuffled (vLLM sorts them)."""
-    starts = sorted({1, *rng.sample(range(2, seqs + 40), rng.randint(0, 4))})
-    entries = []
-    for start, after in zip(starts, [*starts[1:], starts[-1] + rng.randint(1, 60)], strict=True):
-        end = rng.randint(start, after - 1)  # a gap up to the next start, or none
-        entries.append([start, end, rng.randint(0, k + 2)])
-    rng.shuffle(entries)
-    return entries
-
-
 def _configs(count=40, seed=47):
     rng = random.Random(seed)
     configs = []
@@ -65,7 +54,7 @@ def _configs(count=40, seed=47):
                 cudagraph_capture_sizes=sizes,
                 cudagraph_mode=rng.choice(V2_MODES),
                 model_runner="v2",
-                num_speculative_tokens_per_batch_size=_random_schedule(rng, seqs, k),
+                num_speculative_tokens_per_batch_size=random_schedule(rng, seqs, k),
             )
         )
     return configs

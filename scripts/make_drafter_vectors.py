@@ -1,0 +1,537 @@
+#!/usr/bin/env python3
+"""Regenerate data/vllm_drafter_vectors.json: vLLM's draft side (graphlab.sizing.drafter) from the
+released wheels' own code, one release inside each range of identical drafter rules.
+
+Developer script, never run by tests or at run time. For each release in VERSIONS it reads the
+wheel's .py members (HTTP range requests on the wheel's zip, kept in a members-only zip under
+build/wheel_members/, git-ignored) with scripts/make_sizing_vectors.py's WheelSource, without
+importing vllm, and records per seeded config (S, k, T, capture list, mode, model runner, method)
+what each kind of draft step does for a decode step of B = 1..S requests:
+
+- model runner V1: the wheel's own `CudagraphDispatcher` (a second instance, as
+  `SpecDecodeBaseProposer.__init__` builds it) keyed by `SpecDecodeBaseProposer.
+  initialize_cudagraph_keys` and dispatched by `_determine_batch_execution_and_padding`, both
+  verbatim; a PIECEWISE answer is a graph only where the target's own dispatcher captures PIECEWISE
+  graphs (`get_capture_descs`; gpu_model_runner.py `_dummy_run` captures the drafter's beside
+  them). The first step's tokens per request are q plus `net_num_new_slots_per_request`, the
+  wheel's own expression (`pass_hidden_states_to_model` is False for draft_model alone, as
+  draft_model.py and eagle.py pass it);
+- model runner V2: the wheel's own `CudaGraphManager` for the target (make_sizing_vectors'
+  `v2_manager`), then the speculator's own `init_cudagraph_manager` verbatim (eagle, eagle3, mtp:
+  SPECULATOR_CLASSES), both managers dispatched as its `propose` does (the draft prefill on the
+  target's padded token count); draft_model: the wheel's own `init_speculator` (which raises
+  NotImplementedError before 0.31.0) and that speculator's own `init_cudagraph_manager`.
+
+The target's capture list and mode come from make_sizing_vectors' `v1_engine` (the wheel's
+`_set_cudagraph_sizes` and rounding; every mode is supported by the attention backend).
+Also records each release's `MTPModelTypes`. Only the standard library is used.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib.util
+import io
+import json
+import random
+import sys
+import types
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = REPO_ROOT / "data" / "vllm_drafter_vectors.json"
+DEFAULT_CACHE = REPO_ROOT / "build" / "wheel_members"
+INDEX = "https://pypi.org/pypi/vllm/json"
+# One release inside each range of identical drafter rules and target sizing (the kit's engines
+# vllm-0.17.0 to vllm-0.33.0), and their ends.
+VERSIONS = (
+    "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
+    "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
+    "0.33.0",
+)  # fmt: skip
+# The first release whose model runner V2 the kit models (an opt-in preview before).
+V2_FROM = (0, 22, 0)
+MEMBER_PREFIXES = (
+    "vllm/config/",
+    "vllm/engine/arg_utils.py",
+    "vllm/utils/math_utils.py",
+    "vllm/forward_context.py",
+    "vllm/v1/cudagraph_dispatcher.py",
+    "vllm/v1/worker/gpu_model_runner.py",
+    "vllm/v1/worker/gpu/cudagraph_utils.py",
+    "vllm/v1/worker/gpu/spec_decode/",
+    "vllm/v1/spec_decode/",
+)
+# The class whose init_cudagraph_manager the eagle, eagle3 and mtp speculators of model runner V2
+# run (EagleSpeculator and MTPSpeculator inherit it from 0.23.0 on).
+SPEC_DECODE = "vllm/v1/worker/gpu/spec_decode"
+SPECULATOR_CLASSES = (
+    (f"{SPEC_DECODE}/target_dependent_ar/speculator.py", "TargetDependentARSpeculator"),
+    (f"{SPEC_DECODE}/autoregressive/speculator.py", "AutoRegressiveSpeculator"),
+    (f"{SPEC_DECODE}/eagle/speculator.py", "EagleSpeculator"),
+)
+# SpecDecodeBaseProposer's module (eagle.py before 0.20.0).
+PROPOSERS = ("vllm/v1/spec_decode/llm_base_proposer.py", "vllm/v1/spec_decode/eagle.py")
+MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+METHODS = ("eagle", "eagle3", "mtp", "draft_model")
+CONFIGS = 120  # seeded configs per release
+
+ns = types.SimpleNamespace
+
+
+def _load_sizing_script():
+    spec = importlib.util.spec_from_file_location(
+        "make_sizing_vectors", REPO_ROOT / "scripts" / "make_sizing_vectors.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+sizing = _load_sizing_script()
+
+
+class _HttpFile(io.RawIOBase):
+    """A remote file read with HTTP range requests (zipfile reads the central directory, then
+    only the members asked for)."""
+
+    def __init__(self, url: str, size: int):
+        self.url, self.size, self.pos = url, size, 0
+
+    def seekable(self):
+        return True
+
+    def readable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, offset, whence=0):
+        base = {0: 0, 1: self.pos, 2: self.size}[whence]
+        self.pos = base + offset
+        return self.pos
+
+    def readinto(self, buffer):
+        n = min(len(buffer), self.size - self.pos)
+        if n <= 0:
+            return 0
+        headers = {"Range": f"bytes={self.pos}-{self.pos + n - 1}"}
+        with urllib.request.urlopen(urllib.request.Request(self.url, headers=headers)) as r:
+            data = r.read()
+        buffer[: len(data)] = data
+        self.pos += len(data)
+        return len(data)
+
+
+def fetch_members(version: str, cache_dir: Path, index: dict) -> tuple[Path, dict]:
+    """A zip of the wheel's members under MEMBER_PREFIXES, and the wheel's name and sha256."""
+    wheel = next(f for f in index["releases"][version] if f["filename"].endswith("x86_64.whl"))
+    path = cache_dir / f"vllm-{version}-members.zip"
+    if not path.exists():
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        remote = _HttpFile(urllib.parse.urljoin(INDEX, wheel["url"]), wheel["size"])
+        source = zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16))
+        with zipfile.ZipFile(path, "w") as out:
+            for name in source.namelist():
+                if name.endswith(".py") and name.startswith(MEMBER_PREFIXES):
+                    out.writestr(name, source.read(name))
+    return path, {"file": wheel["filename"], "sha256": wheel["digests"]["sha256"]}
+
+
+def mtp_model_types(src) -> list[str]:
+    node = src.node("vllm/config/speculative.py", "MTPModelTypes")
+    return [element.value for element in node.value.slice.elts]
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split(".")[:3])
+
+
+def configs(version: str) -> list[tuple]:
+    """(S, k, T or None, capture list or None, mode, runner, method), seeded per release
+    (model runner V1 alone before V2_FROM)."""
+    rng = random.Random(f"graphlab-drafter-{version}")
+    runners = ("v1", "v2") if _key(version) >= V2_FROM else ("v1",)
+    # SpeculativeConfig refuses draft_model before 0.15.0 (NotImplementedError)
+    methods = METHODS if _key(version) >= (0, 15, 0) else METHODS[:-1]
+    found = []
+    for _ in range(CONFIGS):
+        seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
+        sizes = None
+        if rng.random() < 0.3:
+            sizes = sorted(rng.sample(range(1, 400), rng.randint(1, 10)))
+        tokens = rng.choice([None, None, rng.randint(seqs, 4096)])
+        found.append(
+            (
+                seqs,
+                rng.randint(1, 7),
+                tokens,
+                sizes,
+                rng.choice(MODES),
+                rng.choice(runners),
+                rng.choice(methods),
+            )
+        )
+    return found
+
+
+def _answer(mode_name: str, padded: int) -> list:
+    return ["eager", None] if mode_name == "NONE" else [mode_name.lower(), int(padded)]
+
+
+class V1Drafter:
+    """Model runner V1's drafter of one release, from the wheel's own functions: 0.17.0 on
+    `_determine_batch_execution_and_padding`; 0.15.x and 0.16.0 the drafter dispatcher's own
+    `dispatch(n)`, as their `propose` calls it; 0.12.0 to 0.14.x `EagleProposer.__init__`'s
+    `use_cuda_graph` expression on the configured mode, then `propose`'s test (n <=
+    max_cudagraph_capture_size) and `VllmConfig.pad_for_cudagraph`, mirrored."""
+
+    def __init__(self, src, dispatcher_of):
+        self.dispatcher_of = dispatcher_of  # make_sizing_vectors' keyed target dispatcher
+        names = {"logger": sizing._Logger(), "coordinate_batch_across_dp": None}
+        proposer = next(m for m in PROPOSERS if m in src.zip.namelist())
+        self.kind = next(
+            kind
+            for kind, name, cls in (
+                ("padding", "_determine_batch_execution_and_padding", "SpecDecodeBaseProposer"),
+                ("dispatch", "initialize_cudagraph_keys", "SpecDecodeBaseProposer"),
+                ("use_cuda_graph", "__init__", "EagleProposer"),
+            )
+            if src.has(proposer, name, cls)
+        )
+        methods = {
+            "padding": ["initialize_cudagraph_keys", "_determine_batch_execution_and_padding"],
+            "dispatch": ["initialize_cudagraph_keys"],
+            "use_cuda_graph": [],
+        }[self.kind]
+        cls = "EagleProposer" if self.kind == "use_cuda_graph" else "SpecDecodeBaseProposer"
+        self.methods = src.exec_defs(proposer, methods, names, cls=cls)
+        self.names = names
+        init = src.node(proposer, "__init__", cls)
+        # GPUModelRunner._check_and_update_cudagraph_mode keys the drafter's dispatcher only
+        # under this test (draft_model joins it in 0.26.0, vllm PR 47460)
+        self.keys_test = self.kind != "use_cuda_graph" and src.expr(
+            "vllm/v1/worker/gpu_model_runner.py",
+            "_check_and_update_cudagraph_mode",
+            "GPUModelRunner",
+            _keys_test,
+            "if-test guarding self.drafter.initialize_cudagraph_keys",
+        )
+        self.net_slots = _assigned(init, "net_num_new_slots_per_request")
+        # 0.15.x: DraftModelProposer.set_inputs_first_pass counts its own first-pass tokens
+        draft_model = "vllm/v1/spec_decode/draft_model.py"
+        self.draft_model_tokens = None
+        if self.net_slots is None and draft_model in src.zip.namelist():
+            first_pass = src.node(draft_model, "set_inputs_first_pass", "DraftModelProposer")
+            self.draft_model_tokens = next(
+                node.value
+                for node in ast.walk(first_pass)
+                if isinstance(node, ast.Assign)
+                and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "num_tokens"
+            )
+        self.use_cuda_graph = _assigned(init, "use_cuda_graph", skip_constants=True)
+
+    def first_query_len(self, method: str, q: int) -> int:
+        if self.net_slots is None:  # before 0.16.0: draft_model counts its own tokens
+            if method != "draft_model":
+                return q
+            batch = 1  # the expression's tokens for one request of q target tokens
+            names = {"target_token_ids": ns(shape=[batch * q]), "batch_size": batch}
+            return sizing.evaluate(self.draft_model_tokens, names) // batch
+        slots = sizing.evaluate(
+            self.net_slots,
+            {
+                "self": ns(
+                    extra_slots_per_request=1,  # 1 without parallel drafting
+                    pass_hidden_states_to_model=method != "draft_model",
+                    method=method,
+                )
+            },
+        )
+        return q + slots
+
+    def steps(self, vc, seqs: int, k: int, method: str, configured_mode: str) -> list[dict]:
+        target = self.dispatcher_of(vc, k)
+        mode = type(vc.compilation_config.cudagraph_mode)
+        drafter = type(target).__new__(type(target))
+        drafter.__dict__.update(target.__dict__)
+        drafter.__dict__.update(
+            cudagraph_keys={mode.PIECEWISE: set(), mode.FULL: set()},
+            keys_initialized=False,
+            cudagraph_mode=mode.NONE,
+        )
+        self.names["CUDAGraphMode"] = mode
+        proposer = ns(
+            speculative_config=ns(enforce_eager=False),
+            cudagraph_dispatcher=drafter,
+            vllm_config=vc,
+        )
+        if self.kind == "use_cuda_graph":
+            # gpu_model_runner.py capture_model captures the PIECEWISE keys of the target's mode
+            captured = bool(target.cudagraph_keys[mode.PIECEWISE])
+            use_cuda_graph = sizing.evaluate(
+                self.use_cuda_graph,
+                {
+                    "cudagraph_mode": mode[configured_mode],  # read before the runner resolves it
+                    "CUDAGraphMode": mode,
+                    "self": proposer,
+                },
+            )
+        else:
+            speculative = ns(
+                use_eagle=lambda: method != "draft_model",
+                uses_draft_model=lambda: method == "draft_model",
+                uses_extract_hidden_states=lambda: False,
+            )
+            if sizing.evaluate(self.keys_test, {"self": ns(speculative_config=speculative)}):
+                keys = self.methods["initialize_cudagraph_keys"]
+                keys(proposer, vc.compilation_config.cudagraph_mode)
+            captured = any(m == mode.PIECEWISE for m, _ in target.get_capture_descs())
+
+        def run(n: int) -> list:
+            if self.kind == "padding":
+                runtime, padded, _ = self.methods["_determine_batch_execution_and_padding"](
+                    proposer, n
+                )
+            elif self.kind == "dispatch":
+                runtime, desc = drafter.dispatch(n)
+                padded = desc.num_tokens
+            elif use_cuda_graph and n <= vc.compilation_config.max_cudagraph_capture_size:
+                runtime, padded = mode.PIECEWISE, vc.pad_for_cudagraph(n)
+            else:
+                runtime, padded = mode.NONE, n
+            if runtime == mode.PIECEWISE and not captured:
+                return ["eager", None]
+            return _answer(runtime.name, padded)
+
+        q = 1 + k
+        first = self.first_query_len(method, q)
+        steps = [{"name": "first draft step", "query_len": first}]
+        if k > 1:
+            steps.append({"name": "later draft steps", "query_len": 1})
+        for step in steps:
+            step["outcomes"] = [run(b * step["query_len"]) for b in range(1, seqs + 1)]
+        return steps
+
+
+def _keys_test(node):
+    """The test of the `if` whose body calls self.drafter.initialize_cudagraph_keys."""
+    if isinstance(node, ast.If) and any(
+        isinstance(c, ast.Attribute)
+        and c.attr == "initialize_cudagraph_keys"
+        and isinstance(c.value, ast.Attribute)
+        and c.value.attr == "drafter"
+        for stmt in node.body
+        for c in ast.walk(stmt)
+    ):
+        return node.test
+    return None
+
+
+def _assigned(function: ast.AST, attribute: str, skip_constants: bool = False):
+    """The value of the first `self.<attribute> = ...` in function (a constant one skipped where
+    asked), or None."""
+    for node in ast.walk(function):
+        if (
+            isinstance(node, ast.Assign)
+            and isinstance(node.targets[0], ast.Attribute)
+            and node.targets[0].attr == attribute
+            and not (skip_constants and isinstance(node.value, ast.Constant))
+        ):
+            return node.value
+    return None
+
+
+class V2Drafter:
+    """Model runner V2's drafter of one release, from the wheel's own functions."""
+
+    def __init__(self, src, version: str):
+        self.target_manager = sizing.v2_manager(src)
+        member, cls = next(
+            (m, c)
+            for m, c in SPECULATOR_CLASSES
+            if m in src.zip.namelist() and src.has(m, "init_cudagraph_manager", c)
+        )
+        self.source = f"{member}:{cls}"
+        self.names: dict = {}
+        self.init = src.exec_defs(member, ["init_cudagraph_manager"], self.names, cls=cls)[
+            "init_cudagraph_manager"
+        ]
+        self.src = src
+        self.version = version
+
+    def draft_model_speculator(self) -> str:
+        """The class the wheel's own `init_speculator` builds for draft_model, or the error it
+        raises."""
+        member = "vllm/v1/worker/gpu/spec_decode/__init__.py"
+        node = self.src.node(member, "init_speculator")
+        called = {
+            n.func.id
+            for n in ast.walk(node)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)
+        }
+        names = {name: _class_name(name) for name in called}
+        names.pop("NotImplementedError", None)
+        init = self.src.exec_defs(member, ["init_speculator"], names)["init_speculator"]
+        config = ns(
+            method="draft_model",
+            use_eagle=lambda: False,
+            use_gemma4_mtp=lambda: False,
+            use_multi_module_mtp=lambda: False,
+            uses_draft_model=lambda: True,
+            draft_model_config=ns(architectures=["LlamaForCausalLM"]),
+        )
+        try:
+            extra = (None,) * (init.__code__.co_argcount - 2)  # 0.33.0 adds req_states
+            return init(ns(speculative_config=config), "cuda", *extra)
+        except NotImplementedError as error:
+            return f"NotImplementedError: {error}"
+
+    def steps(self, vc, seqs: int, k: int, method: str) -> list[dict] | str:
+        q = 1 + k
+        if method == "draft_model":
+            speculator = self.draft_model_speculator()
+            if speculator.startswith("NotImplementedError"):
+                return speculator
+            member = {
+                "PlainDraftModelSpeculator": "draft_model/speculator.py",
+                "StandaloneARSpeculator": "standalone_ar/speculator.py",
+            }[speculator]
+            member = f"vllm/v1/worker/gpu/spec_decode/{member}"
+            init = self.src.exec_defs(member, ["init_cudagraph_manager"], {}, cls=speculator)
+            stub = ns()
+            init["init_cudagraph_manager"](stub, None)
+            assert vars(stub) == {}, vars(stub)  # no manager: CUDAGraphMode.NONE on every step
+            steps = [{"name": "draft prefill", "query_len": q + 1}]
+            steps += [{"name": "draft decode", "query_len": 1}] if k > 1 else []
+            for step in steps:
+                step["outcomes"] = [["eager", None]] * seqs
+            return steps
+        target = self.target_manager(vc, k)
+        cls, mode = type(target), type(target.cudagraph_mode)
+
+        def manager(vllm_config, device, cudagraph_mode, decode_query_len):
+            made = cls(vllm_config, device, cudagraph_mode, decode_query_len)
+            made._graphs_captured = True
+            return made
+
+        self.names.update({name: manager for name in _MANAGER_NAMES} | {"CUDAGraphMode": mode})
+        # one CUDAGraphMode class, as in vLLM (0.22.x reads compilation_config.cudagraph_mode,
+        # which resolve_cudagraph_mode_and_sizes sets to the mode it returns)
+        vc.compilation_config.cudagraph_mode = target.cudagraph_mode
+        speculator = ns(vllm_config=vc, device="cuda", num_speculative_steps=k)
+        self.init(speculator, target.cudagraph_mode)
+        prefill, decode = speculator.prefill_cudagraph_manager, speculator.decode_cudagraph_manager
+
+        def dispatch(m, reqs, tokens, uniform):
+            code = m.dispatch.__code__
+            extra = (0,) if "num_active_loras" in code.co_varnames[: code.co_argcount] else ()
+            return m.dispatch(reqs, tokens, uniform, *extra)
+
+        def prefill_run(b):
+            padded = dispatch(target, b, b * q, q).num_tokens
+            desc = dispatch(prefill, b, padded, q)
+            return _answer(desc.cg_mode.name, desc.num_tokens)
+
+        def decode_run(b):
+            desc = dispatch(decode, b, b, 1)
+            return _answer(desc.cg_mode.name, desc.num_tokens)
+
+        steps = [{"name": "draft prefill", "query_len": q, "outcomes": []}]
+        steps[0]["outcomes"] = [prefill_run(b) for b in range(1, seqs + 1)]
+        if k > 1:
+            steps.append(
+                {
+                    "name": "draft decode",
+                    "query_len": 1,
+                    "outcomes": [decode_run(b) for b in range(1, seqs + 1)],
+                }
+            )
+        return steps
+
+
+def _class_name(name: str):
+    """A stand-in for a speculator class: building it returns its name."""
+    return lambda *args: name
+
+
+# The manager classes the speculators' init_cudagraph_manager name, release by release.
+_MANAGER_NAMES = (
+    "PrefillEagleCudaGraphManager",
+    "DecodeEagleCudaGraphManager",
+    "PrefillSpeculatorCudaGraphManager",
+    "DecodeSpeculatorCudaGraphManager",
+    "SpeculatorCudaGraphManager",
+)
+
+
+def release_vectors(version: str, src) -> list[dict]:
+    resolve, build, _, _, dispatcher = sizing.v1_engine(src)
+    v1 = V1Drafter(src, dispatcher)
+    v2 = V2Drafter(src, version) if _key(version) >= V2_FROM else None
+    vectors = []
+    for seqs, k, tokens, sizes, mode, runner, method in configs(version):
+        entry = {
+            "engine": f"vllm-{version}",
+            "model_runner": runner,
+            "speculative_method": method,
+            "cudagraph_mode": mode,
+            "max_num_seqs": seqs,
+            "num_speculative_tokens": k,
+            "max_num_batched_tokens": tokens,
+            "cudagraph_capture_sizes": sizes,
+        }
+        try:
+            vc, _ = build(
+                seqs, k, resolve(seqs, tokens), sizes and list(sizes), None, mode, runner == "v2"
+            )
+        except ValueError as error:
+            vectors.append({**entry, "error": f"ValueError: {error}"})
+            continue
+        if runner == "v1":
+            found = v1.steps(vc, seqs, k, method, mode)
+        else:
+            found = v2.steps(vc, seqs, k, method)
+        if isinstance(found, str):
+            vectors.append({**entry, "error": found})
+        else:
+            vectors.append({**entry, "steps": found})
+    return vectors
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    args = parser.parse_args()
+    with urllib.request.urlopen(INDEX) as response:
+        index = json.load(response)
+    wheels, mtp, vectors = {}, {}, []
+    for version in VERSIONS:
+        path, wheels[version] = fetch_members(version, args.cache_dir, index)
+        src = sizing.WheelSource(path)
+        mtp[version] = mtp_model_types(src)
+        vectors += release_vectors(version, src)
+        print(version, "done", flush=True)
+    out = {
+        "provenance": {
+            "script": "scripts/make_drafter_vectors.py",
+            "wheels": wheels,
+            "configs_per_release": CONFIGS,
+            "speculator_classes": [f"{m}:{c}" for m, c in SPECULATOR_CLASSES],
+        },
+        "mtp_model_types": mtp,
+        "vectors": vectors,
+    }
+    args.out.write_text(json.dumps(out, separators=(",", ":")) + "\n")
+
+
+if __name__ == "__main__":
+    main()
