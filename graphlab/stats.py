@@ -126,6 +126,16 @@ def relative_half_width(comparison: Comparison) -> float:
     return (comparison.high - comparison.low) / 2 / comparison.ratio
 
 
+def interim_confidence(looks: int, confidence: float = CONFIDENCE) -> float:
+    """The level of each of `looks` interim intervals of a sequential comparison, so that a stop
+    at any of them errs no more often than one interval at `confidence` (Bonferroni): stopping
+    at the first 95% interval that excludes 1 calls a direction by chance far more often than 1
+    in 20."""
+    if looks < 1:
+        raise ValueError(f"looks must be at least 1, got {looks}")
+    return 1 - (1 - confidence) / looks
+
+
 def decided(comparison: Comparison, effect: float = EFFECT) -> bool:
     """Whether a comparison needs no more samples: its interval excludes 1 (a direction), or it
     lies within +-effect of the ratio (whatever difference there is, it is smaller); never

@@ -41,8 +41,10 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.sizing.engines import get_engine
 from graphlab.stats import (
+    CONFIDENCE,
     compare,
     decided,
+    interim_confidence,
     machine_load,
     median_ci,
     pooled,
@@ -89,11 +91,14 @@ def guard_cost(
         )
     pooled_sizes = [n for n in window if n in steps and steps[n][engine][0].path is BatchPath.EAGER]
     more_rounds = Timing(backend, max(repeats // 2, 1), warmup=0, precision=None)
+    # One look per batch of rounds, from the sizes' own samples up to 8 x repeats pairs each.
+    start = len(steps[pooled_sizes[0]][engine]) if pooled_sizes else 0
+    level = interim_confidence(1 + max(-(-(8 * repeats - start) // more_rounds.repeats), 0))
     while (
         precision is not None
         and pooled_sizes
         and len(steps[pooled_sizes[0]][engine]) < 8 * repeats
-        and not decided(pooled_cost(steps, pooled_sizes, engine, covering), precision)
+        and not decided(pooled_cost(steps, pooled_sizes, engine, covering, level), precision)
     ):
         for n in pooled_sizes:
             for label, more in interleaved_steps(execute, batches[n], more_rounds).items():
@@ -109,12 +114,11 @@ def guard_cost(
     return with_provenance(rows, prov)
 
 
-def pooled_cost(steps: dict, sizes, engine: str, covering: str):
+def pooled_cost(steps: dict, sizes, engine: str, covering: str, confidence: float = CONFIDENCE):
     """The pooled Comparison of `engine` over `covering` at `sizes`, each once, from
-    {size: {engine: StepRecords}}: the headline guard_cost samples for."""
-    return pooled((step_times(steps[n][engine]), step_times(steps[n][covering]), 1) for n in sizes)[
-        0
-    ]
+    {size: {engine: StepRecords}}, at `confidence`: the headline guard_cost samples for."""
+    groups = ((step_times(steps[n][engine]), step_times(steps[n][covering]), 1) for n in sizes)
+    return pooled(groups, confidence)[0]
 
 
 def eager_ratio(

@@ -4,9 +4,10 @@
 each round (AB BA..., ABC BCA CAB...), after warm-up rounds, so a round's samples share the
 machine's load of its moment and no step always takes one place, and samples sequentially: more
 rounds until the ratio is decided (its bootstrap interval excludes 1 or lies within +-precision of
-it: graphlab.stats.Comparison.decided) or a cap is reached; `runs_until_decided` does the same
-with whole runs; `sample_rows` keeps every sample (long format); `compared_steps` turns one
-batch's samples into rows with medians, intervals and the verdict of graphlab.stats.
+it: graphlab.stats.Comparison.decided) or a cap is reached, each look's interval at the level that
+keeps all looks together at 95% (graphlab.stats.interim_confidence); `runs_until_decided` does
+the same with whole runs; `sample_rows` keeps every sample (long format); `compared_steps` turns
+one batch's samples into rows with medians, intervals and the verdict of graphlab.stats.
 """
 
 from __future__ import annotations
@@ -15,7 +16,15 @@ from dataclasses import dataclass
 
 from graphlab.engine.device import Backend
 from graphlab.errors import GraphlabError, check_float, check_int
-from graphlab.stats import EFFECT, MIN_SAMPLES, compare, decided, machine_load, median_ci
+from graphlab.stats import (
+    EFFECT,
+    MIN_SAMPLES,
+    compare,
+    decided,
+    interim_confidence,
+    machine_load,
+    median_ci,
+)
 
 
 @dataclass(frozen=True)
@@ -70,29 +79,32 @@ def interleaved_steps(steps: dict, batch, timing: Timing) -> dict[str, list]:
                 records[label].append(step(*batch)[1])
 
     rounds(repeats)
-    limit = timing.max_repeats or 4 * repeats
+    limit, more = timing.max_repeats or 4 * repeats, max(repeats // 2, 1)
+    level = interim_confidence(1 + -(-(limit - repeats) // more))  # one look per batch of rounds
     while (
         precision is not None
         and others
         and len(records[first]) < limit
         and not all(
-            decided(compare(step_times(records[k]), step_times(records[first])), precision)
+            decided(compare(step_times(records[k]), step_times(records[first]), level), precision)
             for k in others
         )
     ):
-        rounds(min(max(repeats // 2, 1), limit - len(records[first])))
+        rounds(min(more, limit - len(records[first])))
     return records
 
 
 def runs_until_decided(run, comparisons, first=None, min_runs: int = MIN_SAMPLES, max_runs=None):
     """Whole runs sampled sequentially, for comparisons whose pairs are runs (one run measures
     every side back to back): [frame of run 0, 1, ...], `first` as run 0 when given, then calls
-    of run() until `comparisons(frames)` (a list of Comparisons) are all decided (stats.decided)
-    after at least min_runs, or max_runs (default 2 x min_runs) are taken."""
+    of run() until `comparisons(frames, confidence)` (a list of Comparisons at that level) are
+    all decided (stats.decided) after at least min_runs, or max_runs (default 2 x min_runs) are
+    taken; one look per run from min_runs on (stats.interim_confidence)."""
     frames = [first] if first is not None else []
     limit = max_runs or 2 * min_runs
+    level = interim_confidence(max(limit - min_runs + 1, 1))
     while len(frames) < limit and (
-        len(frames) < min_runs or not all(decided(c) for c in comparisons(frames))
+        len(frames) < min_runs or not all(decided(c) for c in comparisons(frames, level))
     ):
         frames.append(run())
     return frames

@@ -10,7 +10,14 @@ import pandas as pd
 
 from graphlab.bench.costs import POOLED_WINDOW, guard_run_cost
 from graphlab.sizing.dispatch import BatchPath, RunMode
-from graphlab.stats import NO_DIFFERENCE, VERDICTS, Comparison, compare, load_warning
+from graphlab.stats import (
+    CONFIDENCE,
+    NO_DIFFERENCE,
+    VERDICTS,
+    Comparison,
+    compare,
+    load_warning,
+)
 
 
 def verdict_counts(verdicts: pd.Series) -> dict[str, int]:
@@ -35,10 +42,13 @@ def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(found, columns=["engine", "path", "sizes", "repeats", "counts", "crossed"])
 
 
-def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, str, str]]:
+def throughput_comparisons(
+    spec: pd.DataFrame, confidence: float = CONFIDENCE
+) -> list[tuple[str, Comparison, str, str]]:
     """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
     run measured back to back), each engine's time per token over that of the engine with the
-    highest median throughput, paired by run: (cell label, Comparison, engine, fastest engine)."""
+    highest median throughput, paired by run, at `confidence`: (cell label, Comparison, engine,
+    fastest engine)."""
     found = []
     for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
         ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
@@ -46,7 +56,7 @@ def throughput_comparisons(spec: pd.DataFrame) -> list[tuple[str, Comparison, st
         )
         best = ms.median().idxmin()
         for other in ms.columns.drop(best):
-            comparison = compare(ms[other].to_numpy(), ms[best].to_numpy())
+            comparison = compare(ms[other].to_numpy(), ms[best].to_numpy(), confidence)
             found.append((f"S={seqs}, k={k}", comparison, other, best))
     return found
 

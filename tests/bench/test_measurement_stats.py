@@ -232,3 +232,24 @@ def test_sequential_sampling_waits_for_every_runner_against_the_first():
     runners = {name: Timed(name, log) for name in "abc"}
     taken = sampling.interleaved_steps(runners, (), timing(6, 0, precision=0.05, max_repeats=30))
     assert len(taken["a"]) == 30  # the cap: a's and b's ratio alone would have stopped at 6
+
+
+def test_sequential_sampling_with_no_difference_calls_a_direction_about_one_run_in_twenty(
+    monkeypatch,
+):
+    # Up to 7 looks (8 pairs, then 4 more to 32): stopping at the first 95% interval that
+    # excludes 1 would print a direction in ~15% of runs of two identical steps.
+    def directions(trials=150):
+        called = 0
+        for seed in range(trials):
+            runners = _noisy_runners([], 1.0, 0.3, seed)
+            taken = sampling.interleaved_steps(
+                runners, (), timing(8, 0, precision=0.01, max_repeats=32)
+            )
+            printed = compare(sampling.step_times(taken["a"]), sampling.step_times(taken["b"]))
+            called += printed.verdict != NO_DIFFERENCE
+        return called
+
+    assert directions() <= 12  # 8% of 150: the interim levels keep the looks near 1 in 20
+    monkeypatch.setattr(sampling, "interim_confidence", lambda looks: 0.95)
+    assert directions() >= 18  # every look at 95%: 12% and more
