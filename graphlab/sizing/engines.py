@@ -19,17 +19,24 @@ vLLM V1 policies dispatch by graphlab.sizing.families' rule instead.
 from __future__ import annotations
 
 from abc import abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from graphlab.errors import GraphlabError, lookup
 from graphlab.sizing.attention import lower_cudagraph_mode
-from graphlab.sizing.capture_settings import request_counts, set_cudagraph_sizes
+from graphlab.sizing.capture_settings import (
+    decode_capture_shapes,
+    decode_request_grid,
+    prefill_token_grid,
+    request_counts,
+    set_cudagraph_sizes,
+)
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
 from graphlab.sizing.families import (
     Candidates,
+    GraphFamilies,
     PlainFull,
     Rounding,
     families_for,
@@ -162,6 +169,8 @@ class _V1Policy(SizingPolicy):
     v2_candidates = Candidates.BY_MODE
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
+    # Whether prefill and decode graphs are sized apart (0.34.0 on: `split_families`).
+    splits_capture_sizes = False
 
     def sizing_key(self, cfg):
         return (
@@ -483,6 +492,131 @@ class Vllm029(Vllm031):
     models_dynamic_speculation = False
 
 
+# 0.34.0 on data-center Blackwell: the prefill graphs' and the decode graphs' token ceiling.
+_WIDE_MAX_TOKENS = 8192
+# `_split_cudagraph_capture_sizes`' WARNING where the deprecated capture settings are used.
+_DEPRECATED_SIZES = (
+    "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated. Set the token counts "
+    "of prefill CUDA graphs with prefill_cudagraph_capture_token_sizes or "
+    "max_prefill_cudagraph_capture_tokens, and the request counts of decode CUDA graphs with "
+    "decode_cudagraph_capture_request_sizes or max_decode_cudagraph_capture_requests."
+)
+
+
+class Vllm034(Vllm033):
+    """vllm 0.34.0: model runner V2 alone (model runner V1 removed). `_set_cudagraph_sizes` makes
+    0.33.0's list, then `_split_cudagraph_capture_sizes` (vllm/config/vllm.py) splits it:
+    prefill graphs (every batch that is not uniform decode) at its token counts, and decode graphs
+    keyed by request count, min(ceil(s / L), S) for each size s and query length L with
+    ceil(s / L) * L <= the largest size. On data-center Blackwell without the deprecated settings
+    the defaults widen instead: prefill graphs on `prefill_cudagraph_capture_grid` up to
+    min(8192, T), decode graphs on `decode_cudagraph_capture_grid` up to S within 8192 tokens
+    (the 1024-token ceiling of 0.33.0 still makes the list the split starts from).
+    `decode_cudagraph_capture_shapes` keeps per L the request counts up to min(the most requests
+    running at L, tokens // L), the first one above captured at that limit. `CudaGraphManager.
+    dispatch` (vllm/v1/worker/gpu/cudagraph_utils.py) gives a uniform batch the smallest decode
+    graph of its own query length that holds its requests, else the smallest prefill graph
+    >= n (Candidates.BY_QUERY_LEN). `resolve_cudagraph_mode_and_sizes` no longer rounds: it lowers
+    the mode to the attention backend's support as 0.33.0 does; its kv_cache_config and
+    max_num_reqs only refuse a Mamba model with fewer cache blocks than max_num_seqs, and
+    piecewise_capture_available (False only for a model with neither a compiled submodule nor
+    breakable graphs) drops PIECEWISE parts: the kit assumes a compiled, non-Mamba model.
+    Not modelled: the five new settings (prefill_cudagraph_capture_token_sizes, max_prefill_
+    cudagraph_capture_tokens, decode_cudagraph_capture_request_sizes, max_decode_cudagraph_
+    capture_requests, max_decode_cudagraph_capture_tokens), adaptive verification (varlen decode
+    graphs), LoRA, microbatching and the drafter."""
+
+    name = "vllm-0.34.0"
+    release = "0.34.0"
+    model_runners = ("v2",)
+    unmodelled_runner = "vLLM 0.34.0 has model runner V2 only"
+    v2_candidates = Candidates.BY_QUERY_LEN
+    splits_capture_sizes = True
+
+    def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
+        """("v2", why); GraphlabError for --model-runner v1, which vLLM 0.34.0 refuses."""
+        runner, why = choose_model_runner(self.release, cfg.model_runner, cfg.speculative_method)
+        if runner != "v2":
+            raise GraphlabError(f"{self.name}: {why}")
+        return runner, why
+
+    def _legacy_sizes(self, cfg: SizingConfig) -> bool:
+        """Whether the deprecated cudagraph_capture_sizes / max_cudagraph_capture_size is set."""
+        return cfg.cudagraph_capture_sizes is not None or cfg.max_cudagraph_capture_size is not None
+
+    def _split(self, cfg: SizingConfig):
+        """(prefill token sizes, decode (requests, query length) shapes) of cfg's graphs, cached
+        like the capture sizes."""
+        key = ("split", self.sizing_key(cfg))
+        if key not in self._cache:
+            shared, _, error = self._configured(cfg)
+            tokens, seqs = self.effective_max_num_batched_tokens(cfg), cfg.max_num_seqs
+            tiers = dict(cfg.decode_tiers)  # get_decode_cudagraph_query_lens
+            wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not self._legacy_sizes(
+                cfg
+            )
+            if error or not shared:
+                split = ([], [])
+            elif wide:
+                interactivity = cfg.performance_mode == "interactivity"
+                prefill = prefill_token_grid(min(_WIDE_MAX_TOKENS, tokens), interactivity)
+                budget = min(tokens, _WIDE_MAX_TOKENS)
+                split = (prefill, decode_capture_shapes(decode_request_grid(seqs), tiers, budget))
+            else:
+                largest = shared[-1]
+                requests = {
+                    min(-(-s // q), seqs)
+                    for s in shared
+                    for q in tiers
+                    if -(-s // q) * q <= largest
+                }
+                split = (shared, decode_capture_shapes(requests, tiers, tokens))
+            self._cache[key] = split
+        return self._cache[key]
+
+    def split_families(self, cfg: SizingConfig, capture_sizes=None) -> GraphFamilies:
+        """cfg's graphs (or, given another list than cfg's `capture_sizes`, those of that list set
+        as the deprecated cudagraph_capture_sizes): decode graphs where the mode keeps a separate
+        decode routine, prefill graphs in its mixed mode."""
+        if capture_sizes is not None and list(capture_sizes) != list(self.capture_sizes(cfg)):
+            cfg = replace(
+                cfg,
+                cudagraph_capture_sizes=tuple(int(s) for s in capture_sizes),
+                max_cudagraph_capture_size=None,
+            )
+        mode = self.cudagraph_mode(cfg)
+        prefill, shapes = self._split(cfg)
+        decode_mode = mode.separate_routine() and mode.decode_mode() is BatchPath.FULL
+        graphs = tuple(sorted((n * q, q) for n, q in shapes)) if decode_mode else ()
+        # FULL_DECODE_ONLY records its decode sizes alone, and no sizes at all means no graphs
+        if self._lowered(cfg)[2] or not (graphs or (prefill and mode.mixed_mode())):
+            return GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
+        mixed = tuple(prefill) if mode.mixed_mode() else ()
+        return GraphFamilies(
+            mode,
+            tuple(sorted({n for n, _ in graphs})),
+            mixed,
+            mode.mixed_mode(),
+            max((*mixed, *(n for n, _ in graphs))),
+            full_graphs=graphs,
+            candidates=Candidates.BY_QUERY_LEN,
+        )
+
+    def _compute_capture_sizes(self, cfg):
+        # the prefill graphs' token counts: 0.34.0's list for every batch but uniform decode
+        return [] if self._lowered(cfg)[0] is CUDAGraphMode.NONE else self._split(cfg)[0]
+
+    def sizing_warnings(self, cfg):
+        deprecated = (_DEPRECATED_SIZES,) if self._legacy_sizes(cfg) else ()
+        return super().sizing_warnings(cfg) + deprecated
+
+    def startup_error(self, cfg):
+        tokens = self.effective_max_num_batched_tokens(cfg)
+        if tokens < cfg.max_num_seqs:  # vllm/config/scheduler.py, SchedulerConfig validation
+            return super().startup_error(cfg)
+        return self._configured(cfg)[2] or self._lowered(cfg)[2]
+
+
 @dataclass(frozen=True)
 class EngineRow:
     """One engine side by side with the others (S = max_num_seqs, k = speculative tokens,
@@ -558,6 +692,7 @@ RELEASE_POLICIES = (
     Vllm025(),
     Vllm029(),
     Vllm031(),
+    Vllm034(),
 )
 # Every engine the kit models, by name: the table's and the releases'.
 ENGINES: dict[str, SizingPolicy] = {
@@ -578,8 +713,9 @@ def release_rules() -> list[dict]:
         {
             "engine": p.name,
             "model runners": ", ".join(r.upper() for r in p.model_runners),
-            "rounding": p.rounding.name,  # Rounding's values say what each name means
-            "plain_full": p.plain_full.name,  # PlainFull's likewise
+            # model runner V1's (where modelled); Rounding's values say what each name means
+            "rounding": _v1_rule(p, p.rounding.name),
+            "plain_full": _v1_rule(p, p.plain_full.name),  # PlainFull's likewise
             # model runner V2's (where modelled): its rounding ("FULL graphs": those alone)
             "v2_rounding": _v2_rule(p, p.v2_rounding.name if p.v2_rounding else "FULL graphs"),
             "v2_candidates": _v2_rule(p, p.v2_candidates.name),
@@ -590,6 +726,10 @@ def release_rules() -> list[dict]:
 
 def _v2_rule(policy, value: str) -> str:
     return value if "v2" in policy.model_runners else ""
+
+
+def _v1_rule(policy, value: str) -> str:
+    return value if "v1" in policy.model_runners else ""
 
 
 def get_engine(name) -> SizingPolicy:
