@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json,
-data/vllm_sizing_vectors_model_runner_v2.json) from the released vLLM wheels' own sizing code.
+data/vllm_sizing_vectors_model_runner_v2.json, data/vllm_sizing_vectors_0_34_0.json) from the
+released vLLM wheels' own sizing code.
 Run scripts/check_vllm_releases.py first: it fails when the index has a release
 graphlab.sizing.versions.RELEASES lacks.
 

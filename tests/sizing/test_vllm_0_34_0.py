@@ -151,3 +151,44 @@ def test_the_deprecated_capture_settings_warn():
         "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated" in w
         for w in warnings
     )
+
+
+def test_data_center_blackwell_takes_the_grids_vllm_documents():
+    """`prefill_cudagraph_capture_grid`'s docstring: "54 sizes at 8192";
+    `decode_cudagraph_capture_grid`'s: "64 sizes at 1024" (vllm/config/compilation.py, 0.34.0)."""
+    families = families_for(Vllm034(1024), SizingConfig(1024, 0, 8192))
+    assert len(families.mixed_sizes) == 54 and families.mixed_sizes[-1] == 8192
+    assert len(families.full_sizes) == 64 and families.full_sizes[-1] == 1024
+    # the deprecated list keeps the shared sizes instead, within 1024 tokens
+    legacy = families_for(
+        Vllm034(1024), SizingConfig(1024, 0, 8192, max_cudagraph_capture_size=1024)
+    )
+    assert legacy.mixed_sizes[-1] == 1024
+
+
+def test_the_cli_audits_0_34_0_on_model_runner_v2():
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-m", "graphlab", "audit", "--vllm-version", "0.34.0"]
+        + [
+            "--max-num-seqs",
+            "8",
+            "--num-speculative-tokens",
+            "2",
+            "--cudagraph-capture-sizes",
+            "4",
+            "8",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("engine vllm-0.34.0:")
+    # [4, 8] at q 3: one decode graph of 2 requests (6 tokens); 9 tokens and up run eagerly
+    assert "FULL uniform-decode graphs (1): 6;" in done.stdout
+    assert "9-24 step 3  eager" in done.stdout
+    assert "model runner V2: vLLM 0.34.0 has model runner V2 only" in done.stdout
+    assert "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated" in done.stdout
