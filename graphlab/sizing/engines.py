@@ -494,6 +494,9 @@ class Vllm029(Vllm031):
 
 # 0.34.0 on data-center Blackwell: the prefill graphs' and the decode graphs' token ceiling.
 _WIDE_MAX_TOKENS = 8192
+# The methods whose one-token draft decodes take the request grid up to S (0.34.0's
+# `get_draft_decode_cudagraph_request_sizes`; single-module MTP assumed).
+_GRID_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model")
 # `_split_cudagraph_capture_sizes`' WARNING where the deprecated capture settings are used.
 _DEPRECATED_SIZES = (
     "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated. Set the token counts "
@@ -574,11 +577,31 @@ class Vllm034(Vllm033):
             self._cache[key] = split
         return self._cache[key]
 
+    def recorded_capture_sizes(self, cfg: SizingConfig) -> list[int]:
+        """The cudagraph_capture_sizes vLLM records (and logs) after the split: every decode
+        graph's tokens, the one-token draft decodes' request grid up to S (EAGLE, EAGLE-3, MTP,
+        draft_model with k >= 2: `get_draft_decode_cudagraph_request_sizes`), and the prefill
+        sizes unless the mode has no mixed graphs and the deprecated settings are unset."""
+        prefill, shapes = self._split(cfg)
+        tokens, seqs = self.effective_max_num_batched_tokens(cfg), cfg.max_num_seqs
+        wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not self._legacy_sizes(cfg)
+        budget = min(tokens, _WIDE_MAX_TOKENS) if wide else tokens
+        recorded = {n * q for n, q in shapes}
+        drafts = cfg.num_speculative_tokens >= 2 and cfg.speculative_method in _GRID_DRAFTERS
+        if drafts and shapes:
+            draft_sizes = decode_request_grid(seqs)
+            recorded |= {n for n, _ in decode_capture_shapes(draft_sizes, {1: seqs}, budget)}
+        requested = CUDAGraphMode(cfg.cudagraph_mode or self.default_cudagraph_mode)
+        if self._legacy_sizes(cfg) or requested.mixed_mode():
+            recorded |= set(prefill)
+        return sorted(recorded)
+
     def split_families(self, cfg: SizingConfig, capture_sizes=None) -> GraphFamilies:
         """cfg's graphs (or, given another list than cfg's `capture_sizes`, those of that list set
         as the deprecated cudagraph_capture_sizes): decode graphs where the mode keeps a separate
         decode routine, prefill graphs in its mixed mode."""
-        if capture_sizes is not None and list(capture_sizes) != list(self.capture_sizes(cfg)):
+        own = (list(self.capture_sizes(cfg)), self.recorded_capture_sizes(cfg))
+        if capture_sizes is not None and list(capture_sizes) not in own:
             cfg = replace(
                 cfg,
                 cudagraph_capture_sizes=tuple(int(s) for s in capture_sizes),

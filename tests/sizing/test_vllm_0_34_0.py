@@ -73,6 +73,11 @@ def mismatches(vector: dict) -> list[str]:
     mixed = sorted(g[1] for g in vector["graphs"] if g[3] is None)
     if sorted(families.mixed_sizes) != mixed:
         found.append(f"prefill graphs {sorted(families.mixed_sizes)} != {mixed}")
+    if (
+        resolved != "NONE"
+        and policy.recorded_capture_sizes(cfg) != vector["recorded_capture_sizes"]
+    ):
+        found.append(f"recorded {policy.recorded_capture_sizes(cfg)}")
     uniform = vector["uniform"]
     ns = np.array([u[0] for u in uniform])
     lens = ns // np.arange(1, len(ns) + 1)
