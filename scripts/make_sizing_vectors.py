@@ -1220,6 +1220,13 @@ V034_VERSION = "0.34.0"
 V034_NAME = "vllm_sizing_vectors_0_34_0.json"
 V034_SETTINGS = 420
 V034_SEED = "graphlab-vllm-0.34.0"
+V034_SPLIT_SETTINGS = (
+    "prefill_cudagraph_capture_token_sizes",
+    "max_prefill_cudagraph_capture_tokens",
+    "decode_cudagraph_capture_request_sizes",
+    "max_decode_cudagraph_capture_requests",
+    "max_decode_cudagraph_capture_tokens",
+)
 V034_METHODS = ("eagle", "eagle3", "mtp", "draft_model", "ngram", "suffix")
 V034_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 V034_CONFIG_NAMES = (
@@ -1287,11 +1294,7 @@ def v034_engine(src: WheelSource):
             cudagraph_mode=mode[s["cudagraph_mode"]],
             cudagraph_capture_sizes=s["cudagraph_capture_sizes"],
             max_cudagraph_capture_size=s["max_cudagraph_capture_size"],
-            prefill_cudagraph_capture_token_sizes=None,
-            max_prefill_cudagraph_capture_tokens=None,
-            decode_cudagraph_capture_request_sizes=None,
-            max_decode_cudagraph_capture_requests=None,
-            max_decode_cudagraph_capture_tokens=None,
+            **{name: s[name] for name in V034_SPLIT_SETTINGS},
             compile_sizes=None,
             mode=compile_mode.VLLM_COMPILE,
             use_inductor_graph_partition=False,
@@ -1342,7 +1345,8 @@ def v034_engine(src: WheelSource):
 
 def v034_settings(seed: str, count: int) -> list[dict]:
     """Seeded random settings: S, k, T, mode, attention support, performance mode, the deprecated
-    capture list or maximum, a dynamic speculation schedule, data-center Blackwell."""
+    capture list or maximum, a dynamic speculation schedule, data-center Blackwell, and 0.34.0's
+    prefill / decode capture settings."""
     rng = random.Random(seed)
     settings = []
     for _ in range(count):
@@ -1375,8 +1379,26 @@ def v034_settings(seed: str, count: int) -> list[dict]:
                 "method": rng.choice(V034_METHODS) if k else None,
                 "data_center_blackwell": rng.random() < 0.25,
             }
+            | _split_settings(rng)
         )
     return settings
+
+
+def _split_settings(rng: random.Random) -> dict:
+    """0.34.0's prefill / decode capture settings: each set in about a sixth of the settings
+    (lists may be empty or hold sizes out of range, maxima may refuse a list)."""
+    draws = {
+        "prefill_cudagraph_capture_token_sizes": lambda: sorted(
+            rng.sample(range(1, 1200), rng.randint(0, 8))
+        ),
+        "max_prefill_cudagraph_capture_tokens": lambda: rng.randint(0, 3000),
+        "decode_cudagraph_capture_request_sizes": lambda: sorted(
+            rng.sample(range(1, 300), rng.randint(0, 8))
+        ),
+        "max_decode_cudagraph_capture_requests": lambda: rng.randint(0, 300),
+        "max_decode_cudagraph_capture_tokens": lambda: rng.randint(1, 4000),
+    }
+    return {name: draw() if rng.random() < 0.16 else None for name, draw in draws.items()}
 
 
 def _dense_query_lens(s: dict) -> list[int]:
@@ -1445,8 +1467,9 @@ V034_NOTES = (
     "tokens and the grids; build_dynamic_sd_schedule_lookup; CudaGraphManager as for the model "
     "runner V2 vectors. Stand-ins: a VLLM_COMPILE model whose splitting ops hold attention, "
     "piecewise capture available, no Mamba layers (kv_cache_config only refuses Mamba models "
-    "short of cache blocks), max_num_reqs = S, none of the five new capture settings set, no "
-    "adaptive verification, single-module MTP. recorded_capture_sizes / prefill_sizes / "
+    "short of cache blocks), max_num_reqs = S, no adaptive verification, single-module MTP; "
+    "each of the five new prefill / decode capture settings set in about a sixth of the "
+    "settings. recorded_capture_sizes / prefill_sizes / "
     "decode_request_sizes: the compilation config after resolution; graphs: [cg_mode, "
     "num_tokens, num_reqs, uniform_token_count] of every descriptor; uniform: [n, path, padded "
     "tokens or null] of `dispatch(B, B*q, q, 0)` for B = 1..S, q from the scheduler's dense "

@@ -169,8 +169,6 @@ class _V1Policy(SizingPolicy):
     v2_candidates = Candidates.BY_MODE
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
-    # Whether prefill and decode graphs are sized apart (0.34.0 on: `split_families`).
-    splits_capture_sizes = False
 
     def sizing_key(self, cfg):
         return (
@@ -497,6 +495,39 @@ _WIDE_MAX_TOKENS = 8192
 # The methods whose one-token draft decodes take the request grid up to S (0.34.0's
 # `get_draft_decode_cudagraph_request_sizes`; single-module MTP assumed).
 _GRID_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model")
+# `_split_cudagraph_capture_sizes`' refusal of both kinds of settings at once.
+_COMBINED_SIZES = (
+    "The deprecated cudagraph_capture_sizes and max_cudagraph_capture_size cannot be combined "
+    "with the prefill and decode CUDA graph capture sizes; set only the latter."
+)
+
+
+@dataclass(frozen=True)
+class _Split:
+    """What `_split_cudagraph_capture_sizes` resolves for one config."""
+
+    prefill: tuple[int, ...]  # prefill graphs' token counts
+    shapes: tuple[tuple[int, int], ...]  # decode graphs' (requests, query length)
+    recorded: tuple[int, ...]  # the cudagraph_capture_sizes it records
+    warnings: tuple[str, ...]
+    error: str | None  # the ValueError vLLM raises at start-up, if any
+
+
+def _explicit(sizes, limit: int, cap: int | None, name: str, cap_name: str, warnings: list):
+    """`_split_cudagraph_capture_sizes`' `explicit`: user sizes kept within [1, limit] (a WARNING
+    names those dropped), GraphlabError above the cap; None where unset."""
+    if sizes is None:
+        return None
+    kept = sorted({s for s in sizes if 1 <= s <= limit})
+    if len(kept) < len(set(sizes)):
+        warnings.append(
+            f"Dropping {sorted(set(sizes) - set(kept))} from {name}: outside [1, {limit}]."
+        )
+    if cap is not None and kept and kept[-1] > cap:
+        raise GraphlabError(f"{name} holds {kept[-1]}, above {cap_name}={cap}.")
+    return kept
+
+
 # `_split_cudagraph_capture_sizes`' WARNING where the deprecated capture settings are used.
 _DEPRECATED_SIZES = (
     "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated. Set the token counts "
@@ -543,58 +574,96 @@ class Vllm034(Vllm033):
             raise GraphlabError(f"{self.name}: {why}")
         return runner, why
 
+    def sizing_key(self, cfg):
+        return (
+            *super().sizing_key(cfg),
+            cfg.speculative_method,
+            *cfg.split_capture_settings.items(),
+        )
+
     def _legacy_sizes(self, cfg: SizingConfig) -> bool:
         """Whether the deprecated cudagraph_capture_sizes / max_cudagraph_capture_size is set."""
         return cfg.cudagraph_capture_sizes is not None or cfg.max_cudagraph_capture_size is not None
 
-    def _split(self, cfg: SizingConfig):
-        """(prefill token sizes, decode (requests, query length) shapes) of cfg's graphs, cached
-        like the capture sizes."""
+    def _split(self, cfg: SizingConfig) -> _Split:
+        """`_split_cudagraph_capture_sizes` of cfg (vllm/config/vllm.py), cached like the capture
+        sizes."""
         key = ("split", self.sizing_key(cfg))
         if key not in self._cache:
             shared, _, error = self._configured(cfg)
-            tokens, seqs = self.effective_max_num_batched_tokens(cfg), cfg.max_num_seqs
-            tiers = dict(cfg.decode_tiers)  # get_decode_cudagraph_query_lens
-            wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not self._legacy_sizes(
-                cfg
+            self._cache[key] = (
+                _Split((), (), (), (), error) if error or not shared else self._resolve(cfg, shared)
             )
-            if error or not shared:
-                split = ([], [])
-            elif wide:
-                interactivity = cfg.performance_mode == "interactivity"
-                prefill = prefill_token_grid(min(_WIDE_MAX_TOKENS, tokens), interactivity)
-                budget = min(tokens, _WIDE_MAX_TOKENS)
-                split = (prefill, decode_capture_shapes(decode_request_grid(seqs), tiers, budget))
-            else:
-                largest = shared[-1]
-                requests = {
-                    min(-(-s // q), seqs)
-                    for s in shared
-                    for q in tiers
-                    if -(-s // q) * q <= largest
-                }
-                split = (shared, decode_capture_shapes(requests, tiers, tokens))
-            self._cache[key] = split
         return self._cache[key]
+
+    def _resolve(self, cfg: SizingConfig, shared: list[int]) -> _Split:
+        tokens, seqs = self.effective_max_num_batched_tokens(cfg), cfg.max_num_seqs
+        tiers = dict(cfg.decode_tiers)  # get_decode_cudagraph_query_lens
+        legacy = self._legacy_sizes(cfg)
+        # `uses_split_sizes`: the decode token budget alone does not count
+        split = set(cfg.split_capture_settings) - {"max_decode_cudagraph_capture_tokens"}
+        wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not legacy
+        budget = cfg.max_decode_cudagraph_capture_tokens or (_WIDE_MAX_TOKENS if wide else None)
+        warnings = [_DEPRECATED_SIZES] if legacy and not split else []
+        try:
+            prefill = _explicit(
+                cfg.prefill_cudagraph_capture_token_sizes,
+                tokens,
+                cfg.max_prefill_cudagraph_capture_tokens,
+                "prefill_cudagraph_capture_token_sizes",
+                "max_prefill_cudagraph_capture_tokens",
+                warnings,
+            )
+            requests = _explicit(
+                cfg.decode_cudagraph_capture_request_sizes,
+                seqs,
+                cfg.max_decode_cudagraph_capture_requests,
+                "decode_cudagraph_capture_request_sizes",
+                "max_decode_cudagraph_capture_requests",
+                warnings,
+            )
+        except GraphlabError as refused:
+            return _Split((), (), (), tuple(warnings), f"ValueError: {refused}")
+        if prefill is None and (cfg.max_prefill_cudagraph_capture_tokens is not None or wide):
+            most = cfg.max_prefill_cudagraph_capture_tokens
+            most = _WIDE_MAX_TOKENS if most is None else most
+            prefill = prefill_token_grid(min(most, tokens), cfg.performance_mode == "interactivity")
+        elif prefill is None:
+            prefill = shared
+        if requests is None and (cfg.max_decode_cudagraph_capture_requests is not None or wide):
+            most = cfg.max_decode_cudagraph_capture_requests
+            requests = decode_request_grid(seqs if most is None else min(most, seqs))
+        elif requests is None:
+            # the request counts each query length rounds the shared sizes up to, within them
+            requests = {
+                min(-(-s // q), seqs) for s in shared for q in tiers if -(-s // q) * q <= shared[-1]
+            }
+        decode_tokens = min(tokens, budget or tokens)
+        shapes = decode_capture_shapes(requests, tiers, decode_tokens)
+        decode = {n * q for n, q in shapes}
+        if (
+            requests
+            and cfg.num_speculative_tokens >= 2
+            and cfg.speculative_method in _GRID_DRAFTERS
+        ):
+            drafts = decode_capture_shapes(decode_request_grid(seqs), {1: seqs}, decode_tokens)
+            decode |= {n for n, _ in drafts}
+        requested = CUDAGraphMode(cfg.cudagraph_mode or self.default_cudagraph_mode)
+        with_prefill = (legacy and not split) or requested.mixed_mode()
+        recorded = decode | set(prefill) if with_prefill else decode
+        if legacy and split:
+            # only a config resolved before (its list already the split's) passes
+            if list(shared) not in (sorted(decode | set(prefill)), sorted(decode)):
+                return _Split((), (), (), tuple(warnings), f"ValueError: {_COMBINED_SIZES}")
+            recorded = set(shared)
+        return _Split(tuple(prefill), tuple(shapes), tuple(sorted(recorded)), tuple(warnings), None)
 
     def recorded_capture_sizes(self, cfg: SizingConfig) -> list[int]:
         """The cudagraph_capture_sizes vLLM records (and logs) after the split: every decode
         graph's tokens, the one-token draft decodes' request grid up to S (EAGLE, EAGLE-3, MTP,
         draft_model with k >= 2: `get_draft_decode_cudagraph_request_sizes`), and the prefill
         sizes unless the mode has no mixed graphs and the deprecated settings are unset."""
-        prefill, shapes = self._split(cfg)
-        tokens, seqs = self.effective_max_num_batched_tokens(cfg), cfg.max_num_seqs
-        wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not self._legacy_sizes(cfg)
-        budget = min(tokens, _WIDE_MAX_TOKENS) if wide else tokens
-        recorded = {n * q for n, q in shapes}
-        drafts = cfg.num_speculative_tokens >= 2 and cfg.speculative_method in _GRID_DRAFTERS
-        if drafts and shapes:
-            draft_sizes = decode_request_grid(seqs)
-            recorded |= {n for n, _ in decode_capture_shapes(draft_sizes, {1: seqs}, budget)}
-        requested = CUDAGraphMode(cfg.cudagraph_mode or self.default_cudagraph_mode)
-        if self._legacy_sizes(cfg) or requested.mixed_mode():
-            recorded |= set(prefill)
-        return sorted(recorded)
+        return list(self._split(cfg).recorded)
 
     def split_families(self, cfg: SizingConfig, capture_sizes=None) -> GraphFamilies:
         """cfg's graphs (or, given another list than cfg's `capture_sizes`, those of that list set
@@ -608,13 +677,14 @@ class Vllm034(Vllm033):
                 max_cudagraph_capture_size=None,
             )
         mode = self.cudagraph_mode(cfg)
-        prefill, shapes = self._split(cfg)
+        split = self._split(cfg)
+        prefill, shapes = split.prefill, split.shapes
         decode_mode = mode.separate_routine() and mode.decode_mode() is BatchPath.FULL
         graphs = tuple(sorted((n * q, q) for n, q in shapes)) if decode_mode else ()
-        # FULL_DECODE_ONLY records its decode sizes alone, and no sizes at all means no graphs
-        if self._lowered(cfg)[2] or not (graphs or (prefill and mode.mixed_mode())):
-            return GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
         mixed = tuple(prefill) if mode.mixed_mode() else ()
+        # no sizes recorded at all: vLLM sets cudagraph_mode NONE; or none of this mode's kinds
+        if split.error or self._lowered(cfg)[2] or not (split.recorded and (graphs or mixed)):
+            return GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
         return GraphFamilies(
             mode,
             tuple(sorted({n for n, _ in graphs})),
@@ -627,17 +697,16 @@ class Vllm034(Vllm033):
 
     def _compute_capture_sizes(self, cfg):
         # the prefill graphs' token counts: 0.34.0's list for every batch but uniform decode
-        return [] if self._lowered(cfg)[0] is CUDAGraphMode.NONE else self._split(cfg)[0]
+        return [] if self._lowered(cfg)[0] is CUDAGraphMode.NONE else list(self._split(cfg).prefill)
 
     def sizing_warnings(self, cfg):
-        deprecated = (_DEPRECATED_SIZES,) if self._legacy_sizes(cfg) else ()
-        return super().sizing_warnings(cfg) + deprecated
+        return super().sizing_warnings(cfg) + self._split(cfg).warnings
 
     def startup_error(self, cfg):
         tokens = self.effective_max_num_batched_tokens(cfg)
         if tokens < cfg.max_num_seqs:  # vllm/config/scheduler.py, SchedulerConfig validation
             return super().startup_error(cfg)
-        return self._configured(cfg)[2] or self._lowered(cfg)[2]
+        return self._split(cfg).error or self._lowered(cfg)[2]
 
 
 @dataclass(frozen=True)

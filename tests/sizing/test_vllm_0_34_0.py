@@ -16,7 +16,7 @@ import pytest
 from helpers import ROOT
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import PATH_CODES, BatchPath, Dispatch
 from graphlab.sizing.engines import Vllm034, get_engine
 from graphlab.sizing.families import Candidates, families_for
@@ -44,6 +44,7 @@ def config_of(vector: dict) -> SizingConfig:
         num_speculative_tokens_per_batch_size=None
         if schedule is None
         else tuple(map(tuple, schedule)),
+        **{name: vector[name] for name in SPLIT_CAPTURE_SETTINGS},
     )
 
 
@@ -60,7 +61,11 @@ def mismatches(vector: dict) -> list[str]:
     policy, cfg = POLICIES[vector["data_center_blackwell"]], config_of(vector)
     if "error" in vector:
         error = policy.startup_error(cfg)
-        return [] if error else [f"vLLM refuses ({vector['error']}), the kit starts"]
+        if not error:
+            return [f"vLLM refuses ({vector['error']}), the kit starts"]
+        # the split's own refusals word for word (the attention backend's are worded elsewhere)
+        split_error = "above max_" in vector["error"] or "cannot be combined" in vector["error"]
+        return [f"{error} != {vector['error']}"] if split_error and error != vector["error"] else []
     if policy.startup_error(cfg):
         return [f"the kit refuses ({policy.startup_error(cfg)}), vLLM starts"]
     found, families = [], families_for(policy, cfg)
@@ -100,7 +105,7 @@ def vectors():
 def test_the_vectors_cover_what_0_34_0_changed(vectors):
     """The random configs reach every input the split reads, so none goes unchecked."""
     started = [v for v in vectors if "error" not in v]
-    assert len(vectors) >= 400 and len(started) >= 380
+    assert len(vectors) >= 400 and len(started) >= 340
     assert {v["resolved_mode"] for v in started} == {
         "NONE",
         "PIECEWISE",
@@ -111,6 +116,11 @@ def test_the_vectors_cover_what_0_34_0_changed(vectors):
     for key in ("data_center_blackwell", "cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         assert sum(bool(v[key]) for v in started) >= 30, key
     assert sum(v["num_speculative_tokens_per_batch_size"] is not None for v in started) >= 30
+    for name in SPLIT_CAPTURE_SETTINGS:  # 0.34.0's own prefill / decode settings
+        assert sum(v[name] is not None for v in started) >= 25, name
+    refusals = [v["error"] for v in vectors if "error" in v]
+    assert sum("cannot be combined" in e for e in refusals) >= 20
+    assert sum("above max_" in e for e in refusals) >= 5
     # a dynamic schedule with FULL decode graphs at several query lengths
     assert any(len({g[3] for g in v["graphs"] if g[3]}) > 1 for v in started)
 
@@ -197,3 +207,29 @@ def test_the_cli_audits_0_34_0_on_model_runner_v2():
     assert "9-24 step 3  eager" in done.stdout
     assert "model runner V2: vLLM 0.34.0 has model runner V2 only" in done.stdout
     assert "cudagraph_capture_sizes and max_cudagraph_capture_size are deprecated" in done.stdout
+
+
+def test_the_decode_request_sizes_set_the_decode_graphs():
+    # (1, 8, 100) at S 64, q 4: 100 is dropped with vLLM's WARNING, 1 and 8 requests remain
+    cfg = SizingConfig(64, 3, decode_cudagraph_capture_request_sizes=(1, 8, 100))
+    policy = get_engine("vllm-0.34.0")
+    assert families_for(policy, cfg).full_graphs == ((4, 4), (32, 4))
+    assert (
+        "Dropping [100] from decode_cudagraph_capture_request_sizes: outside [1, 64]."
+        in policy.sizing_warnings(cfg)
+    )
+    capped = SizingConfig(
+        64, 3, decode_cudagraph_capture_request_sizes=(8,), max_decode_cudagraph_capture_requests=4
+    )
+    assert policy.startup_error(capped) == (
+        "ValueError: decode_cudagraph_capture_request_sizes holds 8, above "
+        "max_decode_cudagraph_capture_requests=4."
+    )
+
+
+def test_engines_before_0_34_0_refuse_its_capture_settings():
+    cfg = SizingConfig(8, max_prefill_cudagraph_capture_tokens=64)
+    with pytest.raises(
+        GraphlabError, match="added the prefill and decode capture settings in 0.34.0"
+    ):
+        get_engine("vllm-0.33.0").capture_sizes(cfg)
