@@ -555,10 +555,9 @@ class Vllm034(Vllm033):
     max_num_reqs only refuse a Mamba model with fewer cache blocks than max_num_seqs, and
     piecewise_capture_available (False only for a model with neither a compiled submodule nor
     breakable graphs) drops PIECEWISE parts: the kit assumes a compiled, non-Mamba model.
-    Not modelled: the five new settings (prefill_cudagraph_capture_token_sizes, max_prefill_
-    cudagraph_capture_tokens, decode_cudagraph_capture_request_sizes, max_decode_cudagraph_
-    capture_requests, max_decode_cudagraph_capture_tokens), adaptive verification (varlen decode
-    graphs), LoRA, microbatching and the drafter."""
+    The five new settings (SizingConfig's SPLIT_CAPTURE_SETTINGS) replace the split's sources
+    where set, as `_split_cudagraph_capture_sizes` reads them. Not modelled: adaptive
+    verification (varlen decode graphs), LoRA, microbatching and the drafter."""
 
     name = "vllm-0.34.0"
     release = "0.34.0"
