@@ -1227,6 +1227,8 @@ V034_SPLIT_SETTINGS = (
     "max_decode_cudagraph_capture_requests",
     "max_decode_cudagraph_capture_tokens",
 )
+# The methods whose drafter 0.34.0's vectors record (single-module MTP; no dynamic schedule).
+V034_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model")
 V034_METHODS = ("eagle", "eagle3", "mtp", "draft_model", "ngram", "suffix")
 V034_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 V034_CONFIG_NAMES = (
@@ -1340,6 +1342,24 @@ def v034_engine(src: WheelSource):
         m._graphs_captured = True
         return vc, m, resolved
 
+    def drafter(vc, resolved, s: dict):
+        """The draft prefill's and draft decodes' managers as 0.34.0's speculators build them
+        (target_dependent_ar / standalone_ar and autoregressive/speculator.py
+        init_cudagraph_manager)."""
+        prefill_len = s["num_speculative_tokens"] + (2 if s["method"] == "draft_model" else 1)
+        prefill = manager_cls(vc, "cuda", resolved, vc.get_decode_cudagraph_query_lens(prefill_len))
+        decode_mode = mode.FULL_DECODE_ONLY if resolved.decode_mode() == mode.FULL else mode.NONE
+        decode = manager_cls(
+            vc,
+            "cuda",
+            decode_mode,
+            {1: s["max_num_seqs"]},
+            decode_request_sizes=vc.get_draft_decode_cudagraph_request_sizes(),
+        )
+        prefill._graphs_captured = decode._graphs_captured = True
+        return prefill_len, prefill, decode
+
+    build.drafter = drafter
     return build
 
 
@@ -1414,6 +1434,28 @@ def _dense_query_lens(s: dict) -> list[int]:
     return lens
 
 
+def _v034_drafter(managers, s: dict) -> dict:
+    """The draft managers' graphs and the dispatch of each request count B = 1..S: the draft
+    prefill's uniform batch of B*L tokens at query length L, a draft decode's of B tokens."""
+    prefill_len, prefill, decode = managers
+
+    def graphs(m):
+        return sorted(
+            [d.cg_mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count]
+            for descs in m._capture_descs.values()
+            for d in descs
+        )
+
+    batches = range(1, s["max_num_seqs"] + 1)
+    return {
+        "prefill_query_len": prefill_len,
+        "prefill_graphs": graphs(prefill),
+        "prefill": [_v2_outcome(prefill, b * prefill_len, b, prefill_len) for b in batches],
+        "decode_graphs": graphs(decode),
+        "decode": [_v2_outcome(decode, b, b, 1) for b in batches],
+    }
+
+
 def v034_vectors(src: WheelSource, settings: list[dict]) -> list[dict]:
     """Per setting: vLLM's recorded cudagraph_capture_sizes, prefill token sizes and decode request
     sizes, the resolved mode, every graph the manager keeps, and the wheel's own `dispatch` of each
@@ -1439,8 +1481,12 @@ def v034_vectors(src: WheelSource, settings: list[dict]) -> list[dict]:
         uniform = [_v2_outcome(m, b * q, b, q) for b, q in enumerate(lens, start=1)]
         mixed_ns = sorted({1} | {n for g in graphs for n in (g[1], g[1] + 1)})
         mixed = [_v2_outcome(m, n, min(n, s["max_num_seqs"]), None) for n in mixed_ns]
+        draft = {}
+        if s["method"] in V034_DRAFTERS and s["num_speculative_tokens_per_batch_size"] is None:
+            draft = {"drafter": _v034_drafter(build.drafter(vc, resolved, s), s)}
         vectors.append(
             entry
+            | draft
             | {
                 "recorded_capture_sizes": list(cc.cudagraph_capture_sizes),
                 "prefill_sizes": cc.prefill_cudagraph_capture_token_sizes,

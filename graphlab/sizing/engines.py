@@ -511,6 +511,8 @@ class _Split:
     recorded: tuple[int, ...]  # the cudagraph_capture_sizes it records
     warnings: tuple[str, ...]
     error: str | None  # the ValueError vLLM raises at start-up, if any
+    requests: tuple[int, ...] = ()  # decode_cudagraph_capture_request_sizes as resolved
+    budget: int | None = None  # max_decode_cudagraph_capture_tokens as resolved
 
 
 def _explicit(sizes, limit: int, cap: int | None, name: str, cap_name: str, warnings: list):
@@ -655,7 +657,19 @@ class Vllm034(Vllm033):
             if list(shared) not in (sorted(decode | set(prefill)), sorted(decode)):
                 return _Split((), (), (), tuple(warnings), f"ValueError: {_COMBINED_SIZES}")
             recorded = set(shared)
-        return _Split(tuple(prefill), tuple(shapes), tuple(sorted(recorded)), tuple(warnings), None)
+        return _Split(
+            tuple(prefill),
+            tuple(shapes),
+            tuple(sorted(recorded)),
+            tuple(warnings),
+            None,
+            tuple(sorted(requests)),
+            budget,
+        )
+
+    def decode_request_sizes(self, cfg: SizingConfig) -> list[int]:
+        """The decode graphs' request counts (decode_cudagraph_capture_request_sizes, resolved)."""
+        return list(self._split(cfg).requests)
 
     def recorded_capture_sizes(self, cfg: SizingConfig) -> list[int]:
         """The cudagraph_capture_sizes vLLM records (and logs) after the split: every decode
@@ -675,12 +689,28 @@ class Vllm034(Vllm033):
                 cudagraph_capture_sizes=tuple(int(s) for s in capture_sizes),
                 max_cudagraph_capture_size=None,
             )
-        mode = self.cudagraph_mode(cfg)
+        return self._families(cfg, self.cudagraph_mode(cfg), self._split(cfg).shapes)
+
+    def speculator_families(
+        self, cfg: SizingConfig, query_len: int, mode: CUDAGraphMode, request_sizes=None
+    ) -> GraphFamilies:
+        """The graphs of a drafter's `CudaGraphManager` on cfg (vllm/v1/worker/gpu/spec_decode/):
+        `mode`, uniform decode batches of `query_len` tokens per request up to S requests, the
+        target's decode request sizes (or `request_sizes`), capped by the recorded largest size
+        (`decode_cudagraph_capture_max_tokens`), and the target's prefill sizes."""
         split = self._split(cfg)
-        prefill, shapes = split.prefill, split.shapes
+        requests = split.requests if request_sizes is None else request_sizes
+        most = min(max(split.recorded, default=0), split.budget or max(split.recorded, default=0))
+        shapes = decode_capture_shapes(requests, {query_len: cfg.max_num_seqs}, most)
+        return self._families(cfg, mode, shapes)
+
+    def _families(self, cfg: SizingConfig, mode: CUDAGraphMode, shapes) -> GraphFamilies:
+        """A CudaGraphManager's graphs under `mode`: decode graphs at `shapes` (requests, query
+        length) where the mode keeps a separate decode routine, prefill graphs in its mixed mode."""
+        split = self._split(cfg)
         decode_mode = mode.separate_routine() and mode.decode_mode() is BatchPath.FULL
         graphs = tuple(sorted((n * q, q) for n, q in shapes)) if decode_mode else ()
-        mixed = tuple(prefill) if mode.mixed_mode() else ()
+        mixed = tuple(split.prefill) if mode.mixed_mode() else ()
         # no sizes recorded at all: vLLM sets cudagraph_mode NONE; or none of this mode's kinds
         if split.error or self._lowered(cfg)[2] or not (split.recorded and (graphs or mixed)):
             return GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)

