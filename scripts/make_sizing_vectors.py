@@ -1520,7 +1520,11 @@ V034_NOTES = (
     "num_tokens, num_reqs, uniform_token_count] of every descriptor; uniform: [n, path, padded "
     "tokens or null] of `dispatch(B, B*q, q, 0)` for B = 1..S, q from the scheduler's dense "
     "schedule; mixed: of `dispatch(min(n, S), n, None, 0)` at n = 1 and at c, c+1 for every "
-    "graph's token count c; error: what vLLM raises at start-up instead."
+    "graph's token count c; error: what vLLM raises at start-up instead. drafter (EAGLE, "
+    "EAGLE-3, single-module MTP, draft_model; no dynamic schedule): the graphs of the draft "
+    "prefill's and the draft decodes' managers as the speculators' init_cudagraph_manager builds "
+    "them, and the dispatch of each request count B = 1..S (B*L tokens at the prefill's query "
+    "length L; B tokens at query length 1)."
 )
 
 
