@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_sizing_vectors.json (and data/vllm_sizing_vectors_model_runner_v1.json,
-data/vllm_sizing_vectors_model_runner_v2.json) from the released vLLM wheels' own sizing code.
+data/vllm_sizing_vectors_model_runner_v2.json, data/vllm_sizing_vectors_0_34_0.json) from the
+released vLLM wheels' own sizing code.
 Run scripts/check_vllm_releases.py first: it fails when the index has a release
 graphlab.sizing.versions.RELEASES lacks.
 
@@ -764,32 +765,38 @@ V2_MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
 V2_SETTINGS = 60  # seeded user-set capture lists per release
 
 
-def v2_manager(src: WheelSource):
-    """A function (vc, k) -> the wheel's own model runner V2 `CudaGraphManager` for the config
-    `build` made (verbatim __init__, _init_candidates and dispatch, with BatchExecutionDescriptor
-    and _is_compatible; no LoRA, no microbatching, no varlen decode, graphs marked captured)."""
-    names: dict = {
+def v2_manager_class(src: WheelSource, names: dict) -> type:
+    """The wheel's own CudaGraphManager class (its deciding methods verbatim) in `names`, which
+    holds CUDAGraphMode and the helpers its methods call."""
+    names |= {
         "enum": enum,
         "dataclass": dataclasses.dataclass,
         "replace": dataclasses.replace,
         "defaultdict": collections.defaultdict,
         "product": itertools.product,
         "groupby": itertools.groupby,
-        "logger": _Logger(),
         # one pipeline stage, no graph pool, no breakable graphs (stand-ins for what __init__ asks)
         "get_pp_group": lambda: ns(is_first_rank=True, is_last_rank=True),
         "current_platform": ns(get_global_graph_pool=lambda: None),
-        "is_breakable_cudagraph_enabled": lambda: False,
+        "is_breakable_cudagraph_enabled": lambda *config: False,
     }
-    src.exec_defs("vllm/config/compilation.py", ["CUDAGraphMode"], names)
-    src.exec_defs("vllm/utils/math_utils.py", ["round_up"], names)
     src.exec_defs(V2_MEMBER, ["BatchExecutionDescriptor", "_is_compatible"], names)
     methods = [m for m in V2_METHODS if src.has(V2_MEMBER, m, "CudaGraphManager")]
-    cls = type(
+    return type(
         "CudaGraphManager",
         (),
         src.exec_defs(V2_MEMBER, methods, dict(names), cls="CudaGraphManager"),
     )
+
+
+def v2_manager(src: WheelSource):
+    """A function (vc, k) -> the wheel's own model runner V2 `CudaGraphManager` for the config
+    `build` made (verbatim __init__, _init_candidates and dispatch, with BatchExecutionDescriptor
+    and _is_compatible; no LoRA, no microbatching, no varlen decode, graphs marked captured)."""
+    names: dict = {"enum": enum, "logger": _Logger()}
+    src.exec_defs("vllm/config/compilation.py", ["CUDAGraphMode"], names)
+    src.exec_defs("vllm/utils/math_utils.py", ["round_up"], names)
+    cls = v2_manager_class(src, names)
 
     def manager(vc, k: int):
         vc.cache_config = ns(use_kda_recoverssm=False)  # 0.31.0 on: no recoverSSM workspace
@@ -1205,6 +1212,339 @@ def model_runner_v2_payload(cache_dir: Path) -> dict:
     }
 
 
+# --------------------------------------------------------------------------- 0.34.0
+
+# 0.34.0 removes model runner V1 and splits the capture sizes into prefill token counts and decode
+# request counts (VllmConfig._split_cudagraph_capture_sizes): read apart from the releases above.
+V034_VERSION = "0.34.0"
+V034_NAME = "vllm_sizing_vectors_0_34_0.json"
+V034_SETTINGS = 420
+V034_SEED = "graphlab-vllm-0.34.0"
+V034_SPLIT_SETTINGS = (
+    "prefill_cudagraph_capture_token_sizes",
+    "max_prefill_cudagraph_capture_tokens",
+    "decode_cudagraph_capture_request_sizes",
+    "max_decode_cudagraph_capture_requests",
+    "max_decode_cudagraph_capture_tokens",
+)
+# The methods whose drafter 0.34.0's vectors record (single-module MTP; no dynamic schedule).
+V034_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model")
+V034_METHODS = ("eagle", "eagle3", "mtp", "draft_model", "ngram", "suffix")
+V034_MODES = ("NONE", "PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE")
+V034_CONFIG_NAMES = (
+    "CUDAGraphMode",
+    "decode_cudagraph_capture_shapes",
+    "decode_cudagraph_capture_max_tokens",
+    "_walk_grid",
+    "prefill_cudagraph_capture_grid",
+    "decode_cudagraph_capture_grid",
+    "varlen_decode_cudagraph_capture_grid",
+)
+V034_VLLM_CONFIG_METHODS = (
+    "_set_cudagraph_sizes",
+    "_split_cudagraph_capture_sizes",
+    "get_decode_cudagraph_query_lens",
+    "get_draft_decode_cudagraph_request_sizes",
+    "get_varlen_decode_cudagraph_token_sizes",
+)
+
+
+def v034_engine(src: WheelSource):
+    """A function (setting) -> the wheel's own resolved config and CudaGraphManager: the verbatim
+    VllmConfig._set_cudagraph_sizes with _split_cudagraph_capture_sizes and its helpers, then the
+    verbatim CompilationConfig.resolve_cudagraph_mode_and_sizes and CudaGraphManager (no Mamba
+    layers, piecewise capture available: a VLLM_COMPILE model), as GPUModelRunner builds them."""
+    comp, vcfg = "vllm/config/compilation.py", "vllm/config/vllm.py"
+    names: dict = {"enum": enum, "bisect": __import__("bisect"), "math": __import__("math")}
+    names |= {"logger": _Logger()}
+    src.exec_defs(comp, list(V034_CONFIG_NAMES), names)
+    src.exec_defs("vllm/utils/math_utils.py", ["round_up", "cdiv"], names)
+    dyn = "vllm/v1/spec_decode/dynamic/utils.py"
+    src.exec_defs(
+        dyn,
+        ["validate_and_normalize_dynamic_sd_schedule", "build_dynamic_sd_schedule_lookup"],
+        names,
+    )
+    support = enum.Enum(
+        "AttentionCGSupport",
+        {"ALWAYS": 3, "UNIFORM_BATCH": 2, "UNIFORM_SINGLE_TOKEN_DECODE": 1, "NEVER": 0},
+    )
+    compile_mode = enum.Enum("CompilationMode", ["NONE", "STOCK_TORCH_COMPILE", "VLLM_COMPILE"])
+    cc_methods = src.exec_defs(
+        comp,
+        ["post_init_cudagraph_sizes", "resolve_cudagraph_mode_and_sizes"],
+        dict(names, CompilationMode=compile_mode, AttentionCGSupport=support),
+        cls="CompilationConfig",
+    )
+    vc_globals = src.exec_defs(vcfg, list(V034_VLLM_CONFIG_METHODS), dict(names), cls="VllmConfig")
+    vllm_cls = type("VllmConfig", (), {n: vc_globals[n] for n in V034_VLLM_CONFIG_METHODS})
+    cc_names = ("post_init_cudagraph_sizes", "resolve_cudagraph_mode_and_sizes")
+    compilation_cls = type("CompilationConfig", (), {n: cc_methods[n] for n in cc_names})
+    mode = names["CUDAGraphMode"]
+    manager_cls = v2_manager_class(src, names)
+
+    def build(s: dict):
+        """(vc, manager, resolved mode) for one setting; ValueError/AssertionError as vLLM's."""
+        names["logger"].lines.clear()
+        blackwell = s["data_center_blackwell"]
+        platform = ns(is_device_capability_family=lambda family: blackwell and family == 100)
+        # the function-local `from vllm.platforms import current_platform` (and the dynamic
+        # speculation lookup) are dropped by _plain_function: given as globals instead
+        vc_globals["current_platform"] = platform
+        cc = compilation_cls()
+        cc.__dict__.update(
+            cudagraph_mode=mode[s["cudagraph_mode"]],
+            cudagraph_capture_sizes=s["cudagraph_capture_sizes"],
+            max_cudagraph_capture_size=s["max_cudagraph_capture_size"],
+            **{name: s[name] for name in V034_SPLIT_SETTINGS},
+            compile_sizes=None,
+            mode=compile_mode.VLLM_COMPILE,
+            use_inductor_graph_partition=False,
+            splitting_ops_contain_attention=lambda: True,
+        )
+        k, schedule = s["num_speculative_tokens"], s["num_speculative_tokens_per_batch_size"]
+        spec = None
+        if k:
+            spec = ns(
+                num_speculative_tokens=k,
+                num_speculative_tokens_per_batch_size=schedule,
+                uses_dynamic_speculative_decoding=lambda: schedule is not None,
+                method=s["method"],
+                use_multi_module_mtp=lambda: False,
+                use_gemma4_mtp=lambda: False,
+                enable_adaptive_verification=False,
+            )
+        vc = vllm_cls()
+        vc.__dict__.update(
+            model_config=ns(enforce_eager=False),
+            compilation_config=cc,
+            scheduler_config=ns(
+                max_num_seqs=s["max_num_seqs"], max_num_batched_tokens=s["max_num_batched_tokens"]
+            ),
+            speculative_config=spec,
+            parallel_config=ns(tensor_parallel_size=1, data_parallel_size=1),
+            cache_config=ns(use_kda_recoverssm=False),
+            performance_mode=s["performance_mode"] or "balanced",
+            num_speculative_tokens=k,
+            uniform_decode_query_len=1 + k,
+        )
+        vc._set_cudagraph_sizes()
+        resolved = cc.resolve_cudagraph_mode_and_sizes(
+            support[s["attention_cg_support"]],
+            "FlashAttentionBackend",
+            1 + k,
+            kv_cache_config=ns(has_mamba_layers=False, num_blocks=1 << 20),
+            max_num_reqs=s["max_num_seqs"],
+            piecewise_capture_available=True,
+        )
+        query_lens = vc.get_decode_cudagraph_query_lens(1 + k)
+        m = manager_cls(vc, "cuda", names["CUDAGraphMode"][resolved.name], query_lens)
+        m._graphs_captured = True
+        return vc, m, resolved
+
+    def drafter(vc, resolved, s: dict):
+        """The draft prefill's and draft decodes' managers as 0.34.0's speculators build them
+        (target_dependent_ar / standalone_ar and autoregressive/speculator.py
+        init_cudagraph_manager)."""
+        prefill_len = s["num_speculative_tokens"] + (2 if s["method"] == "draft_model" else 1)
+        prefill = manager_cls(vc, "cuda", resolved, vc.get_decode_cudagraph_query_lens(prefill_len))
+        decode_mode = mode.FULL_DECODE_ONLY if resolved.decode_mode() == mode.FULL else mode.NONE
+        decode = manager_cls(
+            vc,
+            "cuda",
+            decode_mode,
+            {1: s["max_num_seqs"]},
+            decode_request_sizes=vc.get_draft_decode_cudagraph_request_sizes(),
+        )
+        prefill._graphs_captured = decode._graphs_captured = True
+        return prefill_len, prefill, decode
+
+    build.drafter = drafter
+    return build
+
+
+def v034_settings(seed: str, count: int) -> list[dict]:
+    """Seeded random settings: S, k, T, mode, attention support, performance mode, the deprecated
+    capture list or maximum, a dynamic speculation schedule, data-center Blackwell, and 0.34.0's
+    prefill / decode capture settings."""
+    rng = random.Random(seed)
+    settings = []
+    for _ in range(count):
+        s = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(1, 1024)])
+        k = rng.choice([0, 0, rng.randint(1, 3), rng.randint(1, 8)])
+        tokens = rng.choice([8192, 8192, 2048, 16384, rng.randint(s, 4 * s + 600)])
+        sizes = user_max = schedule = None
+        if rng.random() < 0.2:
+            sizes = sorted(rng.sample(range(1, 700), rng.randint(1, 12)))
+        elif rng.random() < 0.12:
+            user_max = rng.randint(1, 1100)
+        if k >= 2 and rng.random() < 0.3:
+            cuts = sorted(rng.sample(range(2, max(3, s + 40)), rng.randint(1, 3)))
+            starts = [1, *cuts]
+            ends = [c - 1 for c in cuts] + [max(cuts[-1], s + 40)]
+            schedule = [[a, b, rng.randint(0, k)] for a, b in zip(starts, ends, strict=True)]
+        settings.append(
+            {
+                "max_num_seqs": s,
+                "num_speculative_tokens": k,
+                "max_num_batched_tokens": max(tokens, s),
+                "cudagraph_mode": rng.choice(V034_MODES[1:] * 3 + V034_MODES[:1]),
+                "attention_cg_support": rng.choice(
+                    ["ALWAYS"] * 5 + ["UNIFORM_BATCH", "UNIFORM_SINGLE_TOKEN_DECODE", "NEVER"]
+                ),
+                "performance_mode": "interactivity" if rng.random() < 0.15 else None,
+                "cudagraph_capture_sizes": sizes,
+                "max_cudagraph_capture_size": user_max,
+                "num_speculative_tokens_per_batch_size": schedule,
+                "method": rng.choice(V034_METHODS) if k else None,
+                "data_center_blackwell": rng.random() < 0.25,
+            }
+            | _split_settings(rng)
+        )
+    return settings
+
+
+def _split_settings(rng: random.Random) -> dict:
+    """0.34.0's prefill / decode capture settings: each set in about a sixth of the settings
+    (lists may be empty or hold sizes out of range, maxima may refuse a list)."""
+    draws = {
+        "prefill_cudagraph_capture_token_sizes": lambda: sorted(
+            rng.sample(range(1, 1200), rng.randint(0, 8))
+        ),
+        "max_prefill_cudagraph_capture_tokens": lambda: rng.randint(0, 3000),
+        "decode_cudagraph_capture_request_sizes": lambda: sorted(
+            rng.sample(range(1, 300), rng.randint(0, 8))
+        ),
+        "max_decode_cudagraph_capture_requests": lambda: rng.randint(0, 300),
+        "max_decode_cudagraph_capture_tokens": lambda: rng.randint(1, 4000),
+    }
+    return {name: draw() if rng.random() < 0.16 else None for name, draw in draws.items()}
+
+
+def _dense_query_lens(s: dict) -> list[int]:
+    """Per batch of B = 1..S requests, the query length a uniform decode batch of B has (the
+    scheduler's dense schedule, or 1 + k)."""
+    q, schedule = 1 + s["num_speculative_tokens"], s["num_speculative_tokens_per_batch_size"]
+    if schedule is None:
+        return [q] * s["max_num_seqs"]
+    lens = []
+    for b in range(1, s["max_num_seqs"] + 1):
+        k = [entry[2] for entry in schedule if entry[0] <= b][-1]
+        lens.append(1 + min(k, s["num_speculative_tokens"]))
+    return lens
+
+
+def _v034_drafter(managers, s: dict) -> dict:
+    """The draft managers' graphs and the dispatch of each request count B = 1..S: the draft
+    prefill's uniform batch of B*L tokens at query length L, a draft decode's of B tokens."""
+    prefill_len, prefill, decode = managers
+
+    def graphs(m):
+        return sorted(
+            [d.cg_mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count]
+            for descs in m._capture_descs.values()
+            for d in descs
+        )
+
+    batches = range(1, s["max_num_seqs"] + 1)
+    return {
+        "prefill_query_len": prefill_len,
+        "prefill_graphs": graphs(prefill),
+        "prefill": [_v2_outcome(prefill, b * prefill_len, b, prefill_len) for b in batches],
+        "decode_graphs": graphs(decode),
+        "decode": [_v2_outcome(decode, b, b, 1) for b in batches],
+    }
+
+
+def v034_vectors(src: WheelSource, settings: list[dict]) -> list[dict]:
+    """Per setting: vLLM's recorded cudagraph_capture_sizes, prefill token sizes and decode request
+    sizes, the resolved mode, every graph the manager keeps, and the wheel's own `dispatch` of each
+    uniform decode batch B*q (q from the dynamic schedule where set), B = 1..S, and of a mixed batch
+    of n tokens (min(n, S) requests) at n = 1 and at c and c + 1 for every graph's token count c;
+    or the error vLLM raises at start-up."""
+    build = v034_engine(src)
+    vectors = []
+    for s in settings:
+        entry = dict(s)
+        try:
+            vc, m, resolved = build(s)
+        except (ValueError, AssertionError) as exc:
+            vectors.append(entry | {"error": f"{type(exc).__name__}: {exc}"})
+            continue
+        cc = vc.compilation_config
+        graphs = sorted(
+            [d.cg_mode.name, d.num_tokens, d.num_reqs, d.uniform_token_count]
+            for descs in m._capture_descs.values()
+            for d in descs
+        )
+        lens = _dense_query_lens(s)
+        uniform = [_v2_outcome(m, b * q, b, q) for b, q in enumerate(lens, start=1)]
+        mixed_ns = sorted({1} | {n for g in graphs for n in (g[1], g[1] + 1)})
+        mixed = [_v2_outcome(m, n, min(n, s["max_num_seqs"]), None) for n in mixed_ns]
+        draft = {}
+        if s["method"] in V034_DRAFTERS and s["num_speculative_tokens_per_batch_size"] is None:
+            draft = {"drafter": _v034_drafter(build.drafter(vc, resolved, s), s)}
+        vectors.append(
+            entry
+            | draft
+            | {
+                "recorded_capture_sizes": list(cc.cudagraph_capture_sizes),
+                "prefill_sizes": cc.prefill_cudagraph_capture_token_sizes,
+                "decode_request_sizes": cc.decode_cudagraph_capture_request_sizes,
+                "resolved_mode": resolved.name,
+                "graphs": graphs,
+                "uniform": uniform,
+                "mixed": mixed,
+            }
+        )
+    return vectors
+
+
+V034_NOTES = (
+    f"vLLM {V034_VERSION} (model runner V2 only), {V034_SETTINGS} seeded random settings (seed "
+    f"'{V034_SEED}'): S, k, T, cudagraph_mode, the attention backend's AttentionCGSupport "
+    "(backend named FlashAttentionBackend), performance_mode, the deprecated "
+    "cudagraph_capture_sizes or max_cudagraph_capture_size, a dynamic speculation schedule "
+    "(num_speculative_tokens_per_batch_size), the speculative method and data-center Blackwell "
+    "(is_device_capability_family(100)). Verbatim: VllmConfig._set_cudagraph_sizes, "
+    "_split_cudagraph_capture_sizes, get_decode_cudagraph_query_lens, get_draft_decode_"
+    "cudagraph_request_sizes; CompilationConfig.resolve_cudagraph_mode_and_sizes and "
+    "post_init_cudagraph_sizes; decode_cudagraph_capture_shapes, decode_cudagraph_capture_max_"
+    "tokens and the grids; build_dynamic_sd_schedule_lookup; CudaGraphManager as for the model "
+    "runner V2 vectors. Stand-ins: a VLLM_COMPILE model whose splitting ops hold attention, "
+    "piecewise capture available, no Mamba layers (kv_cache_config only refuses Mamba models "
+    "short of cache blocks), max_num_reqs = S, no adaptive verification, single-module MTP; "
+    "each of the five new prefill / decode capture settings set in about a sixth of the "
+    "settings. recorded_capture_sizes / prefill_sizes / "
+    "decode_request_sizes: the compilation config after resolution; graphs: [cg_mode, "
+    "num_tokens, num_reqs, uniform_token_count] of every descriptor; uniform: [n, path, padded "
+    "tokens or null] of `dispatch(B, B*q, q, 0)` for B = 1..S, q from the scheduler's dense "
+    "schedule; mixed: of `dispatch(min(n, S), n, None, 0)` at n = 1 and at c, c+1 for every "
+    "graph's token count c; error: what vLLM raises at start-up instead. drafter (EAGLE, "
+    "EAGLE-3, single-module MTP, draft_model; no dynamic schedule): the graphs of the draft "
+    "prefill's and the draft decodes' managers as the speculators' init_cudagraph_manager builds "
+    "them, and the dispatch of each request count B = 1..S (B*L tokens at the prefill's query "
+    "length L; B tokens at query length 1)."
+)
+
+
+def v034_payload(cache_dir: Path) -> dict:
+    """data/vllm_sizing_vectors_0_34_0.json: 0.34.0's graphs and dispatch."""
+    path = fetch_wheel(V034_VERSION, cache_dir)
+    src = WheelSource(path)
+    vectors = v034_vectors(src, v034_settings(V034_SEED, V034_SETTINGS))
+    return {
+        "provenance": {
+            "generated_by": "scripts/make_sizing_vectors.py",
+            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "wheels": {V034_VERSION: {"file": path.name, "sha256": sha256_of(path)}},
+            "functions": {V034_VERSION: list(dict.fromkeys(src.taken))},
+            "notes": V034_NOTES,
+        },
+        "vectors": vectors,
+    }
+
+
 def write_json_atomic(payload: dict, out: Path) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -1249,7 +1589,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"write only {RUNNER_V2_NAME} (reads only the V2_VERSIONS wheels)",
     )
+    parser.add_argument(
+        "--vllm-0-34-only",
+        action="store_true",
+        help=f"write only {V034_NAME} (reads only the {V034_VERSION} wheel)",
+    )
     args = parser.parse_args(argv)
+    v034_out = args.out.with_name(V034_NAME)
+    write_json_atomic(v034_payload(args.cache_dir), v034_out)
+    print(f"wrote vLLM {V034_VERSION}'s vectors to {v034_out}")
+    if args.vllm_0_34_only:
+        return 0
     v2_out = args.out.with_name(RUNNER_V2_NAME)
     write_json_atomic(model_runner_v2_payload(args.cache_dir), v2_out)
     print(f"wrote model runner V2's vectors of {', '.join(V2_VERSIONS)} to {v2_out}")

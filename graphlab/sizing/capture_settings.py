@@ -3,6 +3,8 @@ _set_cudagraph_sizes`), before any rounding for speculative decoding."""
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from functools import cache
 
 from graphlab.sizing.config import SizingConfig
@@ -65,3 +67,42 @@ def request_counts(max_reqs: int, default_max_graph_size: int) -> list[int]:
     """Today's request-count grid for uniform decode sizes, capped at the platform default."""
     max_reqs = min(max_reqs, default_max_graph_size)
     return sorted(set(token_grid(max_reqs)) | {max_reqs})
+
+
+def _walk_grid(limit: int, step) -> list[int]:
+    """vLLM 0.34.0's `_walk_grid` (vllm/config/compilation.py): 1, ..., `limit`, each the next
+    multiple of the largest power of two not above step(size)."""
+    grid, size = [], 1
+    while size < limit:
+        grid.append(size)
+        stride = 1 << max(0, math.floor(math.log2(max(1.0, step(size)))))
+        size = (size // stride + 1) * stride
+    return [*grid, limit] if limit else []
+
+
+def prefill_token_grid(max_tokens: int, dense_head: bool = False) -> list[int]:
+    """0.34.0's `prefill_cudagraph_capture_grid`: the prefill graphs' default token counts on
+    data-center Blackwell (every count to 32 under interactivity)."""
+    grid = _walk_grid(max_tokens, lambda t: min(t, max(8, t / 4), 0.07 * max(t, 4096)))
+    if dense_head:
+        grid = sorted({*grid, *(t for t in range(1, 33) if t < max_tokens)})
+    return grid
+
+
+def decode_request_grid(max_requests: int) -> list[int]:
+    """0.34.0's `decode_cudagraph_capture_grid`: the decode graphs' default request counts on
+    data-center Blackwell."""
+    return _walk_grid(max_requests, lambda n: 0.65 * n ** (2 / 3))
+
+
+def decode_capture_shapes(sizes, query_lens: dict[int, int], max_tokens: int):
+    """0.34.0's `decode_cudagraph_capture_shapes`: the (requests, query length) decode graphs of
+    the request counts `sizes`, per query length up to its most requests and `max_tokens`; the
+    first size above that limit is captured at the limit."""
+    sizes = sorted(set(sizes))
+    shapes = set()
+    for q, max_reqs in query_lens.items():
+        limit = min(max_reqs, max_tokens // q)
+        if limit >= 1:
+            shapes.update((min(n, limit), q) for n in sizes[: bisect_left(sizes, limit) + 1])
+    return sorted(shapes, key=lambda shape: (shape[1], shape[0]))

@@ -12,6 +12,14 @@ from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.model_runner import MODEL_RUNNERS
 from graphlab.sizing.speculative import normalized_method
 
+# vLLM 0.34.0's settings of prefill and decode graphs (vllm/config/compilation.py).
+SPLIT_CAPTURE_SETTINGS = (
+    "prefill_cudagraph_capture_token_sizes",
+    "max_prefill_cudagraph_capture_tokens",
+    "decode_cudagraph_capture_request_sizes",
+    "max_decode_cudagraph_capture_requests",
+    "max_decode_cudagraph_capture_tokens",
+)
 # vLLM's PerformanceMode (vllm/config/vllm.py, 0.32 and 0.33; absent from 0.12.0 and 0.13.0).
 PERFORMANCE_MODES = ("balanced", "interactivity", "throughput")
 
@@ -45,6 +53,14 @@ class SizingConfig:
     # speculative_config.num_speculative_tokens_per_batch_size (dynamic speculation, vLLM 0.24.0
     # on): (range_start, range_end, k) entries, inclusive request ranges; sorted on validation.
     num_speculative_tokens_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
+    # vLLM 0.34.0's compilation_config settings of prefill graphs (token counts) and decode graphs
+    # (request counts), SPLIT_CAPTURE_SETTINGS; None: unset. The size lists may be empty ([]
+    # captures none) and hold any integers (vLLM drops those out of range with a WARNING).
+    prefill_cudagraph_capture_token_sizes: tuple[int, ...] | None = None
+    max_prefill_cudagraph_capture_tokens: int | None = None
+    decode_cudagraph_capture_request_sizes: tuple[int, ...] | None = None
+    max_decode_cudagraph_capture_requests: int | None = None
+    max_decode_cudagraph_capture_tokens: int | None = None
 
     def __post_init__(self) -> None:
         check_int("max_num_seqs", self.max_num_seqs, 1)
@@ -68,6 +84,21 @@ class SizingConfig:
                 f"speculative_method must be a method name, got {self.speculative_method!r}"
             )
         object.__setattr__(self, "speculative_method", normalized_method(self.speculative_method))
+        for name in (
+            "prefill_cudagraph_capture_token_sizes",
+            "decode_cudagraph_capture_request_sizes",
+        ):
+            sizes = getattr(self, name)
+            if sizes is not None:
+                checked = () if sizes in ([], ()) else check_sizes(name, sizes, -(2**62))
+                object.__setattr__(self, name, checked)
+        for name, minimum in (
+            ("max_prefill_cudagraph_capture_tokens", 0),
+            ("max_decode_cudagraph_capture_requests", 0),
+            ("max_decode_cudagraph_capture_tokens", 1),
+        ):
+            if getattr(self, name) is not None:
+                check_int(name, getattr(self, name), minimum)  # vLLM's Field(ge=...)
         if self.num_speculative_tokens_per_batch_size is not None:
             object.__setattr__(
                 self,
@@ -87,6 +118,12 @@ class SizingConfig:
             or self.cudagraph_mode is not None
             or self.performance_mode == "interactivity"
         )
+
+    @property
+    def split_capture_settings(self) -> dict:
+        """The vLLM 0.34.0 prefill / decode capture settings this config sets, by name."""
+        values = {name: getattr(self, name) for name in SPLIT_CAPTURE_SETTINGS}
+        return {name: value for name, value in values.items() if value is not None}
 
     @property
     def decode_query_len(self) -> int:

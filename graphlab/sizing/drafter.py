@@ -22,6 +22,7 @@ Where such a rule changes inside the releases one engine stands for (0.15.0 insi
 0.13.0..0.16.0, 0.26.0 inside vllm-0.25.0's 0.25.0..0.28.0), the engine answers with its first
 release's rule and the note names the change (V1_DRAFT_MODEL_CHANGES); 0.15.x and 0.16.0 also key
 from the resolved mode where vllm-0.13.0 reads the configured one.
+vLLM 0.34.0's model runner V2 (the only one it has) is read in its wheel (`_v2_split_steps`).
 A decode step of B requests, k draft tokens, q = 1 + k:
 
 Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
@@ -77,6 +78,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from graphlab.sizing.capture_settings import decode_request_grid
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.families import GraphFamilies, families_for, families_of
@@ -84,7 +86,7 @@ from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import SizingPolicy
 from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
-# The engines whose drafter the kit models (0.12.0 to 0.33.0, with the rule values below).
+# The engines whose drafter the kit models (0.12.0 to 0.34.0, with the rule values below).
 DRAFTER_ENGINES = (
     "vllm-0.12.0",
     "vllm-0.13.0",
@@ -97,6 +99,7 @@ DRAFTER_ENGINES = (
     "vllm-0.29.0",
     "vllm-0.31.0",
     "vllm-0.33.0",
+    "vllm-0.34.0",
 )
 # Model runner V1: the first release whose SpeculativeConfig takes draft_model (NotImplementedError
 # before), and the first whose drafter keys follow the resolved mode (initialize_cudagraph_keys;
@@ -174,7 +177,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             None,
             (),
             f"the drafter of {policy.name} is not modelled (the kit models "
-            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.12.0 to 0.33.0)",
+            f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.12.0 to 0.34.0)",
         )
     runner = policy.model_runner(cfg)[0]
     if method in HISTORY_METHODS:
@@ -329,9 +332,54 @@ def _since(table, release: str) -> str | None:
     return found[-1] if found else None
 
 
+def _v2_split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+    """vLLM 0.34.0 (vllm/v1/worker/gpu/spec_decode/): the draft prefill's SpeculatorCudaGraphManager
+    runs the target's mode at query length q (EAGLE, EAGLE-3, MTP: the target's own graphs) or
+    q + 1 (draft_model's StandaloneARSpeculator now captures too, one correction token more per
+    request); the draft decodes' (autoregressive/speculator.py `init_cudagraph_manager`) run
+    FULL_DECODE_ONLY at one token per request where the target's decode_mode() is FULL, on
+    `get_draft_decode_cudagraph_request_sizes`: the request grid up to S, whatever the target's
+    decode cap."""
+    q, target = cfg.decode_query_len, policy.cudagraph_mode(cfg)
+    prefill_len = q + 1 if method == "draft_model" else q
+    decode_mode = (
+        CUDAGraphMode.FULL_DECODE_ONLY
+        if target.decode_mode() is BatchPath.FULL
+        else CUDAGraphMode.NONE
+    )
+    # get_draft_decode_cudagraph_request_sizes: none where the target has no decode sizes
+    grid = decode_request_grid(cfg.max_num_seqs) if policy.decode_request_sizes(cfg) else []
+    speculator = "standalone_ar" if method == "draft_model" else "target_dependent_ar"
+    prefill = DraftStep(
+        "draft prefill",
+        1,
+        prefill_len,
+        policy.speculator_families(cfg, prefill_len, target),
+        True,
+        f"{speculator}/speculator.py init_cudagraph_manager: the target's mode at query length "
+        f"{prefill_len}",
+    )
+    decode = DraftStep(
+        "draft decode",
+        q - 2,
+        1,
+        policy.speculator_families(cfg, 1, decode_mode, grid),
+        True,
+        "autoregressive/speculator.py init_cudagraph_manager: "
+        f"{decode_mode} at query length 1 on get_draft_decode_cudagraph_request_sizes",
+    )
+    note = (
+        f"model runner V2 (vLLM 0.34.0): draft prefill on the target's mode at query length "
+        f"{prefill_len}, draft decodes {decode_mode} at query length 1 on the request grid up to S"
+    )
+    return ((prefill, decode) if q > 2 else (prefill,)), note
+
+
 def _v2_steps(
     policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
 ) -> tuple[tuple[DraftStep, ...], str]:
+    if policy.splits_capture_sizes:  # 0.34.0; dynamic speculation is not modelled there
+        return _v2_split_steps(policy, cfg, method)
     if method == "draft_model":
         speculator = _since(_V2_DRAFT_MODEL, policy.release)
         if speculator is None:

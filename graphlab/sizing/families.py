@@ -68,7 +68,9 @@ class Candidates(Enum):
     # descs_by_token_count / descs_by_token_lora: a uniform batch whose smallest size >= n holds
     # only a mixed graph replays that one; a mixed batch whose holds only FULL ones runs eagerly
     BY_TOKEN_COUNT = "one list per captured size, FULL and mixed together (0.22.0 to 0.28.x)"
-    BY_MODE = "FULL graphs, then mixed ones, each at its own smallest size >= n (0.29.0 on)"
+    BY_MODE = "FULL graphs, then mixed ones, each at its own smallest size >= n (0.29.0 to 0.33.x)"
+    # _decode_descs: one request-count table per query length, so one never shadows another
+    BY_QUERY_LEN = "FULL graphs of the batch's own query length, then mixed ones (0.34.0 on)"
 
 
 class PlainFull(Enum):
@@ -155,7 +157,14 @@ class GraphFamilies:
             # only the graphs at the smallest size of either family >= n are candidates
             group = smallest_at_least(sorted(set(self.full_sizes) | set(self.mixed_sizes)), ns)
             full, mixed = np.where(full == group, full, 0), np.where(mixed == group, mixed, 0)
-        if uniform_decode and query_lens is not None and self.full_graphs:
+        if self.candidates is Candidates.BY_QUERY_LEN and uniform_decode and query_lens is not None:
+            lens = np.broadcast_to(np.asarray(query_lens, dtype=np.int64), ns.shape)
+            at_len = [
+                (lens == L, smallest_at_least(self.full_sizes_at(L), ns))
+                for L in self.full_query_lens
+            ]
+            full = np.where(within, np.select(*zip(*at_len), 0) if at_len else 0, 0)
+        elif uniform_decode and query_lens is not None and self.full_graphs:
             captured = [n * _QUERY_LEN_KEY + q for n, q in self.full_graphs]
             key = full * _QUERY_LEN_KEY + np.asarray(query_lens, dtype=np.int64)
             full = np.where(np.isin(key, captured), full, 0)
@@ -205,6 +214,8 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
     """The FULL and mixed graphs of `cfg` (or of `capture_sizes`, a list given to vLLM, which a
     rounding model runner rounds as at start-up) under the V1 policy's `cudagraph_mode` (a
     graphlab.sizing.engines V1 policy)."""
+    if policy.splits_capture_sizes:  # 0.34.0 on: prefill and decode graphs sized apart
+        return policy.split_families(cfg, capture_sizes)
     mode, q = policy.cudagraph_mode(cfg), cfg.decode_query_len
     if capture_sizes is None:
         sizes = policy.capture_sizes(cfg)

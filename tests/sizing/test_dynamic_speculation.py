@@ -250,6 +250,7 @@ def test_dynamic_engines_are_the_ones_whose_wheels_were_read():
     assert [n for n, p in ENGINES.items() if p.models_dynamic_speculation] == [
         "vllm-0.33.0",
         "vllm-0.31.0",
+        "vllm-0.34.0",
     ]
 
 

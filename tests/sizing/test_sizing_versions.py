@@ -61,9 +61,10 @@ def test_known_releases():
         "0.30.0": "vllm-0.29.0",
         "0.31.0": "vllm-0.31.0",
         "0.32.0": "vllm-0.33.0",
+        "0.34.0": "vllm-0.34.0",
     }
     assert {v: engine_for_version(v) for v in expected} == expected
-    for version in ("0.8.0", "0.9.0", "0.10.1", "0.11.0", "0.11.2", "0.34.0"):
+    for version in ("0.8.0", "0.9.0", "0.10.1", "0.11.0", "0.11.2"):
         with pytest.raises(GraphlabError, match=re.escape(f"vLLM {version}'s graph sizing")):
             engine_for_version(version)
 
@@ -90,11 +91,11 @@ def _cli(*args):
 def test_cli_engine_takes_a_release_and_auto():
     done = _cli("audit", "--engine", "0.14.1", "--max-num-seqs", "8")
     assert done.returncode == 0 and done.stdout.startswith("engine vllm-0.13.0:"), done.stderr
-    refused = _cli("audit", "--engine", "0.34.0", "--max-num-seqs", "8")
-    assert refused.returncode == 2 and "Traceback" not in refused.stderr
-    assert "vLLM 0.34.0's graph sizing is not modelled (0.34.0 removes model runner V1" in (
-        refused.stderr
+    newest = _cli(
+        "audit", "--vllm-version", "0.34.0", "--max-num-seqs", "8", "--model-runner", "v1"
     )
+    assert newest.returncode == 2 and "Traceback" not in newest.stderr
+    assert "--model-runner v1 is refused: vLLM 0.34.0 removed model runner V1" in newest.stderr
 
 
 @pytest.mark.vllm

@@ -284,11 +284,13 @@ def test_release_rules_name_every_v1_engine_once_oldest_first():
     assert releases == sorted(releases, key=release_key)
     # each rule changes once, at the release the wheels show (the vectors' crashes and rounding)
     for column, rule in (("rounding", Rounding), ("plain_full", PlainFull)):
-        names = [r[column] for r in rows]
+        names = [r[column] for r in rows if r[column]]  # model runner V1's rules: none from 0.34
         assert names == sorted(names, key=[m.name for m in rule].index), column
-    # model runner V2 from 0.22.0: grouped by token count to 0.28.x, by mode from 0.29.0
+    assert [r["engine"] for r in rows if not r["rounding"]] == ["vllm-0.34.0"]
+    # model runner V2 from 0.22.0: grouped by token count to 0.28.x, by mode from 0.29.0, by
+    # query length from 0.34.0
     candidates = [r["v2_candidates"] for r in rows if r["v2_candidates"]]
-    assert candidates == ["BY_TOKEN_COUNT"] * 2 + ["BY_MODE"] * 3
+    assert candidates == ["BY_TOKEN_COUNT"] * 2 + ["BY_MODE"] * 3 + ["BY_QUERY_LEN"]
 
 
 # What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).

@@ -122,14 +122,15 @@ def test_the_audit_agrees_with_a_table_the_kit_predicts(tmp_path, capsys):
 
 
 def test_a_disagreement_is_printed_first_with_the_version_assumed(tmp_path, capsys):
-    log = "(APIServer pid=7) INFO 12-01 [core.py:133] Initializing a V1 LLM engine (v0.34.0)\n"
+    # a version past the kit's newest release (0.34.0): audited with the default engine's rules
+    log = "(APIServer pid=7) INFO 12-01 [core.py:133] Initializing a V1 LLM engine (v0.35.0)\n"
     log += ARGS + prefixed(table([(21, 24, "FULL", 5)], sizes="[7, 14, 21, 28, 35, 42]"))
     code, out, _ = run(capsys, "audit", "--vllm-log", write(tmp_path, log))
     first = out.splitlines()[0]
-    assert code == 0 and first.startswith("DISAGREEMENT") and "vLLM 0.34.0" in first
+    assert code == 0 and first.startswith("DISAGREEMENT") and "vLLM 0.35.0" in first
     assert "assumed vllm-0.33.0" in first
     assert "21 tokens ran FULL at 24 (5 steps); kit: FULL at 21" in out
-    (note,) = [line for line in out.splitlines() if line.startswith("note:") and "0.34.0" in line]
+    (note,) = [line for line in out.splitlines() if line.startswith("note:") and "0.35.0" in line]
     assert "assumed vllm-0.33.0's rules" in note
 
 
@@ -143,7 +144,8 @@ def test_the_server_version_line_names_the_version(tmp_path):
 def test_versions_map_to_the_kits_engines():
     assert engine_for_version("0.13.0") == ("vllm-0.13.0", None)
     assert engine_for_version("0.32.0")[0] == engine_for_version("0.33.1")[0] == "vllm-0.33.0"
-    assert "assumed vllm-0.33.0" in engine_for_version("0.34.0")[1]
+    assert engine_for_version("0.34.0") == ("vllm-0.34.0", None)
+    assert "assumed vllm-0.33.0" in engine_for_version("0.35.0")[1]
     assert "does not name" in engine_for_version(None)[1]
 
 
