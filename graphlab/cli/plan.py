@@ -315,17 +315,11 @@ def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
     return 0
 
 
-def run(args) -> int:
+def _request(args, policy: SizingPolicy, cfg: SizingConfig, line):
+    """The planner's request: the workload, budget and tables the flags name, and the line's
+    compilation config (None without --vllm-args)."""
     from graphlab.sizing.planner import plan
 
-    if args.vllm_log is not None:
-        from graphlab.cli import log_plan
-
-        return log_plan.run(args)
-    policy, version = engine_release(args.engine)
-    cfg, line = _config(args, policy, version)
-    if policy.cudagraph_mode(cfg) == "NONE":
-        return _no_graphs(args.engine, line, args.json)
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -341,7 +335,7 @@ def run(args) -> int:
         if args.steps
         else None
     )
-    result = plan.plan(
+    return plan.PlanRequest(
         policy,
         cfg,
         workload,
@@ -352,19 +346,33 @@ def run(args) -> int:
         compilation_config=line.compilation_config if line is not None else None,
         eager_penalty=args.eager_penalty,
     )
+
+
+def _json(result, line) -> dict:
+    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces."""
+    if line is None:
+        return result.to_dict()
+    return result.to_dict() | {
+        "vllm_command": line.with_flag(["--compilation-config", json.dumps(result.compilation)]),
+        "replaced_flags": list(line.replaced_flags),
+        "notes": [*line.notes, *result.notes],
+    }
+
+
+def run(args) -> int:
+    from graphlab.sizing.planner.plan import plan_for
+
+    if args.vllm_log is not None:
+        from graphlab.cli import log_plan
+
+        return log_plan.run(args)
+    policy, version = engine_release(args.engine)
+    cfg, line = _config(args, policy, version)
+    if policy.cudagraph_mode(cfg) == "NONE":
+        return _no_graphs(args.engine, line, args.json)
+    result = plan_for(_request(args, policy, cfg, line))
     if args.json:
-        extra = (
-            {}
-            if line is None
-            else {
-                "vllm_command": line.with_flag(
-                    ["--compilation-config", json.dumps(result.compilation)]
-                ),
-                "replaced_flags": list(line.replaced_flags),
-                "notes": [*line.notes, *result.notes],
-            }
-        )
-        print(json_text("plan", result.to_dict() | extra))
+        print(json_text("plan", _json(result, line)))
     else:
         text = _format(result)
         print(text if line is None else "\n".join([text, *_line_lines(line, result)]))
