@@ -42,10 +42,8 @@ def run(args) -> int:
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
     log, policy, cfg, notes, user = _config(args)
-    result, data = log_plan_report(
-        log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty
-    )
-    print(json_text("plan", data) if args.json else _format(result, data))
+    _, data = log_plan_report(log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty)
+    print(json_text("plan", data) if args.json else _format(data))
     return 0
 
 
@@ -53,7 +51,7 @@ def _cell(family: dict) -> str:
     return f"{family['padding_tokens']:>7} / {family['steps_without_graph']:<6}"
 
 
-def _format(result, d: dict) -> str:
+def _format(d: dict) -> str:
     mode = d["cudagraph_mode"]
     lines = [f"note: {note}" for note in d["notes"]]
     lines.append(
@@ -89,7 +87,7 @@ def _format(result, d: dict) -> str:
             f"  {LABELS[kind].format(graphs=d['max_graphs']) + ':':<36} "
             f"{', '.join(map(str, d[kind]['capture_sizes']))}"
         )
-    lines.append(_headline(result, d))
+    lines.append(_headline(d))
     served = d["headline"]["served"]
     lines.append(
         "what each graph serves (steps): "
@@ -102,7 +100,7 @@ def _format(result, d: dict) -> str:
     return "\n".join(lines)
 
 
-def _headline(result, d: dict) -> str:
+def _headline(d: dict) -> str:
     current, kind = d["current"], d["headline_kind"]
     plan = d["plan"]
     if kind == "current":

@@ -32,7 +32,20 @@ from graphlab.sizing.limits import (
     NUM_SPECULATIVE_TOKENS_LIMIT,
 )
 from graphlab.sizing.planner.compare import at_default_footing
-from graphlab.sizing.planner.plan import MAX_CANDIDATES, MAX_PROGRAMME_CELLS
+from graphlab.sizing.planner.inputs import (
+    read_batch_sizes,
+    read_graph_memory,
+    read_latency,
+    read_spec_decode_steps,
+)
+from graphlab.sizing.planner.optimum import Budget
+from graphlab.sizing.planner.plan import (
+    MAX_CANDIDATES,
+    MAX_PROGRAMME_CELLS,
+    NO_GRAPHS,
+    PlanRequest,
+    plan_for,
+)
 from graphlab.sizing.versions import DEFAULT_ENGINE
 
 
@@ -300,8 +313,6 @@ def _line_lines(line, result) -> list[str]:
 
 def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
     """cudagraph_mode NONE: no flag, and why."""
-    from graphlab.sizing.planner.plan import NO_GRAPHS
-
     notes = list(line.notes) if line is not None else []
     if as_json:
         print(
@@ -315,17 +326,9 @@ def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
     return 0
 
 
-def run(args) -> int:
-    from graphlab.sizing.planner import plan
-
-    if args.vllm_log is not None:
-        from graphlab.cli import log_plan
-
-        return log_plan.run(args)
-    policy, version = engine_release(args.engine)
-    cfg, line = _config(args, policy, version)
-    if policy.cudagraph_mode(cfg) == "NONE":
-        return _no_graphs(args.engine, line, args.json)
+def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest:
+    """The planner's request: the workload, budget and tables the flags name, and the line's
+    compilation config (None without --vllm-args)."""
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -335,36 +338,48 @@ def run(args) -> int:
         num_speculative_tokens=args.bench_k,
     )
     workload = (
-        plan.read_batch_sizes(args.batch_sizes)
+        read_batch_sizes(args.batch_sizes)
         if args.batch_sizes
-        else plan.read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
+        else read_spec_decode_steps(args.steps, cfg, args.model, args.dtype)
         if args.steps
         else None
     )
-    result = plan.plan(
+    return PlanRequest(
         policy,
         cfg,
         workload,
-        plan.Budget(args.max_graphs, args.memory_mib, args.graph_pool),
-        memory=plan.read_graph_memory(args.graph_memory, **pick) if args.graph_memory else None,
-        latency=plan.read_latency(args.latency, **pick) if args.latency else None,
+        Budget(args.max_graphs, args.memory_mib, args.graph_pool),
+        memory=read_graph_memory(args.graph_memory, **pick) if args.graph_memory else None,
+        latency=read_latency(args.latency, **pick) if args.latency else None,
         max_capture_size=args.max_capture_size,
         compilation_config=line.compilation_config if line is not None else None,
         eager_penalty=args.eager_penalty,
     )
+
+
+def _json(result, line) -> dict:
+    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces."""
+    if line is None:
+        return result.to_dict()
+    return result.to_dict() | {
+        "vllm_command": line.with_flag(["--compilation-config", json.dumps(result.compilation)]),
+        "replaced_flags": list(line.replaced_flags),
+        "notes": [*line.notes, *result.notes],
+    }
+
+
+def run(args) -> int:
+    if args.vllm_log is not None:
+        from graphlab.cli import log_plan
+
+        return log_plan.run(args)
+    policy, version = engine_release(args.engine)
+    cfg, line = _config(args, policy, version)
+    if policy.cudagraph_mode(cfg) == "NONE":
+        return _no_graphs(args.engine, line, args.json)
+    result = plan_for(_request(args, policy, cfg, line))
     if args.json:
-        extra = (
-            {}
-            if line is None
-            else {
-                "vllm_command": line.with_flag(
-                    ["--compilation-config", json.dumps(result.compilation)]
-                ),
-                "replaced_flags": list(line.replaced_flags),
-                "notes": [*line.notes, *result.notes],
-            }
-        )
-        print(json_text("plan", result.to_dict() | extra))
+        print(json_text("plan", _json(result, line)))
     else:
         text = _format(result)
         print(text if line is None else "\n".join([text, *_line_lines(line, result)]))

@@ -66,7 +66,7 @@ def reachable_batch_sizes(policy: SizingPolicy, cfg: SizingConfig) -> np.ndarray
     per `verify_requests`, in that order; or "requests")."""
     check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit is BatchUnit.ROWS:
-        return batch_expansion_sizes(cfg)
+        return _batch_expansion_sizes(cfg)  # cfg checked above
     if policy.batch_unit is BatchUnit.TOKENS:
         requests = verify_requests(policy, cfg)
         return requests * cfg.verify_query_lens(requests)

@@ -8,10 +8,10 @@ import numpy as np
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import SizingPolicy
+from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
-from graphlab.sizing.planner.plan import plan
+from graphlab.sizing.planner.plan import PlanRequest, plan_for
 from graphlab.sizing.planner.result import Plan
 
 
@@ -22,12 +22,14 @@ def at_default_footing(result: Plan) -> Plan:
     sizes = result.default_full_sizes or result.default.capture_sizes
     if not sizes:
         return result
-    return plan(
-        result.policy,
-        result.config,
-        result.workload,
-        Budget(len(sizes), graph_pool=result.budget.graph_pool),
-        max_capture_size=result.default.capture_sizes[-1],
+    return plan_for(
+        PlanRequest(
+            result.policy,
+            result.config,
+            result.workload,
+            Budget(len(sizes), graph_pool=result.budget.graph_pool),
+            max_capture_size=result.default.capture_sizes[-1],
+        )
     )
 
 
@@ -46,22 +48,29 @@ def fewest_graphs(
     else padding at the default's coverage (no graph above its largest size: an eager step would
     count as free). The optimum's cost never rises with more graphs, so a bisection finds it.
     """
-    first = plan(engine, cfg, workload, Budget(1), latency=latency, eager_penalty=eager_penalty)
+    policy = get_engine(engine)
+
+    def planned(count: int, cap: int | None = None) -> Plan:
+        return plan_for(
+            PlanRequest(
+                policy,
+                cfg,
+                workload,
+                Budget(count),
+                latency=latency,
+                max_capture_size=cap,
+                eager_penalty=eager_penalty,
+            )
+        )
+
+    first = planned(1)
     graphs = len(first.default_full_sizes or first.default.capture_sizes)
     cap = None
     if latency is None and eager_penalty is None and first.default.capture_sizes:
         cap = first.default.capture_sizes[-1]
 
     def beating(count: int) -> Plan | None:
-        result = plan(
-            engine,
-            cfg,
-            workload,
-            Budget(count),
-            latency=latency,
-            max_capture_size=cap,
-            eager_penalty=eager_penalty,
-        )
+        result = planned(count, cap)
         return result if result.objective(result.plan) < result.objective(result.default) else None
 
     low, high, best = 1, graphs - 1, None

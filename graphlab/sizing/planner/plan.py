@@ -25,7 +25,7 @@ A plan holds at least one graph (vLLM asserts a non-empty list) and no graph tha
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -70,15 +70,68 @@ __all__ = [
     "MIB",
     "V1_ENGINES",
     "Budget",
+    "PlanRequest",
     "SizeTable",
     "Workload",
     "plan",
+    "plan_for",
     "read_batch_sizes",
     "read_graph_memory",
     "read_latency",
     "read_spec_decode_steps",
     "uniform_workload",
 ]
+
+
+@dataclass(frozen=True)
+class PlanRequest:
+    """What the planner is asked, its engine resolved (`plan` says what each field means);
+    GraphlabError naming the first field of the wrong type or value."""
+
+    policy: SizingPolicy
+    config: SizingConfig
+    workload: Workload | None = None
+    budget: Budget = Budget()  # frozen: the shared default cannot change
+    memory: SizeTable | None = None
+    latency: tuple[SizeTable, SizeTable] | None = None
+    max_capture_size: int | None = None
+    compilation_config: dict | None = None
+    eager_penalty: float | None = None
+
+    def __post_init__(self) -> None:
+        check_instance("policy", self.policy, SizingPolicy)
+        check_instance("cfg", self.config, SizingConfig)
+        if self.config.num_speculative_tokens_per_batch_size is not None:
+            # the planner rounds FULL graphs for one query length; audit models the tiers
+            raise GraphlabError(
+                "plan does not model num_speculative_tokens_per_batch_size; use audit"
+            )
+        check_instance("budget", self.budget, Budget)
+        for name, kind in (("workload", Workload), ("memory", SizeTable)):
+            if getattr(self, name) is not None:
+                check_instance(name, getattr(self, name), kind)
+        latency, eager_penalty = self.latency, self.eager_penalty
+        if latency is not None:
+            pair = isinstance(latency, tuple) and len(latency) == 2
+            if not pair or not all(isinstance(table, SizeTable) for table in latency):
+                raise GraphlabError(
+                    f"latency must be a (graph, eager) pair of SizeTables (read_latency), "
+                    f"got {type(latency).__name__}"
+                )
+        if self.max_capture_size is not None:  # 0 would read as no cap, 12.5 as a cap of 12
+            check_int("max_capture_size", self.max_capture_size, 1)
+        if eager_penalty is not None:
+            real = isinstance(eager_penalty, (int, float, np.integer, np.floating))
+            if isinstance(eager_penalty, bool) or not (real and 0 <= eager_penalty < np.inf):
+                raise GraphlabError(
+                    f"eager_penalty must be a finite number >= 0 (tokens), got {eager_penalty!r}"
+                )
+            if latency is not None:
+                raise GraphlabError(
+                    "give latency or eager_penalty, not both: latency prices an eager step from "
+                    "the eager curve, eager_penalty in padding tokens"
+                )
+        check_json_object("compilation_config", self.compilation_config)
 
 
 def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
@@ -91,40 +144,6 @@ def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
             f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}"
         )
     return Workload(sizes, np.full(len(sizes), 1 / len(sizes)), "uniform")
-
-
-def _check_arguments(
-    cfg, workload, budget, memory, latency, max_capture_size, eager_penalty
-) -> None:
-    """GraphlabError naming the first argument of plan() of the wrong type or value."""
-    check_instance("cfg", cfg, SizingConfig)
-    if cfg.num_speculative_tokens_per_batch_size is not None:
-        # the planner rounds FULL graphs for one query length; audit models the tiers
-        raise GraphlabError("plan does not model num_speculative_tokens_per_batch_size; use audit")
-    check_instance("budget", budget, Budget)
-    for name, value, kind in (("workload", workload, Workload), ("memory", memory, SizeTable)):
-        if value is not None:
-            check_instance(name, value, kind)
-    if latency is not None:
-        pair = isinstance(latency, tuple) and len(latency) == 2
-        if not pair or not all(isinstance(table, SizeTable) for table in latency):
-            raise GraphlabError(
-                f"latency must be a (graph, eager) pair of SizeTables (read_latency), "
-                f"got {type(latency).__name__}"
-            )
-    if max_capture_size is not None:  # 0 would read as no cap, 12.5 as a cap of 12
-        check_int("max_capture_size", max_capture_size, 1)
-    if eager_penalty is not None:
-        real = isinstance(eager_penalty, (int, float, np.integer, np.floating))
-        if isinstance(eager_penalty, bool) or not (real and 0 <= eager_penalty < np.inf):
-            raise GraphlabError(
-                f"eager_penalty must be a finite number >= 0 (tokens), got {eager_penalty!r}"
-            )
-        if latency is not None:
-            raise GraphlabError(
-                "give latency or eager_penalty, not both: latency prices an eager step from the "
-                "eager curve, eager_penalty in padding tokens"
-            )
 
 
 def _checked_workload(
@@ -298,9 +317,30 @@ def plan(
     first, eager steps free).
     GraphlabError for cudagraph_mode NONE, where vLLM captures no graph to plan.
     """
-    policy = get_engine(engine)
-    _check_arguments(cfg, workload, budget, memory, latency, max_capture_size, eager_penalty)
-    check_json_object("compilation_config", compilation_config)
+    request = PlanRequest(
+        get_engine(engine),
+        cfg,
+        workload,
+        budget,
+        memory,
+        latency,
+        max_capture_size,
+        compilation_config,
+        eager_penalty,
+    )
+    return plan_for(request)
+
+
+def plan_for(request: PlanRequest) -> Plan:
+    """`plan` of a request whose engine is resolved."""
+    policy = request.policy
+    cfg = request.config
+    workload = request.workload
+    budget = request.budget
+    memory = request.memory
+    latency = request.latency
+    eager_penalty = request.eager_penalty
+    max_capture_size = request.max_capture_size
     if policy.batch_unit is BatchUnit.TOKENS and policy.cudagraph_mode(cfg) is CUDAGraphMode.NONE:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
@@ -350,6 +390,6 @@ def plan(
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
         tuple(notes),
-        None if compilation_config is None else dict(compilation_config),
+        None if request.compilation_config is None else dict(request.compilation_config),
         eager_penalty,
     )
