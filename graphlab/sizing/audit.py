@@ -34,7 +34,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, Dispatch
-from graphlab.sizing.drafter import DrafterAudit, drafter_audit
+from graphlab.sizing.drafter_audit import DrafterAudit, drafter_audit
 from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits

