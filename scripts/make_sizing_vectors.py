@@ -1420,16 +1420,41 @@ def early_v1_engine(src: WheelSource):
 
         return sizes, dispatch
 
-    # The modes the release has: CUDAGraphMode's (0.10.1 on), else PIECEWISE and, with
-    # full_cuda_graph (0.9.0 on), FULL.
+    # The modes the release has, its default first: CUDAGraphMode's (0.10.1 on), the default the
+    # first assignment under VllmConfig.__post_init__'s `if ...cudagraph_mode is None:`; else
+    # PIECEWISE and, with full_cuda_graph (0.9.0 on, default False), FULL.
     if mode is not None:
-        return build, [m.name for m in mode]
+        default = src.expr(
+            config, "__post_init__", "VllmConfig", _default_mode_pick, "default cudagraph_mode"
+        )
+        default = evaluate(default, {"CUDAGraphMode": mode}).name
+        return build, [default] + [m.name for m in mode if m.name != default]
     full = src.has(comp, "full_cuda_graph", "CompilationConfig")
     return build, ["PIECEWISE", "FULL"] if full else ["PIECEWISE"]
 
 
+def _default_mode_pick(node):
+    """In `if <...>.cudagraph_mode is None:`, the value of the first assignment to cudagraph_mode
+    (breadth first: the branch vLLM takes for a compiled model with no pooler)."""
+    test = getattr(node, "test", None)
+    if not (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.ops[0], ast.Is)
+        and getattr(test.left, "attr", None) == "cudagraph_mode"
+    ):
+        return None
+    for sub in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(sub, ast.Assign) and getattr(sub.targets[0], "attr", None) == (
+            "cudagraph_mode"
+        ):
+            return sub.value
+    return None
+
+
 def early_v1_settings(seed: str, count: int) -> list[tuple]:
-    """Seeded configs (S, k, T, user cudagraph_capture_sizes or None, mode index)."""
+    """Seeded configs (S, k, T, user cudagraph_capture_sizes or None, mode index; 0: the
+    release's default)."""
     rng = random.Random(seed)
     settings = []
     for i in range(count):
@@ -1440,7 +1465,7 @@ def early_v1_settings(seed: str, count: int) -> list[tuple]:
         sizes = None
         if i % 5 == 4:
             sizes = [rng.randint(1, 600) for _ in range(rng.randint(1, 10))]
-        settings.append((s, k, t, sizes, rng.randrange(5)))
+        settings.append((s, k, t, sizes, rng.randrange(6)))
     return settings
 
 
@@ -1450,11 +1475,13 @@ def early_v1_vectors(version: str, src: WheelSource, seed: str, count: int) -> l
     build, modes = early_v1_engine(src)
     vectors = []
     for s, k, t, sizes, pick in early_v1_settings(seed, count):
-        cudagraph_mode = modes[pick % len(modes)]
+        given = ([None, *modes])[pick % (len(modes) + 1)]  # None: the release's default
+        cudagraph_mode = given or modes[0]
         q, tokens = 1 + k, t or EARLY_V1_DEFAULT_TOKENS
         head = {
             "engine": f"vllm-{version}",
-            "cudagraph_mode": cudagraph_mode,
+            "cudagraph_mode": given,
+            "resolved_cudagraph_mode": cudagraph_mode,
             "max_num_seqs": s,
             "num_speculative_tokens": k,
             "max_num_batched_tokens": t,
@@ -1486,7 +1513,8 @@ EARLY_V1_NOTES = (
     "PyPI declares it). Verbatim: VllmConfig._set_cudagraph_sizes and pad_for_cudagraph, "
     "CompilationConfig.init_with_cudagraph_sizes / post_init_cudagraph_sizes / "
     "compute_bs_to_padded_graph_size / adjust_cudagraph_sizes_for_spec_decode, the "
-    "SchedulerConfig.cuda_graph_sizes default and its __post_init__ assignment, the if-test of "
+    "SchedulerConfig.cuda_graph_sizes default and its __post_init__ assignment, the default "
+    "cudagraph_mode VllmConfig.__post_init__ assigns (0.10.1 on; PIECEWISE before), the if-test of "
     "GPUModelRunner._check_and_update_cudagraph_mode guarding the rounding, BatchDescriptor and "
     "CudagraphDispatcher (0.10.1 on). By hand: the model runner's padding test (n <= the "
     "largest captured size, else no padding), that a dispatcher-less release replays its one "

@@ -3,7 +3,8 @@
 scripts/make_sizing_vectors.py (`--early-v1-only`) writes data/vllm_sizing_vectors_v1_early.json
 from both ends of each range of graphlab.sizing.versions (0.8.0, 0.8.5.post1, 0.9.0, 0.9.2,
 0.10.0, 0.10.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2): per seeded config and cudagraph_mode the release
-has, the sizes captured and each batch's path and padded size through the wheel's own
+has (and its default, as VllmConfig.__post_init__ sets it), the sizes captured and each batch's
+path and padded size through the wheel's own
 `_set_cudagraph_sizes`, `pad_for_cudagraph`, rounding and `CudagraphDispatcher`. Each release is
 checked against the engine `engine_for_version` maps it to. A missing file is a failure.
 """
@@ -57,8 +58,9 @@ def _outcomes(policy, cfg, batches, uniform: bool) -> list[list]:
 
 @pytest.mark.parametrize("release", RELEASES)
 def test_release_matches_its_wheel(vectors, release):
-    """Every vector of the release: the start-up error, the captured sizes, and each uniform
-    decode and mixed batch's path and padded size equal the wheel's."""
+    """Every vector of the release: the start-up error, the mode run (the release's default where
+    none is given), the captured sizes, and each uniform decode and mixed batch's path and padded
+    size equal the wheel's."""
     policy = get_engine(engine_for_version(release))
     mine = [v for v in vectors if v["engine"] == f"vllm-{release}"]
     assert len(mine) >= 300
@@ -70,6 +72,7 @@ def test_release_matches_its_wheel(vectors, release):
             assert (policy.startup_error(cfg) or "").startswith(v["error"]), where
             continue
         assert policy.startup_error(cfg) is None, where
+        assert policy.cudagraph_mode(cfg) == v["resolved_cudagraph_mode"], where
         assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], where
         assert _outcomes(policy, cfg, v["uniform"], True) == v["uniform"], where
         assert _outcomes(policy, cfg, v["mixed"], False) == v["mixed"], where
