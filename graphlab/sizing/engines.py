@@ -351,6 +351,18 @@ class GraphCeiling(Enum):
         return min(2 * max_num_seqs, DEFAULT_GRAPH_CEILING)
 
 
+# vllm/engine/arg_utils.py refuses draft_model at start-up: 0.10.x's words, then 0.11.x's.
+_DRAFT_MODEL_ERROR_010 = (
+    "NotImplementedError: Speculative decoding with draft model is not supported yet. Please "
+    "consider using other speculative decoding methods such as ngram, medusa, eagle, or "
+    "deepseek_mtp."
+)
+_DRAFT_MODEL_ERROR_011 = (
+    "NotImplementedError: Draft model speculative decoding is not supported yet. Please "
+    "consider using other speculative decoding methods such as ngram, medusa, eagle, or mtp."
+)
+
+
 class _EarlyV1Policy(_V1Policy):
     """vLLM V1 from 0.8.0 to 0.11.0 (vllm/v1/worker/gpu_model_runner.py): `execute_model` pads n
     to the smallest captured size (`VllmConfig.pad_for_cudagraph`) where n <= the largest and runs
@@ -371,13 +383,7 @@ class _EarlyV1Policy(_V1Policy):
     def default_cudagraph_mode(self) -> CUDAGraphMode:
         return self.cudagraph_modes[0]
 
-    def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
-        if cfg.model_runner == "v2":
-            raise GraphlabError(
-                f"{self.name}: vLLM {self.release} has no model runner V2 (vllm/v1/worker/gpu/ "
-                "is first in 0.12.0)"
-            )
-        return "v1", f"vLLM {self.release} has model runner V1 only"
+    unmodelled_runner = "vLLM before 0.12.0 has no model runner V2 (vllm/v1/worker/gpu/)"
 
     def check_config(self, cfg: SizingConfig) -> None:
         super().check_config(cfg)
@@ -391,6 +397,7 @@ class _EarlyV1Policy(_V1Policy):
                 f"{self.name}: cudagraph_mode {cfg.cudagraph_mode!r} does not exist in vLLM "
                 f"{self.release}; {self.mode_choices}"
             )
+        self._check_method(cfg)
         if cfg.attention_cg_support != DEFAULT_CG_SUPPORT:
             raise GraphlabError(
                 f"{self.name}: the kit models vLLM {self.release}'s graphs with an attention "
@@ -400,6 +407,29 @@ class _EarlyV1Policy(_V1Policy):
 
     # What the release offers instead of cudagraph_mode (said where another mode is asked for).
     mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"
+    # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the range (any
+    # other falls back to the V0 engine), each with the release of the range that first runs it
+    # (the engine does not know which release of its range was named, so it takes them all).
+    v1_methods: dict[str, str] | None = {"ngram": "0.8.0", "eagle": "0.8.3", "eagle3": "0.8.5"}
+
+    def _check_method(self, cfg: SizingConfig) -> None:
+        method = cfg.speculative_method
+        if self.v1_methods is None or method is None or method in self.v1_methods:
+            return
+        runs = ", ".join(f"{m} (from {first})" for m, first in self.v1_methods.items())
+        raise GraphlabError(
+            f"{self.name}: speculative method {method!r} is not one vLLM {self.release}'s V1 "
+            f"runs ({runs}; EngineArgs._is_v1_supported_oracle), so vLLM falls back to its V0 "
+            "engine, which the kit does not model for this release"
+        )
+
+    def startup_error(self, cfg):
+        if self.v1_methods is None and cfg.speculative_method == "draft_model":
+            return self.draft_model_error
+        return super().startup_error(cfg)
+
+    # The NotImplementedError vllm/engine/arg_utils.py raises for draft_model (0.10.0 on).
+    draft_model_error = _DRAFT_MODEL_ERROR_010
 
     def _default_sizing(self, cfg, tokens):
         return self.graph_ceiling.of(cfg.max_num_seqs), []
@@ -445,6 +475,7 @@ class Vllm090(Vllm080):
     release = "0.9.0"
     cudagraph_modes = (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
     mode_choices = "it has PIECEWISE, and FULL as compilation_config.full_cuda_graph=True"
+    v1_methods = {m: "0.9.0" for m in ("ngram", "medusa", "eagle", "eagle3", "deepseek_mtp")}
 
 
 class Vllm0100(Vllm090):
@@ -454,6 +485,7 @@ class Vllm0100(Vllm090):
     name = "vllm-0.10.0"
     release = "0.10.0"
     graph_ceiling = GraphCeiling.TWICE_MAX_NUM_SEQS
+    v1_methods = None  # every method runs on V1 but draft_model, refused at start-up
 
 
 class Vllm0101(Vllm0100):
@@ -481,6 +513,7 @@ class Vllm0110(Vllm0101):
 
     name = "vllm-0.11.0"
     release = "0.11.0"
+    draft_model_error = _DRAFT_MODEL_ERROR_011
     cudagraph_modes = (
         CUDAGraphMode.FULL_AND_PIECEWISE,
         CUDAGraphMode.NONE,
@@ -502,6 +535,11 @@ class Vllm0111(Vllm012):
     release = "0.11.1"
     plain_full = PlainFull.REPLAYS
     decode_keys = DecodeKeys.CAPTURE_SIZES
+
+    def startup_error(self, cfg):
+        if cfg.speculative_method == "draft_model":  # vllm/engine/arg_utils.py, as 0.11.0
+            return _DRAFT_MODEL_ERROR_011
+        return super().startup_error(cfg)
 
     def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
         return super().rounds_capture_sizes(cfg) and not self._keeps_unrounded(cfg)

@@ -17,6 +17,8 @@ import re
 MODEL_RUNNERS = ("auto", "v1", "v2")
 # The first release whose VllmConfig.use_v2_model_runner defaults to V2 (envs.py: unset, not 0).
 V2_DEFAULT_FROM = "0.22.0"
+# The first release with model runner V2 at all (vllm/v1/worker/gpu/; absent from 0.11.2's wheel).
+V2_FROM = "0.12.0"
 
 # `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
 # next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
@@ -71,6 +73,11 @@ def choose_model_runner(version: str, requested: str, method: str | None) -> tup
     if requested != "auto":
         flag = int(requested == "v2")
         return requested, f"--model-runner {requested} (VLLM_USE_V2_MODEL_RUNNER={flag})"
+    if release_key(version) < release_key(V2_FROM):
+        return (
+            "v1",
+            f"vLLM {version} has model runner V1 only (model runner V2 is first in {V2_FROM})",
+        )
     if release_key(version) < release_key(V2_DEFAULT_FROM):
         return "v1", (
             f"vLLM {version} runs model runner V1 unless VLLM_USE_V2_MODEL_RUNNER=1 "

@@ -129,3 +129,34 @@ def test_rounding_that_finds_nothing_keeps_the_list_on_0_11_1():
     assert new.capture_sizes(cfg) == () and "No valid cudagraph sizes" in new.startup_error(cfg)
     paths = old.dispatch_batches(np.array([1, 2, 3]), cfg, uniform=False)
     assert [PATH_CODES[p].value for p in paths.path] == ["piecewise", "piecewise", "eager"]
+
+
+@pytest.mark.parametrize(
+    ("release", "method", "expected"),
+    [
+        # EngineArgs._is_v1_supported_oracle: V1 runs ngram, eagle (0.8.3) and eagle3 (0.8.5)
+        ("0.8.5", "medusa", "falls back to its V0 engine"),
+        ("0.9.2", "draft_model", "falls back to its V0 engine"),
+    ],
+)
+def test_a_method_v1_does_not_run_falls_back_to_v0_and_is_refused(release, method, expected):
+    policy = get_engine(engine_for_version(release))
+    with pytest.raises(GraphlabError, match=expected):
+        policy.capture_sizes(SizingConfig(8, 2, speculative_method=method))
+    assert policy.capture_sizes(SizingConfig(8, 2, speculative_method="eagle"))
+
+
+@pytest.mark.parametrize(
+    ("release", "words"),
+    [
+        ("0.10.2", "Speculative decoding with draft model is not supported yet."),
+        ("0.11.0", "Draft model speculative decoding is not supported yet."),
+        ("0.11.2", "Draft model speculative decoding is not supported yet."),
+    ],
+)
+def test_draft_model_is_refused_at_start_up_from_0_10(release, words):
+    # vllm/engine/arg_utils.py raises NotImplementedError for method "draft_model"
+    policy = get_engine(engine_for_version(release))
+    error = policy.startup_error(SizingConfig(8, 2, speculative_method="draft_model"))
+    assert error.startswith(f"NotImplementedError: {words}")
+    assert policy.startup_error(SizingConfig(8, 2, speculative_method="medusa")) is None
