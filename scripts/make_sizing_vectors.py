@@ -49,6 +49,8 @@ DEFAULT_OUT = REPO_ROOT / "data" / "vllm_sizing_vectors.json"
 RUNNER_V1_NAME = "vllm_sizing_vectors_model_runner_v1.json"
 # Model runner V2's graphs and dispatch of the releases before 0.32.0 that default to it.
 RUNNER_V2_NAME = "vllm_sizing_vectors_model_runner_v2.json"
+# V1 before 0.12.0 (0.8.0 to 0.11.2), read from the wheels on PyPI with HTTP range requests.
+EARLY_V1_NAME = "vllm_sizing_vectors_v1_early.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheels"
 
 # The modelled releases, and one release inside each wider range of graphlab.sizing.versions
@@ -83,6 +85,12 @@ V1_VERSIONS = (
 V2_VERSIONS = (
     "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.26.0", "0.27.0", "0.28.0", "0.29.0", "0.30.0",
     "0.31.0",
+)  # fmt: skip
+
+# V1 before 0.12.0: both ends of each range of graphlab.sizing.versions (0.10.0 and 0.11.0 alone).
+EARLY_V1_VERSIONS = (
+    "0.8.0", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1",
+    "0.11.2",
 )  # fmt: skip
 
 # Which model runner vLLM picks: one release from each range of identical
@@ -1500,6 +1508,301 @@ def v034_vectors(src: WheelSource, settings: list[dict]) -> list[dict]:
     return vectors
 
 
+# --------------------------------------------------------------------------- V1 before 0.12.0
+
+PYPI_JSON = "https://pypi.org/pypi/vllm/json"
+EARLY_V1_SETTINGS = 400  # seeded configs per release
+# The H200 API server's max_num_batched_tokens when unset (EngineArgs._set_default_args_v1 to
+# 0.10.2, _set_default_args in 0.11.x: >= 70 GiB and not an A100, OPENAI_API_SERVER: 8192).
+EARLY_V1_DEFAULT_TOKENS = 8192
+
+
+class _RangeFile:
+    """A read-only, seekable view of a remote file through HTTP range requests (zipfile reads the
+    central directory and the members it is asked for, never the whole wheel)."""
+
+    def __init__(self, url: str):
+        import urllib.request
+
+        self.url, self.pos, self._request = url, 0, urllib.request
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=60) as r:
+            self.size = int(r.headers["Content-Length"])
+
+    def seekable(self):
+        return True
+
+    def tell(self):
+        return self.pos
+
+    def seek(self, offset, whence=0):
+        self.pos = (0, self.pos, self.size)[whence] + offset
+        return self.pos
+
+    def read(self, n=-1):
+        end = self.size if n is None or n < 0 else min(self.size, self.pos + n)
+        if end <= self.pos:
+            return b""
+        headers = {"Range": f"bytes={self.pos}-{end - 1}"}
+        with self._request.urlopen(self._request.Request(self.url, headers=headers)) as r:
+            data = r.read()
+        self.pos += len(data)
+        return data
+
+
+def remote_wheel(version: str, index: dict) -> tuple[WheelSource, dict]:
+    """The x86_64 wheel of vllm==version on PyPI, read in place, and its provenance (PyPI's
+    declared sha256: the wheel is never downloaded whole)."""
+    import urllib.parse
+
+    wheel = next(
+        f
+        for f in index["releases"][version]
+        if f["filename"].endswith(".whl") and "x86_64" in f["filename"]
+    )
+    src = WheelSource.__new__(WheelSource)
+    src.zip = zipfile.ZipFile(_RangeFile(urllib.parse.urljoin(PYPI_JSON, wheel["url"])))
+    src.trees, src.taken = {}, []
+    return src, {"file": wheel["filename"], "sha256": wheel["digests"]["sha256"]}
+
+
+def _early_member(src: WheelSource, *members: str) -> str:
+    return next(m for m in members if m in src.zip.namelist())
+
+
+def early_v1_engine(src: WheelSource):
+    """A function (S, k, T, user sizes, mode) -> (captured sizes, dispatch(n, uniform)) built
+    from one 0.8.0-0.11.2 wheel: VllmConfig._set_cudagraph_sizes and pad_for_cudagraph,
+    CompilationConfig.init_with_cudagraph_sizes (to 0.11.0) or post_init_cudagraph_sizes,
+    compute_bs_to_padded_graph_size and adjust_cudagraph_sizes_for_spec_decode under
+    _check_and_update_cudagraph_mode's own test (0.11.x), and CudagraphDispatcher (0.10.1 on),
+    verbatim; the model runner's padding test (n <= the largest captured size) by hand."""
+    config = _early_member(src, "vllm/config/vllm.py", "vllm/config/__init__.py", "vllm/config.py")
+    comp = _early_member(src, "vllm/config/compilation.py", "vllm/config.py")
+    sched = _early_member(src, "vllm/config/scheduler.py", "vllm/config.py")
+    disp = "vllm/v1/cudagraph_dispatcher.py"
+    has_dispatcher = disp in src.zip.namelist()
+    names: dict = {"enum": enum, "logger": _Logger(), "envs": ns(VLLM_USE_V1=True)}
+    mode = None
+    if src.has(comp, "CUDAGraphMode"):
+        mode = src.exec_defs(comp, ["CUDAGraphMode"], names)["CUDAGraphMode"]
+    names["CUDAGraphMode"] = mode
+    if "vllm/utils/math_utils.py" in src.zip.namelist():
+        src.exec_defs("vllm/utils/math_utils.py", ["round_up"], names)
+    cc_names = [
+        n
+        for n in (
+            "init_with_cudagraph_sizes",
+            "post_init_cudagraph_sizes",
+            "compute_bs_to_padded_graph_size",
+            "adjust_cudagraph_sizes_for_spec_decode",
+        )
+        if src.has(comp, n, "CompilationConfig")
+    ]
+    cc_cls = type(
+        "CompilationConfig", (), src.exec_defs(comp, cc_names, dict(names), cls="CompilationConfig")
+    )
+    vc_cls = type(
+        "VllmConfig",
+        (),
+        src.exec_defs(
+            config, ["_set_cudagraph_sizes", "pad_for_cudagraph"], dict(names), cls="VllmConfig"
+        ),
+    )
+    # The scheduler's default cuda_graph_sizes (0.9.0 to 0.11.0): the field's default, then
+    # __post_init__'s `if not self.cuda_graph_sizes:` assignment where it has one.
+    default_sizes = None
+    if src.has(sched, "cuda_graph_sizes", "SchedulerConfig"):
+        factory = src.node(sched, "cuda_graph_sizes", "SchedulerConfig").value.keywords[0].value
+        default_sizes = evaluate(factory, {})()
+    post_init = None
+    if default_sizes == []:
+        post_init = src.expr(
+            sched,
+            "__post_init__",
+            "SchedulerConfig",
+            _assign_to("self.cuda_graph_sizes"),
+            "self.cuda_graph_sizes",
+        )
+    adjust_test = None
+    if "adjust_cudagraph_sizes_for_spec_decode" in cc_names:
+        adjust_test = src.expr(
+            "vllm/v1/worker/gpu_model_runner.py",
+            "_check_and_update_cudagraph_mode",
+            "GPUModelRunner",
+            lambda node: (
+                node.test
+                if isinstance(node, ast.If)
+                and any(
+                    isinstance(c, ast.Attribute)
+                    and c.attr == "adjust_cudagraph_sizes_for_spec_decode"
+                    for c in ast.walk(node.body[0])
+                )
+                else None
+            ),
+            "if-test guarding adjust_cudagraph_sizes_for_spec_decode",
+        )
+    dispatcher_cls = None
+    if has_dispatcher:
+        d_names = {"enum": enum, "NamedTuple": NamedTuple, "logger": _Logger()}
+        d_names |= {"product": itertools.product, "Optional": None}
+        src.exec_defs("vllm/forward_context.py", ["BatchDescriptor"], d_names)
+        d_names |= {"CUDAGraphMode": mode, "VllmConfig": object}
+        dispatcher_cls = src.exec_defs(disp, ["CudagraphDispatcher"], d_names)
+        descriptor = d_names["BatchDescriptor"]
+        dispatcher_cls = dispatcher_cls["CudagraphDispatcher"]
+
+    def build(max_num_seqs, k, tokens, user_sizes, cudagraph_mode):
+        cc = cc_cls()
+        cc.__dict__.update(
+            cudagraph_capture_sizes=None if user_sizes is None else list(user_sizes),
+            compile_sizes=None,
+            max_cudagraph_capture_size=None,
+            pass_config=ns(enable_sequence_parallelism=False, enable_sp=False),
+            cudagraph_mode=mode and mode[cudagraph_mode],
+            full_cuda_graph=cudagraph_mode == "FULL",
+        )
+        scheduler = ns(
+            max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens, cuda_graph_sizes=None
+        )
+        if default_sizes is not None:
+            scheduler.cuda_graph_sizes = list(default_sizes)
+            if post_init is not None:
+                scheduler.cuda_graph_sizes = evaluate(post_init, {"self": scheduler, "min": min})
+        vc = vc_cls()
+        vc.__dict__.update(
+            model_config=ns(enforce_eager=False),
+            compilation_config=cc,
+            scheduler_config=scheduler,
+            parallel_config=ns(tensor_parallel_size=1),
+        )
+        vc._set_cudagraph_sizes()
+        q = 1 + k
+        if adjust_test is not None and evaluate(
+            adjust_test,
+            {"cudagraph_mode": cc.cudagraph_mode, "CUDAGraphMode": mode,
+             "self": ns(uniform_decode_query_len=q)},
+        ):  # fmt: skip
+            cc.adjust_cudagraph_sizes_for_spec_decode(q, 1)
+        sizes = sorted(cc.cudagraph_capture_sizes)
+        if cudagraph_mode == "NONE":  # capture_model returns at once; no padding either
+            return [], lambda n, uniform: [n, "eager", None]
+        d = None
+        if dispatcher_cls is not None:
+            d = dispatcher_cls.__new__(dispatcher_cls)
+            d.__dict__.update(
+                vllm_config=ns(scheduler_config=scheduler, lora_config=None),
+                compilation_config=cc,
+                cudagraph_mode=cc.cudagraph_mode,
+                cudagraph_keys={mode.PIECEWISE: set(), mode.FULL: set()},
+                keys_initialized=False,
+            )
+            d.initialize_cudagraph_keys(cc.cudagraph_mode, q)
+
+        def dispatch(n, uniform):
+            # gpu_model_runner.py: pad where n <= cudagraph_batch_sizes[-1] (the largest size)
+            padded = vc.pad_for_cudagraph(n) if sizes and n <= sizes[-1] else n
+            if d is None:  # no dispatcher: every padded batch replays the mode's graph
+                if padded == n and not (sizes and n <= sizes[-1]):
+                    return [n, "eager", None]
+                return [n, "full" if cudagraph_mode == "FULL" else "piecewise", padded]
+            fields = {"num_tokens": padded, "uniform_decode": uniform}
+            if "has_lora" in descriptor._fields:
+                fields["has_lora"] = False
+            runtime, desc = d.dispatch(descriptor(**fields))
+            if runtime.name == "NONE":
+                return [n, "eager", None]
+            return [n, runtime.name.lower(), desc.num_tokens]
+
+        return sizes, dispatch
+
+    # The modes the release has, its default first: CUDAGraphMode's (0.10.1 on), the default the
+    # first assignment under VllmConfig.__post_init__'s `if ...cudagraph_mode is None:`; else
+    # PIECEWISE and, with full_cuda_graph (0.9.0 on, default False), FULL.
+    if mode is not None:
+        default = src.expr(
+            config, "__post_init__", "VllmConfig", _default_mode_pick, "default cudagraph_mode"
+        )
+        default = evaluate(default, {"CUDAGraphMode": mode}).name
+        return build, [default] + [m.name for m in mode if m.name != default]
+    full = src.has(comp, "full_cuda_graph", "CompilationConfig")
+    return build, ["PIECEWISE", "FULL"] if full else ["PIECEWISE"]
+
+
+def _default_mode_pick(node):
+    """In `if <...>.cudagraph_mode is None:`, the value of the first assignment to cudagraph_mode
+    (breadth first: the branch vLLM takes for a compiled model with no pooler)."""
+    test = getattr(node, "test", None)
+    if not (
+        isinstance(node, ast.If)
+        and isinstance(test, ast.Compare)
+        and isinstance(test.ops[0], ast.Is)
+        and getattr(test.left, "attr", None) == "cudagraph_mode"
+    ):
+        return None
+    for sub in ast.walk(ast.Module(body=node.body, type_ignores=[])):
+        if isinstance(sub, ast.Assign) and getattr(sub.targets[0], "attr", None) == (
+            "cudagraph_mode"
+        ):
+            return sub.value
+    return None
+
+
+def early_v1_settings(seed: str, count: int) -> list[tuple]:
+    """Seeded configs (S, k, T, user cudagraph_capture_sizes or None, mode index; 0: the
+    release's default)."""
+    rng = random.Random(seed)
+    settings = []
+    for i in range(count):
+        s = rng.choice([rng.randint(1, 40), rng.randint(1, 1024), rng.choice(EDGE_MAX_NUM_SEQS)])
+        k = rng.randint(0, 8)
+        t = rng.choice([None, None, 256, 300, 512, 2048, rng.randint(s, 4096)])
+        t = None if t is None else max(t, s)  # T < S is refused by SchedulerConfig
+        sizes = None
+        if i % 5 == 4:
+            sizes = [rng.randint(1, 600) for _ in range(rng.randint(1, 10))]
+        settings.append((s, k, t, sizes, rng.randrange(6)))
+    return settings
+
+
+def early_v1_vectors(version: str, src: WheelSource, seed: str, count: int) -> list[dict]:
+    """Per seeded config and mode the release has: captured sizes, and [n, path, padded size]
+    for uniform decode batches B*(k+1) (B sampled in 1..S) and mixed batches of n tokens."""
+    build, modes = early_v1_engine(src)
+    vectors = []
+    for s, k, t, sizes, pick in early_v1_settings(seed, count):
+        given = ([None, *modes])[pick % (len(modes) + 1)]  # None: the release's default
+        cudagraph_mode = given or modes[0]
+        q, tokens = 1 + k, t or EARLY_V1_DEFAULT_TOKENS
+        head = {
+            "engine": f"vllm-{version}",
+            "cudagraph_mode": given,
+            "resolved_cudagraph_mode": cudagraph_mode,
+            "max_num_seqs": s,
+            "num_speculative_tokens": k,
+            "max_num_batched_tokens": t,
+            "cudagraph_capture_sizes": sizes,
+        }
+        captured, dispatch = build(s, k, tokens, sizes, cudagraph_mode)
+        if captured and captured[-1] > tokens:  # _dummy_run asserts during capture
+            vectors.append({**head, "error": "AssertionError"})
+            continue
+        limit = captured[-1] if captured else 0
+        key = f"vllm-{version}/{s}/{k}/{t}/{cudagraph_mode}"
+        ns_ = sample_batch_sizes(min(s * q, tokens), captured, limit, s, q, key)
+        # request counts: 1..64, S/2, S-1, S, and the first to reach each captured size
+        reqs = {*range(1, 65), s // 2, s - 1, s, *((c + q - 1) // q for c in captured)}
+        reqs = sorted(b for b in reqs if 1 <= b <= s and b * q <= tokens)
+        vectors.append(
+            {
+                **head,
+                "capture_sizes": captured,
+                "uniform": [dispatch(b * q, True) for b in reqs if b >= 1],
+                "mixed": [dispatch(n, False) for n in ns_],
+            }
+        )
+    return vectors
+
+
 V034_NOTES = (
     f"vLLM {V034_VERSION} (model runner V2 only), {V034_SETTINGS} seeded random settings (seed "
     f"'{V034_SEED}'): S, k, T, cudagraph_mode, the attention backend's AttentionCGSupport "
@@ -1540,6 +1843,47 @@ def v034_payload(cache_dir: Path) -> dict:
             "wheels": {V034_VERSION: {"file": path.name, "sha256": sha256_of(path)}},
             "functions": {V034_VERSION: list(dict.fromkeys(src.taken))},
             "notes": V034_NOTES,
+        },
+        "vectors": vectors,
+    }
+
+
+EARLY_V1_NOTES = (
+    "V1 before 0.12.0, read in place from each wheel on PyPI (HTTP range requests; sha256 as "
+    "PyPI declares it). Verbatim: VllmConfig._set_cudagraph_sizes and pad_for_cudagraph, "
+    "CompilationConfig.init_with_cudagraph_sizes / post_init_cudagraph_sizes / "
+    "compute_bs_to_padded_graph_size / adjust_cudagraph_sizes_for_spec_decode, the "
+    "SchedulerConfig.cuda_graph_sizes default and its __post_init__ assignment, the default "
+    "cudagraph_mode VllmConfig.__post_init__ assigns (0.10.1 on; PIECEWISE before), the if-test of "
+    "GPUModelRunner._check_and_update_cudagraph_mode guarding the rounding, BatchDescriptor and "
+    "CudagraphDispatcher (0.10.1 on). By hand: the model runner's padding test (n <= the "
+    "largest captured size, else no padding), that a dispatcher-less release replays its one "
+    "graph kind at the padded size (PIECEWISE, or FULL with full_cuda_graph=True; FlashAttention "
+    "can_run_in_cudagraph is True), that NONE captures nothing, that a user size above "
+    "max_num_batched_tokens fails _dummy_run's assertion at capture, max_num_batched_tokens=None "
+    "as the H200 API server's 8192, TP = 1, no LoRA, and the mode surviving attention-backend "
+    "resolution (AttentionCGSupport.ALWAYS)."
+)
+
+
+def early_v1_payload(seed: str = "graphlab-early-v1", count: int = EARLY_V1_SETTINGS) -> dict:
+    """data/vllm_sizing_vectors_v1_early.json: V1 of EARLY_V1_VERSIONS."""
+    import urllib.request
+
+    with urllib.request.urlopen(PYPI_JSON, timeout=60) as r:
+        index = json.load(r)
+    wheels, functions, vectors = {}, {}, []
+    for version in EARLY_V1_VERSIONS:
+        src, wheels[version] = remote_wheel(version, index)
+        vectors += early_v1_vectors(version, src, seed, count)
+        functions[version] = list(dict.fromkeys(src.taken))
+    return {
+        "provenance": {
+            "generated_by": "scripts/make_sizing_vectors.py",
+            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+            "wheels": wheels,
+            "functions": functions,
+            "notes": EARLY_V1_NOTES,
         },
         "vectors": vectors,
     }
@@ -1594,11 +1938,22 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"write only {V034_NAME} (reads only the {V034_VERSION} wheel)",
     )
+    parser.add_argument(
+        "--early-v1-only",
+        action="store_true",
+        help=f"write only {EARLY_V1_NAME} (reads the EARLY_V1_VERSIONS wheels in place on PyPI)",
+    )
     args = parser.parse_args(argv)
-    v034_out = args.out.with_name(V034_NAME)
-    write_json_atomic(v034_payload(args.cache_dir), v034_out)
-    print(f"wrote vLLM {V034_VERSION}'s vectors to {v034_out}")
+    if not args.early_v1_only:
+        v034_out = args.out.with_name(V034_NAME)
+        write_json_atomic(v034_payload(args.cache_dir), v034_out)
+        print(f"wrote vLLM {V034_VERSION}'s vectors to {v034_out}")
     if args.vllm_0_34_only:
+        return 0
+    early_out = args.out.with_name(EARLY_V1_NAME)
+    write_json_atomic(early_v1_payload(), early_out)
+    print(f"wrote V1's vectors of {', '.join(EARLY_V1_VERSIONS)} to {early_out}")
+    if args.early_v1_only:
         return 0
     v2_out = args.out.with_name(RUNNER_V2_NAME)
     write_json_atomic(model_runner_v2_payload(args.cache_dir), v2_out)

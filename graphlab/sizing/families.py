@@ -48,12 +48,16 @@ class Rounding(Enum):
     """When a model runner rounds the whole capture list to multiples of q = 1 + k at start-up
     (`adjust_cudagraph_sizes_for_spec_decode`, vllm/config/compilation.py)."""
 
+    # vLLM 0.8.0 to 0.11.0 have no adjust_cudagraph_sizes_for_spec_decode
+    NEVER = "never (0.8.0 to 0.11.0)"
     SEPARATE_ROUTINE = "where FULL decode graphs are kept apart (0.11.1 to 0.19.x)"
     FULL_DECODE = "wherever decode_mode() is FULL (0.20.0 on: resolve_cudagraph_mode_and_sizes)"
     # model runner V2 to 0.24.x: CudaGraphManager.__init__ calls it whatever the mode
     EVERY_MODE = "in every mode (model runner V2's CudaGraphManager.__init__, 0.22.0 to 0.24.x)"
 
     def rounds(self, mode: CUDAGraphMode) -> bool:
+        if self is Rounding.NEVER:
+            return False
         if self is Rounding.EVERY_MODE:
             return True
         if self is Rounding.FULL_DECODE:
@@ -81,6 +85,15 @@ class PlainFull(Enum):
     # keys keep num_reqs = min(size, S), a uniform batch asks for min(size // q, S)
     ASSERTS_THEN_EAGER = "asserts; a batch whose size // q < S matches no key: eager (0.17.x)"
     REPLAYS = "replays the FULL graph at the padded size (0.18.0 on: normalized_uniform)"
+
+
+class DecodeKeys(Enum):
+    """Which token counts get a FULL uniform-decode graph under a mode with a separate decode
+    routine (`CudagraphDispatcher.initialize_cudagraph_keys`, vllm/v1/cudagraph_dispatcher.py)."""
+
+    ROUNDED = "each capture size rounded up to a multiple of q, <= min(largest, S * q)"
+    # 0.10.1 to 0.11.2: `x <= max_num_tokens and x >= uniform_decode_query_len`, unrounded
+    CAPTURE_SIZES = "the capture sizes x with q <= x <= S * q, as they are (0.10.1 to 0.11.2)"
 
 
 # Packs (tokens, query length) into one int for vectorized lookups; query lengths stay below it.
@@ -231,6 +244,7 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         policy.plain_full,
         cfg.decode_tiers,
         policy.candidates(cfg),
+        policy.decode_keys,
     )
 
 
@@ -242,12 +256,13 @@ def families_of(
     plain_full: PlainFull = PlainFull.REPLAYS,
     decode_tiers: tuple[tuple[int, int], ...] | None = None,
     candidates: Candidates = Candidates.BY_MODE,
+    decode_keys: DecodeKeys = DecodeKeys.ROUNDED,
 ) -> GraphFamilies:
     """The graphs one dispatcher keeps for the sorted capture `sizes` under `mode`, with uniform
     decode batches of `query_len` tokens per request (a target's or a drafter's: vLLM builds both
     from the same list); `decode_tiers`, SizingConfig.decode_tiers' (query length, widest batch)
     pairs under dynamic speculation, else query_len alone; `candidates`, how the dispatcher
-    groups them."""
+    groups them; `decode_keys`, which sizes get a FULL uniform-decode graph."""
     q = query_len
     tiers = decode_tiers or ((q, max_num_seqs),)
     if len(sizes) == 0 or mode is CUDAGraphMode.NONE:
@@ -255,8 +270,13 @@ def families_of(
     graphs = ()
     if mode.separate_routine():
         limit = min(sizes[-1], max_num_seqs * q)
-        rounded = {(round_up(s, L), L) for L, _ in tiers for s in sizes}
-        graphs = tuple(sorted((r, L) for r, L in rounded if r <= limit and r // L <= max_num_seqs))
+        if decode_keys is DecodeKeys.CAPTURE_SIZES:  # one query length: no dynamic speculation
+            graphs = tuple((s, q) for s in sizes if q <= s <= limit)
+        else:
+            rounded = {(round_up(s, L), L) for L, _ in tiers for s in sizes}
+            graphs = tuple(
+                sorted((r, L) for r, L in rounded if r <= limit and r // L <= max_num_seqs)
+            )
     rule = plain_full if q > 1 and mode is CUDAGraphMode.FULL else PlainFull.REPLAYS
     mixed = mode.mixed_mode()
     return GraphFamilies(

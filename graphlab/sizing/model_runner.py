@@ -21,6 +21,8 @@ V2_DEFAULT_FROM = "0.22.0"
 # The first release without model runner V1 (vllm/v1/worker/gpu_model_runner.py gone; platforms/
 # interface.py `validate_environ` refuses VLLM_USE_V2_MODEL_RUNNER other than 1).
 V1_REMOVED_IN = "0.34.0"
+# The first release with model runner V2 at all (vllm/v1/worker/gpu/; absent from 0.11.2's wheel).
+V2_FROM = "0.12.0"
 
 # `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
 # next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
@@ -84,6 +86,11 @@ def choose_model_runner(version: str, requested: str, method: str | None) -> tup
     if requested != "auto":
         flag = int(requested == "v2")
         return requested, f"--model-runner {requested} (VLLM_USE_V2_MODEL_RUNNER={flag})"
+    if release_key(version) < release_key(V2_FROM):
+        return (
+            "v1",
+            f"vLLM {version} has model runner V1 only (model runner V2 is first in {V2_FROM})",
+        )
     if release_key(version) < release_key(V2_DEFAULT_FROM):
         return "v1", (
             f"vLLM {version} runs model runner V1 unless VLLM_USE_V2_MODEL_RUNNER=1 "

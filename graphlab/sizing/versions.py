@@ -3,9 +3,9 @@
 Every range below was read in the released wheels (`pip download vllm==X --no-deps`): the
 functions each engine models are the same code, or differ only where noted, in every release of
 the range. scripts/make_sizing_vectors.py extracts vectors from a release inside each wider range
-(0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0), which
-tests/sizing/test_sizing_vectors.py checks against the mapped engine (0.34.0:
-tests/sizing/test_vllm_0_34_0.py).
+(0.5.4, 0.6.3, 0.6.6.post1, 0.7.3, 0.15.1, 0.16.0, 0.19.0, 0.21.0; V1 before 0.12.0 from both
+ends of each range, EARLY_V1_VERSIONS), which tests/sizing/test_sizing_vectors.py checks against
+the mapped engine (0.34.0: tests/sizing/test_vllm_0_34_0.py).
 A release outside the ranges is refused with the ranges the kit models, never guessed.
 """
 
@@ -75,28 +75,49 @@ RANGES = (
     ReleaseRange(
         "0.8.0",
         "0.8.5.post1",
-        None,
-        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1 defaults to 1), whose "
-        "VllmConfig._set_cudagraph_sizes (vllm/config.py) captures 1, 2, 4, 8..512 step 8 up to "
-        "max_num_batched_tokens whatever max_num_seqs, as PIECEWISE graphs only (no "
-        "cudagraph_mode yet): a V1 rule the kit does not model",
+        "vllm-0.8.0",
+        "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1); vllm/config.py "
+        "VllmConfig._set_cudagraph_sizes captures 1, 2, 4, 8..512 step 8 up to "
+        "max_num_batched_tokens, as PIECEWISE graphs only; gpu_model_runner.py pads with "
+        "pad_for_cudagraph (0.8.5 adds sequence parallelism's sizes, with TP > 1 only)",
     ),
     ReleaseRange(
         "0.9.0",
+        "0.9.2",
+        "vllm-0.9.0",
+        "0.8.0's list from SchedulerConfig.cuda_graph_sizes (default [512]) and padding; "
+        "compilation_config.full_cuda_graph adds FULL graphs of the whole model (0.9.2's "
+        "skip_cuda_graphs holds only where can_run_in_cudagraph is False, never for "
+        "FlashAttention)",
+    ),
+    ReleaseRange(
+        "0.10.0",
+        "0.10.0",
+        "vllm-0.10.0",
+        "0.9.x's graphs; cuda_graph_sizes defaults to [min(2 * max_num_seqs, 512)]",
+    ),
+    ReleaseRange(
+        "0.10.1",
+        "0.10.2",
+        "vllm-0.10.1",
+        "0.10.0's list; cudagraph_mode (default PIECEWISE) and vllm/v1/cudagraph_dispatcher.py "
+        "(the same initialize_cudagraph_keys and dispatch to 0.11.0; 0.10.2 pads in "
+        "_preprocess with the same test)",
+    ),
+    ReleaseRange(
         "0.11.0",
-        None,
-        "V1 sizes its graphs from SchedulerConfig.cuda_graph_sizes (1, 2, 4, 8..N step 8; "
-        "N = 512 in 0.9.x, min(2 * max_num_seqs, 512) from 0.10.0), with full_cuda_graph "
-        "(0.9.0 to 0.10.0) or cudagraph_mode (0.10.2, 0.11.0) and the dispatcher of its release "
-        "(read in 0.9.0, 0.9.2, 0.10.0, 0.10.2 and 0.11.0): V1 rules the kit does not model",
+        "0.11.0",
+        "vllm-0.11.0",
+        "0.10.1's list and dispatcher; cudagraph_mode defaults to FULL_AND_PIECEWISE",
     ),
     ReleaseRange(
         "0.11.1",
         "0.11.2",
-        None,
-        "vllm/config/vllm.py _set_cudagraph_sizes reads like 0.12.0's (min(T, 2S, 512)), but its "
-        "default batch limits (no EngineArgs._set_default_max_num_seqs_and_batched_tokens_args) "
-        "and dispatcher have not been checked against the kit's vllm-0.12.0: not modelled",
+        "vllm-0.11.1",
+        "vllm/config/vllm.py _set_cudagraph_sizes and post_init_cudagraph_sizes as 0.12.0's; "
+        "adjust_cudagraph_sizes_for_spec_decode keeps the list where no size rounds within the "
+        "largest; the dispatcher has no padding assertion and keys FULL decode graphs at the "
+        "capture sizes q..S*q",
     ),
     ReleaseRange(
         "0.12.0",

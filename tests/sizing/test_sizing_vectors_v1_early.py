@@ -1,0 +1,162 @@
+"""vLLM V1 before 0.12.0 (0.8.0 to 0.11.2) against vectors from the released wheels' own code.
+
+scripts/make_sizing_vectors.py (`--early-v1-only`) writes data/vllm_sizing_vectors_v1_early.json
+from both ends of each range of graphlab.sizing.versions (0.8.0, 0.8.5.post1, 0.9.0, 0.9.2,
+0.10.0, 0.10.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2): per seeded config and cudagraph_mode the release
+has (and its default, as VllmConfig.__post_init__ sets it), the sizes captured and each batch's
+path and padded size through the wheel's own
+`_set_cudagraph_sizes`, `pad_for_cudagraph`, rounding and `CudagraphDispatcher`. Each release is
+checked against the engine `engine_for_version` maps it to. A missing file is a failure.
+"""
+
+import json
+
+import numpy as np
+import pytest
+from helpers import ROOT
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import PATH_CODES
+from graphlab.sizing.engines import get_engine
+from graphlab.sizing.versions import engine_for_version
+
+VECTORS = ROOT / "data" / "vllm_sizing_vectors_v1_early.json"
+RELEASES = (
+    "0.8.0", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1",
+    "0.11.2",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def vectors():
+    assert VECTORS.exists(), f"{VECTORS} is missing: run scripts/make_sizing_vectors.py"
+    data = json.loads(VECTORS.read_text())
+    assert sorted(data["provenance"]["wheels"]) == sorted(RELEASES)
+    return data["vectors"]
+
+
+def _config(v: dict) -> SizingConfig:
+    sizes = v["cudagraph_capture_sizes"]
+    return SizingConfig(
+        v["max_num_seqs"],
+        v["num_speculative_tokens"],
+        v["max_num_batched_tokens"],
+        cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
+        cudagraph_mode=v["cudagraph_mode"],
+    )
+
+
+def _outcomes(policy, cfg, batches, uniform: bool) -> list[list]:
+    ns = [n for n, _, _ in batches]
+    got = policy.dispatch_batches(ns, cfg, uniform=uniform)
+    return [
+        [int(n), PATH_CODES[p].value, int(size) if size else None]
+        for n, p, size in zip(got.batch_size, got.path, got.graph_size, strict=True)
+    ]
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_release_matches_its_wheel(vectors, release):
+    """Every vector of the release: the start-up error, the mode run (the release's default where
+    none is given), the captured sizes, and each uniform decode and mixed batch's path and padded
+    size equal the wheel's."""
+    policy = get_engine(engine_for_version(release))
+    mine = [v for v in vectors if v["engine"] == f"vllm-{release}"]
+    assert len(mine) >= 300
+    outcomes = 0
+    for v in mine:
+        cfg = _config(v)
+        where = f"vllm {release}, {v}"[:300]
+        if "error" in v:
+            assert (policy.startup_error(cfg) or "").startswith(v["error"]), where
+            continue
+        assert policy.startup_error(cfg) is None, where
+        assert policy.cudagraph_mode(cfg) == v["resolved_cudagraph_mode"], where
+        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], where
+        assert _outcomes(policy, cfg, v["uniform"], True) == v["uniform"], where
+        assert _outcomes(policy, cfg, v["mixed"], False) == v["mixed"], where
+        outcomes += len(v["uniform"]) + len(v["mixed"])
+    assert outcomes > 10_000
+
+
+def test_the_wheels_differ_where_the_engines_do(vectors):
+    """The vectors tell the ranges apart: 0.10.0 caps the default list at 2 * max_num_seqs where
+    0.9.2 keeps 512, and 0.11.1 rounds FULL_AND_PIECEWISE's list to multiples of q where 0.11.0
+    does not."""
+
+    def first(release, **fields):
+        return next(
+            v
+            for v in vectors
+            if v["engine"] == f"vllm-{release}"
+            and "error" not in v
+            and v["cudagraph_capture_sizes"] is None
+            and all(v[k] == value for k, value in fields.items())
+        )
+
+    v092 = first("0.9.2", cudagraph_mode="PIECEWISE", max_num_batched_tokens=None)
+    assert v092["capture_sizes"][-1] == 512
+    v0100 = first("0.10.0", cudagraph_mode="PIECEWISE", max_num_batched_tokens=None)
+    assert v0100["capture_sizes"][-1] == min(512, 2 * v0100["max_num_seqs"] // 8 * 8 or 4)
+    rounded = first("0.11.1", cudagraph_mode="FULL_AND_PIECEWISE", num_speculative_tokens=2)
+    assert all(size % 3 == 0 for size in rounded["capture_sizes"])
+
+
+@pytest.mark.parametrize(
+    ("release", "cfg", "message"),
+    [
+        ("0.8.0", SizingConfig(8, cudagraph_mode="FULL"), "PIECEWISE graphs only"),
+        ("0.9.2", SizingConfig(8, cudagraph_mode="FULL_DECODE_ONLY"), "full_cuda_graph"),
+        ("0.11.0", SizingConfig(8, max_cudagraph_capture_size=64), "gained it in 0.11.1"),
+        ("0.10.1", SizingConfig(8, model_runner="v2"), "no model runner V2"),
+        ("0.11.0", SizingConfig(8, attention_cg_support="UNIFORM_BATCH"), "ALWAYS only"),
+    ],
+)
+def test_options_the_release_lacks_are_refused(release, cfg, message):
+    policy = get_engine(engine_for_version(release))
+    with pytest.raises(GraphlabError, match=message):
+        policy.capture_sizes(cfg)
+
+
+def test_rounding_that_finds_nothing_keeps_the_list_on_0_11_1():
+    """0.11.1 warns and keeps [1, 2] for S = 1, k = 2 (nothing rounds within 2); 0.12.0 refuses
+    to start (no size of q <= 2)."""
+    cfg = SizingConfig(1, 2)
+    old, new = get_engine("vllm-0.11.1"), get_engine("vllm-0.12.0")
+    assert old.capture_sizes(cfg) == (1, 2) and old.startup_error(cfg) is None
+    assert any("No valid cudagraph sizes" in w for w in old.sizing_warnings(cfg))
+    assert new.capture_sizes(cfg) == () and "No valid cudagraph sizes" in new.startup_error(cfg)
+    paths = old.dispatch_batches(np.array([1, 2, 3]), cfg, uniform=False)
+    assert [PATH_CODES[p].value for p in paths.path] == ["piecewise", "piecewise", "eager"]
+
+
+@pytest.mark.parametrize(
+    ("release", "method", "expected"),
+    [
+        # EngineArgs._is_v1_supported_oracle: V1 runs ngram, eagle (0.8.3) and eagle3 (0.8.5)
+        ("0.8.5", "medusa", "falls back to its V0 engine"),
+        ("0.9.2", "draft_model", "falls back to its V0 engine"),
+    ],
+)
+def test_a_method_v1_does_not_run_falls_back_to_v0_and_is_refused(release, method, expected):
+    policy = get_engine(engine_for_version(release))
+    with pytest.raises(GraphlabError, match=expected):
+        policy.capture_sizes(SizingConfig(8, 2, speculative_method=method))
+    assert policy.capture_sizes(SizingConfig(8, 2, speculative_method="eagle"))
+
+
+@pytest.mark.parametrize(
+    ("release", "words"),
+    [
+        ("0.10.2", "Speculative decoding with draft model is not supported yet."),
+        ("0.11.0", "Draft model speculative decoding is not supported yet."),
+        ("0.11.2", "Draft model speculative decoding is not supported yet."),
+    ],
+)
+def test_draft_model_is_refused_at_start_up_from_0_10(release, words):
+    # vllm/engine/arg_utils.py raises NotImplementedError for method "draft_model"
+    policy = get_engine(engine_for_version(release))
+    error = policy.startup_error(SizingConfig(8, 2, speculative_method="draft_model"))
+    assert error.startswith(f"NotImplementedError: {words}")
+    assert policy.startup_error(SizingConfig(8, 2, speculative_method="medusa")) is None
