@@ -13,9 +13,9 @@ from graphlab.sizing.batch_defaults import (
     LARGE_TIER_FROM,
     describe_tiers,
 )
-from graphlab.sizing.engines import PERFORMANCE_MODE_FROM, SizingPolicy
 from graphlab.sizing.limits import check_limits
 from graphlab.sizing.model_runner import release_key
+from graphlab.sizing.policy import PERFORMANCE_MODE_FROM, SizingPolicy
 
 
 def add_vllm_args(parser: argparse.ArgumentParser) -> None:

@@ -1,0 +1,256 @@
+"""vLLM V1 before 0.12.0 (0.8.0 to 0.11.2, V1 the default engine from 0.8.0): the step-8 list up
+to 512 or 2*S, PIECEWISE graphs only to 0.8.x, `full_cuda_graph` in 0.9.x and 0.10.0, and the
+first dispatcher's unrounded FULL keys in 0.10.1 to 0.11.2, read in each wheel
+(data/vllm_sizing_vectors_v1_early.json)."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.attention import DEFAULT_CG_SUPPORT
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import CUDAGraphMode
+from graphlab.sizing.families import (
+    DecodeKeys,
+    PlainFull,
+    Rounding,
+    round_up,
+)
+from graphlab.sizing.policy import (
+    DEFAULT_GRAPH_CEILING,
+)
+from graphlab.sizing.v1_policy import V1Policy
+from graphlab.sizing.v1_releases import Vllm012
+
+# V1 before 0.11.1 (the default engine from 0.8.0, vllm/envs.py VLLM_USE_V1): 1, 2, 4, then
+# multiples of 8 up to the ceiling, none above max_num_batched_tokens.
+_EARLY_V1_ALIGNMENT = 8
+
+
+def early_v1_grid(ceiling: int, tokens: int) -> list[int]:
+    """vllm 0.8.0-0.11.0 `VllmConfig._set_cudagraph_sizes`' V1 list: [1, 2, 4] + range(8,
+    ceiling + 1, 8) (1, 2 and 4 whatever the ceiling), those <= max_num_batched_tokens."""
+    grid = [1, 2, 4, *range(_EARLY_V1_ALIGNMENT, ceiling + 1, _EARLY_V1_ALIGNMENT)]
+    return [size for size in grid if size <= tokens]
+
+
+class GraphCeiling(Enum):
+    """The largest default capture size of V1 before 0.11.1 (`SchedulerConfig.cuda_graph_sizes`)."""
+
+    FIXED = "512 (0.8.x inline; cuda_graph_sizes defaults to [512] in 0.9.x)"
+    TWICE_MAX_NUM_SEQS = "min(2 * max_num_seqs, 512) (SchedulerConfig.__post_init__, 0.10.0 on)"
+
+    def of(self, max_num_seqs: int) -> int:
+        if self is GraphCeiling.FIXED:
+            return DEFAULT_GRAPH_CEILING
+        return min(2 * max_num_seqs, DEFAULT_GRAPH_CEILING)
+
+
+# vllm/engine/arg_utils.py refuses draft_model at start-up: 0.10.x's words, then 0.11.x's.
+_DRAFT_MODEL_ERROR_010 = (
+    "NotImplementedError: Speculative decoding with draft model is not supported yet. Please "
+    "consider using other speculative decoding methods such as ngram, medusa, eagle, or "
+    "deepseek_mtp."
+)
+_DRAFT_MODEL_ERROR_011 = (
+    "NotImplementedError: Draft model speculative decoding is not supported yet. Please "
+    "consider using other speculative decoding methods such as ngram, medusa, eagle, or mtp."
+)
+
+
+class _EarlyV1Policy(V1Policy):
+    """vLLM V1 from 0.8.0 to 0.11.0 (vllm/v1/worker/gpu_model_runner.py): `execute_model` pads n
+    to the smallest captured size (`VllmConfig.pad_for_cudagraph`) where n <= the largest and runs
+    eagerly above it; the list is never rounded for speculative decoding. A user list
+    (compilation_config.cudagraph_capture_sizes) is kept whole (`init_with_cudagraph_sizes`):
+    a size above max_num_batched_tokens fails `_dummy_run`'s assertion at capture. There is no
+    max_cudagraph_capture_size, performance mode, dynamic speculation or model runner V2, and the
+    kit models these releases with an attention backend that supports every graph (FlashAttention
+    3's AttentionCGSupport.ALWAYS; 0.9.x's `can_run_in_cudagraph` is True for FlashAttention)."""
+
+    rounding = Rounding.NEVER
+    plain_full = PlainFull.REPLAYS
+    graph_ceiling = GraphCeiling.FIXED
+    # Its default first.
+    cudagraph_modes = (CUDAGraphMode.PIECEWISE,)
+
+    @property
+    def default_cudagraph_mode(self) -> CUDAGraphMode:
+        return self.cudagraph_modes[0]
+
+    unmodelled_runner = "vLLM before 0.12.0 has no model runner V2 (vllm/v1/worker/gpu/)"
+
+    def check_config(self, cfg: SizingConfig) -> None:
+        super().check_config(cfg)
+        if cfg.max_cudagraph_capture_size is not None:
+            raise GraphlabError(
+                f"{self.name}: vLLM {self.release} has no max_cudagraph_capture_size "
+                "(compilation_config gained it in 0.11.1)"
+            )
+        if cfg.cudagraph_mode is not None and cfg.cudagraph_mode not in self.cudagraph_modes:
+            raise GraphlabError(
+                f"{self.name}: cudagraph_mode {cfg.cudagraph_mode!r} does not exist in vLLM "
+                f"{self.release}; {self.mode_choices}"
+            )
+        self._check_method(cfg)
+        if cfg.attention_cg_support != DEFAULT_CG_SUPPORT:
+            raise GraphlabError(
+                f"{self.name}: the kit models vLLM {self.release}'s graphs with an attention "
+                f"backend reporting AttentionCGSupport.{DEFAULT_CG_SUPPORT} only, not "
+                f"{cfg.attention_cg_support}"
+            )
+
+    # What the release offers instead of cudagraph_mode (said where another mode is asked for).
+    mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"
+    # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the range (any
+    # other falls back to the V0 engine), each with the release of the range that first runs it
+    # (the engine does not know which release of its range was named, so it takes them all).
+    v1_methods: dict[str, str] | None = {"ngram": "0.8.0", "eagle": "0.8.3", "eagle3": "0.8.5"}
+
+    def _check_method(self, cfg: SizingConfig) -> None:
+        method = cfg.speculative_method
+        if self.v1_methods is None or method is None or method in self.v1_methods:
+            return
+        runs = ", ".join(f"{m} (from {first})" for m, first in self.v1_methods.items())
+        raise GraphlabError(
+            f"{self.name}: speculative method {method!r} is not one vLLM {self.release}'s V1 "
+            f"runs ({runs}; EngineArgs._is_v1_supported_oracle), so vLLM falls back to its V0 "
+            "engine, which the kit does not model for this release"
+        )
+
+    def startup_error(self, cfg):
+        if self.v1_methods is None and cfg.speculative_method == "draft_model":
+            return self.draft_model_error
+        return super().startup_error(cfg)
+
+    # The NotImplementedError vllm/engine/arg_utils.py raises for draft_model (0.10.0 on).
+    draft_model_error = _DRAFT_MODEL_ERROR_010
+
+    def _default_sizing(self, cfg, tokens):
+        return self.graph_ceiling.of(cfg.max_num_seqs), []
+
+    def _configured(self, cfg: SizingConfig):
+        key = ("configured", self.sizing_key(cfg))
+        if key not in self._cache:
+            tokens = self.effective_max_num_batched_tokens(cfg)
+            user = cfg.cudagraph_capture_sizes
+            sizes = (
+                early_v1_grid(self._default_sizing(cfg, tokens)[0], tokens)
+                if user is None
+                else sorted(set(user))
+            )
+            error = None
+            if sizes and sizes[-1] > tokens:  # captured largest first
+                error = (
+                    "AssertionError: num_tokens <= self.scheduler_config.max_num_batched_tokens "
+                    f"(vllm/v1/worker/gpu_model_runner.py _dummy_run): {sizes[-1]} > {tokens}"
+                )
+            if self.cudagraph_mode(cfg) is CUDAGraphMode.NONE:
+                sizes, error = [], None
+            self._cache[key] = (sizes, (), error)
+        return self._cache[key]
+
+
+class Vllm080(_EarlyV1Policy):
+    """vllm 0.8.0 to 0.8.5.post1, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
+    1, 2, 4, 8..512 step 8, <= max_num_batched_tokens, whatever max_num_seqs; every graph is
+    PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph)."""
+
+    name = "vllm-0.8.0"
+    release = "0.8.0"
+
+
+class Vllm090(Vllm080):
+    """vllm 0.9.0 to 0.9.2: 0.8.0's list (SchedulerConfig.cuda_graph_sizes defaults to [512]),
+    and compilation_config.full_cuda_graph=True (the kit's cudagraph_mode FULL) captures the whole
+    model as one FULL graph per size, replayed for every batch padded to it (0.9.2's
+    skip_cuda_graphs holds only where an attention builder's `can_run_in_cudagraph` is False)."""
+
+    name = "vllm-0.9.0"
+    release = "0.9.0"
+    cudagraph_modes = (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
+    mode_choices = "it has PIECEWISE, and FULL as compilation_config.full_cuda_graph=True"
+    v1_methods = {m: "0.9.0" for m in ("ngram", "medusa", "eagle", "eagle3", "deepseek_mtp")}
+
+
+class Vllm0100(Vllm090):
+    """vllm 0.10.0: 0.9.x's graphs, but `SchedulerConfig.__post_init__` defaults
+    cuda_graph_sizes to [min(2 * max_num_seqs, 512)]."""
+
+    name = "vllm-0.10.0"
+    release = "0.10.0"
+    graph_ceiling = GraphCeiling.TWICE_MAX_NUM_SEQS
+    v1_methods = None  # every method runs on V1 but draft_model, refused at start-up
+
+
+class Vllm0101(Vllm0100):
+    """vllm 0.10.1 and 0.10.2: 0.10.0's list; compilation_config.cudagraph_mode (default
+    PIECEWISE, vllm/config/__init__.py `VllmConfig.__post_init__`) and the first
+    vllm/v1/cudagraph_dispatcher.py: `initialize_cudagraph_keys` keeps a FULL uniform-decode key
+    at every capture size x with q <= x <= S * q, unrounded, and the mixed mode's keys at every
+    size; `dispatch` tries the padded size's uniform key, then its mixed one, else runs eagerly."""
+
+    name = "vllm-0.10.1"
+    release = "0.10.1"
+    decode_keys = DecodeKeys.CAPTURE_SIZES
+    cudagraph_modes = (
+        CUDAGraphMode.PIECEWISE,
+        CUDAGraphMode.NONE,
+        CUDAGraphMode.FULL,
+        CUDAGraphMode.FULL_DECODE_ONLY,
+        CUDAGraphMode.FULL_AND_PIECEWISE,
+    )
+
+
+class Vllm0110(Vllm0101):
+    """vllm 0.11.0: 0.10.1's list and dispatcher; cudagraph_mode defaults to FULL_AND_PIECEWISE
+    (vllm/config/__init__.py `VllmConfig.__post_init__`)."""
+
+    name = "vllm-0.11.0"
+    release = "0.11.0"
+    draft_model_error = _DRAFT_MODEL_ERROR_011
+    cudagraph_modes = (
+        CUDAGraphMode.FULL_AND_PIECEWISE,
+        CUDAGraphMode.NONE,
+        CUDAGraphMode.PIECEWISE,
+        CUDAGraphMode.FULL,
+        CUDAGraphMode.FULL_DECODE_ONLY,
+    )
+
+
+class Vllm0111(Vllm012):
+    """vllm 0.11.1 and 0.11.2: 0.12.0's `_set_cudagraph_sizes` and rounding (`_check_and_update_
+    cudagraph_mode`, Rounding.SEPARATE_ROUTINE), but `adjust_cudagraph_sizes_for_spec_decode`
+    warns and keeps the list unrounded where no size rounds within the largest (0.12.0: the one
+    size q, else ValueError), the dispatcher takes the model runner's padded descriptor with no
+    padding assertion (plain FULL replays), and its FULL uniform-decode keys are the capture sizes
+    x with q <= x <= S * q (0.10.1's `initialize_cudagraph_keys`)."""
+
+    name = "vllm-0.11.1"
+    release = "0.11.1"
+    plain_full = PlainFull.REPLAYS
+    decode_keys = DecodeKeys.CAPTURE_SIZES
+
+    def startup_error(self, cfg):
+        if cfg.speculative_method == "draft_model":  # vllm/engine/arg_utils.py, as 0.11.0
+            return _DRAFT_MODEL_ERROR_011
+        return super().startup_error(cfg)
+
+    def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
+        return super().rounds_capture_sizes(cfg) and not self._keeps_unrounded(cfg)
+
+    def _keeps_unrounded(self, cfg: SizingConfig) -> bool:
+        """Whether 0.11.1's rounding finds no size within the largest and keeps the list."""
+        sizes, q = self._configured(cfg)[0], cfg.decode_query_len
+        return bool(sizes) and all(round_up(size, q) > sizes[-1] for size in sizes)
+
+    def sizing_warnings(self, cfg):
+        warnings = super().sizing_warnings(cfg)
+        if super().rounds_capture_sizes(cfg) and self._keeps_unrounded(cfg):
+            warnings += (
+                "No valid cudagraph sizes after rounding to multiple of  num_speculative_tokens "
+                f"+ 1 ({cfg.decode_query_len}); please adjust num_speculative_tokens or "
+                "max_cudagraph_capture_size (or cudagraph_capture_sizes)",
+            )
+        return warnings

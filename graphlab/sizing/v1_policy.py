@@ -1,0 +1,207 @@
+"""vLLM V1's sizing and dispatch as one policy (`V1Policy`): the capture list
+(`_set_cudagraph_sizes`), the mode the attention backend and the model runner leave, the
+rounding for speculative decoding and graphlab.sizing.families' dispatch; each release changes
+its rule values (graphlab.sizing.v1_releases, v1_early, v1_split; docs/vllm_versions.md keeps
+their history)."""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+
+from graphlab.errors import GraphlabError
+from graphlab.sizing.attention import lower_cudagraph_mode
+from graphlab.sizing.capture_settings import (
+    set_cudagraph_sizes,
+)
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
+from graphlab.sizing.families import (
+    Candidates,
+    DecodeKeys,
+    PlainFull,
+    Rounding,
+    families_for,
+    round_for_spec_decode,
+)
+from graphlab.sizing.model_runner import choose_model_runner, release_key
+from graphlab.sizing.policy import (
+    PERFORMANCE_MODE_FROM,
+    SizingPolicy,
+)
+
+
+class V1Policy(SizingPolicy):
+    """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
+    runs eagerly; otherwise it is padded to the smallest captured size >= n. Never a KeyError.
+    The list: vllm/config/vllm.py `_set_cudagraph_sizes`, rounded for speculative decoding by
+    vllm/config/compilation.py; release by release in docs/vllm_versions.md.
+    """
+
+    batch_unit = BatchUnit.TOKENS
+    uses_max_num_batched_tokens = True
+    reads_capture_settings = True
+    # The release whose rules the engine models (model runner `auto` decides as it does), and the
+    # model runners the kit models for it: model runner V1 rounds the capture list at start-up,
+    # V2 rounds its FULL graphs only from 0.25.0 (graphlab.sizing.families).
+    release = ""
+    model_runners = ("v1",)
+    # The release's rule values (graphlab.sizing.families): when model runner V1 rounds the
+    # capture list, and what plain FULL does with a uniform batch; model runner V2's: when it
+    # rounds the whole list (None: its FULL graphs alone) and how its dispatch groups graphs.
+    rounding = Rounding.SEPARATE_ROUTINE
+    plain_full = PlainFull.ASSERTS
+    v2_rounding: Rounding | None = None
+    v2_candidates = Candidates.BY_MODE
+    # Which sizes model runner V1's dispatcher keeps FULL uniform-decode graphs at.
+    decode_keys = DecodeKeys.ROUNDED
+    # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
+    default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
+    # The cudagraph_mode values the release can run (every one from 0.10.1).
+    cudagraph_modes: tuple[CUDAGraphMode, ...] = tuple(CUDAGraphMode)
+
+    def sizing_key(self, cfg):
+        return (
+            cfg.max_num_seqs,
+            cfg.num_speculative_tokens,
+            self.effective_max_num_batched_tokens(cfg),
+            cfg.cudagraph_capture_sizes,
+            cfg.max_cudagraph_capture_size,
+            self.cudagraph_mode(cfg),
+            cfg.performance_mode == "interactivity",
+            self.model_runner(cfg)[0],
+            cfg.num_speculative_tokens_per_batch_size,
+        )
+
+    def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
+        """("v1" | "v2", why) for cfg on this release; GraphlabError where the kit does not model
+        that runner of the release."""
+        runner, why = choose_model_runner(self.release, cfg.model_runner, cfg.speculative_method)
+        if runner not in self.model_runners:
+            raise GraphlabError(
+                f"{self.name}: model runner {runner.upper()} is not modelled for this release "
+                f"({why}); {self.unmodelled_runner}"
+            )
+        return runner, why
+
+    # Why the runner not in model_runners is refused (vLLM's model runner V2 before 0.22.0 is an
+    # opt-in preview).
+    unmodelled_runner = "model runner V2 before 0.22.0 is an opt-in preview the kit does not model"
+
+    @property
+    def has_performance_mode(self) -> bool:
+        """Whether the release has --performance-mode (vllm/config/vllm.py, from 0.17.0)."""
+        return release_key(self.release) >= release_key(PERFORMANCE_MODE_FROM)
+
+    def check_config(self, cfg: SizingConfig) -> None:
+        super().check_config(cfg)
+        if cfg.performance_mode is not None and not self.has_performance_mode:
+            raise GraphlabError(
+                f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
+                f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
+            )
+        self.model_runner(cfg)
+
+    def cudagraph_mode(self, cfg: SizingConfig) -> CUDAGraphMode:
+        """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the
+        attention backend supports (graphlab.sizing.attention)."""
+        return self._lowered(cfg)[0]
+
+    def _lowered(self, cfg: SizingConfig):
+        requested = CUDAGraphMode(cfg.cudagraph_mode or self.default_cudagraph_mode)
+        backend = cfg.attention_backend or "FlashAttentionBackend"
+        override = self._dynamic_override(cfg, requested)
+        mode, warnings, error = lower_cudagraph_mode(
+            override or requested, cfg.attention_cg_support, cfg.decode_query_len, backend
+        )
+        if override:
+            warnings = (dynamic_piecewise_warning(requested), *warnings)
+        return mode, warnings, error
+
+    def _dynamic_override(self, cfg: SizingConfig, requested: CUDAGraphMode):
+        """PIECEWISE where vLLM overrides a mode with FULL graphs for dynamic speculation on model
+        runner V1 (vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode`, run before the
+        attention backend lowers the mode), else None."""
+        dynamic = cfg.num_speculative_tokens_per_batch_size is not None
+        full = requested.decode_mode() is BatchPath.FULL  # CUDAGraphMode.has_full_cudagraphs()
+        if dynamic and full and self.model_runner(cfg)[0] == "v1":
+            return CUDAGraphMode.PIECEWISE
+        return None
+
+    def rounds_capture_sizes(self, cfg: SizingConfig) -> bool:
+        """Whether the configured list is rounded to multiples of q at start-up (model runner V1
+        with separate FULL decode graphs, vllm 0.12.0 v1/worker/gpu_model_runner.py
+        `_check_and_update_cudagraph_mode`; model runner V2 where `v2_rounding` says so)."""
+        rounding = self.rounding if self.model_runner(cfg)[0] == "v1" else self.v2_rounding
+        return (
+            rounding is not None
+            and cfg.decode_query_len > 1
+            and rounding.rounds(self.cudagraph_mode(cfg))
+        )
+
+    def candidates(self, cfg: SizingConfig) -> Candidates:
+        """How the dispatcher groups cfg's graphs: model runner V2's `v2_candidates`; model runner
+        V1's CudagraphDispatcher keeps FULL and mixed keys apart (Candidates.BY_MODE)."""
+        return self.v2_candidates if self.model_runner(cfg)[0] == "v2" else Candidates.BY_MODE
+
+    @abstractmethod
+    def _default_sizing(self, cfg: SizingConfig, tokens: int) -> tuple[int, list[int]]:
+        """The version's default ceiling and the sizes it adds to the grid (see
+        set_cudagraph_sizes)."""
+
+    def _configured(self, cfg: SizingConfig):
+        """(sizes, warnings, error) of `set_cudagraph_sizes` for cfg, cached like the capture
+        sizes."""
+        key = ("configured", self.sizing_key(cfg))
+        if key not in self._cache:
+            tokens = self.effective_max_num_batched_tokens(cfg)
+            self._cache[key] = (
+                ([], (), None)  # "no cudagraph in use": vLLM sets the list to []
+                if self.cudagraph_mode(cfg) is CUDAGraphMode.NONE
+                else set_cudagraph_sizes(cfg, tokens, *self._default_sizing(cfg, tokens))
+            )
+        return self._cache[key]
+
+    def _compute_capture_sizes(self, cfg):
+        sizes, _, error = self._configured(cfg)
+        if error or self._lowered(cfg)[2]:
+            return []
+        return (
+            round_for_spec_decode(sizes, cfg.decode_query_len)
+            if self.rounds_capture_sizes(cfg)
+            else sizes
+        )
+
+    def dispatch_batches(
+        self, ns, cfg, capture_sizes=None, uniform=True, query_lens=None
+    ) -> Dispatches:
+        """Batches of n tokens by graphlab.sizing.families' rule."""
+        return families_for(self, cfg, capture_sizes).dispatch_batches(ns, uniform, query_lens)
+
+    def sizing_warnings(self, cfg):
+        self.check_config(cfg)
+        return self._configured(cfg)[1] + self._lowered(cfg)[1]
+
+    def startup_error(self, cfg):
+        tokens = self.effective_max_num_batched_tokens(cfg)
+        if tokens < cfg.max_num_seqs:  # vllm/config/scheduler.py, SchedulerConfig validation
+            return (
+                f"ValueError: max_num_batched_tokens ({tokens}) must be greater than or equal to "
+                f"max_num_seqs ({cfg.max_num_seqs})."
+            )
+        sizes, _, error = self._configured(cfg)
+        error = error or self._lowered(cfg)[2]
+        if error or not sizes or len(self.capture_array(cfg)):
+            return error  # an empty configured list is not rounded: vLLM returns early
+        return (
+            "ValueError: No valid cudagraph sizes after rounding to multiple of "
+            f"{cfg.decode_query_len}"
+        )
+
+
+def dynamic_piecewise_warning(requested: CUDAGraphMode) -> str:
+    """The WARNING `_maybe_override_dynamic_sd_cudagraph_mode` logs (vllm/config/vllm.py)."""
+    return (
+        "Dynamic speculative decoding changes the target verification length at runtime. "
+        f"Overriding cudagraph_mode from {requested.value} to PIECEWISE for reliability. "
+        "Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs."
+    )
