@@ -1208,16 +1208,7 @@ def model_runner_v2_payload(cache_dir: Path) -> dict:
         src = WheelSource(path)
         vectors += v2_vectors(version, src)
         functions[version] = list(dict.fromkeys(src.taken))
-    return {
-        "provenance": {
-            "generated_by": "scripts/make_sizing_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "wheels": wheels,
-            "functions": functions,
-            "notes": V2_NOTES,
-        },
-        "vectors": vectors,
-    }
+    return vectors_payload(wheels, functions, V2_NOTES, vectors)
 
 
 # --------------------------------------------------------------------------- 0.34.0
@@ -1836,16 +1827,9 @@ def v034_payload(cache_dir: Path) -> dict:
     path = fetch_wheel(V034_VERSION, cache_dir)
     src = WheelSource(path)
     vectors = v034_vectors(src, v034_settings(V034_SEED, V034_SETTINGS))
-    return {
-        "provenance": {
-            "generated_by": "scripts/make_sizing_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "wheels": {V034_VERSION: {"file": path.name, "sha256": sha256_of(path)}},
-            "functions": {V034_VERSION: list(dict.fromkeys(src.taken))},
-            "notes": V034_NOTES,
-        },
-        "vectors": vectors,
-    }
+    wheels = {V034_VERSION: {"file": path.name, "sha256": sha256_of(path)}}
+    functions = {V034_VERSION: list(dict.fromkeys(src.taken))}
+    return vectors_payload(wheels, functions, V034_NOTES, vectors)
 
 
 EARLY_V1_NOTES = (
@@ -1877,16 +1861,21 @@ def early_v1_payload(seed: str = "graphlab-early-v1", count: int = EARLY_V1_SETT
         src, wheels[version] = remote_wheel(version, index)
         vectors += early_v1_vectors(version, src, seed, count)
         functions[version] = list(dict.fromkeys(src.taken))
-    return {
-        "provenance": {
-            "generated_by": "scripts/make_sizing_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "wheels": wheels,
-            "functions": functions,
-            "notes": EARLY_V1_NOTES,
-        },
-        "vectors": vectors,
+    return vectors_payload(wheels, functions, EARLY_V1_NOTES, vectors)
+
+
+def vectors_payload(wheels: dict, functions: dict, notes: str, vectors: list, **more) -> dict:
+    """A vectors file: its provenance (the wheels read, the functions run from each, notes and
+    `more` fields) and the vectors."""
+    provenance = {
+        "generated_by": "scripts/make_sizing_vectors.py",
+        "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "wheels": wheels,
+        "functions": functions,
+        **more,
+        "notes": notes,
     }
+    return {"provenance": provenance, "vectors": vectors}
 
 
 def write_json_atomic(payload: dict, out: Path) -> None:
@@ -1985,15 +1974,9 @@ def main(argv: list[str] | None = None) -> int:
             attention += attention_vectors(version, src)
         functions[version] = list(dict.fromkeys(functions.get(version, []) + src.taken))
     payload = {
-        "provenance": {
-            "generated_by": "scripts/make_sizing_vectors.py",
-            "generated_at": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            "wheels": wheels,
-            "functions": functions,
-            "default_max_num_batched_tokens": defaults,
-            "notes": NOTES,
-        },
-        "vectors": vectors,
+        **vectors_payload(
+            wheels, functions, NOTES, vectors, default_max_num_batched_tokens=defaults
+        ),
         "startup_errors": startup_errors,
         "explicit": explicit,
         "modes": modes,
