@@ -44,8 +44,13 @@ RECOMPILE_LIMIT = 64
 # Unbacked rows and query length need mark_unbacked's min=1 (see the module docstring).
 UNBACKED = "min" in inspect.signature(torch._dynamo.decorators.mark_unbacked).parameters
 
-# Inductor's per-call checks of tensor shapes, strides and alignment (see _Inductor).
-NO_RUNTIME_ASSERTS = {"size_asserts": False, "alignment_asserts": False}
+# Inductor's per-call checks of tensor shapes, strides and alignment (see _Inductor); the
+# alignment check is younger than the size check, so each is turned off where this torch has it.
+NO_RUNTIME_ASSERTS = {
+    name: False
+    for name in ("size_asserts", "alignment_asserts")
+    if hasattr(torch._inductor.config, name)
+}
 
 
 def inductor_cache_state() -> str:
