@@ -13,10 +13,16 @@ verify requests) and every model of one config in the process, because per-size 
 cost minutes per capture list: rows and query length are traced unbacked
 (``mark_unbacked(..., min=1)``), so a size of 1 gets no compile of its own; a torch without that
 ``min`` traces them backed, and the few sizes its guards split off compile apart, at capture.
-Replay calls the compiled code as a CUDA graph replays, without guard evaluation
-(``set_stance(skip_guard_eval_unsafe=True)``), which holds because it passes only the static
-buffers a capture compiled, at a row count it compiled. Where inductor cannot build,
-``graphlab.engine.device.resolve_backend`` says so and the run falls back to ``cpu-emulated``.
+Capture also keeps what dynamo handed inductor's compiled graph for that size (the weights, the
+KV cache, views of the static buffers, the size itself), and replay calls that graph on exactly
+those inputs, as a CUDA graph replays its recorded kernels on its recorded addresses: no guards,
+no frame evaluation, no marks (vLLM 0.32's compile wrapper likewise drops dynamo's guards and
+runs its compiled code directly once built: vllm/compilation/wrapper.py,
+``TorchCompileWithNoGuardsWrapper``).
+Like a CUDA graph, a replay then sees weights changed in place but not tensors replaced; the KV
+cache's reallocation is refused as for a graph (``graphs.check_kv_cache_version``). Where inductor
+cannot build, ``graphlab.engine.device.resolve_backend`` says so and the run falls back to
+``cpu-emulated``.
 The measurements behind these choices: docs/compiled_backend.md.
 """
 
@@ -37,6 +43,14 @@ from graphlab.errors import GraphlabError
 RECOMPILE_LIMIT = 64
 # Unbacked rows and query length need mark_unbacked's min=1 (see the module docstring).
 UNBACKED = "min" in inspect.signature(torch._dynamo.decorators.mark_unbacked).parameters
+
+# Inductor's per-call checks of tensor shapes, strides and alignment (see _Inductor); the
+# alignment check is younger than the size check, so each is turned off where this torch has it.
+NO_RUNTIME_ASSERTS = {
+    name: False
+    for name in ("size_asserts", "alignment_asserts")
+    if hasattr(torch._inductor.config, name)
+}
 
 
 def inductor_cache_state() -> str:
@@ -84,11 +98,38 @@ def _marked_rows(input_ids, positions, seq_slots, rows: int):
     return views
 
 
+class _Inductor:
+    """torch.compile's inductor backend (``compile_fx``, what ``backend="inductor"`` runs) that
+    remembers the compiled graph and the inputs dynamo passed it on its latest call."""
+
+    def __init__(self):
+        self.last_call = None
+
+    def __call__(self, graph_module, example_inputs):
+        from torch._inductor.compile_fx import compile_fx
+
+        # The size/stride and alignment checks of every input and extern kernel's output run on
+        # each call (over a quarter of a tiny step's time); replay passes the inputs dynamo's guards
+        # checked at capture, so they can only pass (a CUDA graph checks nothing either).
+        compiled = compile_fx(graph_module, example_inputs, config_patches=NO_RUNTIME_ASSERTS)
+
+        def call(*args):
+            self.last_call = compiled, args
+            return compiled(*args)
+
+        return call
+
+
 @functools.cache
 def _compiled():
-    """One compiled function for every model: dynamo guards on the model's shapes, not on which
-    model it is, so models of one config share a compile (a trace takes seconds per model)."""
-    return torch.compile(LlamaForCausalLM.hidden_states, dynamic=True, fullgraph=True)
+    """(backend, compiled function), one for every model: dynamo guards on the model's shapes,
+    not on which model it is, so models of one config share a compile (a trace takes seconds
+    per model)."""
+    backend = _Inductor()
+    compiled = torch.compile(
+        LlamaForCausalLM.hidden_states, backend=backend, dynamic=True, fullgraph=True
+    )
+    return backend, compiled
 
 
 def _cache_dims_dynamic(model) -> None:
@@ -104,25 +145,41 @@ def _cache_dims_dynamic(model) -> None:
 
 class CompiledStep:
     """model.hidden_states compiled, dynamic in rows and query length (one per model: its
-    runners share it)."""
+    runners share it), and the inputs each captured (buffers, rows) replays."""
 
     def __init__(self, model):
         self.model = model
         self.cache_state = inductor_cache_state()  # before this model's first compile
+        # (id of the buffers' input_ids, rows) -> (input_ids, compiled graph, its inputs); the
+        # entry holds input_ids, so the id stays its own while the entry lives.
+        self.captured = {}
+        self.kv_cache_version = model.kv_cache_version
 
     def compile(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
         """Hidden states of the first `rows` rows of the static buffers; may compile (capture)."""
+        if self.kv_cache_version != self.model.kv_cache_version:
+            # Inputs recorded before hold the freed cache, and their graphs refuse to replay.
+            self.captured.clear()
+            self.kv_cache_version = self.model.kv_cache_version
         _cache_dims_dynamic(self.model)
+        backend, compiled = _compiled()
         # specialize_float: dynamic=True would trace RMSNorm's eps as a symbolic float, and
         # inductor then restarts the whole trace to make it a tensor (~2.5 s per compile, cold).
         with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True):
-            return _compiled()(self.model, *_marked_rows(input_ids, positions, seq_slots, rows))
+            out = compiled(self.model, *_marked_rows(input_ids, positions, seq_slots, rows))
+        self.captured[id(input_ids), rows] = (input_ids, *backend.last_call)
+        return out
 
     def __call__(self, input_ids, positions, seq_slots, rows: int) -> torch.Tensor:
-        """The same, for a row count already compiled on these buffers (replay): the compiled
-        code without guard evaluation; raises rather than compiling."""
-        with torch.compiler.set_stance("fail_on_recompile", skip_guard_eval_unsafe=True):
-            return _compiled()(self.model, *_rows(input_ids, positions, seq_slots, rows))
+        """The same, for buffers and a row count captured by compile (replay): the compiled
+        graph on the inputs it was captured with; GraphlabError for any others."""
+        captured = self.captured.get((id(input_ids), rows))
+        if captured is None:
+            raise GraphlabError(
+                f"no compiled step was captured for {rows} rows of these buffers: capture first"
+            )
+        _, graph, inputs = captured
+        return graph(*inputs)[0]
 
 
 def compiled_step(model) -> CompiledStep:

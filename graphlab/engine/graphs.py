@@ -86,9 +86,10 @@ class StaticBuffers:
         self.input_ids[:n].copy_(input_ids.reshape(n, -1), non_blocking=True)
         self.positions[:n].copy_(positions.reshape(n, -1), non_blocking=True)
         self.seq_slots[:n].copy_(seq_slots, non_blocking=True)
-        self.input_ids[n:rows].zero_()
-        self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
-        self.seq_slots[n:rows].fill_(self.pad_slot)
+        if n < rows:  # else three ops on empty views: ~7 µs, 5% of a tiny compiled step (CPU)
+            self.input_ids[n:rows].zero_()
+            self.positions[n:rows].copy_(self.pad_positions.expand(rows - n, -1))
+            self.seq_slots[n:rows].fill_(self.pad_slot)
 
     def run(self, model: LlamaForCausalLM, size: int, step=None) -> None:
         """One step over the first `size` tokens, its hidden states into the static output;

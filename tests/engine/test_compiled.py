@@ -98,12 +98,16 @@ def test_a_size_without_a_compiled_step_runs_eagerly_as_before(model, runners):
     torch.testing.assert_close(logits, emulated, atol=0, rtol=0)  # the same eager forward
 
 
-def test_replay_never_recompiles(runners):
+def test_replay_runs_only_what_a_capture_compiled(runners):
+    # As a CUDA graph replays only its recorded addresses: other buffers, or a row count never
+    # captured on these, are refused rather than compiled.
     graph = runners["compiled"].graph_runners[4]
-    with pytest.raises(Exception, match="fail_on_recompile|[Rr]ecompil"):
-        graph.step(
-            graph.buffers.input_ids.float(), graph.buffers.positions, graph.buffers.seq_slots, 4
-        )
+    buffers = graph.buffers
+    uncaptured = "no compiled step was captured for {} rows of these buffers: capture first"
+    with pytest.raises(GraphlabError, match=uncaptured.format(4)):
+        graph.step(buffers.input_ids.clone(), buffers.positions, buffers.seq_slots, 4)
+    with pytest.raises(GraphlabError, match=uncaptured.format(3)):
+        graph.step(buffers.input_ids, buffers.positions, buffers.seq_slots, 3)
 
 
 def test_without_a_compiler_the_run_falls_back_to_cpu_emulated(monkeypatch, capsys, model):
@@ -155,6 +159,31 @@ def test_models_of_one_config_share_the_compile_and_keep_their_own_weights(model
         expected, _ = eager.execute_model(ids, positions, slots)
         assert record.path == "graph"
         assert (replayed - expected).abs().max().item() < TOL, n
+
+
+def test_a_capture_after_the_cache_is_reallocated_replays_the_new_cache():
+    # Replay calls the compiled graph on the inputs its capture recorded: a new cache needs a new
+    # capture, whose replay must read and write the new cache (and drop what held the old one).
+    m = build_model("tiny", seed=3)
+    m.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    make_runner(m, "vllm-0.6.0", CFG, backend="cpu-compiled").capture_model()
+    m.allocate_kv_cache(NUM_SLOTS + 2, MAX_SEQ_LEN)
+    runner = make_runner(m, "vllm-0.6.0", CFG, backend="cpu-compiled")
+    runner.capture_model()
+    eager = make_runner(m, "vllm-0.6.0", CFG, backend="cpu-compiled", enforce_eager=True)
+    eager.capture_model()
+    assert len(compiled_step(m).captured) == len(runner.capture_sizes)
+    for n in (1, 3, 4):
+        ids, positions, slots = batch(n, seed=n)
+        saved = snapshot(m)
+        replayed, record = runner.execute_model(ids, positions, slots)
+        written = snapshot(m)
+        restore(m, saved)
+        expected, _ = eager.execute_model(ids, positions, slots)
+        assert record.path == "graph"
+        torch.testing.assert_close(replayed, expected, atol=TOL, rtol=TOL)
+        for replay_cache, eager_cache in zip(written, snapshot(m)):
+            torch.testing.assert_close(replay_cache, eager_cache, atol=TOL, rtol=TOL)
 
 
 @pytest.mark.skipif(
