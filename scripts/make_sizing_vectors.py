@@ -89,8 +89,8 @@ V2_VERSIONS = (
 
 # V1 before 0.12.0: both ends of each range of graphlab.sizing.versions (0.10.0 and 0.11.0 alone).
 EARLY_V1_VERSIONS = (
-    "0.8.0", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1",
-    "0.11.2",
+    "0.8.0", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0",
+    "0.10.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2",
 )  # fmt: skip
 
 # Which model runner vLLM picks: one release from each range of identical

@@ -37,7 +37,16 @@ from graphlab.sizing.policy import (
     SizingPolicy,
 )
 from graphlab.sizing.v0_policies import Adaptive, Vllm055, Vllm060, pad0
-from graphlab.sizing.v1_early import Vllm0100, Vllm0101, Vllm0110, Vllm0111, Vllm080, Vllm090
+from graphlab.sizing.v1_early import (
+    Vllm0100,
+    Vllm0101,
+    Vllm0110,
+    Vllm0111,
+    Vllm080,
+    Vllm083,
+    Vllm085,
+    Vllm090,
+)
 from graphlab.sizing.v1_releases import (
     Vllm012,
     Vllm013,
@@ -141,6 +150,8 @@ RELEASE_POLICIES = (
     Vllm080(),
     Vllm090(),
     Vllm0100(),
+    Vllm083(),
+    Vllm085(),
     Vllm0101(),
     Vllm0110(),
     Vllm0111(),

@@ -103,20 +103,18 @@ class _EarlyV1Policy(V1Policy):
 
     # What the release offers instead of cudagraph_mode (said where another mode is asked for).
     mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"
-    # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the range (any
-    # other falls back to the V0 engine), each with the release of the range that first runs it
-    # (the engine does not know which release of its range was named, so it takes them all).
-    v1_methods: dict[str, str] | None = {"ngram": "0.8.0", "eagle": "0.8.3", "eagle3": "0.8.5"}
+    # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the release
+    # (any other falls back to the V0 engine); None: every method (draft_model refused instead).
+    v1_methods: tuple[str, ...] | None = ("ngram",)
 
     def _check_method(self, cfg: SizingConfig) -> None:
         method = cfg.speculative_method
         if self.v1_methods is None or method is None or method in self.v1_methods:
             return
-        runs = ", ".join(f"{m} (from {first})" for m, first in self.v1_methods.items())
         raise GraphlabError(
             f"{self.name}: speculative method {method!r} is not one vLLM {self.release}'s V1 "
-            f"runs ({runs}; EngineArgs._is_v1_supported_oracle), so vLLM falls back to its V0 "
-            "engine, which the kit does not model for this release"
+            f"runs ({', '.join(self.v1_methods)}; EngineArgs._is_v1_supported_oracle), so vLLM "
+            "falls back to its V0 engine, which the kit does not model for this release"
         )
 
     def startup_error(self, cfg):
@@ -153,15 +151,36 @@ class _EarlyV1Policy(V1Policy):
 
 
 class Vllm080(_EarlyV1Policy):
-    """vllm 0.8.0 to 0.8.5.post1, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
+    """vllm 0.8.0 to 0.8.2, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
     1, 2, 4, 8..512 step 8, <= max_num_batched_tokens, whatever max_num_seqs; every graph is
-    PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph)."""
+    PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph). V1 speculates with ngram alone
+    (vllm/engine/arg_utils.py `_is_v1_supported_oracle`: "Only Ngram speculative decoding so
+    far")."""
 
     name = "vllm-0.8.0"
     release = "0.8.0"
 
 
-class Vllm090(Vllm080):
+class Vllm083(Vllm080):
+    """vllm 0.8.3 and 0.8.4: 0.8.0's graphs; `_is_v1_supported_oracle` keeps V1 for the method
+    "eagle" too (is_eagle_enabled)."""
+
+    name = "vllm-0.8.3"
+    release = "0.8.3"
+    v1_methods = ("ngram", "eagle")
+
+
+class Vllm085(Vllm083):
+    """vllm 0.8.5 and 0.8.5.post1: 0.8.0's graphs (`_set_cudagraph_sizes` adds sequence
+    parallelism's sizes, with tensor parallelism > 1 only); `_is_v1_supported_oracle` keeps V1
+    for "eagle3" too."""
+
+    name = "vllm-0.8.5"
+    release = "0.8.5"
+    v1_methods = ("ngram", "eagle", "eagle3")
+
+
+class Vllm090(Vllm085):
     """vllm 0.9.0 to 0.9.2: 0.8.0's list (SchedulerConfig.cuda_graph_sizes defaults to [512]),
     and compilation_config.full_cuda_graph=True (the kit's cudagraph_mode FULL) captures the whole
     model as one FULL graph per size, replayed for every batch padded to it (0.9.2's
@@ -171,7 +190,8 @@ class Vllm090(Vllm080):
     release = "0.9.0"
     cudagraph_modes = (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
     mode_choices = "it has PIECEWISE, and FULL as compilation_config.full_cuda_graph=True"
-    v1_methods = {m: "0.9.0" for m in ("ngram", "medusa", "eagle", "eagle3", "deepseek_mtp")}
+    # "mtp": the oracle's "deepseek_mtp", renamed as SpeculativeConfig does (sizing.speculative)
+    v1_methods = ("ngram", "medusa", "eagle", "eagle3", "mtp")
 
 
 class Vllm0100(Vllm090):

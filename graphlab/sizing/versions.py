@@ -74,12 +74,26 @@ RANGES = (
     ),
     ReleaseRange(
         "0.8.0",
-        "0.8.5.post1",
+        "0.8.2",
         "vllm-0.8.0",
         "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1); vllm/config.py "
         "VllmConfig._set_cudagraph_sizes captures 1, 2, 4, 8..512 step 8 up to "
         "max_num_batched_tokens, as PIECEWISE graphs only; gpu_model_runner.py pads with "
-        "pad_for_cudagraph (0.8.5 adds sequence parallelism's sizes, with TP > 1 only)",
+        "pad_for_cudagraph; V1 speculates with ngram alone (vllm/engine/arg_utils.py "
+        "_is_v1_supported_oracle; any other method falls back to V0)",
+    ),
+    ReleaseRange(
+        "0.8.3",
+        "0.8.4",
+        "vllm-0.8.3",
+        "0.8.0's graphs; _is_v1_supported_oracle keeps V1 for eagle too",
+    ),
+    ReleaseRange(
+        "0.8.5",
+        "0.8.5.post1",
+        "vllm-0.8.5",
+        "0.8.0's graphs (0.8.5 adds sequence parallelism's sizes, with TP > 1 only); "
+        "_is_v1_supported_oracle keeps V1 for eagle3 too",
     ),
     ReleaseRange(
         "0.9.0",

@@ -1,10 +1,10 @@
 """vLLM V1 before 0.12.0 (0.8.0 to 0.11.2) against vectors from the released wheels' own code.
 
 scripts/make_sizing_vectors.py (`--early-v1-only`) writes data/vllm_sizing_vectors_v1_early.json
-from both ends of each range of graphlab.sizing.versions (0.8.0, 0.8.5.post1, 0.9.0, 0.9.2,
-0.10.0, 0.10.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2): per seeded config and cudagraph_mode the release
-has (and its default, as VllmConfig.__post_init__ sets it), the sizes captured and each batch's
-path and padded size through the wheel's own
+from both ends of each range of graphlab.sizing.versions (0.8.0, 0.8.2, 0.8.3, 0.8.4, 0.8.5,
+0.8.5.post1, 0.9.0, 0.9.2, 0.10.0, 0.10.1, 0.10.2, 0.11.0, 0.11.1, 0.11.2): per seeded config and
+cudagraph_mode the release has (and its default, as VllmConfig.__post_init__ sets it), the sizes
+captured and each batch's path and padded size through the wheel's own
 `_set_cudagraph_sizes`, `pad_for_cudagraph`, rounding and `CudagraphDispatcher`. Each release is
 checked against the engine `engine_for_version` maps it to. A missing file is a failure.
 """
@@ -23,8 +23,8 @@ from graphlab.sizing.versions import engine_for_version
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors_v1_early.json"
 RELEASES = (
-    "0.8.0", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0", "0.10.1", "0.10.2", "0.11.0", "0.11.1",
-    "0.11.2",
+    "0.8.0", "0.8.2", "0.8.3", "0.8.4", "0.8.5", "0.8.5.post1", "0.9.0", "0.9.2", "0.10.0",
+    "0.10.1", "0.10.2", "0.11.0", "0.11.1", "0.11.2",
 )  # fmt: skip
 
 
@@ -132,18 +132,24 @@ def test_rounding_that_finds_nothing_keeps_the_list_on_0_11_1():
 
 
 @pytest.mark.parametrize(
-    ("release", "method", "expected"),
+    ("release", "refused", "runs"),
     [
-        # EngineArgs._is_v1_supported_oracle: V1 runs ngram, eagle (0.8.3) and eagle3 (0.8.5)
-        ("0.8.5", "medusa", "falls back to its V0 engine"),
-        ("0.9.2", "draft_model", "falls back to its V0 engine"),
+        # EngineArgs._is_v1_supported_oracle (read in each wheel): ngram alone to 0.8.2, eagle
+        # from 0.8.3, eagle3 from 0.8.5, medusa and deepseek_mtp from 0.9.0
+        ("0.8.0", "eagle", "ngram"),
+        ("0.8.2", "eagle", "ngram"),
+        ("0.8.3", "eagle3", "eagle"),
+        ("0.8.4", "eagle3", "eagle"),
+        ("0.8.5", "medusa", "eagle3"),
+        ("0.8.5.post1", "deepseek_mtp", "eagle3"),
+        ("0.9.2", "draft_model", "deepseek_mtp"),
     ],
 )
-def test_a_method_v1_does_not_run_falls_back_to_v0_and_is_refused(release, method, expected):
+def test_a_method_v1_does_not_run_falls_back_to_v0_and_is_refused(release, refused, runs):
     policy = get_engine(engine_for_version(release))
-    with pytest.raises(GraphlabError, match=expected):
-        policy.capture_sizes(SizingConfig(8, 2, speculative_method=method))
-    assert policy.capture_sizes(SizingConfig(8, 2, speculative_method="eagle"))
+    with pytest.raises(GraphlabError, match="falls back to its V0 engine"):
+        policy.capture_sizes(SizingConfig(8, 2, speculative_method=refused))
+    assert policy.capture_sizes(SizingConfig(8, 2, speculative_method=runs))
 
 
 @pytest.mark.parametrize(
