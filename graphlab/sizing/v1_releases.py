@@ -40,6 +40,17 @@ class Vllm013(V1Policy):
         return min(2 * cfg.max_num_seqs * cfg.decode_query_len, DEFAULT_GRAPH_CEILING), []
 
 
+class Vllm015(Vllm013):
+    """vllm 0.15.0 to 0.16.0: 0.13.0's sizing and dispatch (0.15.0 pads in CudagraphDispatcher,
+    `_bs_to_padded_graph_size`, with the same answers); the drafter's rules change
+    (graphlab.sizing.drafter): vllm/config/speculative.py takes draft_model (DraftModelProposer),
+    and `SpecDecodeBaseProposer.initialize_cudagraph_keys` keys the drafter from the mode vLLM
+    resolved, no longer from the configured one."""
+
+    name = "vllm-0.15.0"
+    release = "0.15.0"
+
+
 class Vllm017(Vllm013):
     """vllm 0.17.0: 0.13.0's sizing (with the default performance_mode), but plain FULL's keys
     keep num_reqs = min(size, S) (vllm/v1/cudagraph_dispatcher.py, "Only relax for PIECEWISE
@@ -157,7 +168,7 @@ class Vllm022(Vllm0201):
 
 
 class Vllm025(Vllm022):
-    """vllm 0.25.0 to 0.28.0: 0.22.0's model runner V1. Model runner V2 keeps the list as
+    """vllm 0.25.0 and 0.25.1: 0.22.0's model runner V1. Model runner V2 keeps the list as
     configured (`resolve_cudagraph_mode_and_sizes(use_v2_model_runner=True)`, vllm PR 45953) and
     rounds its FULL graphs alone, as 0.33.0 does, but `_init_candidates` still groups the graphs
     by token count (`descs_by_token_lora`): a uniform batch whose smallest size >= n holds only a
@@ -167,6 +178,15 @@ class Vllm025(Vllm022):
     name = "vllm-0.25.0"
     release = "0.25.0"
     v2_rounding = None
+
+
+class Vllm026(Vllm025):
+    """vllm 0.26.0 to 0.28.0: 0.25.0's graphs on both model runners; model runner V1's
+    `GPUModelRunner._check_and_update_cudagraph_mode` keys draft_model's drafter dispatcher too
+    (vllm PR 47460), so its draft steps replay the PIECEWISE graphs (graphlab.sizing.drafter)."""
+
+    name = "vllm-0.26.0"
+    release = "0.26.0"
 
 
 class Vllm031(Vllm033):

@@ -141,12 +141,19 @@ RANGES = (
     ),
     ReleaseRange(
         "0.13.0",
-        "0.16.0",
+        "0.14.1",
         "vllm-0.13.0",
         "0.14.x: the same _set_cudagraph_sizes, adjust_cudagraph_sizes_for_spec_decode, "
-        "CudagraphDispatcher and _check_and_update_cudagraph_mode as 0.13.0; 0.15.0 pads in "
-        "CudagraphDispatcher (_bs_to_padded_graph_size) with the same answers; model runner V2 "
-        "off (VLLM_USE_V2_MODEL_RUNNER defaults to 0)",
+        "CudagraphDispatcher and _check_and_update_cudagraph_mode as 0.13.0; model runner V2 "
+        "off (VLLM_USE_V2_MODEL_RUNNER defaults to 0); SpeculativeConfig refuses draft_model",
+    ),
+    ReleaseRange(
+        "0.15.0",
+        "0.16.0",
+        "vllm-0.15.0",
+        "0.13.0's sizing (0.15.0 pads in CudagraphDispatcher, _bs_to_padded_graph_size, with the "
+        "same answers); model runner V1 runs draft_model (DraftModelProposer) and keys the "
+        "drafter from the resolved mode (SpecDecodeBaseProposer.initialize_cudagraph_keys)",
     ),
     ReleaseRange(
         "0.17.0",
@@ -191,11 +198,19 @@ RANGES = (
     ),
     ReleaseRange(
         "0.25.0",
-        "0.28.0",
+        "0.25.1",
         "vllm-0.25.0",
-        "model runner V1 as 0.22.0 (0.28.0's 1024-token ceiling is data-center Blackwell's); "
-        "model runner V2 rounds its FULL graphs alone (use_v2_model_runner=True, PR 45953) but "
-        "still groups its graphs by token count in CudaGraphManager._init_candidates",
+        "model runner V1 as 0.22.0; model runner V2 rounds its FULL graphs alone "
+        "(use_v2_model_runner=True, PR 45953) but still groups its graphs by token count in "
+        "CudaGraphManager._init_candidates",
+    ),
+    ReleaseRange(
+        "0.26.0",
+        "0.28.0",
+        "vllm-0.26.0",
+        "0.25.0's graphs on both model runners (0.28.0's 1024-token ceiling is data-center "
+        "Blackwell's); model runner V1's _check_and_update_cudagraph_mode keys draft_model's "
+        "drafter dispatcher too (PR 47460)",
     ),
     ReleaseRange(
         "0.29.0",

@@ -435,11 +435,17 @@ def test_drafter_of_an_older_release_with_an_mtp_model_type(capsys):
     assert drafter["model_runner"] == "v2" and "AutoRegressiveSpeculator" in drafter["note"]
     assert [s["name"] for s in drafter["steps"]] == ["draft prefill", "draft decode"]
     assert drafter["steps"][1]["full_sizes"] == [1, 2, 4]
-    # before 0.26.0 draft_model's V1 drafter is never keyed: every draft step eager
+    # before 0.26.0 draft_model's V1 drafter is never keyed: every draft step eager; 0.26.0
+    # (PR 47460) replays the target's PIECEWISE graphs
     code, data = audit_json(capsys, *argv, "--speculative-method", "draft_model")
     steps = data["drafter"]["steps"]
     assert data["drafter"]["model_runner"] == "v1" and "PR 47460" in data["drafter"]["note"]
     assert {o["path"] for s in steps for o in s["outcomes"]} == {"eager"}
+    argv[1] = "0.26.0"
+    code, data = audit_json(capsys, *argv, "--speculative-method", "draft_model")
+    assert code == 0 and data["engine"] == "vllm-0.26.0"
+    steps = data["drafter"]["steps"]
+    assert {o["path"] for s in steps for o in s["outcomes"]} == {"piecewise"}
 
 
 def test_drafter_of_a_method_without_graphs_is_one_line(capsys):

@@ -26,6 +26,7 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
 from graphlab.sizing.drafter import DRAFTER_METHODS, drafter
 from graphlab.sizing.engines import get_engine
+from graphlab.sizing.versions import engine_for_version
 
 ENGINE = "vllm-0.33.0"
 
@@ -370,23 +371,26 @@ def test_v1_before_0_15_keys_the_drafter_from_the_configured_mode():
 
 def test_v1_draft_model_runs_eagerly_before_pr_47460():
     # vLLM 0.25 keys the drafter's dispatcher for EAGLE-type drafters alone: draft_model's steps
-    # run eagerly; 0.26.0 (PR 47460) keys it, and 0.26-0.28 map to the same engine, so the note
-    # says so; 0.29 replays PIECEWISE graphs of 8 to 40 tokens for its first step (q + 1 = 5).
+    # run eagerly; from 0.26.0 (PR 47460, 0.26.0 to 0.28.0 on vllm-0.26.0) and in 0.29 they
+    # replay PIECEWISE graphs of 8 to 40 tokens for the first step (q + 1 = 5).
     cfg = SizingConfig(8, 3, model_runner="v1", speculative_method="draft_model")
     old = audit("vllm-0.25.0", cfg).drafter
     assert [s.runner.summary.num_graph for s in old.steps] == [0, 0]
-    assert "PR 47460" in old.note and "From 0.26.0 (0.25.0..0.28.0" in old.note
-    new = audit("vllm-0.29.0", cfg).drafter
-    assert [d.graph_size for d in new.steps[0].runner.outcomes] == [8, 16, 16, 24, 32, 32, 40, 40]
-    assert "From" not in new.note
+    assert "PR 47460" in old.note
+    for release in ("0.26.0", "0.28.0", "0.29.0"):
+        new = audit(engine_for_version(release), cfg).drafter
+        first = [d.graph_size for d in new.steps[0].runner.outcomes]
+        assert first == [8, 16, 16, 24, 32, 32, 40, 40], release
+        assert "PR 47460" not in new.note
 
 
 def test_v1_draft_model_is_refused_before_0_15():
     cfg = SizingConfig(8, 3, speculative_method="draft_model")
-    for engine in ("vllm-0.12.0", "vllm-0.13.0"):
-        found = audit(engine, cfg).drafter
+    for release in ("0.12.0", "0.13.0", "0.14.1"):
+        found = audit(engine_for_version(release), cfg).drafter
         assert found.steps == () and "NotImplementedError" in found.note
-    assert audit("vllm-0.17.0", cfg).drafter.steps[0].query_len == 5
+    for release in ("0.15.0", "0.16.0", "0.17.0"):
+        assert audit(engine_for_version(release), cfg).drafter.steps[0].query_len == 5
 
 
 def test_v2_draft_model_is_refused_before_0_31():
