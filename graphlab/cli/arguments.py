@@ -306,7 +306,7 @@ def add_speculative_method(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="METHOD",
         help="speculative_config's method (eagle, eagle3, mtp, draft_model, ngram, ...): which "
-        "model runner vLLM picks, and for vLLM 0.12.0 to 0.33.0 the drafter's graphs (MTP model "
+        "model runner vLLM picks, and for vLLM 0.12.0 to 0.34.0 the drafter's graphs (MTP model "
         "types such as deepseek_mtp count as mtp)",
     )
 

@@ -43,7 +43,7 @@ def add_parser(subparsers) -> None:
             "(batch-expansion rows, V1 uniform-decode tokens or requests, per engine) with its "
             "path (graph with its padded size, eager, or crash with the exception the engine "
             "raises), then a summary. With speculation, the draft side too: V0's draft runner "
-            "(proposer), and for vLLM 0.12.0 to 0.33.0 the drafter's graphs per kind of draft step "
+            "(proposer), and for vLLM 0.12.0 to 0.34.0 the drafter's graphs per kind of draft step "
             "(EAGLE, EAGLE-3, MTP, draft_model; --speculative-method)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,

@@ -20,7 +20,7 @@ the family ("full" | "piecewise") as their path. Plain FULL on 0.12.0 to 0.17.x 
 uniform batch pads to a non-multiple of 1 + k (the dispatcher's assertion, the V1 heir of V0's
 KeyError). V1's drafter keeps graphs of its own (graphlab.sizing.drafter): with k > 0, a vLLM V1
 report carries a second table, per kind of draft step the graphs and each decode step's draft batch
-(`DrafterAudit`); the drafters of 0.12.0 to 0.33.0.
+(`DrafterAudit`); the drafters of 0.12.0 to 0.34.0.
 """
 
 from __future__ import annotations
