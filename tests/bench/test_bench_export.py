@@ -669,3 +669,14 @@ def test_a_flag_in_an_integer_column_is_refused_not_written_as_1():
         GraphlabError, match="column 'graph_size' holds integers or blanks, got True"
     ):
         export.csv_ready(pd.DataFrame({"graph_size": [4, True]}))
+
+
+# ---- what the third independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_writing_a_csv_leaves_the_callers_frame_as_it_was(tmp_path):
+    # csv_ready turns lists into JSON text and integer columns into Int64 on its own copy
+    frame = pd.DataFrame({"graph_size": [8, None], "sizes": [[1, 2], [4]]})
+    before = frame.copy()
+    write_csv_atomic(frame, tmp_path / "latency.csv")
+    pd.testing.assert_frame_equal(frame, before)

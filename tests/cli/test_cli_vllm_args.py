@@ -718,3 +718,19 @@ def test_a_dotted_mode_in_json_quotes_passes_the_check_before_the_import(vllm_pa
     line = read_vllm_args(f"vllm serve {words}")
     vllm_mode = vllm_parse(shlex.split(words)).compilation_config.cudagraph_mode.name
     assert line.config.cudagraph_mode == vllm_mode == "FULL_DECODE_ONLY"
+
+
+# ---- what the third independent mutation campaign (2026-12-06) found untested ----------------
+
+
+@pytest.mark.vllm
+def test_a_compilation_config_in_its_flags_own_word_keeps_the_word_after_it(vllm_parse):
+    # `--compilation-config={...}` holds its value: the model named after it is not the flag's
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args(
+        """vllm serve '--compilation-config={"cudagraph_mode": "PIECEWISE"}' m --max-num-seqs 8"""
+    )
+    planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
+    assert planned == "vllm serve m --max-num-seqs 8 -cc '{\"cudagraph_capture_sizes\": [8]}'"
+    assert vllm_parse(shlex.split(planned)[2:]).model_tag == "m"

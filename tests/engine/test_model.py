@@ -313,3 +313,14 @@ def test_vllm_loads_the_export_and_decodes_the_same_greedy_tokens(tmp_path):
     lines = [line for line in run.stdout.splitlines() if line.startswith("TOKENS ")]
     assert lines, run.stderr[-2000:]
     assert json.loads(lines[-1].removeprefix("TOKENS ")) == ours
+
+
+# ---- what the third independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_one_seq_slot_for_two_rows_is_refused():
+    # a single slot would broadcast over both rows; each row names its own
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    with pytest.raises(GraphlabError, match=r"seq_slots \(1,\) must be \[n\] with n=2"):
+        model.check_inputs(torch.tensor([[1], [2]]), torch.tensor([[0], [1]]), torch.tensor([0]))

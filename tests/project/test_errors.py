@@ -16,6 +16,7 @@ from graphlab.errors import (
     check_input_file,
     check_int,
     check_output_file,
+    check_path,
 )
 from graphlab.sizing.planner.inputs import read_latency
 
@@ -72,3 +73,30 @@ def test_an_output_path_under_a_file_is_new_its_folder_checked_apart(tmp_path):
     (tmp_path / "file").write_text("")
     path = tmp_path / "file" / "latency.csv"
     assert check_output_file("CSV path", path) == path
+
+
+# ---- what the third independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_an_unhashable_value_is_none_of_the_choices():
+    # `[...] in dict` raises TypeError: a list is no engine name
+    with pytest.raises(BadInput, match=r"engine \['vllm-0.33.0'\] is not one of vllm-0.33.0"):
+        check_choice("engine", ["vllm-0.33.0"], {"vllm-0.33.0": None})
+
+
+def test_an_integer_may_equal_its_maximum():
+    assert check_int("n", 5, 1, 5) == 5
+    with pytest.raises(BadInput, match="n must be an integer in 1..5, got 6"):
+        check_int("n", 6, 1, 5)
+
+
+def test_an_empty_path_is_refused():
+    # Path("") is the current folder: an empty --out must not write there
+    with pytest.raises(BadInput, match="out must be a non-empty path, got ''"):
+        check_path("out", "")
+
+
+def test_an_output_path_that_is_a_folder_is_refused(tmp_path):
+    # os.replace onto a folder fails with IsADirectoryError naming the temporary file
+    with pytest.raises(BadInput, match="is a folder; give a regular file or a new path"):
+        check_output_file("CSV path", tmp_path)

@@ -194,6 +194,7 @@ def test_model_runner_v2_keeps_its_full_graphs(vllm_dynamic, monkeypatch):
 BAD_SCHEDULES = [
     [],
     [[1, 32, 4], [30, 128, 1]],  # overlapping
+    [[1, 32, 4], [32, 128, 1]],  # 32 in both ranges
     [[2, 32, 4]],  # does not start at 1
     [[1, 0, 4]],  # not positive
     [[0, 4, 4]],

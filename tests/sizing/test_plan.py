@@ -911,6 +911,30 @@ def test_blank_cells_and_cut_lines_name_the_file_line_and_column(capsys, bench, 
         (lambda: Budget(memory_mib="5"), "memory budget must be a finite number"),
         (lambda: Budget(memory_mib=True), "memory budget must be a finite number"),
         (lambda: Budget(max_graphs=2.0), "max_graphs must be an integer"),
+        (
+            lambda: plan(
+                "vllm-0.33.0",
+                SizingConfig(8, 2, num_speculative_tokens_per_batch_size=((1, 8, 2),)),
+            ),
+            "plan does not model num_speculative_tokens_per_batch_size",
+        ),
+        (
+            lambda: plan(
+                "vllm-0.33.0",
+                SizingConfig(8, 2),
+                latency=random_latency(np.random.default_rng(0), 64),
+                eager_penalty=1.0,
+            ),
+            "give latency or eager_penalty, not both",
+        ),
+        (
+            lambda: plan("vllm-0.33.0", SizingConfig(8, 2), eager_penalty=True),
+            "eager_penalty must be a finite number",
+        ),
+        (
+            lambda: plan("vllm-0.33.0", SizingConfig(8, 2), budget=Budget(memory_mib=64)),
+            "a memory budget needs per-size graph memory",
+        ),
     ],
 )
 def test_bad_planner_inputs_raise_one_clear_error(make, named):

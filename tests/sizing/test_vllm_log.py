@@ -644,3 +644,37 @@ def test_a_same_count_headline_still_gives_its_compilation_config(tmp_path):
     _, data = log_plan_report(log, get_engine("vllm-0.33.0"), cfg, max_graphs=1)
     assert data["headline_kind"] == "same_count"
     assert data["compilation_config"]["cudagraph_capture_sizes"] == [4, 8] and data["vllm_flag"]
+
+
+# ---- what the third independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_a_stats_header_with_a_column_vllm_does_not_write_is_refused(tmp_path, capsys):
+    # CUDAGraphLogging.generate_metric_table writes COLUMNS, no more
+    head = HEADER.replace("| Count |", "| Count | Rank |").replace("|---|\n", "|---|---|\n")
+    path = write(tmp_path, head + "| 4 | 4 | 0 | FULL | 1 | 0 |\n")
+    err = one_error_line(
+        capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4", "--num-speculative-tokens", "0"
+    )
+    assert err.startswith(f"error: {path}:1: CUDAGraph Stats header has columns"), err
+
+
+def test_a_config_dumps_max_cudagraph_capture_size_is_vllms_resolved_value_not_a_setting(tmp_path):
+    # the dump prints CompilationConfig after _set_cudagraph_sizes filled it in; only
+    # `non-default args` says what the user set
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, max_num_seqs=4, compilation_config={'cudagraph_mode': "
+        "<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'max_cudagraph_capture_size': 8}\n"
+    )
+    log = read_vllm_log(write(tmp_path, dump + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.value("max_num_seqs") == 4 and log.max_cudagraph_capture_size is None
+    assert audit_log(log).cfg.max_cudagraph_capture_size is None
+
+
+def test_a_verify_sized_piecewise_row_above_every_graph_is_a_disagreement_not_pr_53407s(tmp_path):
+    # 14 tokens are 2 requests of 1 + 6, but the logged graphs end at 8: the kit runs the batch
+    # eagerly, so no FULL graph could have served it
+    rows = table([(14, 16, "PIECEWISE", 3)], sizes="[1, 2, 4, 8]")
+    row = audit_log(read_vllm_log(write(tmp_path, ARGS + prefixed(rows)))).rows.iloc[0]
+    assert (row.kit_runtime_mode, row.agrees, row.full_graph_could_serve) == ("NONE", False, 0)
