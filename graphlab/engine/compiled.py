@@ -165,7 +165,12 @@ class CompiledStep:
         backend, compiled = _compiled()
         # specialize_float: dynamic=True would trace RMSNorm's eps as a symbolic float, and
         # inductor then restarts the whole trace to make it a tensor (~2.5 s per compile, cold).
-        with torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True):
+        with (
+            torch._dynamo.config.patch(recompile_limit=RECOMPILE_LIMIT, specialize_float=True),
+            # Backed rows would be duck-sized into an equal model dim's symbol (32 rows, head_dim
+            # 32) and specialized with it: a static compile for that row count alone.
+            torch.fx.experimental._config.patch(use_duck_shape=UNBACKED),
+        ):
             out = compiled(self.model, *_marked_rows(input_ids, positions, seq_slots, rows))
         self.captured[id(input_ids), rows] = (input_ids, *backend.last_call)
         return out
