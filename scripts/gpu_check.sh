@@ -78,6 +78,10 @@ OUT="$(cd "$OUT" && pwd)"
 WORK="$(mktemp -d)"
 RESULTS="$WORK/gpu_check"
 mkdir -p "$RESULTS/logs"
+# A step stopped mid-compile can leave an empty module in inductor's cache, which fails every later
+# run's import ("file too short"): a rerun right after a timeout starts without them.
+find "${TORCHINDUCTOR_CACHE_DIR:-${TMPDIR:-/tmp}/torchinductor_$(id -un)}" -name '*.so' -size 0 \
+    -delete 2>/dev/null || true
 START=$SECONDS
 RESERVE_S=$((35 * LIMIT_SCALE))  # 20 s for the report, 15 for a kill
 status=0

@@ -291,6 +291,36 @@ def test_a_check_killed_from_outside_leaves_its_summary_so_far(tmp_path):
         assert "gpu_check/summary.txt" in archive.getnames()
 
 
+def test_a_rerun_starts_without_the_empty_modules_a_stopped_compile_left(tmp_path):
+    # torch 2.11 left empty main.so files in inductor's cache when a step's limit stopped it
+    # mid-compile, and every later run failed to import them ("file too short").
+    fake = tmp_path / "python"
+    fake.write_text(
+        f'#!/usr/bin/env bash\ncase "$*" in\n  -c*) exec {sys.executable} "$@" ;;\n'
+        "  *) echo ran ;;\nesac\n"
+    )
+    fake.chmod(0o755)
+    cache = tmp_path / "inductor"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / "main.so").touch()
+    (cache / "ab" / "whole.so").write_bytes(b"\x7fELF")
+    done = subprocess.run(
+        ["bash", "scripts/gpu_check.sh", "--device", "cpu", "--small"],
+        cwd=ROOT,
+        env=os.environ
+        | {
+            "PYTHON": str(fake),
+            "OUT": str(tmp_path / "out"),
+            "TORCHINDUCTOR_CACHE_DIR": str(cache),
+        },
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert "environment" in done.stdout, done.stderr[-2000:]
+    assert sorted(p.name for p in (cache / "ab").iterdir()) == ["whole.so"]
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")
 def test_without_cuda_and_without_flags_the_check_refuses_in_one_line(stripped_env, tmp_path):
     done = subprocess.run(
