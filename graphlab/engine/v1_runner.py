@@ -25,7 +25,6 @@ from graphlab.engine.runner import DecodeRunner, StepRecord
 from graphlab.errors import GraphlabError, check_int
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, graph_families
 from graphlab.sizing.engines import V1_ENGINES
-from graphlab.sizing.families import uniform_padding_assertion
 
 
 class V1ModelRunner(DecodeRunner):
@@ -66,9 +65,9 @@ class V1ModelRunner(DecodeRunner):
     def dispatch(
         self, num_tokens: int, uniform_decode: bool = True
     ) -> tuple[BatchPath, int | None]:
-        """(path, the size looked up) of a batch of num_tokens: (FULL | PIECEWISE, graph size),
-        (CRASH, the padded size the assertion fails on) or (EAGER, None), by
-        graphlab.sizing.families' rule."""
+        """(path, the size looked up) of a batch of num_tokens: (FULL | PIECEWISE, graph size)
+        or (EAGER, None), by graphlab.sizing.families' rule (no CRASH: the FULL mixed family,
+        the only one whose uniform batches assert, is refused by _init_sizes)."""
         if self.enforce_eager:
             return BatchPath.EAGER, None
         batches = self.families.dispatch_batches([num_tokens], uniform_decode)
@@ -99,8 +98,6 @@ class V1ModelRunner(DecodeRunner):
             )
         # uniform: the counts sum to B * q; otherwise the rows still carry B * q tokens
         path, graph_size = self.dispatch(num_reqs * q, all(c == q for c in counts))
-        if path is BatchPath.CRASH:  # vLLM 0.12-0.17's dispatcher assertion (PlainFull)
-            raise AssertionError(uniform_padding_assertion(graph_size, q))
         graph = None
         if path.replays:
             piecewise = path is BatchPath.PIECEWISE

@@ -680,3 +680,18 @@ def test_writing_a_csv_leaves_the_callers_frame_as_it_was(tmp_path):
     before = frame.copy()
     write_csv_atomic(frame, tmp_path / "latency.csv")
     pd.testing.assert_frame_equal(frame, before)
+
+
+def test_a_manifest_in_a_state_it_does_not_know_is_refused_unwritten(tmp_path):
+    # a reader trusts "complete"; a misspelt state must not reach the file
+    run = {"run_id": "r1"}
+    with pytest.raises(GraphlabError, match="manifest state 'done' is not one of"):
+        export.write_manifest(tmp_path, run, ["latency"], "done")
+    assert not (tmp_path / "manifest.json").exists()
+
+
+def test_a_stale_lock_file_with_a_longer_pid_names_only_the_new_holder(tmp_path):
+    # a killed run's lock file is taken over; its pid must not trail the new one's digits
+    (tmp_path / export.LOCK_NAME).write_text("123456789012\n")
+    with export.locked_folder(tmp_path) as lock:
+        assert lock.read_text() == f"{os.getpid()}\n"

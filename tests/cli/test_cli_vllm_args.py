@@ -734,3 +734,27 @@ def test_a_compilation_config_in_its_flags_own_word_keeps_the_word_after_it(vllm
     planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
     assert planned == "vllm serve m --max-num-seqs 8 -cc '{\"cudagraph_capture_sizes\": [8]}'"
     assert vllm_parse(shlex.split(planned)[2:]).model_tag == "m"
+
+
+@pytest.mark.vllm
+def test_a_speculative_config_without_its_token_count_is_refused_by_name(vllm_parse):
+    # vLLM would read k from the draft model's config, which the kit never loads
+    from graphlab.against_vllm.serve_args import read_vllm_args
+    from graphlab.errors import GraphlabError
+
+    words = 'm --speculative-config \'{"method": "ngram"}\''
+    assert vllm_parse(shlex.split(words)).speculative_config == {"method": "ngram"}
+    with pytest.raises(GraphlabError, match="speculative_config must give num_speculative_tokens"):
+        read_vllm_args(f"vllm serve {words}")
+
+
+@pytest.mark.vllm
+def test_a_flag_given_twice_is_named_once_among_the_replaced(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    # argparse lets the last of a repeated flag win; the plan replaces the flag once
+    words = "m -cc.cudagraph_mode=FULL -cc.cudagraph_mode=PIECEWISE"
+    mode = vllm_parse(shlex.split(words)).compilation_config.cudagraph_mode.name
+    line = read_vllm_args(f"vllm serve {words}")
+    assert line.config.cudagraph_mode == mode == "PIECEWISE"
+    assert line.replaced_flags == ("-cc.cudagraph_mode",)

@@ -341,3 +341,13 @@ def test_padding_rows_are_token_0_at_the_pad_positions_of_the_pad_slot(model):
     assert buffers.input_ids.tolist() == [[1, 2], [0, 0], [0, 0], [0, 0]]
     assert buffers.positions.tolist() == [[5, 6], [0, 1], [0, 1], [0, 1]]
     assert buffers.seq_slots.tolist() == [0] + [model.pad_slot] * 3
+
+
+@pytest.mark.parametrize("graph_pool", ["shared", "separate"])
+def test_an_emulated_capture_loops_figure_is_its_pools_prediction(model, graph_pool):
+    # a shared pool's loop holds the largest graph's blocks only, not every graph's
+    runner = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(16), graph_pool=graph_pool)
+    records = runner.capture_model()
+    predicted = [r.predicted_bytes for r in records]
+    loop = max(predicted) if graph_pool == "shared" else sum(predicted)
+    assert {r.capture_loop_bytes for r in records} == {loop}

@@ -324,3 +324,24 @@ def test_one_seq_slot_for_two_rows_is_refused():
     model.allocate_kv_cache(num_slots=2, max_seq_len=8)
     with pytest.raises(GraphlabError, match=r"seq_slots \(1,\) must be \[n\] with n=2"):
         model.check_inputs(torch.tensor([[1], [2]]), torch.tensor([[0], [1]]), torch.tensor([0]))
+
+
+@pytest.mark.parametrize("name", ["input_ids", "positions", "seq_slots"])
+def test_a_negative_id_position_or_slot_is_out_of_range(name):
+    # torch would index from the end: a -1 slot writes the last sequence's cache
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    batch = {"input_ids": [[1]], "positions": [[0]], "seq_slots": [0]}
+    batch[name] = [[-1]] if name != "seq_slots" else [-1]
+    with pytest.raises(GraphlabError, match=rf"{name} out of range: values in \[-1, -1\]"):
+        model.check_inputs(*(torch.tensor(batch[k]) for k in batch))
+
+
+@pytest.mark.parametrize("rows, tokens", [(0, 1), (1, 0)])
+def test_a_batch_with_no_rows_or_no_tokens_is_empty(rows, tokens):
+    # either dimension empty leaves nothing to take min() of
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    ids = torch.zeros(rows, tokens, dtype=torch.long)
+    with pytest.raises(GraphlabError, match="empty batch"):
+        model.check_inputs(ids, ids.clone(), torch.zeros(rows, dtype=torch.long))

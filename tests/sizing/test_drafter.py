@@ -547,3 +547,18 @@ def test_drafter_under_dynamic_speculation_matches_vllms_own_code(vllm, v2_manag
                     assert by_reqs[False, b] == _answer(desc.cg_mode, desc.num_tokens), (cfg, b)
                 checked += 1
     assert tiers > 20 and checked > 3000, (tiers, checked)
+
+
+@pytest.mark.parametrize("engine", ["vllm-0.31.0", "vllm-0.34.0"])
+def test_a_dynamic_schedules_drafter_is_not_modelled_where_unchecked(engine):
+    # only 0.33.0's draft side under a schedule is checked against vLLM's own code; elsewhere
+    # the kit models the schedule's k for the target but draws no drafter graphs
+    cfg = SizingConfig(
+        8,
+        3,
+        speculative_method="eagle",
+        num_speculative_tokens_per_batch_size=[[1, 4, 3], [5, 8, 1]],
+    )
+    result = drafter(get_engine(engine), cfg)
+    assert result.steps == () and "under dynamic speculation" in result.note
+    assert "is not modelled" in result.note and drafter(get_engine(ENGINE), cfg).steps

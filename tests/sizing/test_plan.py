@@ -1143,3 +1143,26 @@ def test_under_an_eager_penalty_a_plan_costing_the_same_is_the_headline():
     result = plan_for_log(get_engine("vllm-0.33.0"), cfg, traffic, [4, 8], eager_penalty=5.0)
     assert result.cost(result.plan) == result.cost(result.current) == 0
     assert result.headline_kind == "plan"
+
+
+def test_a_memory_budget_names_the_smallest_graph_it_cannot_afford():
+    # graphs grow with their size: the first one over budget is where the eager tail starts
+    memory = linear_memory(2000)
+    budget = Budget(8, memory(np.array([100]))[0] / MIB)
+    result = plan("vllm-0.33.0", SizingConfig(64, 3), budget=budget, memory=memory)
+    needs = memory(np.array([104]))[0] / MIB
+    assert result.eager_reason.endswith(f"a graph of 104 tokens needs {needs:.3f} MiB")
+
+
+def test_a_programme_is_sized_by_the_graphs_asked_for_not_by_every_candidate(capsys):
+    # 2048 candidates: 2048 graphs are too large a programme, 2 are not
+    code, out, err = run(
+        capsys,
+        "--max-num-seqs",
+        "2048",
+        "--max-num-batched-tokens",
+        "1048576",
+        "--max-graphs",
+        "2",
+    )
+    assert code == 0 and err == "", err

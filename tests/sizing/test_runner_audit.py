@@ -33,3 +33,11 @@ def test_the_first_crash_names_the_batch_and_its_error_the_padded_size():
     families = families_of(CUDAGraphMode.FULL, [3, 4], 4, 2, PlainFull.ASSERTS)
     summary = summarize(families.dispatch_batches([2, 4], True))
     assert summary.first_crash_n == 2 and summary.first_crash_error.endswith(": 3 % 2 != 0")
+
+
+def test_the_eager_fraction_counts_eager_steps_not_crashes():
+    # 2 tokens crash (pads to 3), 4 replays 4, 6 runs eagerly above the graphs: 1 eager of 3
+    families = families_of(CUDAGraphMode.FULL, [3, 4], 4, 2, PlainFull.ASSERTS)
+    summary = summarize(families.dispatch_batches([2, 4, 6], True))
+    assert (summary.num_crash, summary.num_eager, summary.num_reachable) == (1, 1, 3)
+    assert summary.eager_fraction == 1 / 3

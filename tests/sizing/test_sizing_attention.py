@@ -149,3 +149,11 @@ def test_audit_prints_the_lowering_and_the_backend():
     unknown = _cli(*base, "--attention-backend", "FOO")
     assert unknown.returncode == 2 and "attention backend 'FOO'" in unknown.stderr
     assert "known: FLASH_ATTN, FLASHINFER" in unknown.stderr
+
+
+def test_flash_attention_on_blackwell_is_fa4_and_always_from_0_33_0():
+    # vLLM 0.33.0's fa_utils.get_flash_attn_version picks FA4 on SM100, and its flash_attn.py
+    # builder reports ALWAYS for `get_flash_attn_version() in (3, 4)`; 0.32.0's (installed)
+    # reads `== 3`, so anything but FA3 is UNIFORM_BATCH there, as 0.13.0's row says
+    assert attention_support("0.33.0", "FLASH_ATTN", "b200")[1] == "ALWAYS"
+    assert attention_support("0.13.0", "FLASH_ATTN", "b200")[1] == "UNIFORM_BATCH"

@@ -323,3 +323,13 @@ def test_a_crash_has_no_padding_waste():
     crash = families.dispatch(3)
     assert crash.path is BatchPath.CRASH and crash.padding_waste is None
     assert families.dispatch(BatchDescriptor(3, uniform=False)).padding_waste == 1
+
+
+@pytest.mark.parametrize("key", [1, 2, 512])
+def test_a_failed_lookup_of_any_key_is_the_dicts_key_error(key):
+    # a one-token batch missing its graph raises KeyError: 1 like any other key
+    from graphlab.sizing.dispatch import crash_error
+
+    with pytest.raises(KeyError) as raised:
+        {}[key]
+    assert crash_error(key) == f"{raised.type.__name__}: {raised.value}"

@@ -678,3 +678,48 @@ def test_a_verify_sized_piecewise_row_above_every_graph_is_a_disagreement_not_pr
     rows = table([(14, 16, "PIECEWISE", 3)], sizes="[1, 2, 4, 8]")
     row = audit_log(read_vllm_log(write(tmp_path, ARGS + prefixed(rows)))).rows.iloc[0]
     assert (row.kit_runtime_mode, row.agrees, row.full_graph_could_serve) == ("NONE", False, 0)
+
+
+def test_a_separator_with_markdown_alignment_colons_is_the_tables_line(tmp_path):
+    # a table pasted through a markdown editor gets |:---|---:|; the rows are still vLLM's
+    head = HEADER.replace("|---|---|---|---|---|", "|:---|---:|:---:|---|---|")
+    log = read_vllm_log(write(tmp_path, head + "| 4 | 4 | 0 | FULL | 1 |\n"))
+    assert log.frame()[["unpadded_tokens", "count"]].values.tolist() == [[4, 1]]
+
+
+def test_a_config_cudagraph_mode_that_is_none_of_vllms_modes_is_not_read(tmp_path):
+    # compilation_config's cudagraph_mode None leaves vLLM's default; it is no mode of the log
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, max_num_seqs=4, compilation_config={'cudagraph_mode': None}\n"
+    )
+    stats = table([(4, 4, "FULL", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.cudagraph_mode is None and audit_log(log).cfg.cudagraph_mode is None
+
+
+def test_the_summarys_tokens_count_each_row_once_per_step(tmp_path):
+    # a row of count c is c steps of its tokens
+    rows = [(21, 21, "FULL", 5), (36, 40, "PIECEWISE", 2)]
+    summary = audit_log(read_vllm_log(write(tmp_path, ARGS + prefixed(table(rows))))).summary()
+    assert (
+        summary["tokens"]
+        == 21 * 5 + 36 * 2
+        == sum(m["tokens"] for m in summary["per_mode"].values())
+    )
+
+
+def test_one_engines_log_prints_no_per_engine_lines(tmp_path, capsys):
+    # the per-engine lines split data parallel ranks; one engine's would repeat the totals
+    one = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "one.log")
+    two = ARGS + "".join(
+        f"{PREFIX}Engine {e:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        + prefixed(table([(21, 21, "FULL", 3)]))
+        for e in (0, 1)
+    )
+    engine_lines = []
+    for path in (one, write(tmp_path, two, "two.log")):
+        code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+        assert code == 0, out
+        engine_lines.append([line for line in out.splitlines() if " steps, " in line])
+    assert engine_lines[0] == [] and len(engine_lines[1]) == 2, engine_lines
