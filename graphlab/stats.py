@@ -9,7 +9,7 @@ beside the interval it came from, never a bare `median > 1`. A comparison is sam
 `decided` (the sequential rule of graphlab.bench.sampling): its interval excludes 1, or it lies
 within +-EFFECT of its ratio (whatever difference there is, it is smaller than the effect); one
 that reaches its cap undecided says that this machine cannot decide it. `machine_load` records
-the load average with each run; `load_warning` says when it is high enough to widen the intervals.
+the load average with each run; `busy` says when it is high enough to widen the intervals.
 Torch-free: numpy only.
 """
 
@@ -151,15 +151,9 @@ def machine_load() -> dict:
     return dict(load_avg_1m=round(os.getloadavg()[0], 2), cpus=cpus)
 
 
-def load_warning(load: dict) -> str | None:
-    """A sentence when the load average per CPU passes HIGH_LOAD_PER_CPU, else None."""
-    if load["load_avg_1m"] / load["cpus"] <= HIGH_LOAD_PER_CPU:
-        return None
-    return (
-        f"WARNING: load average {load['load_avg_1m']:.2f} on {load['cpus']} CPUs while timing:"
-        " other work shares the cores, so intervals are wide and small differences read as"
-        " noise"
-    )
+def busy(load: dict) -> bool:
+    """Whether machine_load's load average per CPU passes HIGH_LOAD_PER_CPU."""
+    return load["load_avg_1m"] / load["cpus"] > HIGH_LOAD_PER_CPU
 
 
 def pooled(

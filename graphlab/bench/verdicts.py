@@ -16,7 +16,6 @@ from graphlab.stats import (
     VERDICTS,
     Comparison,
     compare,
-    load_warning,
 )
 
 
@@ -62,8 +61,8 @@ def throughput_comparisons(
 
 
 def guard_summary(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WINDOW) -> dict:
-    """The guard's price (eager_ratio of guard_cost's samples) summed up: `warning`, the load
-    warning when the machine was busy (else None); `pooled_sizes`, the eager sizes in `window`,
+    """The guard's price (eager_ratio of guard_cost's samples) summed up: `load`, the machine's
+    load while timing (machine_load's dict); `pooled_sizes`, the eager sizes in `window`,
     and `pooled`, guard_run_cost over them, each size once (None without such sizes); the
     per-size verdict counts at the `eager` sizes and, as a control for noise, where both
     engines replay the same padded graph (`control`), each as (sizes, counts)."""
@@ -74,9 +73,7 @@ def guard_summary(samples: pd.DataFrame, price: pd.DataFrame, window=POOLED_WIND
         pooled = guard_run_cost(samples, dict.fromkeys(sizes, 1))
     control = price[price.graph_size.notna() & price.graph_size.eq(price.covering_graph_size)]
     return dict(
-        warning=load_warning(
-            dict(load_avg_1m=samples.load_avg_1m.max(), cpus=samples.cpus.iloc[0])
-        ),
+        load=dict(load_avg_1m=samples.load_avg_1m.max(), cpus=int(samples.cpus.iloc[0])),
         pooled_sizes=sizes,
         pooled=pooled,
         eager=(len(eager), verdict_counts(eager.guard_over_verdict)),

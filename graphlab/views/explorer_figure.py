@@ -257,6 +257,18 @@ class ExplorerFigure:
             fontsize=9,
         )
 
+    def map_failed(self, state: ExplorerState, error: Exception) -> None:
+        """The previous map stays faded; the title says this state's map failed, and why."""
+        self.map_pending = False
+        t = state.max_num_batched_tokens
+        self.map.set_title(
+            f"crash map of {state.engine}"
+            + (f" at T = {t}" if t is not None else "")
+            + f" could not be computed ({type(error).__name__}: {error}); the faded map is the"
+            " previous one",
+            fontsize=9,
+        )
+
     def _update_map(self, state: ExplorerState) -> None:
         key = (state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
         if key == self._map_key:

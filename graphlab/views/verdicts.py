@@ -12,7 +12,7 @@ import math
 import pandas as pd
 
 from graphlab.sizing.dispatch import BatchPath, RunMode
-from graphlab.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison
+from graphlab.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison, busy
 
 
 def sentence(comparison: Comparison, subject: str, reference: str) -> str:
@@ -33,6 +33,17 @@ def sentence(comparison: Comparison, subject: str, reference: str) -> str:
     return (
         f"{subject} shows no difference beyond noise from {reference}: "
         f"{comparison.interval} ({why})"
+    )
+
+
+def load_warning(load: dict) -> str | None:
+    """A WARNING line when the machine was busy while timing (graphlab.stats.busy), else None."""
+    if not busy(load):
+        return None
+    return (
+        f"WARNING: load average {load['load_avg_1m']:.2f} on {load['cpus']} CPUs while timing:"
+        " other work shares the cores, so intervals are wide and small differences read as"
+        " noise"
     )
 
 
@@ -149,7 +160,7 @@ def guard_report(summary: dict) -> list[str]:
     """graphlab.bench.verdicts.guard_summary as lines: a load warning when the machine was busy,
     the pooled comparison at the eager sizes, and the per-size verdicts counted, at the eager
     sizes and, as a control for noise, where both engines replay the same padded graph."""
-    lines = [summary["warning"]]
+    lines = [load_warning(summary["load"])]
     sizes = summary["pooled_sizes"]
     if summary["pooled"] is not None:
         pooled = sentence(

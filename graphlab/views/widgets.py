@@ -213,7 +213,15 @@ class Explorer:
             return report
 
     def _draw_map(self, state: ExplorerState) -> None:
-        crash_grid(state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
+        try:
+            crash_grid(state.engine, state.max_num_batched_tokens, MAP_VALUES[state.map_value])
+        except Exception as error:  # on the worker nobody would see it: the figure says it
+            with self._lock:
+                if self.state == state:
+                    self.view.map_failed(state, error)
+                    self.png = self.view.png()
+                    self.image.value = self.png
+            return
         with self._lock:
             if self.state == state:  # a later move has its own map on the way
                 self._render(wait=False)

@@ -20,14 +20,14 @@ from graphlab.stats import (
     NO_DIFFERENCE,
     SLOWER,
     Comparison,
+    busy,
     compare,
-    load_warning,
     median_ci,
     pooled,
     relative_half_width,
     verdict,
 )
-from graphlab.views.verdicts import sentence
+from graphlab.views.verdicts import load_warning, sentence
 
 
 def _times(rng, n, scale, sigma):
@@ -116,6 +116,10 @@ def test_a_pooled_group_with_too_few_pairs_leaves_the_verdict_open():
     groups = [(_times(rng, n, 2.0, 0.05), _times(rng, n, 1.0, 0.05), 1) for n in (20, 3)]
     ratio, _ = pooled(groups)
     assert ratio.num_samples == 3 and ratio.verdict == NO_DIFFERENCE
+
+
+def test_a_load_past_three_quarters_of_a_load_per_cpu_is_busy():
+    assert not busy(dict(load_avg_1m=1.5, cpus=2)) and busy(dict(load_avg_1m=1.51, cpus=2))
 
 
 def test_a_high_load_is_warned_about():

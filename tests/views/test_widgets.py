@@ -395,3 +395,20 @@ def test_a_map_computed_for_a_state_already_left_draws_the_latest_state():
     title = ex.view.map.get_title()
     assert title.startswith("crash map of vllm-0.13.0") and "being computed" not in title
     assert ex.view._map_key == ("vllm-0.13.0", 1501, "graph_fraction")
+
+
+def test_a_crash_map_that_fails_on_the_worker_says_so_in_its_title(monkeypatch):
+    import graphlab.views.widgets as widgets
+
+    ex = explorer("vllm-0.33.0", 8, 4)
+
+    def failing(*args):
+        raise MemoryError("no room for the map")
+
+    monkeypatch.setattr(widgets, "crash_grid", failing)
+    ex.controls["max_num_batched_tokens"].value = 1236  # a budget no other test draws
+    ex.wait()
+    title = ex.view.map.get_title()
+    assert "could not be computed (MemoryError: no room for the map)" in title
+    assert "being computed" not in title and not ex.view.map_pending
+    assert ex.view.map_image.get_alpha() == 0.25 and bytes(ex.image.value) == ex.png
