@@ -129,8 +129,10 @@ class _HttpFile(io.RawIOBase):
         return len(data)
 
 
-def fetch_members(version: str, cache_dir: Path, index: dict) -> tuple[Path, dict]:
-    """A zip of the wheel's members under MEMBER_PREFIXES, and the wheel's name and sha256."""
+def fetch_members(
+    version: str, cache_dir: Path, index: dict, prefixes: tuple[str, ...] = MEMBER_PREFIXES
+) -> tuple[Path, dict]:
+    """A zip of the wheel's .py members under prefixes, and the wheel's name and sha256."""
     wheel = next(f for f in index["releases"][version] if f["filename"].endswith("x86_64.whl"))
     path = cache_dir / f"vllm-{version}-members.zip"
     if not path.exists():
@@ -139,7 +141,7 @@ def fetch_members(version: str, cache_dir: Path, index: dict) -> tuple[Path, dic
         source = zipfile.ZipFile(io.BufferedReader(remote, buffer_size=1 << 16))
         with zipfile.ZipFile(path, "w") as out:
             for name in source.namelist():
-                if name.endswith(".py") and name.startswith(MEMBER_PREFIXES):
+                if name.endswith(".py") and name.startswith(prefixes):
                     out.writestr(name, source.read(name))
     return path, {"file": wheel["filename"], "sha256": wheel["digests"]["sha256"]}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
-from graphlab.sizing.attention import BACKENDS, attention_support
+from graphlab.sizing.attention import RANGES, attention_support
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
@@ -130,9 +130,9 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="NAME",
         help="vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, ...; read "
-        f"for vLLM {', '.join(BACKENDS)}): vLLM lowers cudagraph_mode to the AttentionCGSupport "
-        "it reports, with a WARNING; default: vLLM's pick for --device-tier (FLASH_ATTN, "
-        "FlashAttention 3 on the h100 tier)",
+        f"in every release from vLLM {RANGES[0].first}): vLLM lowers cudagraph_mode to the "
+        "AttentionCGSupport it reports, with a WARNING; default: vLLM's pick for --device-tier "
+        "(FLASH_ATTN, FlashAttention 3 on the h100 tier)",
     )
 
 

@@ -1,11 +1,14 @@
 """The attention backend's CUDA-graph support (`AttentionCGSupport`) and how vLLM lowers
-`cudagraph_mode` to it (`lower_cudagraph_mode`).
+`cudagraph_mode` to it (`lower_cudagraph_mode`), for every V1 release from 0.10.1, the first
+with cudagraph_mode (data/vllm_attention_vectors.json, scripts/make_attention_vectors.py).
 
-Read in the wheels: 0.13.0 `GPUModelRunner._check_and_update_cudagraph_mode` and 0.20.0 on
-`CompilationConfig.resolve_cudagraph_mode_and_sizes` lower the mode the same way, taking the
-lowest support among the model's backends (`get_cudagraph_support` of each metadata builder).
-The kit models vLLM's default compilation (VLLM_COMPILE, attention among the splitting ops, -O2
-and -O3), so each lowering takes its "attention is compiled piecewise" branch.
+vLLM takes the lowest support among the model's backends and lowers the mode in
+`GPUModelRunner.initialize_cudagraph_capture` (0.10.1 to 0.11.0, reading the metadata builder's
+`cudagraph_support`), `GPUModelRunner._check_and_update_cudagraph_mode` (0.11.1 to 0.19.1,
+`get_cudagraph_support`) and `CompilationConfig.resolve_cudagraph_mode_and_sizes` (0.20.0 on,
+the same answers with either model runner). The kit models vLLM's default compilation
+(VLLM_COMPILE, attention among the splitting ops, -O2 and -O3), so each lowering takes its
+"attention is compiled piecewise" branch.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.batch_defaults import DEVICE_TIERS
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
+from graphlab.sizing.model_runner import release_key
 
 # vLLM's AttentionCGSupport, lowest first (vllm/v1/attention/backend.py: NEVER = 0 .. ALWAYS = 3).
 CG_SUPPORTS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS")
@@ -23,9 +27,28 @@ CG_SUPPORTS = ("NEVER", "UNIFORM_SINGLE_TOKEN_DECODE", "UNIFORM_BATCH", "ALWAYS"
 DEFAULT_CG_SUPPORT = "ALWAYS"
 
 
+@dataclass(frozen=True)
+class Lowering:
+    """What tells one release's lowering from another's (the checks and their order are the
+    same): which class its messages name, the hint its refusals end with, and whether FULL
+    decode graphs under NEVER are lowered to PIECEWISE or refused after the spec-decode check."""
+
+    names_builder: bool  # the metadata builder's class, not the backend's
+    hint: str
+    refuses_never_decode: bool
+
+
+# 0.10.1 to 0.10.2 GPUModelRunner.initialize_cudagraph_capture: its last check raises.
+INITIAL = Lowering(True, "compilation level is piecewise", True)
+# 0.11.0: the NEVER check of 0.13.0 (PIECEWISE "because attention is compiled piecewise").
+INITIAL_PIECEWISE = Lowering(True, "compilation level is piecewise", False)
+# 0.11.1 on (_check_and_update_cudagraph_mode, resolve_cudagraph_mode_and_sizes).
+LOWERING = Lowering(False, "compilation mode is VLLM_COMPILE", False)
+
+
 @functools.cache  # a pure function every config's sizing key asks for (thousands per crash map)
 def lower_cudagraph_mode(
-    mode: str, support: str, query_len: int, backend: str | None
+    mode: str, support: str, query_len: int, backend: str | None, lowering: Lowering = LOWERING
 ) -> tuple[CUDAGraphMode, tuple[str, ...], str | None]:
     """(the mode vLLM runs, its WARNING lines, the ValueError it refuses to start with or None)
     for `mode` under a backend class `backend` reporting `support`, with q = query_len."""
@@ -34,21 +57,17 @@ def lower_cudagraph_mode(
     if mode is CUDAGraphMode.NONE:
         return mode, (), None
     head = f"with {backend} backend (support: AttentionCGSupport.{support})"
+    refusal = f"please try cudagraph_mode=PIECEWISE, and make sure {lowering.hint}"
     if mode is CUDAGraphMode.FULL and support != "ALWAYS":  # the mixed batches' FULL graphs
         if support == "NEVER":
-            return (
-                mode,
-                (),
-                f"ValueError: CUDAGraphMode.{mode} is not supported {head}; please try "
-                "cudagraph_mode=PIECEWISE, and make sure compilation mode is VLLM_COMPILE",
-            )
+            return mode, (), f"ValueError: CUDAGraphMode.{mode} is not supported {head}; {refusal}"
         warnings.append(
             f"CUDAGraphMode.{mode} is not supported {head}; setting cudagraph_mode="
             "FULL_AND_PIECEWISE"
         )
         mode = CUDAGraphMode.FULL_AND_PIECEWISE
     full_decode = mode.decode_mode() is BatchPath.FULL
-    if full_decode and support == "NEVER":
+    if full_decode and support == "NEVER" and not lowering.refuses_never_decode:
         warnings.append(
             f"CUDAGraphMode.{mode} is not supported {head}; setting cudagraph_mode=PIECEWISE "
             "because attention is compiled piecewise"
@@ -59,100 +78,157 @@ def lower_cudagraph_mode(
             f"CUDAGraphMode.{mode} is not supported with spec-decode for attention backend "
             f"{backend} (support: AttentionCGSupport.{support}); setting cudagraph_mode=PIECEWISE"
         )
-        mode = CUDAGraphMode.PIECEWISE
+        mode, full_decode = CUDAGraphMode.PIECEWISE, False
+    if full_decode and support == "NEVER":  # INITIAL's last check ("double check")
+        return (
+            mode,
+            tuple(warnings),
+            f"ValueError: CUDAGraphMode.{mode} is not supported with {backend} backend "
+            f"(support:AttentionCGSupport.{support}) ; {refusal}",
+        )
     return mode, tuple(warnings), None
 
 
 @dataclass(frozen=True)
 class Backend:
-    """One of vLLM's attention backends in one release: its class, and the support its metadata
-    builder reports per device tier (one value: every tier)."""
+    """One of vLLM's attention backends in one release: its class, the support its metadata
+    builder reports per device tier (one value: every tier; a tier left out: the value depends on
+    the model there), the file it was read from, and the builder class where it is not the
+    backend's name with MetadataBuilder (vLLM's messages name it up to 0.11.0)."""
 
     cls: str
     support: str | dict[str, str]
     source: str
+    builder: str | None = None
 
     def support_on(self, tier: str) -> str | None:
         return self.support if isinstance(self.support, str) else self.support.get(tier)
 
+    def named(self, lowering: Lowering) -> str:
+        """The class the release's lowering messages name."""
+        if not lowering.names_builder:
+            return self.cls
+        return self.builder or self.cls.replace("Backend", "MetadataBuilder")
 
-# FlashAttention: FA3 on Hopper (and FA4 on Blackwell in 0.33.0) report ALWAYS, FA2 UNIFORM_BATCH.
-_FA_013 = {"h100": "ALWAYS", "small": "UNIFORM_BATCH", "b200": "UNIFORM_BATCH"}
-_FA_033 = {"h100": "ALWAYS", "small": "UNIFORM_BATCH", "b200": "ALWAYS"}
-_MLA = "mla/"
-_FA_MLA = _MLA + "flashattn_mla.py"
-# Per release read (the kit's engine of it), vLLM's backend names (AttentionBackendEnum) and what
-# their builders' `_cudagraph_support` / `get_cudagraph_support` return; FLASHINFER on Blackwell
-# depends on the model's heads (TRT-LLM attention), so it is left out there.
-BACKENDS = {
-    "0.13.0": {
-        "FLASH_ATTN": Backend("FlashAttentionBackend", _FA_013, "flash_attn.py"),
-        "FLASHINFER": Backend(
-            "FlashInferBackend",
-            {"h100": "UNIFORM_SINGLE_TOKEN_DECODE", "small": "UNIFORM_SINGLE_TOKEN_DECODE"},
-            "flashinfer.py (TRT-LLM attention needs SM100)",
-        ),
-        "TRITON_ATTN": Backend("TritonAttentionBackend", "ALWAYS", "triton_attn.py"),
-        "FLEX_ATTENTION": Backend("FlexAttentionBackend", "NEVER", "flex_attention.py"),
-        "FLASHMLA": Backend("FlashMLABackend", "UNIFORM_BATCH", _MLA + "flashmla.py"),
-        "FLASH_ATTN_MLA": Backend("FlashAttnMLABackend", "UNIFORM_BATCH", _FA_MLA),
-        "FLASHINFER_MLA": Backend(
-            "FlashInferMLABackend", "UNIFORM_BATCH", _MLA + "flashinfer_mla.py"
-        ),
-        "CUTLASS_MLA": Backend(
-            "CutlassMLABackend", "UNIFORM_SINGLE_TOKEN_DECODE", _MLA + "cutlass_mla.py"
-        ),
-        "TRITON_MLA": Backend("TritonMLABackend", "NEVER", _MLA + "triton_mla.py"),
-    },
-    "0.33.0": {
-        "FLASH_ATTN": Backend("FlashAttentionBackend", _FA_033, "flash_attn.py"),
-        "TRITON_ATTN": Backend("TritonAttentionBackend", "ALWAYS", "triton_attn.py"),
-        "FLEX_ATTENTION": Backend("FlexAttentionBackend", "ALWAYS", "flex_attention.py"),
-        "FLASHMLA": Backend("FlashMLABackend", "UNIFORM_BATCH", _MLA + "flashmla.py"),
-        "FLASH_ATTN_MLA": Backend("FlashAttnMLABackend", "UNIFORM_BATCH", _FA_MLA),
-        "FLASHINFER_MLA": Backend("FlashInferMLABackend", "ALWAYS", _MLA + "flashinfer_mla.py"),
-        "CUTLASS_MLA": Backend(
-            "CutlassMLABackend", "UNIFORM_SINGLE_TOKEN_DECODE", _MLA + "cutlass_mla.py"
-        ),
-        "TRITON_MLA": Backend("TritonMLABackend", "UNIFORM_BATCH", _MLA + "triton_mla.py"),
-    },
+
+@dataclass(frozen=True)
+class AttentionRange:
+    """Releases from `first` (to the next range's first) whose backends report the same support
+    and whose lowering gives the same answers."""
+
+    first: str
+    lowering: Lowering
+    backends: dict[str, Backend]
+
+
+_MLA, _COMMON = "mla/", "MLACommonMetadataBuilder"
+_TIERS = tuple(DEVICE_TIERS)
+
+
+# FlashAttention: FA3 on Hopper reports ALWAYS, FA2 UNIFORM_BATCH; from 0.33.0 FA4 (SM100) too
+# (`get_flash_attn_version() in (3, 4)`; 0.30.0's fa_utils already picks FA4 there, reading `== 3`).
+_FA_TIERS = {"h100": "ALWAYS", "small": "UNIFORM_BATCH", "b200": "UNIFORM_BATCH"}
+_FA = Backend("FlashAttentionBackend", _FA_TIERS, "flash_attn.py")
+_FA_033 = Backend("FlashAttentionBackend", {**_FA_TIERS, "b200": "ALWAYS"}, "flash_attn.py")
+# FlashInfer: a class constant to 0.11.0; then get_cudagraph_support, UNIFORM_BATCH where TRT-LLM
+# attention serves the model's heads (SM100; SM90's XQA from 0.30.0, with its head dims), and from
+# 0.33.0 where FlashAttention 2's native decode serves it (`_use_fa2_native_decode`).
+_UD = "UNIFORM_SINGLE_TOKEN_DECODE"
+_FI_010 = Backend("FlashInferBackend", _UD, "flashinfer.py (cudagraph_support)")
+_FI_011 = Backend(
+    "FlashInferBackend", {"h100": _UD, "small": _UD}, "flashinfer.py (TRT-LLM on SM100)"
+)
+_FI_030 = Backend("FlashInferBackend", {"small": _UD}, "flashinfer.py (XQA on SM90)")
+_FI_033 = Backend("FlashInferBackend", {}, "flashinfer.py (FA2 native decode)")
+_TRITON = Backend("TritonAttentionBackend", "ALWAYS", "triton_attn.py")
+_FLEX_NEVER = Backend("FlexAttentionBackend", "NEVER", "flex_attention.py (the base builder's)")
+_FLEX = Backend("FlexAttentionBackend", "ALWAYS", "flex_attention.py")
+_FLASHMLA = Backend("FlashMLABackend", "UNIFORM_BATCH", _MLA + "flashmla.py")
+_FA_MLA = Backend("FlashAttnMLABackend", "UNIFORM_BATCH", _MLA + "flashattn_mla.py")
+_FI_MLA_NEVER = Backend("FlashInferMLABackend", "NEVER", _MLA + "flashinfer_mla.py", _COMMON)
+_FI_MLA = Backend("FlashInferMLABackend", "UNIFORM_BATCH", _MLA + "flashinfer_mla.py")
+_FI_MLA_031 = Backend("FlashInferMLABackend", "ALWAYS", _MLA + "flashinfer_mla.py")
+# 0.10.1's builder sets `attn_cudagraph_support`, which the lowering never reads (fixed 0.10.1.1).
+_CUTLASS_NEVER = Backend("CutlassMLABackend", "NEVER", _MLA + "cutlass_mla.py (misnamed attribute)")
+_CUTLASS = Backend("CutlassMLABackend", _UD, _MLA + "cutlass_mla.py")
+_TRITON_MLA_NEVER = Backend("TritonMLABackend", "NEVER", _MLA + "triton_mla.py", _COMMON)
+_TRITON_MLA = Backend("TritonMLABackend", "UNIFORM_BATCH", _MLA + "triton_mla.py")
+_TRITON_MLA_026 = Backend("TritonMLABackend", _UD, _MLA + "triton_mla.py")
+
+_010 = {
+    "FLASH_ATTN": _FA,
+    "FLASHINFER": _FI_010,
+    "TRITON_ATTN": _TRITON,
+    "FLEX_ATTENTION": _FLEX_NEVER,
+    "FLASHMLA": _FLASHMLA,
+    "CUTLASS_MLA": _CUTLASS_NEVER,
+    "TRITON_MLA": _TRITON_MLA_NEVER,
 }
-# vLLM's first choice for a dense model (platforms/cuda.py `_get_backend_priorities`, 0.13.0 and
-# 0.33.0): FLASHINFER on Blackwell (SM100), FLASH_ATTN elsewhere.
+_0102 = {**_010, "CUTLASS_MLA": _CUTLASS, "FLASH_ATTN_MLA": _FA_MLA}
+_0102["FLASHINFER_MLA"] = _FI_MLA_NEVER
+_0111 = {**_0102, "FLASHINFER": _FI_011, "FLASHINFER_MLA": _FI_MLA}
+_020 = {**_0111, "FLEX_ATTENTION": _FLEX}
+_022 = {**_020, "TRITON_MLA": _TRITON_MLA}
+_026 = {**_022, "TRITON_MLA": _TRITON_MLA_026}
+_030 = {**_026, "FLASHINFER": _FI_030}
+_031 = {**_030, "FLASHINFER_MLA": _FI_MLA_031, "TRITON_MLA": _TRITON_MLA}
+_033 = {**_031, "FLASH_ATTN": _FA_033, "FLASHINFER": _FI_033}
+# vllm/v1/attention/backends/ per release range, read in each wheel (the vectors' "backends").
+RANGES = (
+    AttentionRange("0.10.1", INITIAL, _010),
+    AttentionRange("0.10.1.1", INITIAL, {**_010, "CUTLASS_MLA": _CUTLASS}),
+    AttentionRange("0.10.2", INITIAL, _0102),
+    AttentionRange("0.11.0", INITIAL_PIECEWISE, _0102),
+    AttentionRange("0.11.1", LOWERING, _0111),
+    AttentionRange("0.20.0", LOWERING, _020),
+    AttentionRange("0.22.0", LOWERING, _022),
+    AttentionRange("0.26.0", LOWERING, _026),
+    AttentionRange("0.30.0", LOWERING, _030),
+    AttentionRange("0.31.0", LOWERING, _031),
+    AttentionRange("0.33.0", LOWERING, _033),
+)
+# vLLM's first choice for a dense model (platforms/cuda.py: get_attn_backend_cls to 0.11.x,
+# `_get_backend_priorities` from 0.12.0, read to 0.34.0): FLASHINFER on SM100, else FLASH_ATTN.
 DEFAULT_BACKEND = {"h100": "FLASH_ATTN", "small": "FLASH_ATTN", "b200": "FLASHINFER"}
 
 
+def attention_range(version: str) -> AttentionRange | None:
+    """The range release `version` is in; None before 0.10.1 (no AttentionCGSupport)."""
+    found = [r for r in RANGES if release_key(r.first) <= release_key(version)]
+    return found[-1] if found else None
+
+
 def attention_support(version: str, name: str | None, tier: str) -> tuple[str, str, str]:
-    """(backend class, AttentionCGSupport, why) of vLLM backend `name` (None: vLLM's default
-    for the tier) in release `version` on device tier `tier`; GraphlabError where the kit has not
-    read that backend."""
-    check_choice("device tier", tier, tuple(DEVICE_TIERS))
+    """(the class vLLM's lowering names, AttentionCGSupport, why) of vLLM backend `name` (None:
+    vLLM's default for the tier) in release `version` on device tier `tier`; GraphlabError where
+    the kit has not read that backend."""
+    check_choice("device tier", tier, _TIERS)
     chosen = DEFAULT_BACKEND[tier] if name is None else str(name).upper()
-    table = BACKENDS.get(version)
-    if table is None:
+    found = attention_range(version)
+    if found is None:
         if name is not None:
             raise GraphlabError(
-                f"--attention-backend: the kit has read the attention backends of vLLM "
-                f"{', '.join(BACKENDS)} only, not {version}'s"
+                f"--attention-backend: vLLM {version} has no AttentionCGSupport (vLLM added it "
+                f"with cudagraph_mode in {RANGES[0].first}); the kit models its graphs with "
+                "FlashAttention 3"
             )
         return (
             "FlashAttentionBackend",
             DEFAULT_CG_SUPPORT,
             f"attention support assumed AttentionCGSupport.{DEFAULT_CG_SUPPORT} (FlashAttention "
-            f"3 on Hopper); the backends are read for {', '.join(BACKENDS)} only",
+            f"3 on Hopper): vLLM {version} has no AttentionCGSupport (from {RANGES[0].first})",
         )
-    backend = table.get(chosen)
+    backend = found.backends.get(chosen)
     support = backend and backend.support_on(tier)
     if support is None:
         raise GraphlabError(
             f"attention backend {chosen!r} on the {tier!r} tier is not in the kit's table for "
             f"vLLM {version} (its support depends on the model there, or the name is unknown); "
-            "known: "
-            f"{', '.join(table)}"
+            f"known: {', '.join(found.backends)}"
         )
     how = "vLLM's default for a dense model" if name is None else "--attention-backend"
     return (
-        backend.cls,
+        backend.named(found.lowering),
         support,
         f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
         f"AttentionCGSupport.{support}, vllm/v1/attention/backends/{backend.source})",

@@ -53,8 +53,9 @@ _V2_MODELS = (
 
 @functools.cache  # every config's sizing key asks; the crash map asks thousands of times a move
 def release_key(version: str) -> tuple[int, ...]:
-    """A release's numbers, for ordering ("0.8.5.post1" -> (0, 8, 5))."""
-    return tuple(int(part) for part in re.findall(r"\d+", version.split(".post")[0])[:3])
+    """A release's numbers, for ordering ("0.8.5.post1" -> (0, 8, 5), "0.10.1.1" -> (0, 10, 1,
+    1): after 0.10.1)."""
+    return tuple(int(part) for part in re.findall(r"\d+", version.split(".post")[0]))
 
 
 def _entry(table, version: str):

@@ -8,7 +8,7 @@ from __future__ import annotations
 from enum import Enum
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.attention import DEFAULT_CG_SUPPORT
+from graphlab.sizing.attention import DEFAULT_CG_SUPPORT, INITIAL, INITIAL_PIECEWISE
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGraphMode
 from graphlab.sizing.families import (
@@ -65,9 +65,10 @@ class _EarlyV1Policy(V1Policy):
     eagerly above it; the list is never rounded for speculative decoding. A user list
     (compilation_config.cudagraph_capture_sizes) is kept whole (`init_with_cudagraph_sizes`):
     a size above max_num_batched_tokens fails `_dummy_run`'s assertion at capture. There is no
-    max_cudagraph_capture_size, performance mode, dynamic speculation or model runner V2, and the
-    kit models these releases with an attention backend that supports every graph (FlashAttention
-    3's AttentionCGSupport.ALWAYS; 0.9.x's `can_run_in_cudagraph` is True for FlashAttention)."""
+    max_cudagraph_capture_size, performance mode, dynamic speculation or model runner V2; before
+    0.10.1 the kit models an attention backend that supports every graph (FlashAttention 3;
+    0.9.x's `can_run_in_cudagraph` is True for FlashAttention), from 0.10.1 the backend's
+    AttentionCGSupport (graphlab.sizing.attention)."""
 
     rounding = Rounding.NEVER
     plain_full = PlainFull.REPLAYS
@@ -94,13 +95,16 @@ class _EarlyV1Policy(V1Policy):
                 f"{self.release}; {self.mode_choices}"
             )
         self._check_method(cfg)
-        if cfg.attention_cg_support != DEFAULT_CG_SUPPORT:
+        if not self.reads_attention_support and cfg.attention_cg_support != DEFAULT_CG_SUPPORT:
             raise GraphlabError(
                 f"{self.name}: the kit models vLLM {self.release}'s graphs with an attention "
                 f"backend reporting AttentionCGSupport.{DEFAULT_CG_SUPPORT} only, not "
                 f"{cfg.attention_cg_support}"
             )
 
+    # Whether the release lowers the mode to an AttentionCGSupport (from 0.10.1; before, the kit
+    # models FlashAttention 3's graphs alone).
+    reads_attention_support = False
     # What the release offers instead of cudagraph_mode (said where another mode is asked for).
     mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"
     # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the release
@@ -214,6 +218,8 @@ class Vllm0101(Vllm0100):
     name = "vllm-0.10.1"
     release = "0.10.1"
     decode_keys = DecodeKeys.CAPTURE_SIZES
+    reads_attention_support = True
+    attention_lowering = INITIAL
     cudagraph_modes = (
         CUDAGraphMode.PIECEWISE,
         CUDAGraphMode.NONE,
@@ -230,6 +236,7 @@ class Vllm0110(Vllm0101):
     name = "vllm-0.11.0"
     release = "0.11.0"
     draft_model_error = _DRAFT_MODEL_ERROR_011
+    attention_lowering = INITIAL_PIECEWISE
     cudagraph_modes = (
         CUDAGraphMode.FULL_AND_PIECEWISE,
         CUDAGraphMode.NONE,

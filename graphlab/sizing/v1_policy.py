@@ -9,7 +9,7 @@ from __future__ import annotations
 from abc import abstractmethod
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.attention import lower_cudagraph_mode
+from graphlab.sizing.attention import LOWERING, Lowering, lower_cudagraph_mode
 from graphlab.sizing.capture_settings import (
     set_cudagraph_sizes,
 )
@@ -58,6 +58,9 @@ class V1Policy(SizingPolicy):
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
     # The cudagraph_mode values the release can run (every one from 0.10.1).
     cudagraph_modes: tuple[CUDAGraphMode, ...] = tuple(CUDAGraphMode)
+    # How the release lowers the mode to the attention backend's support (graphlab.sizing.
+    # attention.RANGES holds the same value per release).
+    attention_lowering: Lowering = LOWERING
 
     def sizing_key(self, cfg):
         return (
@@ -111,7 +114,11 @@ class V1Policy(SizingPolicy):
         backend = cfg.attention_backend or "FlashAttentionBackend"
         override = self._dynamic_override(cfg, requested)
         mode, warnings, error = lower_cudagraph_mode(
-            override or requested, cfg.attention_cg_support, cfg.decode_query_len, backend
+            override or requested,
+            cfg.attention_cg_support,
+            cfg.decode_query_len,
+            backend,
+            self.attention_lowering,
         )
         if override:
             warnings = (dynamic_piecewise_warning(requested), *warnings)

@@ -1,8 +1,8 @@
 """The attention backend's AttentionCGSupport and vLLM's lowering of cudagraph_mode to it
-(graphlab.sizing.attention), against the wheels' own lowering (data/vllm_sizing_vectors.json:
-0.13.0's GPUModelRunner._check_and_update_cudagraph_mode, 0.25.0's and 0.33.0's
-CompilationConfig.resolve_cudagraph_mode_and_sizes) and the installed vLLM's; then what `audit`
-prints with --attention-backend and --device-tier."""
+(graphlab.sizing.attention), against the wheels' own lowering and backends in every release range
+from 0.10.1 (data/vllm_attention_vectors.json, scripts/make_attention_vectors.py; also
+data/vllm_sizing_vectors.json's 0.13.0, 0.25.0 and 0.33.0) and the installed vLLM's; then what
+`audit` prints with --attention-backend and --device-tier."""
 
 import itertools
 import json
@@ -14,12 +14,21 @@ import pytest
 from helpers import ROOT
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.attention import CG_SUPPORTS, attention_support, lower_cudagraph_mode
+from graphlab.sizing.attention import (
+    CG_SUPPORTS,
+    RANGES,
+    attention_range,
+    attention_support,
+    lower_cudagraph_mode,
+)
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.engines import ENGINES, V1_ENGINES, get_engine
+from graphlab.sizing.model_runner import release_key
+from graphlab.sizing.versions import RELEASES
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors.json"
+RANGE_VECTORS = json.loads((ROOT / "data" / "vllm_attention_vectors.json").read_text())
 
 
 def _lowered(mode, support, q, backend="FlashAttentionBackend"):
@@ -39,6 +48,76 @@ def test_lowering_matches_the_wheels():
     resolved = {(e["cudagraph_mode"], e["resolved"]) for e in entries if e["warnings"]}
     assert {("FULL", "FULL_AND_PIECEWISE"), ("FULL_DECODE_ONLY", "PIECEWISE")} <= resolved
     assert sum(bool(e["error"]) for e in entries) == 3 * len(releases)
+
+
+def test_every_release_maps_to_the_range_the_wheels_group_it_in():
+    # the script reads every release from 0.10.1 and groups those whose backends and lowering
+    # answer alike; the kit keys RANGES by each group's first release
+    assert [r.first for r in RANGES] == [r["first"] for r in RANGE_VECTORS["ranges"]]
+    read = [r for r in RELEASES if release_key(r) >= release_key(RANGES[0].first)]
+    for wheel_range in RANGE_VECTORS["ranges"]:
+        inside = read[read.index(wheel_range["first"]) : read.index(wheel_range["last"]) + 1]
+        assert {attention_range(r).first for r in inside} == {wheel_range["first"]}, inside
+    assert read[-1] == RANGE_VECTORS["ranges"][-1]["last"] == RELEASES[-1]
+    assert attention_range("0.10.0") is None
+
+
+@pytest.mark.parametrize("first", [r.first for r in RANGES])
+def test_backend_tables_match_the_wheels(first):
+    kit, wheel = attention_range(first), RANGE_VECTORS["releases"][first]["backends"]
+    assert set(kit.backends) == set(wheel)
+    for name, row in wheel.items():
+        backend = kit.backends[name]
+        assert backend.cls == row["class"], name
+        # the class the messages name: the builder up to 0.11.0, the backend's after
+        named = row["builder"] if wheel_reads_builder(first) else row["class"]
+        assert backend.named(kit.lowering) == named, name
+        assert {t: backend.support_on(t) for t in row["support"]} == row["support"], name
+
+
+def wheel_reads_builder(first):
+    return RANGE_VECTORS["releases"][first]["reads"] == "cudagraph_support"
+
+
+@pytest.mark.parametrize("first", [r.first for r in RANGES])
+def test_lowering_matches_each_ranges_wheel(first):
+    lowering = attention_range(first).lowering
+    vectors = RANGE_VECTORS["releases"][first]["vectors"]
+    assert len(vectors) == len(CUDAGRAPH_MODES) * len(CG_SUPPORTS) * 4
+    for v in vectors:
+        mode, warnings, error = lower_cudagraph_mode(
+            v["cudagraph_mode"], v["support"], v["query_len"], v["named"], lowering
+        )
+        got = (None if error else mode, list(warnings), error)
+        assert got == (v["resolved"], v["warnings"], v["error"]), v
+
+
+def test_each_v1_engine_lowers_as_its_release():
+    checked = set()
+    for name in V1_ENGINES:
+        policy = ENGINES[name]
+        found = attention_range(policy.release)
+        if found is not None:
+            assert policy.attention_lowering == found.lowering, name
+            checked.add(name)
+    assert {"vllm-0.10.1", "vllm-0.11.0", "vllm-0.11.1", "vllm-0.34.0"} <= checked
+
+
+def test_releases_before_0_11_1_through_the_engines():
+    # 0.10.1 refuses FULL_DECODE_ONLY under a backend reporting NEVER (q = 1) at its last check,
+    # where 0.11.0 lowers it to PIECEWISE; vLLM's messages name the metadata builder there
+    builder, support, _ = attention_support("0.10.1", "CUTLASS_MLA", "b200")
+    assert (builder, support) == ("CutlassMLAMetadataBuilder", "NEVER")
+    cfg = SizingConfig(
+        4, 0, cudagraph_mode="FULL_DECODE_ONLY", attention_cg_support=support,
+        attention_backend=builder,
+    )  # fmt: skip
+    error = get_engine("vllm-0.10.1").startup_error(cfg)
+    assert error.startswith("ValueError: CUDAGraphMode.FULL_DECODE_ONLY is not supported with ")
+    assert error.endswith("make sure compilation level is piecewise")
+    later = get_engine("vllm-0.11.0")
+    assert later.startup_error(cfg) is None and later.cudagraph_mode(cfg) == "PIECEWISE"
+    assert "CutlassMLAMetadataBuilder backend" in later.sizing_warnings(cfg)[-1]
 
 
 @pytest.mark.vllm
@@ -107,9 +186,11 @@ def test_backend_table_and_defaults():
     assert attention_support("0.13.0", "FLEX_ATTENTION", "h100")[1] == "NEVER"
     with pytest.raises(GraphlabError, match="'FLASHINFER' on the 'b200' tier is not in"):
         attention_support("0.33.0", None, "b200")  # vLLM's pick there depends on the model
-    with pytest.raises(GraphlabError, match="read the attention backends of vLLM 0.13.0, 0.33.0"):
-        attention_support("0.20.1", "TRITON_ATTN", "h100")
-    assert "assumed AttentionCGSupport.ALWAYS" in attention_support("0.20.1", None, "h100")[2]
+    assert attention_support("0.20.1", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"  # from 0.20.0
+    assert attention_support("0.19.1", "FLEX_ATTENTION", "h100")[1] == "NEVER"
+    with pytest.raises(GraphlabError, match="vLLM 0.10.0 has no AttentionCGSupport"):
+        attention_support("0.10.0", "TRITON_ATTN", "h100")
+    assert "assumed AttentionCGSupport.ALWAYS" in attention_support("0.9.2", None, "h100")[2]
 
 
 def _cli(*args):

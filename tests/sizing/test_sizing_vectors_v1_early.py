@@ -110,7 +110,7 @@ def test_the_wheels_differ_where_the_engines_do(vectors):
         ("0.9.2", SizingConfig(8, cudagraph_mode="FULL_DECODE_ONLY"), "full_cuda_graph"),
         ("0.11.0", SizingConfig(8, max_cudagraph_capture_size=64), "gained it in 0.11.1"),
         ("0.10.1", SizingConfig(8, model_runner="v2"), "no model runner V2"),
-        ("0.11.0", SizingConfig(8, attention_cg_support="UNIFORM_BATCH"), "ALWAYS only"),
+        ("0.10.0", SizingConfig(8, attention_cg_support="UNIFORM_BATCH"), "ALWAYS only"),
     ],
 )
 def test_options_the_release_lacks_are_refused(release, cfg, message):
