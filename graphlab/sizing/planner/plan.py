@@ -33,7 +33,7 @@ from graphlab.errors import GraphlabError, check_instance, check_int, check_json
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode
-from graphlab.sizing.drafter import drafter
+from graphlab.sizing.drafter import planned_sizes_notes
 from graphlab.sizing.engines import (
     GRAPH_POOLS,
     MIB,
@@ -171,21 +171,6 @@ def _checked_workload(
     return workload
 
 
-def _drafter_notes(policy, cfg: SizingConfig) -> list[str]:
-    """Where the config's drafter keeps graphs (graphlab.sizing.drafter): they are the plan's
-    sizes too, since vLLM builds the drafter's dispatcher or managers on the same
-    compilation_config and gives it no capture setting of its own."""
-    found = drafter(policy, cfg)
-    if found is None or not any(step.families.limit for step in found.steps):
-        return []
-    return [
-        f"the drafter (speculative method {found.method!r}, model runner "
-        f"{found.model_runner.upper()}) keeps its graphs at these same capture sizes: vLLM gives "
-        "it no setting of its own; `audit --speculative-method "
-        f"{found.method}` shows its draft steps"
-    ]
-
-
 def plan(
     engine: str | SizingPolicy,
     cfg: SizingConfig,
@@ -250,7 +235,7 @@ def plan_for(request: PlanRequest) -> Plan:
     )
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
-    notes += [*_drafter_notes(policy, cfg), *default_notes]
+    notes += [*planned_sizes_notes(policy, cfg), *default_notes]
     if latency is not None:
         notes.append(
             "latency: graph latency at the padded size, eager latency above the largest graph; "
