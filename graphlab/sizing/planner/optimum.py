@@ -153,7 +153,7 @@ def optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
 
 def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndarray:
     """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling, the value of the
-    setting `bound` names; see the module docstring."""
+    setting `bound` names; graphlab.sizing.planner.plan's docstring says why they suffice."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
         raise GraphlabError(
