@@ -374,8 +374,7 @@ def run(args) -> int:
         return log_plan.run(args)
     policy, version = engine_release(args.engine)
     cfg, line = _config(args, policy, version)
-    # cudagraph_mode NONE: vLLM captures no graph, so there is no size to plan
-    none = policy.cudagraph_mode(cfg) == "NONE"
-    result = None if none else plan_for(_request(args, policy, cfg, line))
+    no_graphs = policy.cudagraph_mode(cfg) == "NONE"  # vLLM captures none: no size to plan
+    result = None if no_graphs else plan_for(_request(args, policy, cfg, line))
     print(json_text("plan", _json(result, line, args.engine)) if args.json else _text(result, line))
     return 0
