@@ -38,6 +38,7 @@ DRAFTER_ENGINES = (
     "vllm-0.20.0",
     "vllm-0.20.1",
     "vllm-0.22.0",
+    "vllm-0.24.0",
     "vllm-0.25.0",
     "vllm-0.26.0",
     "vllm-0.29.0",
