@@ -19,7 +19,8 @@ runner):
   its `dispatch` of each verify batch of B = 1..S requests at the scheduler's query length
   1 + k(B) (`build_dynamic_sd_schedule_lookup`, verbatim);
 - model runner V1: the wheel's own `CudagraphDispatcher.dispatch` of each verify batch
-  (uniform_decode where 1 + k(B) is the configured 1 + k, as `_is_uniform_decode` tests).
+  (uniform_decode where 1 + k(B) is the configured 1 + k, as `_is_uniform_decode` tests), and
+  the speculative methods whose schedule `_maybe_disable_dynamic_sd_for_v1` drops (0.33.0).
 
 Only the standard library is used.
 """
@@ -131,6 +132,31 @@ def v2_takes_dynamic(src) -> bool:
     return not unsupported
 
 
+def v1_drops_schedule_for(src) -> list[str]:
+    """The speculative methods whose schedule the wheel's own `_maybe_disable_dynamic_sd_for_v1`
+    drops on model runner V1 (static num_speculative_tokens instead; none before 0.33.0)."""
+    member = "vllm/config/vllm.py"
+    if not src.has(member, "_maybe_disable_dynamic_sd_for_v1", "VllmConfig"):
+        return []
+    names: dict = {"logger": sizing._Logger()}
+    names["logger"].warning_once = names["logger"].warning
+    check = src.exec_defs(member, ["_maybe_disable_dynamic_sd_for_v1"], names, cls="VllmConfig")[
+        "_maybe_disable_dynamic_sd_for_v1"
+    ]
+    dropped = []
+    for method in sizing.SPECULATIVE_METHODS:
+        spec = ns(
+            method=method,
+            num_speculative_tokens=2,
+            num_speculative_tokens_per_batch_size=[[1, 8, 1]],
+            uses_dynamic_speculative_decoding=lambda: True,
+        )
+        check(ns(speculative_config=spec, use_v2_model_runner=False))
+        if spec.num_speculative_tokens_per_batch_size is None:
+            dropped.append(method)
+    return dropped
+
+
 def _path(mode_name: str) -> str:
     return "eager" if mode_name == "NONE" else mode_name.lower()
 
@@ -201,11 +227,12 @@ def main() -> None:
     args = parser.parse_args()
     with urllib.request.urlopen(drafter_script.INDEX) as response:
         index = json.load(response)
-    wheels, v2_takes, vectors = {}, {}, []
+    wheels, v2_takes, v1_drops, vectors = {}, {}, {}, []
     for version in VERSIONS:
         path, wheels[version] = drafter_script.fetch_members(version, args.cache_dir, index)
         src = sizing.WheelSource(path)
         v2_takes[version], found = release_vectors(version, src, args.seed)
+        v1_drops[version] = v1_drops_schedule_for(src)
         vectors += found
         print(version, len(found), flush=True)
     out = {
@@ -216,6 +243,7 @@ def main() -> None:
             "seed": args.seed,
         },
         "v2_takes_dynamic_speculation": v2_takes,
+        "v1_drops_schedule_for": v1_drops,
         "vectors": vectors,
     }
     args.out.write_text(json.dumps(out, separators=(",", ":")) + "\n")

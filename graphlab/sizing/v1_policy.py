@@ -29,6 +29,10 @@ from graphlab.sizing.policy import (
     SizingPolicy,
 )
 
+# vllm/config/vllm.py `_maybe_disable_dynamic_sd_for_v1` (0.33.0): the speculative methods whose
+# model runner V1 proposer keeps num_speculative_tokens_per_batch_size; any other drops it.
+V1_DYNAMIC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
+
 
 class V1Policy(SizingPolicy):
     """V1 CUDAGraphDispatcher (vllm/v1/cudagraph_dispatcher.py): n above the largest captured size
@@ -56,6 +60,9 @@ class V1Policy(SizingPolicy):
     decode_keys = DecodeKeys.ROUNDED
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
+    # Whether the engine's releases disagree on the schedule of a method outside
+    # V1_DYNAMIC_METHODS on model runner V1 (0.32.0 keeps it, 0.33.0 drops it).
+    v1_schedule_split = False
     # Whether `_maybe_override_dynamic_sd_cudagraph_mode` spares model runner V2 (0.25.0 on).
     dynamic_override_reads_runner = True
     # The cudagraph_mode values the release can run (every one from 0.10.1).
@@ -106,7 +113,20 @@ class V1Policy(SizingPolicy):
                 f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
                 f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
             )
-        self.model_runner(cfg)
+        runner = self.model_runner(cfg)[0]
+        method = cfg.speculative_method
+        if (
+            self.v1_schedule_split
+            and runner == "v1"
+            and cfg.num_speculative_tokens_per_batch_size is not None
+            and method not in (None, *V1_DYNAMIC_METHODS)
+        ):
+            raise GraphlabError(
+                f"{self.name} models vLLM 0.32.0 and 0.33.0, which differ here: 0.33.0's "
+                "_maybe_disable_dynamic_sd_for_v1 drops num_speculative_tokens_per_batch_size "
+                f"for speculative method {method!r} on model runner V1 (static "
+                "num_speculative_tokens), 0.32.0 keeps it; for 0.33.0 leave the schedule out"
+            )
 
     def cudagraph_mode(self, cfg: SizingConfig) -> CUDAGraphMode:
         """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the

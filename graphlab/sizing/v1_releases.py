@@ -125,6 +125,7 @@ class Vllm033(V1Policy):
     release = "0.33.0"
     model_runners = ("v1", "v2")
     models_dynamic_speculation = True
+    v1_schedule_split = True
     plain_full = PlainFull.REPLAYS
     rounding = Rounding.FULL_DECODE  # model runner V1: resolve_cudagraph_mode_and_sizes
     # 0.29.0 and 0.30.0 add no uniform-decode size without speculation (q = 1)
@@ -224,6 +225,7 @@ class Vllm031(Vllm033):
 
     name = "vllm-0.31.0"
     release = "0.31.0"
+    v1_schedule_split = False  # no _maybe_disable_dynamic_sd_for_v1 before 0.33.0
 
 
 class Vllm029(Vllm031):

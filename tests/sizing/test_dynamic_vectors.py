@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families, verify_batches
 from graphlab.sizing.engines import get_engine
@@ -20,6 +21,11 @@ DATA = json.loads(
     (Path(__file__).resolve().parents[2] / "data" / "vllm_dynamic_vectors.json").read_text()
 )
 RELEASES = sorted({v["engine"] for v in DATA["vectors"]})
+# speculative_config.method values of 0.33.0 (scripts/make_sizing_vectors.py's list)
+SPECULATIVE_METHODS = (
+    "ngram", "ngram_gpu", "eagle", "eagle3", "mtp", "draft_model", "suffix", "medusa",
+    "mlp_speculator", "custom_class", "dflash", "dspark", "extract_hidden_states",
+)  # fmt: skip
 
 
 def _config(vector):
@@ -95,3 +101,26 @@ def test_an_entry_above_k_leaves_0_25_verify_batches_without_their_full_graphs()
     cfg = _config(vector)
     assert {r["path"] for r in verify_batches("vllm-0.25.0", cfg)} == {"eager"}
     assert {r["path"] for r in verify_batches("vllm-0.29.0", cfg)} == {"full"}
+
+
+def test_a_method_0_33_0_drops_the_schedule_of_is_refused_on_vllm_0_33_0_alone():
+    # the wheel's own _maybe_disable_dynamic_sd_for_v1: only 0.33.0 has it, and vllm-0.33.0
+    # models 0.32.0 too, which keeps the schedule
+    drops = DATA["v1_drops_schedule_for"]
+    assert [r for r, methods in drops.items() if methods] == ["0.33.0"]
+    schedule = ((1, 8, 1), (9, 64, 2))
+    for method in SPECULATIVE_METHODS:
+        cfg = SizingConfig(
+            64,
+            2,
+            model_runner="v1",
+            speculative_method=method,
+            num_speculative_tokens_per_batch_size=schedule,
+        )
+        for engine in ("vllm-0.31.0", "vllm-0.29.0", "vllm-0.25.0"):
+            assert get_engine(engine).capture_sizes(cfg)
+        if method in drops["0.33.0"]:
+            with pytest.raises(GraphlabError, match=r"0\.33\.0's _maybe_disable_dynamic_sd_for_v1"):
+                get_engine("vllm-0.33.0").capture_sizes(cfg)
+        else:
+            assert get_engine("vllm-0.33.0").capture_sizes(cfg)
