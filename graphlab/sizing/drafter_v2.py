@@ -1,0 +1,146 @@
+"""Model runner V2's draft side (vllm/v1/worker/gpu/spec_decode/): the draft steps an EAGLE,
+EAGLE-3 or MTP speculator and draft_model's run per decode step, and the graphs their cudagraph
+managers keep (graphlab.sizing.drafter picks the model runner; docs/vllm_versions.md, "The draft
+side")."""
+
+from __future__ import annotations
+
+from graphlab.sizing.capture_settings import decode_request_grid
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
+from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
+from graphlab.sizing.families import families_for, families_of
+
+# The first release whose model runner V2 runs draft_model (init_speculator raises before).
+V2_DRAFT_MODEL_FROM = "0.31.0"
+# The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
+# release named (vllm/v1/worker/gpu/spec_decode/).
+_V2_SPECULATORS = (
+    ("0.22.0", "eagle/speculator.py EagleSpeculator"),
+    ("0.23.0", "autoregressive/speculator.py AutoRegressiveSpeculator"),
+    ("0.32.0", "target_dependent_ar/speculator.py TargetDependentARSpeculator"),
+)
+# The speculator model runner V2 runs draft_model with, from the release named.
+_V2_DRAFT_MODEL = (
+    (V2_DRAFT_MODEL_FROM, "draft_model/speculator.py PlainDraftModelSpeculator"),
+    ("0.32.0", "standalone_ar/speculator.py StandaloneARSpeculator"),
+)
+
+
+def _split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+    """vLLM 0.34.0 (vllm/v1/worker/gpu/spec_decode/): the draft prefill's SpeculatorCudaGraphManager
+    runs the target's mode at query length q (EAGLE, EAGLE-3, MTP: the target's own graphs) or
+    q + 1 (draft_model's StandaloneARSpeculator now captures too, one correction token more per
+    request); the draft decodes' (autoregressive/speculator.py `init_cudagraph_manager`) run
+    FULL_DECODE_ONLY at one token per request where the target's decode_mode() is FULL, on
+    `get_draft_decode_cudagraph_request_sizes`: the request grid up to S, whatever the target's
+    decode cap."""
+    q, target = cfg.decode_query_len, policy.cudagraph_mode(cfg)
+    prefill_len = q + 1 if method == "draft_model" else q
+    decode_mode = (
+        CUDAGraphMode.FULL_DECODE_ONLY
+        if target.decode_mode() is BatchPath.FULL
+        else CUDAGraphMode.NONE
+    )
+    # get_draft_decode_cudagraph_request_sizes: none where the target has no decode sizes
+    grid = decode_request_grid(cfg.max_num_seqs) if policy.decode_request_sizes(cfg) else []
+    speculator = "standalone_ar" if method == "draft_model" else "target_dependent_ar"
+    prefill = DraftStep(
+        "draft prefill",
+        1,
+        prefill_len,
+        policy.speculator_families(cfg, prefill_len, target),
+        True,
+        f"{speculator}/speculator.py init_cudagraph_manager: the target's mode at query length "
+        f"{prefill_len}",
+    )
+    decode = DraftStep(
+        "draft decode",
+        q - 2,
+        1,
+        policy.speculator_families(cfg, 1, decode_mode, grid),
+        True,
+        "autoregressive/speculator.py init_cudagraph_manager: "
+        f"{decode_mode} at query length 1 on get_draft_decode_cudagraph_request_sizes",
+    )
+    note = (
+        f"model runner V2 (vLLM 0.34.0): draft prefill on the target's mode at query length "
+        f"{prefill_len}, draft decodes {decode_mode} at query length 1 on the request grid up to S"
+    )
+    return ((prefill, decode) if q > 2 else (prefill,)), note
+
+
+def v2_steps(
+    policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
+) -> tuple[tuple[DraftStep, ...], str]:
+    if policy.splits_capture_sizes:  # 0.34.0; dynamic speculation is not modelled there
+        return _split_steps(policy, cfg, method)
+    if method == "draft_model":
+        speculator = since(_V2_DRAFT_MODEL, policy.release)
+        if speculator is None:
+            return (), (
+                f"model runner V2 of {policy.name} does not run draft_model: init_speculator "
+                "raises NotImplementedError: draft_model is not supported yet. (from "
+                f"{V2_DRAFT_MODEL_FROM} it runs every draft step eagerly)"
+            )
+        # no cudagraph manager, CUDAGraphMode.NONE on every step
+        prefill = DraftStep(
+            named("draft prefill", q, requests),
+            1,
+            q + 1,
+            NO_GRAPHS,
+            True,
+            f"{speculator}._prefill",
+            requests,
+        )
+        decode = DraftStep(
+            named("draft decode", q, requests),
+            q - 2,
+            1,
+            NO_GRAPHS,
+            True,
+            f"{speculator}._multi_step_decode",
+            requests,
+        )
+        note = (
+            f"model runner V2: {speculator.split()[-1]} captures no CUDA graphs (draft_model), "
+            "so every draft step runs eagerly"
+        )
+    else:
+        speculator = since(_V2_SPECULATORS, policy.release)
+        target = policy.cudagraph_mode(cfg)
+        decode_mode = (
+            CUDAGraphMode.FULL_DECODE_ONLY
+            if target.decode_mode() is BatchPath.FULL
+            else CUDAGraphMode.NONE
+        )
+        prefill = DraftStep(
+            named("draft prefill", q, requests),
+            1,
+            q,
+            families_for(policy, cfg),
+            True,
+            f"{speculator}.init_cudagraph_manager: the target's mode at query length 1 + k",
+            requests,
+        )
+        decode = DraftStep(
+            named("draft decode", q, requests),
+            q - 2,
+            1,
+            families_of(
+                decode_mode,
+                policy.capture_sizes(cfg),
+                cfg.max_num_seqs,
+                1,
+                candidates=policy.candidates(cfg),
+            ),
+            True,
+            f"{speculator}.init_cudagraph_manager: {decode_mode} at query length 1",
+            requests,
+        )
+        note = (
+            f"model runner V2: {speculator.split()[-1]}'s cudagraph managers for the draft "
+            f"prefill (the target's graphs) and, for draft decodes, {decode_mode} at query "
+            "length 1"
+        )
+    return ((prefill, decode) if q > 2 else (prefill,)), note
