@@ -63,21 +63,6 @@ MODES = ("PIECEWISE", "FULL", "FULL_DECODE_ONLY", "FULL_AND_PIECEWISE", "NONE")
 CONFIGS = 60  # seeded configs per release
 
 
-def random_schedule(rng: random.Random, seqs: int, k: int) -> list[list[int]]:
-    """A schedule vLLM accepts: ranges from 1, sometimes with gaps or past S, k per range in
-    0..k + 1 (vLLM clamps a larger one to k in the scheduler)."""
-    starts = [1]
-    while rng.random() < 0.6 and starts[-1] < seqs + 8:
-        starts.append(starts[-1] + rng.randint(1, max(1, seqs // 2)))
-    schedule = []
-    for i, start in enumerate(starts):
-        last = starts[i + 1] - 1 if i + 1 < len(starts) else start + rng.randint(0, seqs)
-        if i + 1 < len(starts) and rng.random() < 0.2 and last > start:
-            last = rng.randint(start, last - 1)  # a gap: the previous k carries over
-        schedule.append([start, last, rng.randint(0, k + 1)])
-    return schedule
-
-
 def configs(version: str, seed: str = "graphlab-dynamic") -> list[tuple]:
     """(S, k, schedule, capture list or None, mode, runner), seeded per release."""
     rng = random.Random(f"{seed}-{version}")
@@ -92,7 +77,7 @@ def configs(version: str, seed: str = "graphlab-dynamic") -> list[tuple]:
             (
                 seqs,
                 k,
-                random_schedule(rng, seqs, k),
+                drafter_script.random_schedule(rng, seqs, k),
                 sizes,
                 rng.choice(MODES),
                 rng.choice(("v1", "v2")),

