@@ -24,7 +24,7 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
-from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
+from graphlab.sizing.drafter_steps import EAGLE_METHODS, NO_GRAPHS, DraftStep, named, since
 from graphlab.sizing.drafter_v2 import V2_DRAFTS_PER_K_FROM, dynamic_refusal, v2_steps
 from graphlab.sizing.families import families_of
 from graphlab.sizing.model_runner import release_key
@@ -72,8 +72,6 @@ DYNAMIC_DRAFTER_ENGINES = (
     "vllm-0.31.0",
     "vllm-0.33.0",
 )
-# Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
-EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
 # Methods without a draft model: proposals come from matching the token history.
 HISTORY_METHODS = ("ngram", "ngram_gpu", "suffix")

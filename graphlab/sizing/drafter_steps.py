@@ -10,6 +10,8 @@ from graphlab.sizing.dispatch import CUDAGraphMode
 from graphlab.sizing.families import GraphFamilies
 from graphlab.sizing.model_runner import release_key
 
+# Drafters that read the target's hidden states (V1 EagleProposer, V2 TargetDependentARSpeculator).
+EAGLE_METHODS = ("eagle", "eagle3", "mtp")
 # The families of a draft step that captures nothing: every batch eager.
 NO_GRAPHS = GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
 

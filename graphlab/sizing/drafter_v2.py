@@ -8,7 +8,7 @@ from __future__ import annotations
 from graphlab.sizing.capture_settings import decode_request_grid
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
-from graphlab.sizing.drafter_steps import NO_GRAPHS, DraftStep, named, since
+from graphlab.sizing.drafter_steps import EAGLE_METHODS, NO_GRAPHS, DraftStep, named, since
 from graphlab.sizing.families import families_for, families_of
 from graphlab.sizing.model_runner import release_key
 
@@ -104,6 +104,24 @@ def _decode_mode(policy, cfg: SizingConfig) -> CUDAGraphMode:
     return CUDAGraphMode.NONE
 
 
+def _decode_query_lens(policy, cfg: SizingConfig) -> list[int]:
+    """The query lengths the draft decode manager of an EAGLE-type speculator reads a schedule
+    as, where it keeps FULL graphs (else none: nothing divides by them)."""
+    tiers = _decode_tiers(policy, cfg)
+    if tiers is None or _decode_mode(policy, cfg) is CUDAGraphMode.NONE:
+        return []
+    return sorted(q for q, _ in tiers)
+
+
+def draft_decode_startup_error(policy, cfg: SizingConfig) -> str | None:
+    """The error vLLM fails at start-up with where an EAGLE, EAGLE-3 or MTP speculator's draft
+    decode manager reads the schedule's k = num_speculative_tokens - 1 as query length 0 (0.25.0
+    to 0.31.x, `round_up` in `_init_candidates`), else None."""
+    if cfg.speculative_method not in EAGLE_METHODS or 0 not in _decode_query_lens(policy, cfg):
+        return None
+    return "ZeroDivisionError: integer division or modulo by zero"
+
+
 def dynamic_refusal(policy, cfg: SizingConfig, method: str) -> str | None:
     """Why model runner V2's drafter under cfg's schedule has no steps before
     V2_DRAFTS_PER_K_FROM (vLLM fails at start-up, or the kit does not model it), else None."""
@@ -116,21 +134,18 @@ def dynamic_refusal(policy, cfg: SizingConfig, method: str) -> str | None:
             f"the drafter of draft_model on model runner V2 of {policy.name} under dynamic "
             "speculation is not modelled (its wheel's speculator was not read with a schedule)"
         )
-    tiers = _decode_tiers(policy, cfg)
-    if tiers is None or _decode_mode(policy, cfg) is CUDAGraphMode.NONE:
-        return None  # no FULL decode graphs: nothing reads the schedule's query lengths
-    lens = sorted(q for q, _ in tiers)
+    lens = _decode_query_lens(policy, cfg)
+    if not lens:
+        return None
     reads = (
         f"vLLM {policy.release}'s draft decode manager (CudaGraphManager._init_candidates, "
         "vllm/v1/worker/gpu/cudagraph_utils.py) reads the schedule as query lengths "
         f"k + 1 - num_speculative_tokens ({', '.join(map(str, lens))}; fixed in "
         f"{V2_DRAFTS_PER_K_FROM})"
     )
-    if 0 in lens:
-        return (
-            f"{reads}: a length of 0 fails at start-up with ZeroDivisionError: integer division "
-            "or modulo by zero (round_up), so no drafter graphs"
-        )
+    failure = draft_decode_startup_error(policy, cfg)
+    if failure:
+        return f"{reads}: a length of 0 fails at start-up with {failure} (round_up)"
     if lens[0] < 0:
         return f"{reads}: the kit does not model the graphs a negative query length leaves"
     return None

@@ -15,6 +15,7 @@ from graphlab.sizing.capture_settings import (
 )
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
+from graphlab.sizing.drafter_v2 import draft_decode_startup_error
 from graphlab.sizing.families import (
     Candidates,
     DecodeKeys,
@@ -226,6 +227,8 @@ class V1Policy(SizingPolicy):
             )
         sizes, _, error = self._configured(cfg)
         error = error or self._lowered(cfg)[2]
+        if self.model_runner(cfg)[0] == "v2" and not error:
+            error = draft_decode_startup_error(self, cfg)  # the speculator's managers
         if error or not sizes or len(self.capture_array(cfg)):
             return error  # an empty configured list is not rounded: vLLM returns early
         return (

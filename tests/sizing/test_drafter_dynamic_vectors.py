@@ -62,12 +62,14 @@ def test_drafter_under_a_schedule_matches_the_wheels_own_code(release):
         assert found.model_runner == vector["model_runner"], vector
         if "error" in vector:  # vLLM fails at start-up building the draft decode manager
             assert found.steps == () and vector["error"] in found.note, (vector, found.note)
+            assert policy.startup_error(cfg) == vector["error"]  # the target never starts
             failed += 1
             continue
         if not found.steps:  # negative query lengths in the draft decode manager
             assert "does not model" in found.note and vector["model_runner"] == "v2", found.note
             refused += 1
             continue
+        assert policy.startup_error(cfg) is None, vector
         kit = _kit_batches(found, cfg.max_num_seqs)
         for b, (got, expected) in enumerate(zip(kit, vector["batches"], strict=True), start=1):
             assert got == expected, (vector, b, found.note)
