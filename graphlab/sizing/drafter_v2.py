@@ -28,16 +28,24 @@ _V2_DRAFT_MODEL = (
 )
 
 
-def _split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftStep, ...], str]:
+def _split_steps(
+    policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
+) -> tuple[tuple[DraftStep, ...], str]:
     """vLLM 0.34.0 (vllm/v1/worker/gpu/spec_decode/): the draft prefill's SpeculatorCudaGraphManager
     runs the target's mode at query length q (EAGLE, EAGLE-3, MTP: the target's own graphs) or
     q + 1 (draft_model's StandaloneARSpeculator now captures too, one correction token more per
     request); the draft decodes' (autoregressive/speculator.py `init_cudagraph_manager`) run
     FULL_DECODE_ONLY at one token per request where the target's decode_mode() is FULL, on
     `get_draft_decode_cudagraph_request_sizes`: the request grid up to S, whatever the target's
-    decode cap."""
-    q, target = cfg.decode_query_len, policy.cudagraph_mode(cfg)
-    prefill_len = q + 1 if method == "draft_model" else q
+    decode cap. Under a schedule the prefill manager keeps graphs at every k of it
+    (`get_decode_cudagraph_query_lens`, up to the widest batch at that k) and a batch runs
+    k(B) - 1 draft decodes (`_run_multi_step_decode`), whose graphs `specialize_spec_tokens`
+    finds for every k >= 2."""
+    target = policy.cudagraph_mode(cfg)
+    extra = 1 if method == "draft_model" else 0
+    prefill_len = q + extra
+    # get_decode_cudagraph_query_lens(k + 1 + extra): each k of the schedule, its widest batch
+    tiers = {length + extra: widest for length, widest in cfg.decode_tiers}
     decode_mode = (
         CUDAGraphMode.FULL_DECODE_ONLY
         if target.decode_mode() is BatchPath.FULL
@@ -47,22 +55,24 @@ def _split_steps(policy, cfg: SizingConfig, method: str) -> tuple[tuple[DraftSte
     grid = decode_request_grid(cfg.max_num_seqs) if policy.decode_request_sizes(cfg) else []
     speculator = "standalone_ar" if method == "draft_model" else "target_dependent_ar"
     prefill = DraftStep(
-        "draft prefill",
+        named("draft prefill", q, requests),
         1,
         prefill_len,
-        policy.speculator_families(cfg, prefill_len, target),
+        policy.speculator_families(cfg, prefill_len, target, tiers=tiers),
         True,
         f"{speculator}/speculator.py init_cudagraph_manager: the target's mode at query length "
         f"{prefill_len}",
+        requests,
     )
     decode = DraftStep(
-        "draft decode",
+        named("draft decode", q, requests),
         q - 2,
         1,
         policy.speculator_families(cfg, 1, decode_mode, grid),
         True,
         "autoregressive/speculator.py init_cudagraph_manager: "
         f"{decode_mode} at query length 1 on get_draft_decode_cudagraph_request_sizes",
+        requests,
     )
     note = (
         f"model runner V2 (vLLM 0.34.0): draft prefill on the target's mode at query length "
@@ -154,8 +164,8 @@ def dynamic_refusal(policy, cfg: SizingConfig, method: str) -> str | None:
 def v2_steps(
     policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
 ) -> tuple[tuple[DraftStep, ...], str]:
-    if policy.splits_capture_sizes:  # 0.34.0; dynamic speculation is not modelled there
-        return _split_steps(policy, cfg, method)
+    if policy.splits_capture_sizes:  # 0.34.0
+        return _split_steps(policy, cfg, method, q, requests)
     if method == "draft_model":
         speculator = since(_V2_DRAFT_MODEL, policy.release)
         if speculator is None:
