@@ -663,8 +663,61 @@ def v034_dynamic_vectors(src, seed: str) -> list[dict]:
     return vectors
 
 
+# The drafters the kit does not model (or models as another method's), by file: their classes'
+# bases and which graph-deciding methods they override, release by release.
+CLASS_MEMBERS = (
+    "vllm/v1/spec_decode/dflash.py",
+    "vllm/v1/spec_decode/gemma4.py",
+    f"{SPEC_DECODE}/dflash/speculator.py",
+    f"{SPEC_DECODE}/dspark/speculator.py",
+    f"{SPEC_DECODE}/multi_module_mtp/speculator.py",
+    f"{SPEC_DECODE}/gemma4/speculator.py",
+)
+CLASS_VERSIONS = (
+    "0.19.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.28.0", "0.31.0",
+    "0.33.0", "0.34.0",
+)  # fmt: skip
+# What decides a drafter's graphs: its keys, managers, capture and dispatch, and its steps.
+GRAPH_METHODS = (
+    "__init__",
+    "propose",
+    "set_inputs_first_pass",
+    "_determine_batch_execution_and_padding",
+    "initialize_cudagraph_keys",
+    "init_cudagraph_manager",
+    "capture",
+    "_multi_step_decode",
+    "_run_multi_step_decode",
+)
+
+
+def drafter_classes(src) -> dict:
+    """{member: {class: {"bases": [...], "overrides": [...]}}} for CLASS_MEMBERS in the wheel."""
+    found = {}
+    for member in CLASS_MEMBERS:
+        if member not in src.zip.namelist():
+            continue
+        found[member] = {
+            node.name: {
+                "bases": [ast.unparse(base) for base in node.bases],
+                "overrides": [
+                    m.name
+                    for m in node.body
+                    if isinstance(m, ast.FunctionDef) and m.name in GRAPH_METHODS
+                ],
+            }
+            for node in src.tree(member).body
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Proposer", "Speculator"))
+        }
+    return found
+
+
 def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
     wheels, vectors = {}, []
+    classes = {}
+    for version in CLASS_VERSIONS:
+        path, wheels[version] = fetch_members(version, cache_dir, index)
+        classes[version] = drafter_classes(sizing.WheelSource(path))
     for version in (*DYNAMIC_VERSIONS, "0.34.0"):
         path, wheels[version] = fetch_members(version, cache_dir, index)
         src = sizing.WheelSource(path)
@@ -684,6 +737,7 @@ def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
                     "batches": "[first step's path, graph size, later steps per decode step, "
                     "[their path, graph size] or null] per B = 1..S",
                 },
+                "drafter_classes": classes,
                 "vectors": vectors,
             },
             separators=(",", ":"),

@@ -11,8 +11,9 @@ functions that docs/vllm_versions.md ("The draft side") walks through; the relea
 changes are the rule values below, each the first release of an engine's range
 (graphlab.sizing.versions), so every release gets its own drafter rules.
 
-Not modelled: MTP drafters with several modules or Gemma 4's (multi_module_mtp/, gemma4/), the
-other methods (dflash, dspark, medusa, ...), speculative_config.enforce_eager,
+Not modelled (graphlab.sizing.drafter_methods says why, release by release): MTP drafters with
+several modules on model runner V2 (multi_module_mtp/, 0.28.0 on), dflash and dspark, the other
+methods (medusa, ...), speculative_config.enforce_eager,
 disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and model runner V2's
 draft decodes before 0.32.0 under a schedule with a k below num_speculative_tokens - 1 (a negative
 query length in their manager; drafter_v2.dynamic_refusal says so).
@@ -26,6 +27,7 @@ import numpy as np
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
+from graphlab.sizing.drafter_methods import multi_module_mtp_caveat, unmodelled_note
 from graphlab.sizing.drafter_steps import EAGLE_METHODS, NO_GRAPHS, DraftStep, named, since
 from graphlab.sizing.drafter_v2 import V2_DRAFTS_PER_K_FROM, dynamic_refusal, v2_steps
 from graphlab.sizing.families import families_of
@@ -101,6 +103,8 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             "speculative method not given (--speculative-method or --vllm-args): the drafter is "
             "not modelled"
         )
+    elif unmodelled_note(policy.release, runner, method):
+        note = unmodelled_note(policy.release, runner, method)
     elif method not in DRAFTER_METHODS:
         note = (
             f"the drafter of speculative method {method!r} is not modelled (the kit models "
@@ -124,6 +128,8 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
                 "request counts it covers): the first runs on 1 + k tokens per request, "
                 f"{later} on one"
             )
+        if method == "mtp":
+            note += multi_module_mtp_caveat(policy.release, runner)
         return Drafter(method, runner, steps, note)
     return Drafter(method, runner, (), note)
 

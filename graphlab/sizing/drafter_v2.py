@@ -16,7 +16,7 @@ from graphlab.sizing.model_runner import release_key
 V2_DRAFT_MODEL_FROM = "0.31.0"
 # The class whose init_cudagraph_manager model runner V2's eagle, eagle3 and mtp run, from the
 # release named (vllm/v1/worker/gpu/spec_decode/).
-_V2_SPECULATORS = (
+V2_SPECULATORS = (
     ("0.22.0", "eagle/speculator.py EagleSpeculator"),
     ("0.23.0", "autoregressive/speculator.py AutoRegressiveSpeculator"),
     ("0.32.0", "target_dependent_ar/speculator.py TargetDependentARSpeculator"),
@@ -198,7 +198,7 @@ def v2_steps(
             "so every draft step runs eagerly"
         )
     else:
-        speculator = since(_V2_SPECULATORS, policy.release)
+        speculator = since(V2_SPECULATORS, policy.release)
         decode_mode = _decode_mode(policy, cfg)
         prefill = DraftStep(
             named("draft prefill", q, requests),

@@ -14,7 +14,11 @@ from test_vllm_0_34_0 import POLICIES, config_of
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.drafter import drafter
+from graphlab.sizing.drafter_methods import multi_module_mtp_caveat, unmodelled_note
+from graphlab.sizing.drafter_steps import since
+from graphlab.sizing.drafter_v2 import V2_SPECULATORS
 from graphlab.sizing.engines import get_engine
+from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.versions import engine_for_version
 
 DATA = json.loads(
@@ -90,3 +94,55 @@ def test_drafter_under_a_schedule_matches_the_wheels_own_code(release):
     assert (refused + failed > 0) == (
         release not in ("vllm-0.24.0", "vllm-0.32.0", "vllm-0.33.0", "vllm-0.34.0")
     )
+
+
+CLASSES = DATA["drafter_classes"]  # each release's drafter classes: bases, overridden methods
+SPEC = "vllm/v1/worker/gpu/spec_decode"
+
+
+def test_gemma4_mtp_is_drawn_as_mtp_where_its_classes_decide_no_graph_of_their_own():
+    v1_from = [r for r, found in CLASSES.items() if "vllm/v1/spec_decode/gemma4.py" in found]
+    v2_from = [r for r, found in CLASSES.items() if f"{SPEC}/gemma4/speculator.py" in found]
+    assert (v1_from[0], v2_from[0]) == ("0.21.0", "0.23.0")
+    for release in v1_from:
+        proposer = CLASSES[release]["vllm/v1/spec_decode/gemma4.py"]["Gemma4Proposer"]
+        assert proposer == {"bases": ["SpecDecodeBaseProposer"], "overrides": ["__init__"]}
+    for release in v2_from:
+        speculator = CLASSES[release][f"{SPEC}/gemma4/speculator.py"]["Gemma4Speculator"]
+        # the class the kit draws EAGLE, EAGLE-3 and MTP with on that release
+        assert speculator["bases"] == [since(V2_SPECULATORS, release).split()[-1]], release
+        assert speculator["overrides"] == [], release
+    for engine in ("vllm-0.26.0", "vllm-0.33.0", "vllm-0.34.0"):
+        gemma, mtp = (
+            drafter(get_engine(engine), SizingConfig(64, 3, speculative_method=m))
+            for m in ("gemma4_mtp", "mtp")
+        )
+        assert gemma.steps == mtp.steps and gemma.steps
+
+
+@pytest.mark.parametrize("release", list(CLASSES))
+def test_dflash_dspark_and_multi_module_mtp_are_refused_naming_the_wheels_classes(release):
+    found = CLASSES[release]
+    own = ["__init__", "init_cudagraph_manager", "capture", "propose"]
+    cases = {
+        ("dflash", "v1"): ("vllm/v1/spec_decode/dflash.py", "DFlashProposer"),
+        ("dflash", "v2"): (f"{SPEC}/dflash/speculator.py", "DFlashSpeculator"),
+        ("dspark", "v2"): (f"{SPEC}/dspark/speculator.py", "DSparkSpeculator"),
+    }
+    first = {"dflash": "0.20.0", "dspark": "0.25.0"}  # the wheels' speculative.py takes it
+    for (method, runner), (member, cls) in cases.items():
+        if runner == "v1" and release == "0.34.0":
+            continue  # 0.34.0 has no model runner V1
+        note = unmodelled_note(release, runner, method)
+        if member in found:
+            assert cls in note and "does not model" in note, (release, note)
+        elif release_key(release) < release_key(first[method]):
+            assert "has no speculative method" in note, (release, note)
+        else:  # init_speculator raises before the speculator exists
+            assert f"has no {method} speculator" in note, (release, note)
+    dflash = found.get(f"{SPEC}/dflash/speculator.py", {}).get("DFlashSpeculator")
+    assert dflash is None or dflash["overrides"] == own
+    multi = found.get(f"{SPEC}/multi_module_mtp/speculator.py", {}).get("MultiModuleMTPSpeculator")
+    assert (multi is not None) == bool(multi_module_mtp_caveat(release, "v2"))
+    assert multi is None or multi["overrides"] == own
+    assert multi_module_mtp_caveat(release, "v1") == ""
