@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import enum
 import importlib.util
 import io
 import json
@@ -712,9 +713,81 @@ def drafter_classes(src) -> dict:
     return found
 
 
+DFLASH_VERSIONS = ("0.24.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.31.0", "0.32.0", "0.33.0")
+DFLASH_MEMBER = f"{SPEC_DECODE}/dflash/speculator.py"
+CG_SUPPORTS = {"NEVER": 0, "UNIFORM_SINGLE_TOKEN_DECODE": 1, "UNIFORM_BATCH": 2, "ALWAYS": 3}
+
+
+def dflash_vectors(version: str, src, seed: str) -> list[dict]:
+    """Model runner V2's dflash (a DFlash draft model's DFlashSpeculator): per seeded config, the
+    wheel's own `init_cudagraph_manager` (its DFlashCudaGraphManager overrides only `capture`, so
+    the wheel's CudaGraphManager stands for it) and `dispatch` of the query pass of each batch of
+    B = 1..S requests, B * (1 + k) tokens at uniform token count 1 + k, as `propose` asks."""
+    resolve, build, _, _, _ = sizing.v1_engine(src)
+    v2 = V2Drafter(src, version)
+    support = enum.Enum("AttentionCGSupport", CG_SUPPORTS)
+    names = {"logger": sizing._Logger(), "AttentionCGSupport": support}
+    init = src.exec_defs(DFLASH_MEMBER, ["init_cudagraph_manager"], names, cls="DFlashSpeculator")[
+        "init_cudagraph_manager"
+    ]
+    rng = random.Random(f"{seed}-dflash-{version}")
+    vectors = []
+    for _ in range(DYNAMIC_CONFIGS):
+        seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
+        k, mode = rng.randint(1, 7), rng.choice(MODES)
+        sizes = (
+            sorted(rng.sample(range(1, 400), rng.randint(1, 10))) if rng.random() < 0.3 else None
+        )
+        # the target's sizing here supports every mode: so does the draft's attention
+        cg_support = "ALWAYS"
+        entry = {
+            "engine": f"vllm-{version}",
+            "model_runner": "v2",
+            "speculative_method": "dflash",
+            "cudagraph_mode": mode,
+            "max_num_seqs": seqs,
+            "num_speculative_tokens": k,
+            "cudagraph_capture_sizes": sizes,
+            "attention_cg_support": cg_support,
+        }
+        try:
+            vc, _ = build(seqs, k, resolve(seqs, None), sizes, None, mode, True)
+        except ValueError as error:
+            vectors.append({**entry, "error": f"ValueError: {error}"})
+            continue
+        target = v2.target_manager(vc, k)
+        cls, modes = type(target), type(target.cudagraph_mode)
+
+        def manager(vllm_config, device, cudagraph_mode, decode_query_len, made_as=cls, **_):
+            made = made_as(vllm_config, device, cudagraph_mode, decode_query_len)
+            made._graphs_captured = True
+            return made
+
+        names |= {"DFlashCudaGraphManager": manager, "CUDAGraphMode": modes}
+        speculator = ns(
+            vllm_config=vc,
+            device="cuda",
+            num_query_per_req=1 + k,
+            max_num_reqs=seqs,
+            attn_cg_support=ns(min_cg_support=support[cg_support], min_cg_attn_backend="stand-in"),
+            _speculator_name="DFlash",
+            dflash_causal=False,
+        )
+        init(speculator, target.cudagraph_mode)
+        m = speculator.query_cudagraph_manager
+        entry["batches"] = [
+            sizing._v2_outcome(m, b * (1 + k), b, 1 + k)[1:] for b in range(1, seqs + 1)
+        ]
+        vectors.append(entry)
+    return vectors
+
+
 def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
     wheels, vectors = {}, []
-    classes = {}
+    classes, dflash = {}, []
+    for version in DFLASH_VERSIONS:
+        path, wheels[version] = fetch_members(version, cache_dir, index)
+        dflash += dflash_vectors(version, sizing.WheelSource(path), seed)
     for version in CLASS_VERSIONS:
         path, wheels[version] = fetch_members(version, cache_dir, index)
         classes[version] = drafter_classes(sizing.WheelSource(path))
@@ -738,6 +811,7 @@ def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
                     "[their path, graph size] or null] per B = 1..S",
                 },
                 "drafter_classes": classes,
+                "dflash": dflash,
                 "vectors": vectors,
             },
             separators=(",", ":"),

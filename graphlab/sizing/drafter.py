@@ -1,4 +1,4 @@
-"""vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP or draft_model drafter replay
+"""vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP, draft_model or dflash drafter
 CUDA graphs, and at which sizes (graphlab.sizing.drafter_audit audits their batches, and
 graphlab.sizing.audit shows them beside the target's).
 
@@ -12,7 +12,8 @@ changes are the rule values below, each the first release of an engine's range
 (graphlab.sizing.versions), so every release gets its own drafter rules.
 
 Not modelled (graphlab.sizing.drafter_methods says why, release by release): MTP drafters with
-several modules on model runner V2 (multi_module_mtp/, 0.28.0 on), dflash and dspark, the other
+several modules on model runner V2 (multi_module_mtp/, 0.28.0 on), dflash on model runner V1, on
+0.34.0 and under a schedule (model runner V2's from 0.24.0 to 0.33.0 is drawn), dspark, the other
 methods (medusa, ...), speculative_config.enforce_eager,
 disable_padded_drafter_batch, parallel drafting, data parallelism, LoRA, and model runner V2's
 draft decodes before 0.32.0 under a schedule with a k below num_speculative_tokens - 1 (a negative
@@ -29,7 +30,13 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.drafter_methods import multi_module_mtp_caveat, unmodelled_note
 from graphlab.sizing.drafter_steps import EAGLE_METHODS, NO_GRAPHS, DraftStep, named, since
-from graphlab.sizing.drafter_v2 import V2_DRAFTS_PER_K_FROM, dynamic_refusal, v2_steps
+from graphlab.sizing.drafter_v2 import (
+    V2_DRAFTS_PER_K_FROM,
+    dflash_steps,
+    draws_dflash,
+    dynamic_refusal,
+    v2_steps,
+)
 from graphlab.sizing.families import families_of
 from graphlab.sizing.model_runner import release_key
 
@@ -103,6 +110,9 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             "speculative method not given (--speculative-method or --vllm-args): the drafter is "
             "not modelled"
         )
+    elif method == "dflash" and runner == "v2" and draws_dflash(policy, cfg):
+        steps, note = dflash_steps(policy, cfg)
+        return Drafter(method, runner, steps, note)
     elif unmodelled_note(policy.release, runner, method):
         note = unmodelled_note(policy.release, runner, method)
     elif method not in DRAFTER_METHODS:

@@ -5,7 +5,10 @@ methods it overrides, data/vllm_drafter_dynamic_vectors.json "drafter_classes"):
 - dflash (0.20.0 on): model runner V1's dflash.py `DFlashProposer` is a SpecDecodeBaseProposer with
   its own `set_inputs_first_pass` (every draft token in one parallel pass); model runner V2's
   dflash/speculator.py `DFlashSpeculator` (0.24.0 on) has its own `init_cudagraph_manager`,
-  `capture` and `propose` (a `DFlashCudaGraphManager`).
+  `capture` and `propose` (a `DFlashCudaGraphManager`): the kit draws it from 0.24.0 to 0.33.0
+  (graphlab.sizing.drafter_v2.dflash_steps), not under a schedule (its manager captures the
+  schedule's query lengths while every pass has 1 + k tokens) nor on 0.34.0 (a manager sized by
+  request count).
 - dspark (0.25.0 on): model runner V2's dspark/speculator.py `DSparkSpeculator` is a
   DFlashSpeculator; model runner V1 runs it with eagle.py `EagleProposer` (`use_eagle`), drafting
   in parallel.
@@ -57,7 +60,8 @@ def unmodelled_note(release: str, runner: str, method: str) -> str | None:
             f"raises NotImplementedError; first in {v2_first})"
         )
     proposer = v1 if runner == "v1" else v2
-    return f"vLLM {release} runs {method} with {proposer}; the kit does not model its graphs"
+    where = " on 0.34.0 or under a schedule" if (method, runner) == ("dflash", "v2") else ""
+    return f"vLLM {release} runs {method} with {proposer}; the kit does not model its graphs{where}"
 
 
 def multi_module_mtp_caveat(release: str, runner: str) -> str:

@@ -235,3 +235,48 @@ def v2_steps(
         if every_k:
             return ((prefill, decode) if decode.repeats else (prefill,)), note
     return ((prefill, decode) if q > 2 else (prefill,)), note
+
+
+# Model runner V2's dflash (dflash/speculator.py `DFlashSpeculator`, a DFlash draft model's
+# architecture): the first release that runs it, the first whose `init_cudagraph_manager` also asks
+# the draft attention for UNIFORM_BATCH support, and the first the kit does not draw it on (0.34.0
+# sizes its manager by request count).
+V2_DFLASH = ("0.24.0", "0.28.0", "0.34.0")
+
+
+def draws_dflash(policy, cfg: SizingConfig) -> bool:
+    """Whether the kit draws model runner V2's dflash drafter for cfg (V2_DFLASH, no schedule)."""
+    first, _, last = V2_DFLASH
+    return (
+        cfg.num_speculative_tokens_per_batch_size is None
+        and not _before(policy, first)
+        and _before(policy, last)
+    )
+
+
+def dflash_steps(policy, cfg: SizingConfig) -> tuple[tuple[DraftStep, ...], str]:
+    """DFlashSpeculator.propose: every draft token in one query pass of 1 + k tokens per request,
+    on a DFlashCudaGraphManager (a CudaGraphManager on the target's list) in FULL_DECODE_ONLY where
+    the target's decode_mode() is FULL (and, from V2_DFLASH[1], the draft attention supports
+    UNIFORM_BATCH), else none; the context K/V of the target's tokens is computed eagerly."""
+    q, full = cfg.decode_query_len, _decode_mode(policy, cfg) is CUDAGraphMode.FULL_DECODE_ONLY
+    if full and not _before(policy, V2_DFLASH[1]):
+        full = cfg.attention_cg_support in ("ALWAYS", "UNIFORM_BATCH")
+    mode = CUDAGraphMode.FULL_DECODE_ONLY if full else CUDAGraphMode.NONE
+    families = families_of(
+        mode, policy.capture_sizes(cfg), cfg.max_num_seqs, q, candidates=policy.candidates(cfg)
+    )
+    step = DraftStep(
+        "dflash query pass",
+        1,
+        q,
+        families,
+        True,
+        f"dflash/speculator.py DFlashSpeculator.init_cudagraph_manager: {mode} at query length {q}",
+    )
+    note = (
+        f"model runner V2: DFlashSpeculator drafts all {cfg.num_speculative_tokens} tokens in one "
+        f"pass on its DFlashCudaGraphManager ({mode}); DFlash2, LiLiCorr and XPress draft "
+        "architectures run other speculators, not modelled"
+    )
+    return (step,), note

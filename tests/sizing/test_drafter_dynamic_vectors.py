@@ -146,3 +146,45 @@ def test_dflash_dspark_and_multi_module_mtp_are_refused_naming_the_wheels_classe
     assert (multi is not None) == bool(multi_module_mtp_caveat(release, "v2"))
     assert multi is None or multi["overrides"] == own
     assert multi_module_mtp_caveat(release, "v1") == ""
+
+
+@pytest.mark.parametrize("release", sorted({v["engine"] for v in DATA["dflash"]}))
+def test_dflash_on_model_runner_v2_matches_the_wheels_own_manager(release):
+    policy = get_engine(engine_for_version(release.removeprefix("vllm-")))
+    vectors = [v for v in DATA["dflash"] if v["engine"] == release]
+    graphs = 0
+    for vector in vectors:
+        sizes = vector["cudagraph_capture_sizes"]
+        cfg = SizingConfig(
+            vector["max_num_seqs"],
+            vector["num_speculative_tokens"],
+            cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
+            cudagraph_mode=vector["cudagraph_mode"],
+            model_runner="v2",
+            speculative_method="dflash",
+            attention_cg_support=vector["attention_cg_support"],
+        )
+        (step,) = drafter(policy, cfg).steps
+        reqs = np.arange(1, cfg.max_num_seqs + 1)
+        batches = step.families.dispatch_batches(reqs * step.query_len, True, None)
+        kit = [[str(d.path), d.graph_size if d.path.replays else None] for d in batches.outcomes()]
+        assert kit == vector["batches"], vector
+        graphs += sum(path != "eager" for path, _ in kit)
+    assert len(vectors) >= 40 and graphs > 300, graphs
+
+
+def test_dflash_is_drawn_on_model_runner_v2_from_0_24_0_to_0_33_0_alone():
+    cfg = SizingConfig(16, 3, speculative_method="dflash")
+    for engine, drawn in (
+        ("vllm-0.22.0", False),
+        ("vllm-0.24.0", True),
+        ("vllm-0.33.0", True),
+        ("vllm-0.34.0", False),
+    ):
+        found = drafter(get_engine(engine), cfg)
+        assert bool(found.steps) == drawn, (engine, found.note)
+    v1 = drafter(
+        get_engine("vllm-0.33.0"),
+        SizingConfig(16, 3, speculative_method="dflash", model_runner="v1"),
+    )
+    assert v1.steps == () and "DFlashProposer" in v1.note
