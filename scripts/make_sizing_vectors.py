@@ -504,11 +504,18 @@ def v1_engine(src: WheelSource):
     args, sched = "vllm/engine/arg_utils.py", "vllm/config/scheduler.py"
     runner, disp = "vllm/v1/worker/gpu_model_runner.py", "vllm/v1/cudagraph_dispatcher.py"
     log = _Logger()
+    # _maybe_override_dynamic_sd_cudagraph_mode's WARNING (no other sizing code here logs once)
+    log.warning_once = log.warning
     # An H200 (compute capability 9.0) for the platform checks 0.28.0 on make while sizing.
     hopper = ns(is_device_capability_family=lambda family: family == 90)
     module_ns: dict = {"enum": enum, "logger": log, "current_platform": hopper}
     src.exec_defs(comp, ["CUDAGraphMode"], module_ns)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], module_ns)
+    dynamic = "vllm/v1/spec_decode/dynamic/utils.py"  # 0.24.0 on (vllm PR 32374)
+    if dynamic in src.zip.namelist():
+        # _set_cudagraph_sizes imports it inside the function (0.29.0 on): given as a global
+        names = ["validate_and_normalize_dynamic_sd_schedule", "build_dynamic_sd_schedule_lookup"]
+        src.exec_defs(dynamic, names, module_ns)
     # 0.16 moved the padding table into CudagraphDispatcher: then the dispatcher pads.
     cc_names = [
         name
@@ -522,7 +529,11 @@ def v1_engine(src: WheelSource):
     cc_methods = src.exec_defs(comp, cc_names, dict(module_ns), cls="CompilationConfig")
     vc_names = [
         name
-        for name in ("_set_cudagraph_sizes", "pad_for_cudagraph")
+        for name in (
+            "_set_cudagraph_sizes",
+            "pad_for_cudagraph",
+            "_maybe_override_dynamic_sd_cudagraph_mode",
+        )
         if src.has(vcfg, name, "VllmConfig")
     ]
     vc_methods = src.exec_defs(vcfg, vc_names, dict(module_ns), cls="VllmConfig")
@@ -633,7 +644,9 @@ def v1_engine(src: WheelSource):
         user_max=None,
         cudagraph_mode="FULL_AND_PIECEWISE",
         use_v2_model_runner=False,
+        schedule=None,
     ):
+        """schedule: num_speculative_tokens_per_batch_size (dynamic speculation), or None."""
         log.lines.clear()
         cc = compilation_cls()
         cc.__dict__.update(
@@ -650,7 +663,11 @@ def v1_engine(src: WheelSource):
             compilation_config=cc,
             scheduler_config=ns(max_num_seqs=max_num_seqs, max_num_batched_tokens=tokens),
             speculative_config=(
-                ns(num_speculative_tokens=k, uses_dynamic_speculative_decoding=lambda: False)
+                ns(
+                    num_speculative_tokens=k,
+                    num_speculative_tokens_per_batch_size=schedule,
+                    uses_dynamic_speculative_decoding=lambda: schedule is not None,
+                )
                 if k
                 else None
             ),
@@ -659,7 +676,10 @@ def v1_engine(src: WheelSource):
             performance_mode="balanced",  # read from 0.17.0 on; vLLM's default
             num_speculative_tokens=k,  # a VllmConfig property read from 0.22.0 on
             uniform_decode_query_len=1 + k,  # and this one from 0.29.0 on
+            use_v2_model_runner=use_v2_model_runner,  # a property, read from 0.25.0 on
         )
+        if schedule is not None:  # VllmConfig.__post_init__ runs it before the sizing
+            vc._maybe_override_dynamic_sd_cudagraph_mode()
         vc._set_cudagraph_sizes()
         config_sizes = list(cc.cudagraph_capture_sizes)
         # gpu_model_runner: uniform_decode_query_len = 1 + num_speculative_tokens.
@@ -804,6 +824,10 @@ def v2_manager(src: WheelSource):
     names: dict = {"enum": enum, "logger": _Logger()}
     src.exec_defs("vllm/config/compilation.py", ["CUDAGraphMode"], names)
     src.exec_defs("vllm/utils/math_utils.py", ["round_up"], names)
+    dynamic = "vllm/v1/spec_decode/dynamic/utils.py"
+    if dynamic in src.zip.namelist():  # _init_candidates imports it inside (0.29.0 on)
+        names_ = ["validate_and_normalize_dynamic_sd_schedule", "build_dynamic_sd_schedule_lookup"]
+        src.exec_defs(dynamic, names_, names)
     cls = v2_manager_class(src, names)
 
     def manager(vc, k: int):

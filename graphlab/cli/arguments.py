@@ -162,7 +162,12 @@ def apply_model_runner(
         if requested != "auto":
             raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
         return cfg, None
-    runner, why = choose_model_runner(version, requested, cfg.speculative_method)
+    runner, why = choose_model_runner(
+        version,
+        requested,
+        cfg.speculative_method,
+        cfg.num_speculative_tokens_per_batch_size is not None,
+    )
     if runner not in policy.model_runners:
         raise GraphlabError(
             f"vLLM {version}: model runner {runner.upper()} is not modelled ({why}); "

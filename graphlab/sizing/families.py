@@ -242,7 +242,7 @@ def families_for(policy, cfg, capture_sizes=None) -> GraphFamilies:
         cfg.max_num_seqs,
         q,
         policy.plain_full,
-        cfg.decode_tiers,
+        policy.full_decode_tiers(cfg),
         policy.candidates(cfg),
         policy.decode_keys,
     )

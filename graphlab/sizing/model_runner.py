@@ -23,6 +23,9 @@ V2_DEFAULT_FROM = "0.22.0"
 V1_REMOVED_IN = "0.34.0"
 # The first release with model runner V2 at all (vllm/v1/worker/gpu/; absent from 0.11.2's wheel).
 V2_FROM = "0.12.0"
+# The first release whose `_get_v2_model_runner_unsupported_features` no longer lists "dynamic
+# speculative decoding" (0.24.0 adds num_speculative_tokens_per_batch_size on model runner V1).
+V2_DYNAMIC_FROM = "0.25.0"
 
 # `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
 # next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
@@ -71,10 +74,13 @@ def v2_runs_method(version: str, method: str | None) -> bool:
     return (method in methods) == (kind == "only")
 
 
-@functools.cache  # a pure function of three names, asked by every config's sizing key
-def choose_model_runner(version: str, requested: str, method: str | None) -> tuple[str, str]:
+@functools.cache  # a pure function of four values, asked by every config's sizing key
+def choose_model_runner(
+    version: str, requested: str, method: str | None, dynamic: bool = False
+) -> tuple[str, str]:
     """("v1" | "v2", why) for release `version`: `requested` "v1"/"v2" is what
-    VLLM_USE_V2_MODEL_RUNNER=0/1 forces; "auto" decides as that release's use_v2_model_runner."""
+    VLLM_USE_V2_MODEL_RUNNER=0/1 forces; "auto" decides as that release's use_v2_model_runner
+    (`dynamic`: the config sets num_speculative_tokens_per_batch_size)."""
     if release_key(version) >= release_key(V1_REMOVED_IN):
         if requested == "v1":
             return "v1", (
@@ -100,6 +106,12 @@ def choose_model_runner(version: str, requested: str, method: str | None) -> tup
     if not v2_runs_method(version, method):
         return "v1", (
             f"vLLM {version}'s model runner V2 does not support speculative method {method!r} "
+            "(VllmConfig._get_v2_model_runner_unsupported_features), so vLLM falls back to "
+            "model runner V1"
+        )
+    if dynamic and release_key(version) < release_key(V2_DYNAMIC_FROM):
+        return "v1", (
+            f"vLLM {version}'s model runner V2 does not support dynamic speculative decoding "
             "(VllmConfig._get_v2_model_runner_unsupported_features), so vLLM falls back to "
             "model runner V1"
         )

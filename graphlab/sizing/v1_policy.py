@@ -15,6 +15,7 @@ from graphlab.sizing.capture_settings import (
 )
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispatches
+from graphlab.sizing.drafter_v2 import draft_decode_startup_error
 from graphlab.sizing.families import (
     Candidates,
     DecodeKeys,
@@ -29,6 +30,10 @@ from graphlab.sizing.policy import (
     PERFORMANCE_MODE_FROM,
     SizingPolicy,
 )
+
+# vllm/config/vllm.py `_maybe_disable_dynamic_sd_for_v1` (0.33.0): the speculative methods whose
+# model runner V1 proposer keeps num_speculative_tokens_per_batch_size; any other drops it.
+V1_DYNAMIC_METHODS = ("ngram", "eagle", "eagle3", "mtp", "draft_model", "dflash")
 
 
 class V1Policy(SizingPolicy):
@@ -57,6 +62,11 @@ class V1Policy(SizingPolicy):
     decode_keys = DecodeKeys.ROUNDED
     # CompilationConfig's default in 0.12, 0.13 and 0.33 (0.33: vllm/config/vllm.py, -O2 and -O3).
     default_cudagraph_mode = CUDAGraphMode.FULL_AND_PIECEWISE
+    # Whether the engine's releases disagree on the schedule of a method outside
+    # V1_DYNAMIC_METHODS on model runner V1 (0.32.0 keeps it, 0.33.0 drops it).
+    v1_schedule_split = False
+    # Whether `_maybe_override_dynamic_sd_cudagraph_mode` spares model runner V2 (0.25.0 on).
+    dynamic_override_reads_runner = True
     # The cudagraph_mode values the release can run (every one from 0.10.1).
     cudagraph_modes: tuple[CUDAGraphMode, ...] = tuple(CUDAGraphMode)
     # How the release lowers the mode to the attention backend's support (graphlab.sizing.
@@ -79,7 +89,12 @@ class V1Policy(SizingPolicy):
     def model_runner(self, cfg: SizingConfig) -> tuple[str, str]:
         """("v1" | "v2", why) for cfg on this release; GraphlabError where the kit does not model
         that runner of the release."""
-        runner, why = choose_model_runner(self.release, cfg.model_runner, cfg.speculative_method)
+        runner, why = choose_model_runner(
+            self.release,
+            cfg.model_runner,
+            cfg.speculative_method,
+            cfg.num_speculative_tokens_per_batch_size is not None,
+        )
         if runner not in self.model_runners:
             raise GraphlabError(
                 f"{self.name}: model runner {runner.upper()} is not modelled for this release "
@@ -103,7 +118,20 @@ class V1Policy(SizingPolicy):
                 f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
                 f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
             )
-        self.model_runner(cfg)
+        runner = self.model_runner(cfg)[0]
+        method = cfg.speculative_method
+        if (
+            self.v1_schedule_split
+            and runner == "v1"
+            and cfg.num_speculative_tokens_per_batch_size is not None
+            and method not in (None, *V1_DYNAMIC_METHODS)
+        ):
+            raise GraphlabError(
+                f"{self.name} models vLLM 0.32.0 and 0.33.0, which differ here: 0.33.0's "
+                "_maybe_disable_dynamic_sd_for_v1 drops num_speculative_tokens_per_batch_size "
+                f"for speculative method {method!r} on model runner V1 (static "
+                "num_speculative_tokens), 0.32.0 keeps it; for 0.33.0 leave the schedule out"
+            )
 
     def cudagraph_mode(self, cfg: SizingConfig) -> CUDAGraphMode:
         """The cudagraph_mode vLLM runs: cfg's, or the version's default, lowered to what the
@@ -122,16 +150,19 @@ class V1Policy(SizingPolicy):
             self.attention_lowering,
         )
         if override:
-            warnings = (dynamic_piecewise_warning(requested), *warnings)
+            warning = dynamic_piecewise_warning(requested, self.dynamic_override_reads_runner)
+            warnings = (warning, *warnings)
         return mode, warnings, error
 
     def _dynamic_override(self, cfg: SizingConfig, requested: CUDAGraphMode):
         """PIECEWISE where vLLM overrides a mode with FULL graphs for dynamic speculation on model
         runner V1 (vllm/config/vllm.py `_maybe_override_dynamic_sd_cudagraph_mode`, run before the
-        attention backend lowers the mode), else None."""
+        attention backend lowers the mode; on model runner V2 too where it does not read
+        use_v2_model_runner), else None."""
         dynamic = cfg.num_speculative_tokens_per_batch_size is not None
         full = requested.decode_mode() is BatchPath.FULL  # CUDAGraphMode.has_full_cudagraphs()
-        if dynamic and full and self.model_runner(cfg)[0] == "v1":
+        spared = self.dynamic_override_reads_runner and self.model_runner(cfg)[0] == "v2"
+        if dynamic and full and not spared:
             return CUDAGraphMode.PIECEWISE
         return None
 
@@ -145,6 +176,12 @@ class V1Policy(SizingPolicy):
             and cfg.decode_query_len > 1
             and rounding.rounds(self.cudagraph_mode(cfg))
         )
+
+    def full_decode_tiers(self, cfg: SizingConfig) -> tuple[tuple[int, int], ...]:
+        """The (query length, widest batch) pairs FULL uniform-decode graphs are captured at
+        under dynamic speculation: the scheduler's (SizingConfig.decode_tiers; model runner V2's
+        `_init_candidates` reads the same dense lookup from 0.29.0 on)."""
+        return cfg.decode_tiers
 
     def candidates(self, cfg: SizingConfig) -> Candidates:
         """How the dispatcher groups cfg's graphs: model runner V2's `v2_candidates`; model runner
@@ -199,6 +236,8 @@ class V1Policy(SizingPolicy):
             )
         sizes, _, error = self._configured(cfg)
         error = error or self._lowered(cfg)[2]
+        if self.model_runner(cfg)[0] == "v2" and not error:
+            error = draft_decode_startup_error(self, cfg)  # the speculator's managers
         if error or not sizes or len(self.capture_array(cfg)):
             return error  # an empty configured list is not rounded: vLLM returns early
         return (
@@ -207,10 +246,12 @@ class V1Policy(SizingPolicy):
         )
 
 
-def dynamic_piecewise_warning(requested: CUDAGraphMode) -> str:
-    """The WARNING `_maybe_override_dynamic_sd_cudagraph_mode` logs (vllm/config/vllm.py)."""
+def dynamic_piecewise_warning(requested: CUDAGraphMode, names_v2: bool = True) -> str:
+    """The WARNING `_maybe_override_dynamic_sd_cudagraph_mode` logs (vllm/config/vllm.py; 0.24.0's
+    does not point to model runner V2, which it overrides too)."""
+    hint = " Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs."
     return (
         "Dynamic speculative decoding changes the target verification length at runtime. "
-        f"Overriding cudagraph_mode from {requested.value} to PIECEWISE for reliability. "
-        "Use VLLM_USE_V2_MODEL_RUNNER=1 if you want to use full CUDA graphs."
+        f"Overriding cudagraph_mode from {requested.value} to PIECEWISE for reliability."
+        + (hint if names_v2 else "")
     )

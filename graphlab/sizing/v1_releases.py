@@ -125,6 +125,7 @@ class Vllm033(V1Policy):
     release = "0.33.0"
     model_runners = ("v1", "v2")
     models_dynamic_speculation = True
+    v1_schedule_split = True
     plain_full = PlainFull.REPLAYS
     rounding = Rounding.FULL_DECODE  # model runner V1: resolve_cudagraph_mode_and_sizes
     # 0.29.0 and 0.30.0 add no uniform-decode size without speculation (q = 1)
@@ -153,7 +154,7 @@ class Vllm033(V1Policy):
 
 
 class Vllm022(Vllm0201):
-    """vllm 0.22.0 to 0.24.x. Model runner V1: 0.20.1's `_set_cudagraph_sizes`,
+    """vllm 0.22.0 and 0.23.0 (0.24.0: Vllm024). Model runner V1: 0.20.1's `_set_cudagraph_sizes`,
     `resolve_cudagraph_mode_and_sizes` rounding and `CudagraphDispatcher` (the same answers in
     every release to 0.28.0, on an H200). Model runner V2, the default: `CudaGraphManager.__init__`
     (vllm/v1/worker/gpu/cudagraph_utils.py) rounds the whole list to multiples of q in every mode,
@@ -167,6 +168,20 @@ class Vllm022(Vllm0201):
     v2_candidates = Candidates.BY_TOKEN_COUNT
 
 
+class Vllm024(Vllm022):
+    """vllm 0.24.0: 0.22.0's graphs, and the first release with dynamic speculation
+    (speculative_config.num_speculative_tokens_per_batch_size, vllm PR 32374): the scheduler
+    verifies 1 + k(n) tokens per request (`build_dynamic_sd_schedule_lookup`), the capture list
+    is still sized for 1 + k, `_get_v2_model_runner_unsupported_features` sends such a config to
+    model runner V1, and `_maybe_override_dynamic_sd_cudagraph_mode` runs PIECEWISE instead of a
+    mode with FULL graphs on either model runner (VLLM_USE_V2_MODEL_RUNNER=1 too)."""
+
+    name = "vllm-0.24.0"
+    release = "0.24.0"
+    models_dynamic_speculation = True
+    dynamic_override_reads_runner = False
+
+
 class Vllm025(Vllm022):
     """vllm 0.25.0 and 0.25.1: 0.22.0's model runner V1. Model runner V2 keeps the list as
     configured (`resolve_cudagraph_mode_and_sizes(use_v2_model_runner=True)`, vllm PR 45953) and
@@ -178,6 +193,18 @@ class Vllm025(Vllm022):
     name = "vllm-0.25.0"
     release = "0.25.0"
     v2_rounding = None
+    models_dynamic_speculation = True
+
+    def full_decode_tiers(self, cfg):
+        """Dynamic speculation on model runner V2 (0.25.0 to 0.28.0, vllm/v1/worker/gpu/
+        cudagraph_utils.py `_init_candidates`): FULL graphs at 1 + k of every schedule entry as
+        written, not the scheduler's clamped k, so where an entry's k exceeds
+        num_speculative_tokens the batches verifying at the clamped k find no FULL graph of
+        their query length. `_set_cudagraph_sizes` adds no size per tier before 0.29.0."""
+        schedule = cfg.num_speculative_tokens_per_batch_size
+        if schedule is None or self.model_runner(cfg)[0] != "v2":
+            return super().full_decode_tiers(cfg)
+        return tuple((1 + k, cfg.max_num_seqs) for k in sorted({k for _, _, k in schedule}))
 
 
 class Vllm026(Vllm025):
@@ -198,14 +225,15 @@ class Vllm031(Vllm033):
 
     name = "vllm-0.31.0"
     release = "0.31.0"
+    v1_schedule_split = False  # no _maybe_disable_dynamic_sd_for_v1 before 0.33.0
 
 
 class Vllm029(Vllm031):
     """vllm 0.29.0 and 0.30.0: 0.31.0's rules on both model runners, but without speculation
-    (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself). Dynamic
-    speculation is not modelled here (these wheels' dynamic parts were not read)."""
+    (q = 1) `_set_cudagraph_sizes` adds no uniform-decode size (max_num_seqs itself); dynamic
+    speculation as 0.31.0's (its sizing tiers, override and `_init_candidates`, read in the 0.29.0
+    and 0.30.0 wheels)."""
 
     name = "vllm-0.29.0"
     release = "0.29.0"
     adds_max_num_seqs = False
-    models_dynamic_speculation = False

@@ -226,16 +226,22 @@ class Vllm034(Vllm033):
         return self._families(cfg, self.cudagraph_mode(cfg), self._split(cfg).shapes)
 
     def speculator_families(
-        self, cfg: SizingConfig, query_len: int, mode: CUDAGraphMode, request_sizes=None
+        self,
+        cfg: SizingConfig,
+        query_len: int,
+        mode: CUDAGraphMode,
+        request_sizes=None,
+        tiers: dict[int, int] | None = None,
     ) -> GraphFamilies:
         """The graphs of a drafter's `CudaGraphManager` on cfg (vllm/v1/worker/gpu/spec_decode/):
-        `mode`, uniform decode batches of `query_len` tokens per request up to S requests, the
-        target's decode request sizes (or `request_sizes`), capped by the recorded largest size
+        `mode`, uniform decode batches of `query_len` tokens per request up to S requests (or of
+        each query length of `tiers` up to its widest batch), the target's decode request sizes
+        (or `request_sizes`), capped by the recorded largest size
         (`decode_cudagraph_capture_max_tokens`), and the target's prefill sizes."""
         split = self._split(cfg)
         requests = split.requests if request_sizes is None else request_sizes
         most = min(max(split.recorded, default=0), split.budget or max(split.recorded, default=0))
-        shapes = decode_capture_shapes(requests, {query_len: cfg.max_num_seqs}, most)
+        shapes = decode_capture_shapes(requests, tiers or {query_len: cfg.max_num_seqs}, most)
         return self._families(cfg, mode, shapes)
 
     def _families(self, cfg: SizingConfig, mode: CUDAGraphMode, shapes) -> GraphFamilies:

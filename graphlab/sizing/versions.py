@@ -188,13 +188,21 @@ RANGES = (
     ),
     ReleaseRange(
         "0.22.0",
-        "0.24.0",
+        "0.23.0",
         "vllm-0.22.0",
         "model runner V1: the same answers as 0.20.1 from _set_cudagraph_sizes, "
         "resolve_cudagraph_mode_and_sizes and CudagraphDispatcher in every release to 0.28.0; "
         "0.22.0 makes model runner V2 the default where supported (VllmConfig."
         "use_v2_model_runner), whose CudaGraphManager rounds the whole list to multiples of "
         "1 + k in every mode and groups its graphs by token count",
+    ),
+    ReleaseRange(
+        "0.24.0",
+        "0.24.0",
+        "vllm-0.24.0",
+        "0.22.0's graphs on both model runners; 0.24.0 adds num_speculative_tokens_per_batch_size "
+        "(PR 32374): model runner V2 does not take it (_get_v2_model_runner_unsupported_features) "
+        "and _maybe_override_dynamic_sd_cudagraph_mode runs PIECEWISE on either runner",
     ),
     ReleaseRange(
         "0.25.0",

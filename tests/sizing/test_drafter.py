@@ -21,6 +21,7 @@ import pytest
 from helpers import random_schedule
 
 from graphlab.against_vllm.installed import installed_sizing
+from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
@@ -549,16 +550,19 @@ def test_drafter_under_dynamic_speculation_matches_vllms_own_code(vllm, v2_manag
     assert tiers > 20 and checked > 3000, (tiers, checked)
 
 
-@pytest.mark.parametrize("engine", ["vllm-0.31.0", "vllm-0.34.0"])
-def test_a_dynamic_schedules_drafter_is_not_modelled_where_unchecked(engine):
-    # only 0.33.0's draft side under a schedule is checked against vLLM's own code; elsewhere
-    # the kit models the schedule's k for the target but draws no drafter graphs
+def test_a_schedule_before_0_24_0_is_refused_by_the_target_not_drawn():
+    # every engine with the option has its drafter under a schedule checked against the wheels
+    # (test_drafter_dynamic_vectors.py); older ones have no such option at all
     cfg = SizingConfig(
         8,
         3,
         speculative_method="eagle",
         num_speculative_tokens_per_batch_size=[[1, 4, 3], [5, 8, 1]],
     )
-    result = drafter(get_engine(engine), cfg)
-    assert result.steps == () and "under dynamic speculation" in result.note
-    assert "is not modelled" in result.note and drafter(get_engine(ENGINE), cfg).steps
+    with pytest.raises(GraphlabError, match=r"vLLM added it in 0\.24\.0"):
+        drafter(get_engine("vllm-0.22.0"), cfg)
+    for engine in ("vllm-0.24.0", "vllm-0.33.0", "vllm-0.34.0"):
+        assert drafter(get_engine(engine), cfg).steps
+    # 0.31.0's draft decode manager reads k = 1 of 3 as query length -1
+    refused = drafter(get_engine("vllm-0.31.0"), cfg)
+    assert refused.steps == () and "(-1, 1; fixed in 0.32.0)" in refused.note

@@ -21,6 +21,7 @@ from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import graph_families, verify_batches
 from graphlab.sizing.engines import ENGINES, get_engine
+from graphlab.sizing.model_runner import release_key
 
 ENGINE = "vllm-0.33.0"
 # The issue's worked example: batch sizes 1-32 speculate 4 tokens, 33-128 speculate 1.
@@ -247,12 +248,18 @@ def test_engines_without_the_option_name_the_release_that_added_it(engine):
     assert "\n" not in str(error.value)
 
 
-def test_dynamic_engines_are_the_ones_whose_wheels_were_read():
-    assert [n for n, p in ENGINES.items() if p.models_dynamic_speculation] == [
-        "vllm-0.33.0",
-        "vllm-0.31.0",
-        "vllm-0.34.0",
+def test_dynamic_engines_are_every_release_from_0_24_0():
+    # their wheels' own code: tests/sizing/test_dynamic_vectors.py (0.34.0: test_vllm_0_34_0.py)
+    assert sorted(
+        release_key(p.release) for p in ENGINES.values() if p.models_dynamic_speculation
+    ) == [
+        release_key(r)
+        for r in ("0.24.0", "0.25.0", "0.26.0", "0.29.0", "0.31.0", "0.33.0", "0.34.0")
     ]
+    for name, policy in ENGINES.items():
+        if getattr(policy, "release", None):
+            dynamic = release_key(policy.release) >= release_key("0.24.0")
+            assert policy.models_dynamic_speculation == dynamic, name
 
 
 def test_uniform_batches_need_their_query_length_where_full_graphs_have_several():

@@ -303,7 +303,7 @@ def test_release_rules_name_every_v1_engine_once_oldest_first():
     # model runner V2 from 0.22.0: grouped by token count to 0.28.x, by mode from 0.29.0, by
     # query length from 0.34.0
     candidates = [r["v2_candidates"] for r in rows if r["v2_candidates"]]
-    assert candidates == ["BY_TOKEN_COUNT"] * 3 + ["BY_MODE"] * 3 + ["BY_QUERY_LEN"]
+    assert candidates == ["BY_TOKEN_COUNT"] * 4 + ["BY_MODE"] * 3 + ["BY_QUERY_LEN"]
 
 
 # What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
