@@ -201,3 +201,25 @@ def test_draft_model_is_refused_at_start_up_from_0_10(release, words):
     error = policy.startup_error(SizingConfig(8, 2, speculative_method="draft_model"))
     assert error.startswith(f"NotImplementedError: {words}")
     assert policy.startup_error(SizingConfig(8, 2, speculative_method="medusa")) is None
+
+
+@pytest.mark.parametrize(
+    ("method", "forced", "code", "words"),
+    [
+        ("mimo_mtp", False, 2, "falls back to its V0 engine"),
+        ("deepseek_mtp", False, 0, "engine vllm-0.9.0:"),
+        ("mimo_mtp", True, 3, "VLLM_USE_V1=1 is not supported with Speculative Decoding."),
+    ],
+)
+def test_the_cli_leaves_vllm_use_v1_unset_unless_model_runner_v1(
+    capsys, method, forced, code, words
+):
+    """The CLI resolves the model runner for every release; to 0.11.0 an "auto" it resolved to
+    V1 must not read as VLLM_USE_V1=1."""
+    from graphlab.cli import main
+
+    argv = ["audit", "--vllm-version", "0.9.1", "--max-num-seqs", "8"]
+    argv += ["--num-speculative-tokens", "1", "--speculative-method", method]
+    assert main(argv + (["--model-runner", "v1"] if forced else [])) == code
+    out, err = capsys.readouterr()
+    assert words in (err if code == 2 else out)
