@@ -124,7 +124,8 @@ def add_model_runner(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="vLLM's model runner: v1 / v2 as VLLM_USE_V2_MODEL_RUNNER=0 / 1 force it; auto "
         "(default) decides as the release does: V1 before 0.22.0, then V2 unless the speculative "
-        "method (from --vllm-args) is one V2 does not support (vLLM engines only)",
+        "method (from --vllm-args) is one V2 does not support (vLLM engines only); to 0.11.0 v1 "
+        "is VLLM_USE_V1=1, the V1 engine even where vLLM would fall back to V0",
     )
 
 
