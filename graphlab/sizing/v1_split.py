@@ -223,6 +223,25 @@ class Vllm034(Vllm033):
             budget,
         )
 
+    def split_settings(self, cfg: SizingConfig) -> dict | None:
+        """0.34.0's own settings that give cfg's graphs without the deprecated ones: the prefill
+        token sizes and decode request counts `_split_cudagraph_capture_sizes` resolved, and the
+        decode token budget where dropping the deprecated settings would narrow it (8192 on
+        data-center Blackwell). None where no such settings do: a mode without prefill graphs
+        lowered to one with them and no decode graph left, whose recorded list the deprecated
+        list alone keeps non-empty."""
+        split, tokens = self._split(cfg), self.effective_max_num_batched_tokens(cfg)
+        out = {
+            "prefill_cudagraph_capture_token_sizes": list(split.prefill),
+            "decode_cudagraph_capture_request_sizes": list(split.requests),
+        }
+        without = replace(cfg, cudagraph_capture_sizes=None, max_cudagraph_capture_size=None)
+        if self.decode_token_limit(without) < self.decode_token_limit(cfg):
+            out["max_decode_cudagraph_capture_tokens"] = tokens
+        own = replace(without, **{name: tuple(v) if isinstance(v, list) else v
+                                  for name, v in out.items()})  # fmt: skip
+        return out if self.split_families(own) == self.split_families(cfg) else None
+
     def decode_request_sizes(self, cfg: SizingConfig) -> list[int]:
         """The decode graphs' request counts (decode_cudagraph_capture_request_sizes, resolved)."""
         return list(self._split(cfg).requests)

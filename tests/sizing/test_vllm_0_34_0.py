@@ -193,3 +193,53 @@ def test_engines_before_0_34_0_refuse_its_capture_settings():
         GraphlabError, match="added the prefill and decode capture settings in 0.34.0"
     ):
         get_engine("vllm-0.33.0").capture_sizes(cfg)
+
+
+def test_the_split_settings_are_those_vllm_resolves(vectors):
+    """The prefill token sizes and decode request counts the kit resolves equal the
+    prefill_cudagraph_capture_token_sizes and decode_cudagraph_capture_request_sizes the wheel's
+    `_split_cudagraph_capture_sizes` left in the compilation config, on every started vector; set
+    as such (`Vllm034.split_settings`, what `plan --vllm-log` proposes instead of a deprecated
+    list) they give the same graphs as the deprecated settings they came from, except where a
+    FULL_DECODE_ONLY that the attention backend lowers keeps prefill graphs with no decode graph
+    (then only the deprecated list does, and split_settings is None)."""
+    from dataclasses import replace
+
+    started = [v for v in vectors if "error" not in v and v["resolved_mode"] != "NONE"]
+    check, legacy, inexpressible = _release_check(), 0, 0
+    for v in started:
+        policy = check.split_policy("0.34.0", v["data_center_blackwell"])
+        cfg = check.split_config(v)
+        assert list(policy.capture_sizes(cfg)) == v["prefill_sizes"], v
+        assert policy.decode_request_sizes(cfg) == v["decode_request_sizes"], v
+        if cfg.cudagraph_capture_sizes is None or cfg.split_capture_settings:
+            continue
+        legacy += 1
+        settings = policy.split_settings(cfg)
+        if settings is None:
+            inexpressible += 1
+            assert cfg.cudagraph_mode == "FULL_DECODE_ONLY" and not v["decode_request_sizes"], v
+            continue
+        own = replace(cfg, cudagraph_capture_sizes=None, max_cudagraph_capture_size=None)
+        own = replace(
+            own, **{k: tuple(x) if isinstance(x, list) else x for k, x in settings.items()}
+        )
+        assert families_for(policy, own) == families_for(policy, cfg), v
+    assert len(started) >= 300 and legacy >= 30 and inexpressible <= 5, (legacy, inexpressible)
+
+
+def test_a_log_plan_list_becomes_0_34_0s_own_settings():
+    from graphlab.sizing.planner.split_plan import log_compilation
+
+    cfg = SizingConfig(16, 2, cudagraph_mode="FULL_AND_PIECEWISE")
+    out = log_compilation(get_engine("vllm-0.34.0"), cfg, None, [6, 12, 48, 96])
+    # decode graphs of 2, 4 and 16 requests at q 3 (32 would exceed S), prefill graphs as listed
+    assert out == {
+        "cudagraph_mode": "FULL_AND_PIECEWISE",
+        "prefill_cudagraph_capture_token_sizes": [6, 12, 48, 96],
+        "decode_cudagraph_capture_request_sizes": [2, 4, 16],
+    }
+    assert log_compilation(get_engine("vllm-0.33.0"), cfg, None, [6, 12]) == {
+        "cudagraph_mode": "FULL_AND_PIECEWISE",
+        "cudagraph_capture_sizes": [6, 12],
+    }

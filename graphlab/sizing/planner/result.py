@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -13,7 +14,9 @@ from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
 from graphlab.sizing.families import GraphFamilies, families_for
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
-from graphlab.sizing.planner.split_plan import SplitProposal
+
+if TYPE_CHECKING:  # split_plan builds on this module's compilation_with_sizes
+    from graphlab.sizing.planner.split_plan import SplitProposal
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
 

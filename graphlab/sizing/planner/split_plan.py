@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.families import families_for
+from graphlab.sizing.planner.result import compilation_with_sizes
 from graphlab.sizing.v1_split import keeps_decode_graphs
 
 # The deprecated settings the proposal drops (vLLM refuses them beside the split settings).
@@ -92,3 +93,22 @@ def _json(value):
 def _config_value(value):
     """A JSON value as a SizingConfig field holds it (a list as a tuple)."""
     return tuple(value) if isinstance(value, list) else value
+
+
+def log_compilation(policy, cfg: SizingConfig, user: dict | None, sizes) -> dict:
+    """The compilation config for a capture list planned from a log (graphlab.sizing.planner.
+    log_plan plans one list for both families): on 0.34.0 that list's graphs in 0.34.0's own
+    settings (`Vllm034.split_settings`), the deprecated ones dropped; before, and where only the
+    deprecated list gives those graphs, the list itself."""
+    listed = replace(cfg, cudagraph_capture_sizes=tuple(int(s) for s in sizes))
+    listed = replace(listed, max_cudagraph_capture_size=None)
+    own = policy.split_settings(listed) if policy.splits_capture_sizes else None
+    if own is None:  # before 0.34.0, or a list only the deprecated setting expresses
+        return compilation_with_sizes(user, cfg.cudagraph_mode, sizes)
+    out = (
+        {}
+        if user is not None or cfg.cudagraph_mode is None
+        else {"cudagraph_mode": cfg.cudagraph_mode}
+    )
+    out |= {k: v for k, v in (user or {}).items() if k not in DEPRECATED}
+    return out | own
