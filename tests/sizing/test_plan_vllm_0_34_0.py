@@ -10,6 +10,7 @@ A missing file is a failure, never a skip.
 
 import json
 
+import numpy as np
 import pytest
 from helpers import ROOT
 
@@ -128,4 +129,19 @@ def test_the_plan_words_decode_graphs_in_requests():
     assert done.stdout.rstrip().endswith(
         "vllm: --compilation-config "
         "'{\"decode_cudagraph_capture_request_sizes\": [1, 2, 4, 6, 8, 10, 12, 14, 16]}'"
+    )
+
+
+def test_a_one_size_workload_warns_in_decode_graphs():
+    from graphlab.sizing.planner.inputs import Workload
+
+    result = plan("vllm-0.34.0", SizingConfig(8, 1), Workload(np.array([6]), np.array([1.0]), "x"))
+    assert result.compilation == {DECODE: [3]}
+    assert "ONE decode graph, of 3 requests (6 tokens)" in result.warnings[0]
+    # on 0.33.0 the one list replaces the PIECEWISE graphs too
+    assert (
+        "a prefill, a mixed batch) runs EAGERLY"
+        in plan(
+            "vllm-0.33.0", SizingConfig(8, 1), Workload(np.array([6]), np.array([1.0]), "x")
+        ).warnings[0]
     )

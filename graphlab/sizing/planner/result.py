@@ -176,6 +176,14 @@ class Plan:
         if len(self.workload.sizes) != 1:
             return ()
         n, top = int(self.workload.sizes[0]), self.capture_sizes[-1]
+        if self.split is not None and self.split.decode:  # 0.34.0: the prefill graphs stay
+            return (
+                f"every step of the workload is {n} tokens, so the plan captures ONE decode "
+                f"graph, of {top // self.config.decode_query_len} requests ({top} tokens); with "
+                "this flag every other uniform decode step replays a prefill graph or runs "
+                "eagerly; if real traffic varies, plan a workload that shows it (--batch-sizes "
+                "with counts, --steps, or none for every reachable step)",
+            )
         return (
             f"every step of the workload is {n} tokens, so the plan captures ONE graph, of {top} "
             f"tokens; with this flag every batch above {top} tokens (a larger decode step, a "
