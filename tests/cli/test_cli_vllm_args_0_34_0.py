@@ -124,3 +124,25 @@ def test_a_bad_value_is_a_one_line_error(capsys):
     out, err = capsys.readouterr()
     assert code == 2 and out == "" and err.count("\n") == 1, err
     assert "--vllm-args: max_decode_cudagraph_capture_tokens" in err
+
+
+@pytest.mark.vllm
+def test_a_logs_audit_takes_the_lines_decode_setting(tmp_path, capsys):
+    """No log states the five settings: under --vllm-log they come from --vllm-args."""
+    stats = (
+        "**CUDAGraph Stats:**\n\n| Unpadded Tokens | Padded Tokens | Runtime Mode | Count |\n"
+        "|---|---|---|---|\n| 21 | 21 | FULL | 5 |\n| 35 | 35 | FULL | 4 |"
+    )
+    log = tmp_path / "vllm.log"
+    prefix = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
+    log.write_text("".join(f"{prefix}{row}\n" for row in stats.split("\n")))
+    spec = '{"method": "ngram", "num_speculative_tokens": 6}'
+    line = f"vllm serve m --max-num-seqs 6 --speculative-config '{spec}' {LINES[0][2:]}"
+    argv = ["audit", "--engine", "vllm-0.34.0", "--vllm-log", str(log), "--vllm-args", line]
+    assert main([*argv, "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["config"]["cudagraph_mode"] == "FULL_DECODE_ONLY"
+    # decode graphs of 1, 2 and 4 requests at q 7 (7, 14, 28 tokens): a 21-token step pads to
+    # 28 and one of 35 has none (the default's decode graphs hold both exactly)
+    kit = {row["unpadded_tokens"]: row["kit_padded_tokens"] for row in data["rows"]}
+    assert kit == {21: 28, 35: 35}

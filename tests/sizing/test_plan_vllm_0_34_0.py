@@ -145,3 +145,34 @@ def test_a_one_size_workload_warns_in_decode_graphs():
             "vllm-0.33.0", SizingConfig(8, 1), Workload(np.array([6]), np.array([1.0]), "x")
         ).warnings[0]
     )
+
+
+def test_plan_of_a_0_34_0_log_sets_its_own_settings(tmp_path, capsys):
+    """`plan --vllm-log` on vllm-0.34.0: the planned list as 0.34.0's prefill sizes and decode
+    request counts, which give the graphs the plan was replayed on; a line's own decode setting
+    (which no log states) reaches the config through --vllm-args."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "sizing"))
+    from test_vllm_log import ARGS, prefixed, table
+
+    from graphlab.cli import main
+
+    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    log = tmp_path / "vllm.log"
+    log.write_text(ARGS + prefixed(table(rows)))
+    argv = ["plan", "--vllm-log", str(log), "--engine", "vllm-0.34.0", "--max-graphs", "3"]
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    flag = result["compilation_config"]
+    assert not {"cudagraph_capture_sizes", "max_cudagraph_capture_size"} & set(flag)
+    policy, cfg = Vllm034(), SizingConfig(6, 6)
+    own = SizingConfig(
+        6,
+        6,
+        prefill_cudagraph_capture_token_sizes=tuple(flag[PREFILL]),
+        decode_cudagraph_capture_request_sizes=tuple(flag[DECODE]),
+    )
+    planned = families_for(policy, cfg, result["headline"]["capture_sizes"])
+    assert families_for(policy, own) == planned
+    assert (planned.full_graphs, result["headline"]["padding_tokens"]) == (((21, 7), (35, 7)), 0)
