@@ -151,16 +151,25 @@ def test_plan_of_a_0_34_0_log_sets_its_own_settings(tmp_path, capsys):
     """`plan --vllm-log` on vllm-0.34.0: the planned list as 0.34.0's prefill sizes and decode
     request counts, which give the graphs the plan was replayed on; a line's own decode setting
     (which no log states) reaches the config through --vllm-args."""
-    import sys
-
-    sys.path.insert(0, str(ROOT / "tests" / "sizing"))
-    from test_vllm_log import ARGS, prefixed, table
-
     from graphlab.cli import main
 
-    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    # S 6, k 6 (ngram), FULL_AND_PIECEWISE on [1, 2, 4, ..., 40]: steps of 21 and 35 tokens
+    # replayed FULL graphs, one of 36 padded to 40 on a PIECEWISE graph (vLLM's own log shapes)
+    prefix = "(APIServer pid=7) INFO 12-01 18:35:39 [cuda_graph.py:123] "
+    text = (
+        "(APIServer pid=7) INFO 12-01 18:35:01 [api_utils.py:286] non-default args: {'model_tag': "
+        "'m', 'max_num_seqs': 6, 'speculative_config': {'method': 'ngram', "
+        "'num_speculative_tokens': 6}, 'cudagraph_metrics': True}\n"
+    )
+    block = [
+        "**CUDAGraph Config Settings:**", "", "- Mode: FULL_AND_PIECEWISE",
+        "- Capture sizes: [1, 2, 4, 8, 16, 24, 32, 40]", "", "**CUDAGraph Stats:**", "",
+        "| Unpadded Tokens | Padded Tokens | Num Paddings | Runtime Mode | Count |",
+        "|---|---|---|---|---|", "| 21 | 21 | 0 | FULL | 5 |", "| 35 | 35 | 0 | FULL | 4 |",
+        "| 36 | 40 | 4 | PIECEWISE | 2 |",
+    ]  # fmt: skip
     log = tmp_path / "vllm.log"
-    log.write_text(ARGS + prefixed(table(rows)))
+    log.write_text(text + "".join(f"{prefix}{line}\n" for line in block))
     argv = ["plan", "--vllm-log", str(log), "--engine", "vllm-0.34.0", "--max-graphs", "3"]
     assert main([*argv, "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
