@@ -10,6 +10,7 @@ from __future__ import annotations
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
 from graphlab.cli.arguments import int_in, json_text
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
 from graphlab.sizing.log_audit import FIELDS, audit_log
 from graphlab.sizing.log_reader import read_vllm_log
 
@@ -47,9 +48,9 @@ def given_values(
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
     line = read_vllm_args(command_line, device_tier)
-    given = {
+    given = {  # with vLLM 0.34.0's prefill / decode settings, which no log states
         name: (getattr(line.config, name), "--vllm-args")
-        for name in FIELDS
+        for name in (*FIELDS, *SPLIT_CAPTURE_SETTINGS)
         if getattr(line.config, name) is not None and name not in line.from_defaults
     }
     return given, line

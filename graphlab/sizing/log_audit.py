@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import (
     RUNTIME_MODES,
     STEP_MODES,
@@ -103,7 +103,8 @@ def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, .
         notes.append("cudagraph_mode: not in the log, assumed the engine's default")
     if log.capture_sizes is None:
         notes.append("capture sizes: not in the log, the kit's own sizing is used")
-    return SizingConfig(**values), tuple(notes)
+    split = {name: given[name][0] for name in SPLIT_CAPTURE_SETTINGS if name in given}
+    return SizingConfig(**values, **split), tuple(notes)
 
 
 def logged_deployment(

@@ -37,7 +37,8 @@ from graphlab.sizing.dispatch import PATH_CODES, CUDAGraphMode
 from graphlab.sizing.engines import SizingPolicy, round_up
 from graphlab.sizing.families import families_for
 from graphlab.sizing.planner.optimum import Budget, optimum
-from graphlab.sizing.planner.result import compilation_with_sizes, vllm_flag
+from graphlab.sizing.planner.result import vllm_flag
+from graphlab.sizing.planner.split_plan import log_compilation
 
 FAMILIES = ("uniform", "mixed")  # uniform decode steps (FULL graphs), every other step
 # Candidates above this are merged onto a coarser grid (the programme holds candidates^2 cells).
@@ -362,9 +363,8 @@ def log_plan_report(
     kind = result.headline_kind
     compilation = None
     if kind != "current":
-        compilation = compilation_with_sizes(
-            user_compilation, cfg.cudagraph_mode, result.headline.capture_sizes
-        )
+        sizes = result.headline.capture_sizes
+        compilation = log_compilation(policy, cfg, user_compilation, sizes)  # 0.34.0: its own
     data = {
         "source": log.source,
         "vllm_version": log.value("vllm_version"),
