@@ -244,26 +244,32 @@ def best_sizes(
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,
     eager_penalty: float | None = None,
-) -> tuple[np.ndarray, str | None]:
+    graph_tokens: int | None = None,
+) -> tuple[np.ndarray, str]:
     """(the optimal capture sizes for the workload's steps of 1+k = q tokens per request, at most
-    `tokens` (max_num_batched_tokens) and max_capture_size, within the budget; why the steps above
-    the largest run eagerly, None when none do)."""
-    ceiling = min(tokens, max_capture_size or tokens)
-    bound = "max_capture_size" if ceiling == max_capture_size else "max_num_batched_tokens"
+    `tokens` (max_num_batched_tokens), graph_tokens (0.34.0's decode graphs' token limit) and
+    max_capture_size, within the budget; why steps above the largest run eagerly)."""
+    top = graph_tokens or tokens
+    ceiling = min(top, max_capture_size or top)
+    bound = (
+        "max_capture_size"
+        if ceiling == max_capture_size
+        else "max_num_batched_tokens"
+        if ceiling == tokens
+        else "the decode graphs' token limit"
+    )
     candidates = _candidates(workload, q, ceiling, bound)
     _check_work(len(candidates), budget)
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
     candidates, own, reason = _affordable(candidates, own, budget)
     chosen = _chosen_sizes(candidates, own, workload, budget, latency, eager_penalty)
-    if not (workload.sizes > chosen[-1]).any():
-        return chosen, None
     return chosen, reason or (
         "eager steps are faster than a graph padded over them"
         if latency is not None
         else f"an eager step costs {eager_penalty:g} tokens, less than the padding a graph "
         "over it adds"
         if eager_penalty is not None
-        else f"no graph above max_capture_size={ceiling}"
+        else f"no graph above {bound}={ceiling}"
         if ceiling < tokens
         else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
     )

@@ -15,6 +15,8 @@ Sizes vLLM keeps: a user-given `cudagraph_capture_sizes` is deduplicated, sorted
 (`VllmConfig._set_cudagraph_sizes`, vllm/config/vllm.py, vllm 0.33.0); when speculating each size
 is rounded up to a multiple of q (`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`, and
 0.12/0.13's model runner at start-up). So the planner proposes multiples of q up to T only.
+vLLM 0.34.0 deprecates that list: there the plan is proposed in 0.34.0's own settings, decode
+graphs in requests per query length (graphlab.sizing.planner.split_plan).
 
 Candidates: the kept size c(n) = n rounded up to a multiple of q, for each workload n, suffice.
 A chosen size s serves the workload sizes in (previous chosen size, s]; the largest of them, n*,
@@ -58,6 +60,11 @@ from graphlab.sizing.planner.optimum import (
     best_sizes,
 )
 from graphlab.sizing.planner.result import Plan, default_outcome, evaluate
+from graphlab.sizing.planner.split_plan import (
+    default_graph_count,
+    split_proposal,
+    token_ceiling,
+)
 
 # Why `plan` has no sizes for cudagraph_mode NONE (-O0, --enforce-eager set it too).
 NO_GRAPHS = (
@@ -217,7 +224,7 @@ def plan_for(request: PlanRequest) -> Plan:
     workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
     budget = request.budget
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
-        budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
+        budget = replace(budget, max_graphs=default_graph_count(policy, cfg))
     tokens = policy.effective_max_num_batched_tokens(cfg)
     chosen, reason = best_sizes(
         workload,
@@ -228,8 +235,17 @@ def plan_for(request: PlanRequest) -> Plan:
         latency,
         request.max_capture_size,
         request.eager_penalty,
+        token_ceiling(policy, cfg) if policy.splits_capture_sizes else None,
     )
-    plan_outcome = evaluate(policy, cfg, chosen, workload, memory, budget.graph_pool, latency)
+    split = None
+    if policy.splits_capture_sizes:  # 0.34.0: its own settings, dispatched as it resolves them
+        split = split_proposal(policy, cfg, request.compilation_config, chosen)
+    plan_outcome = evaluate(
+        policy, split.config if split else cfg, chosen, workload, memory, budget.graph_pool,
+        latency, own=split is not None,
+    )  # fmt: skip
+    on_graph = plan_outcome.padded > 0 if split else workload.sizes <= chosen[-1]
+    eager = tuple(int(n) for n in workload.sizes[~on_graph])
     default, default_notes = default_outcome(
         policy, cfg, workload, memory, budget.graph_pool, latency
     )
@@ -250,11 +266,12 @@ def plan_for(request: PlanRequest) -> Plan:
         "latency" if latency else "padding" if request.eager_penalty is None else "padding+eager",
         plan_outcome,
         default,
-        tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]]),
-        reason,
+        eager,
+        reason if eager else None,
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
         tuple(notes),
         None if request.compilation_config is None else dict(request.compilation_config),
         request.eager_penalty,
+        split,
     )
