@@ -1,5 +1,6 @@
-"""`--vllm-args` and `--device-tier` for `audit` and `plan`: a `vllm serve` line as the config,
-read by graphlab.against_vllm.serve_args and held to the kit's limits and the engine's release."""
+"""`--vllm-args` and `--device-tier` for `audit` and `plan`, with or without --vllm-log: a `vllm
+serve` line as the config, read by graphlab.against_vllm.serve_args and held to the kit's limits
+and the engine's release."""
 
 from __future__ import annotations
 
@@ -41,6 +42,24 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The config options of `audit` and `plan` that a --vllm-args line sets instead (each command has
+# some of them), in the order an error names them.
+CONFIG_OPTIONS = (
+    "max_num_seqs",
+    "num_speculative_tokens",
+    "max_num_batched_tokens",
+    "cudagraph_capture_sizes",
+    "max_cudagraph_capture_size",
+    "cudagraph_mode",
+    "speculative_method",
+)
+
+
+def config_options(args: argparse.Namespace) -> dict:
+    """The command's config options as given (option name -> value, None where unset)."""
+    return {name: getattr(args, name) for name in CONFIG_OPTIONS if hasattr(args, name)}
+
+
 def _check_device_tier(version: str, device_tier: str) -> None:
     """GraphlabError for --device-tier b200 on a release without that tier."""
     early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
@@ -52,14 +71,20 @@ def _check_device_tier(version: str, device_tier: str) -> None:
 
 
 def read_serve_line(
-    command_line: str | None, device_tier: str, policy: SizingPolicy, version: str, given: dict
+    command_line: str | None,
+    device_tier: str,
+    given: dict,
+    policy: SizingPolicy | None = None,
+    version: str = "",
 ) -> ServeLine | None:
-    """The ServeLine of --vllm-args (None without it) for the engine `policy` of vLLM `version`;
+    """The ServeLine of --vllm-args (None without it), for every command and --vllm-log alike;
     GraphlabError naming any of the config options in `given` (name -> value) that are set as
-    well, a value over the kit's limits, or a setting the release does not have."""
+    well, or a value over the kit's limits; with the engine `policy` of vLLM `version` (None
+    under --vllm-log, whose engine the log names), also a setting the release does not have."""
     if command_line is None:
         return None
-    _check_device_tier(version, device_tier)
+    if policy is not None:
+        _check_device_tier(version, device_tier)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
@@ -68,16 +93,22 @@ def read_serve_line(
         check_limits(line.config)
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
-    split = line.config.split_capture_settings
+    if policy is not None:
+        _check_release(line.config, policy)
+    return line
+
+
+def _check_release(cfg, policy: SizingPolicy) -> None:
+    """GraphlabError for a setting of the line that the engine's release does not have."""
+    split = cfg.split_capture_settings
     if split and not policy.splits_capture_sizes:
         raise GraphlabError(
             f"--vllm-args sets {' / '.join(split)}, which {policy.name} does not have (vLLM "
             "added the prefill and decode capture settings in 0.34.0; --vllm-version 0.34.0)"
         )
-    mode = line.config.performance_mode
+    mode = cfg.performance_mode
     if mode is not None and not getattr(policy, "has_performance_mode", False):
         raise GraphlabError(
             f"--vllm-args sets --performance-mode {mode}, which {policy.name} does not have "
             f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
-    return line
