@@ -93,22 +93,18 @@ def read_serve_line(
         check_limits(line.config)
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
-    if policy is not None:
-        _check_release(line.config, policy)
-    return line
-
-
-def _check_release(cfg, policy: SizingPolicy) -> None:
-    """GraphlabError for a setting of the line that the engine's release does not have."""
-    split = cfg.split_capture_settings
+    if policy is None:  # --vllm-log: the release is the log's
+        return line
+    split = line.config.split_capture_settings
     if split and not policy.splits_capture_sizes:
         raise GraphlabError(
             f"--vllm-args sets {' / '.join(split)}, which {policy.name} does not have (vLLM "
             "added the prefill and decode capture settings in 0.34.0; --vllm-version 0.34.0)"
         )
-    mode = cfg.performance_mode
+    mode = line.config.performance_mode
     if mode is not None and not getattr(policy, "has_performance_mode", False):
         raise GraphlabError(
             f"--vllm-args sets --performance-mode {mode}, which {policy.name} does not have "
             f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
+    return line
