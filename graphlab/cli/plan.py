@@ -208,8 +208,8 @@ def _same_footing_lines(result, d) -> list[str]:
     mixed = result.default_families.mixed_family
     lines = []
     if full:
-        same = at_default_footing(result).plan
         piecewise = _above_full(result, full, raw, mixed)
+        same = at_default_footing(result).plan
         lines += [
             f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
             f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, "
