@@ -750,3 +750,14 @@ def test_a_vllm_args_line_over_the_kits_limits_is_refused_with_or_without_a_log(
     logged = one_error_line(capsys, "plan", "--vllm-log", path, *line)
     assert logged == alone
     assert "--vllm-args: num_speculative_tokens must be at most 64, got 100" in logged
+
+
+def test_the_recorded_plan_is_the_commands_with_the_version_it_assumed(tmp_path, capsys):
+    from graphlab.against_vllm.step_record import _plan
+
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    code, out, _ = run(capsys, "plan", "--vllm-log", path, "--json")
+    command = json.loads(out)
+    written = json.loads(json.dumps(_plan(read_vllm_log(path))))
+    assert code == 0 and written["notes"][0].startswith("the log does not name its vLLM version")
+    assert {key: command[key] for key in written} == written
