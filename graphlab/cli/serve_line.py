@@ -15,6 +15,7 @@ from graphlab.sizing.batch_defaults import (
     describe_tiers,
 )
 from graphlab.sizing.limits import check_limits
+from graphlab.sizing.log_audit import FIELDS
 from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import PERFORMANCE_MODE_FROM, SizingPolicy
 
@@ -43,16 +44,8 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
 
 
 # The config options of `audit` and `plan` that a --vllm-args line sets instead (each command has
-# some of them), in the order an error names them.
-CONFIG_OPTIONS = (
-    "max_num_seqs",
-    "num_speculative_tokens",
-    "max_num_batched_tokens",
-    "cudagraph_capture_sizes",
-    "max_cudagraph_capture_size",
-    "cudagraph_mode",
-    "speculative_method",
-)
+# some of them), in the order an error names them: the log's fields and the speculative method.
+CONFIG_OPTIONS = (*FIELDS, "speculative_method")
 
 
 def config_options(args: argparse.Namespace) -> dict:
