@@ -65,12 +65,12 @@ def write_step_record(folder: Path, vllm_config, engine_index: int, steps) -> No
         report = audit_log(log)
         _replace(folder / "audit.txt", report.format_table() + "\n")
         _replace(folder / "audit.json", json.dumps(report.to_dict(), indent=1) + "\n")
-        _replace(folder / "plan.json", json.dumps(_plan(log), indent=1) + "\n")
+        _replace(folder / "plan.json", json.dumps(recorded_plan(log), indent=1) + "\n")
     except (GraphlabError, OSError, ValueError) as error:
         _log.warning("graphlab stat logger: cannot write %s: %s", folder, error)
 
 
-def _plan(log) -> dict:
+def recorded_plan(log) -> dict:
     """`plan --vllm-log`'s report of the recorded log, or why there is none (a deployment that
     captured no graph, as vLLM on a CPU)."""
     policy, cfg, notes = logged_deployment(log, {})

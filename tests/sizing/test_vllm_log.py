@@ -753,11 +753,11 @@ def test_a_vllm_args_line_over_the_kits_limits_is_refused_with_or_without_a_log(
 
 
 def test_the_recorded_plan_is_the_commands_with_the_version_it_assumed(tmp_path, capsys):
-    from graphlab.against_vllm.step_record import _plan
+    from graphlab.against_vllm.step_record import recorded_plan
 
     path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
     code, out, _ = run(capsys, "plan", "--vllm-log", path, "--json")
     command = json.loads(out)
-    written = json.loads(json.dumps(_plan(read_vllm_log(path))))
+    written = json.loads(json.dumps(recorded_plan(read_vllm_log(path))))
     assert code == 0 and written["notes"][0].startswith("the log does not name its vLLM version")
     assert {key: command[key] for key in written} == written
