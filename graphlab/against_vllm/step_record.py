@@ -20,8 +20,7 @@ from dataclasses import fields
 from pathlib import Path
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import get_engine
-from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
+from graphlab.sizing.log_audit import audit_log, logged_deployment
 from graphlab.sizing.log_reader import GraphStep, read_vllm_log
 from graphlab.sizing.planner.log_plan import log_plan_report
 
@@ -66,17 +65,16 @@ def write_step_record(folder: Path, vllm_config, engine_index: int, steps) -> No
         report = audit_log(log)
         _replace(folder / "audit.txt", report.format_table() + "\n")
         _replace(folder / "audit.json", json.dumps(report.to_dict(), indent=1) + "\n")
-        _replace(folder / "plan.json", json.dumps(_plan(log), indent=1) + "\n")
+        _replace(folder / "plan.json", json.dumps(recorded_plan(log), indent=1) + "\n")
     except (GraphlabError, OSError, ValueError) as error:
         _log.warning("graphlab stat logger: cannot write %s: %s", folder, error)
 
 
-def _plan(log) -> dict:
+def recorded_plan(log) -> dict:
     """`plan --vllm-log`'s report of the recorded log, or why there is none (a deployment that
     captured no graph, as vLLM on a CPU)."""
-    cfg, notes = logged_config(log, {})
+    policy, cfg, notes = logged_deployment(log, {})
     try:
-        policy = get_engine(engine_for_version(log.value("vllm_version"))[0])
         return log_plan_report(log, policy, cfg, notes)[1]
     except GraphlabError as error:
         return {"source": log.source, "error": str(error)}

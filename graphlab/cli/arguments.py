@@ -73,10 +73,12 @@ class Parser(argparse.ArgumentParser):
 
 
 class ReleaseEngine(str):
-    """An engine name that keeps the vLLM release it was given as (`release`), so that model
-    runner `auto` decides as that release does."""
+    """An engine name as --engine resolved it, where the name enters: its `policy`, and the vLLM
+    release it was given as (`release`), so that model runner `auto` decides as that release
+    does."""
 
     release: str | None = None
+    policy: SizingPolicy | None = None
 
 
 def engine(value: str) -> str:
@@ -88,18 +90,22 @@ def engine(value: str) -> str:
         given = release_of(value)
         name = ReleaseEngine(resolve_engine(value))
         name.release = given
-        get_engine(name)
+        name.policy = get_engine(name)
     except GraphlabError as error:
         # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).
         raise argparse.ArgumentTypeError(str(error)) from None
     return name
 
 
-def engine_release(name: str | None) -> tuple[SizingPolicy, str]:
+# --engine's default, resolved as a given name is.
+DEFAULT = engine(DEFAULT_ENGINE)
+
+
+def engine_release(name: ReleaseEngine | None) -> tuple[SizingPolicy, str]:
     """The policy of an --engine value (DEFAULT_ENGINE when None) and the vLLM release it stands
     for: the release given (--vllm-version 0.14.1), else the engine's own ("" for a peer's)."""
-    policy = get_engine(name or DEFAULT_ENGINE)
-    return policy, getattr(name, "release", None) or getattr(policy, "release", "")
+    chosen = name or DEFAULT
+    return chosen.policy, chosen.release or getattr(chosen.policy, "release", "")
 
 
 def add_vllm_version(parser: argparse.ArgumentParser) -> None:

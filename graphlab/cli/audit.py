@@ -19,7 +19,7 @@ from graphlab.cli.arguments import (
     int_in,
     json_text,
 )
-from graphlab.cli.serve_line import add_vllm_args, read_serve_line
+from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
@@ -102,16 +102,8 @@ def add_parser(subparsers) -> None:
 
 def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tuple[str, ...]]:
     """The config to audit, and the notes on how a --vllm-args line reached it."""
-    flags = {
-        "max_num_seqs": args.max_num_seqs,
-        "num_speculative_tokens": args.num_speculative_tokens,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
-        "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
-        "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
-        "cudagraph_mode": args.cudagraph_mode,
-        "speculative_method": args.speculative_method,
-    }
-    line = read_serve_line(args.vllm_args, args.device_tier, policy, version, flags)
+    flags = config_options(args)
+    line = read_serve_line(args.vllm_args, args.device_tier, flags, policy, version)
     if line is not None:
         return line.config, line.notes
     if args.max_num_seqs is None:

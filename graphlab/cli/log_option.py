@@ -7,12 +7,11 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 
 from __future__ import annotations
 
-from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
+from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
-from graphlab.errors import GraphlabError
-from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
+from graphlab.cli.serve_line import config_options, read_serve_line
 from graphlab.sizing.log_audit import FIELDS, audit_log
-from graphlab.sizing.log_reader import read_vllm_log
+from graphlab.sizing.log_reader import VllmLog, read_vllm_log
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
@@ -32,34 +31,32 @@ def add_option(parser) -> None:
     )
 
 
-def given_values(
-    options: dict, command_line: str | None, device_tier: str
-) -> tuple[dict, ServeLine | None]:
-    """({SizingConfig field: (value, where)} set on the command line, the ServeLine of
-    --vllm-args or None): the flags among `options` (option name -> value), or the line's
-    settings (read by the installed vLLM's parser) but those it leaves to vLLM's defaults."""
-    flags = {
-        name: (options[name], f"--{name.replace('_', '-')}")
-        for name in FIELDS
-        if options.get(name) is not None
-    }
-    if command_line is None:
-        return flags, None
-    if flags:
-        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
-    line = read_vllm_args(command_line, device_tier)
-    given = {  # with vLLM 0.34.0's prefill / decode settings, which no log states
+def read_logged(args) -> tuple[VllmLog, dict, ServeLine | None]:
+    """The --vllm-log log, what the command line gives its config ({SizingConfig field: (value,
+    where)}: the config options, or the --vllm-args line's settings but those it leaves to vLLM's
+    defaults) and the line (None without --vllm-args)."""
+    log = read_vllm_log(args.vllm_log)
+    options = config_options(args)
+    line = read_serve_line(args.vllm_args, args.device_tier, options)
+    if line is None:
+        given = {
+            name: (options[name], f"--{name.replace('_', '-')}")
+            for name in FIELDS
+            if options.get(name) is not None
+        }
+        return log, given, None
+    given = {
         name: (getattr(line.config, name), "--vllm-args")
-        for name in (*FIELDS, *SPLIT_CAPTURE_SETTINGS)
+        for name in FIELDS
         if getattr(line.config, name) is not None and name not in line.from_defaults
     }
-    return given, line
+    return log, given, line
 
 
 def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
-    given, _ = given_values(vars(args), args.vllm_args, args.device_tier)
-    report = audit_log(read_vllm_log(args.vllm_log), given, args.engine)
+    log, given, _ = read_logged(args)
+    report = audit_log(log, given, args.engine)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0

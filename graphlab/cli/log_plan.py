@@ -5,10 +5,9 @@ steps replayed through the kit's dispatch on the current sizes and on the plan
 from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
-from graphlab.cli.log_option import given_values
+from graphlab.cli.log_option import read_logged
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import logged_deployment
-from graphlab.sizing.log_reader import read_vllm_log
 from graphlab.sizing.planner.log_plan import log_plan_report
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.
@@ -23,8 +22,7 @@ LABELS = {
 def _config(args):
     """(log, policy, SizingConfig, notes, the user's compilation_config or None) of the log,
     filled by --vllm-args or the flags."""
-    log = read_vllm_log(args.vllm_log)
-    given, line = given_values(vars(args), args.vllm_args, args.device_tier)
+    log, given, line = read_logged(args)
     policy, cfg, notes = logged_deployment(log, given, args.engine)
     user = None if line is None else line.compilation_config or None
     return log, policy, cfg, notes, user

@@ -18,7 +18,7 @@ from graphlab.cli.arguments import (
     positive_float,
 )
 from graphlab.cli.plan_split import split_lines
-from graphlab.cli.serve_line import add_vllm_args, read_serve_line
+from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
@@ -208,8 +208,8 @@ def _same_footing_lines(result, d) -> list[str]:
     mixed = result.default_families.mixed_family
     lines = []
     if full:
-        same = at_default_footing(result).plan
         piecewise = _above_full(result, full, raw, mixed)
+        same = at_default_footing(result).plan
         lines += [
             f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
             f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, "
@@ -281,13 +281,7 @@ def _format(result) -> str:
 
 def _config(args, policy: SizingPolicy, version: str):
     """(config, the ServeLine of --vllm-args or None)."""
-    given = {
-        "max_num_seqs": args.max_num_seqs,
-        "num_speculative_tokens": args.num_speculative_tokens,
-        "max_num_batched_tokens": args.max_num_batched_tokens,
-        "cudagraph_mode": args.cudagraph_mode,
-    }
-    line = read_serve_line(args.vllm_args, args.device_tier, policy, version, given)
+    line = read_serve_line(args.vllm_args, args.device_tier, config_options(args), policy, version)
     if line is not None:
         return line.config, line
     if args.max_num_seqs is None:

@@ -1,5 +1,6 @@
-"""`--vllm-args` and `--device-tier` for `audit` and `plan`: a `vllm serve` line as the config,
-read by graphlab.against_vllm.serve_args and held to the kit's limits and the engine's release."""
+"""`--vllm-args` and `--device-tier` for `audit` and `plan`, with or without --vllm-log: a `vllm
+serve` line as the config, read by graphlab.against_vllm.serve_args and held to the kit's limits
+and the engine's release."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from graphlab.sizing.batch_defaults import (
     describe_tiers,
 )
 from graphlab.sizing.limits import check_limits
+from graphlab.sizing.log_audit import FIELDS
 from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import PERFORMANCE_MODE_FROM, SizingPolicy
 
@@ -41,6 +43,16 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
     )
 
 
+# The config options of `audit` and `plan` that a --vllm-args line sets instead (each command has
+# some of them), in the order an error names them: the log's fields and the speculative method.
+CONFIG_OPTIONS = (*FIELDS, "speculative_method")
+
+
+def config_options(args: argparse.Namespace) -> dict:
+    """The command's config options as given (option name -> value, None where unset)."""
+    return {name: getattr(args, name) for name in CONFIG_OPTIONS if hasattr(args, name)}
+
+
 def _check_device_tier(version: str, device_tier: str) -> None:
     """GraphlabError for --device-tier b200 on a release without that tier."""
     early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
@@ -52,14 +64,20 @@ def _check_device_tier(version: str, device_tier: str) -> None:
 
 
 def read_serve_line(
-    command_line: str | None, device_tier: str, policy: SizingPolicy, version: str, given: dict
+    command_line: str | None,
+    device_tier: str,
+    given: dict,
+    policy: SizingPolicy | None = None,
+    version: str = "",
 ) -> ServeLine | None:
-    """The ServeLine of --vllm-args (None without it) for the engine `policy` of vLLM `version`;
+    """The ServeLine of --vllm-args (None without it), for every command and --vllm-log alike;
     GraphlabError naming any of the config options in `given` (name -> value) that are set as
-    well, a value over the kit's limits, or a setting the release does not have."""
+    well, or a value over the kit's limits; with the engine `policy` of vLLM `version` (None
+    under --vllm-log, whose engine the log names), also a setting the release does not have."""
     if command_line is None:
         return None
-    _check_device_tier(version, device_tier)
+    if policy is not None:
+        _check_device_tier(version, device_tier)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
@@ -68,6 +86,8 @@ def read_serve_line(
         check_limits(line.config)
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
+    if policy is None:  # --vllm-log: the release is the log's
+        return line
     split = line.config.split_capture_settings
     if split and not policy.splits_capture_sizes:
         raise GraphlabError(

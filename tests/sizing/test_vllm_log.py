@@ -723,3 +723,41 @@ def test_one_engines_log_prints_no_per_engine_lines(tmp_path, capsys):
         assert code == 0, out
         engine_lines.append([line for line in out.splitlines() if " steps, " in line])
     assert engine_lines[0] == [] and len(engine_lines[1]) == 2, engine_lines
+
+
+@pytest.mark.parametrize("command", ["audit", "plan"])
+def test_vllm_args_beside_a_config_option_is_one_refusal_with_or_without_a_log(
+    tmp_path, capsys, command
+):
+    # --vllm-log reads --vllm-args with the reader of the line's own config: the same words
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 1)])))
+    line = ["--vllm-args", "vllm serve m", "--max-num-seqs", "6", "--num-speculative-tokens", "2"]
+    alone = one_error_line(capsys, command, "--engine", "vllm-0.33.0", *line)
+    logged = one_error_line(capsys, command, "--vllm-log", path, *line)
+    assert logged == alone
+    assert "--vllm-args already sets the config; drop --max-num-seqs, --num-speculative-tokens" in (
+        logged
+    )
+
+
+@pytest.mark.vllm
+def test_a_vllm_args_line_over_the_kits_limits_is_refused_with_or_without_a_log(tmp_path, capsys):
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 1)])))
+    # k = 100 is over the kit's 64, which vLLM's parser accepts: the kit's limit, not the log's 6
+    spec = '{"method": "ngram", "num_speculative_tokens": 100}'
+    line = ["--vllm-args", f"vllm serve m --max-num-seqs 6 --speculative-config '{spec}'"]
+    alone = one_error_line(capsys, "plan", *line)
+    logged = one_error_line(capsys, "plan", "--vllm-log", path, *line)
+    assert logged == alone
+    assert "--vllm-args: num_speculative_tokens must be at most 64, got 100" in logged
+
+
+def test_the_recorded_plan_is_the_commands_with_the_version_it_assumed(tmp_path, capsys):
+    from graphlab.against_vllm.step_record import recorded_plan
+
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    code, out, _ = run(capsys, "plan", "--vllm-log", path, "--json")
+    command = json.loads(out)
+    written = json.loads(json.dumps(recorded_plan(read_vllm_log(path))))
+    assert code == 0 and written["notes"][0].startswith("the log does not name its vLLM version")
+    assert {key: command[key] for key in written} == written

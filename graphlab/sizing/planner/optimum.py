@@ -244,12 +244,12 @@ def best_sizes(
     latency: tuple[SizeTable, SizeTable] | None = None,
     max_capture_size: int | None = None,
     eager_penalty: float | None = None,
-    top: int | None = None,
+    graph_tokens: int | None = None,
 ) -> tuple[np.ndarray, str]:
     """(the optimal capture sizes for the workload's steps of 1+k = q tokens per request, at most
-    `tokens` (max_num_batched_tokens), `top` (the decode graphs' token limit, where vLLM has one)
-    and max_capture_size, within the budget; why a step they leave runs eagerly)."""
-    top = tokens if top is None else top
+    `tokens` (max_num_batched_tokens), graph_tokens (0.34.0's decode graphs' token limit) and
+    max_capture_size, within the budget; why steps above the largest run eagerly)."""
+    top = graph_tokens or tokens
     ceiling = min(top, max_capture_size or top)
     bound = (
         "max_capture_size"

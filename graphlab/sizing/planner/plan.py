@@ -60,11 +60,7 @@ from graphlab.sizing.planner.optimum import (
     best_sizes,
 )
 from graphlab.sizing.planner.result import Plan, default_outcome, evaluate
-from graphlab.sizing.planner.split_plan import (
-    default_graph_count,
-    split_proposal,
-    token_ceiling,
-)
+from graphlab.sizing.planner.split_plan import planned_graphs, split_proposal
 
 # Why `plan` has no sizes for cudagraph_mode NONE (-O0, --enforce-eager set it too).
 NO_GRAPHS = (
@@ -223,10 +219,11 @@ def plan_for(request: PlanRequest) -> Plan:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
     budget = request.budget
+    default_graphs, graph_tokens = planned_graphs(policy, cfg)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
-        budget = replace(budget, max_graphs=default_graph_count(policy, cfg))
+        budget = replace(budget, max_graphs=default_graphs)
     tokens = policy.effective_max_num_batched_tokens(cfg)
-    chosen, why = best_sizes(
+    chosen, reason = best_sizes(
         workload,
         cfg.decode_query_len,
         tokens,
@@ -235,7 +232,7 @@ def plan_for(request: PlanRequest) -> Plan:
         latency,
         request.max_capture_size,
         request.eager_penalty,
-        token_ceiling(policy, cfg) if policy.splits_capture_sizes else None,
+        graph_tokens,
     )
     split = None
     if policy.splits_capture_sizes:  # 0.34.0: its own settings, dispatched as it resolves them
@@ -267,7 +264,7 @@ def plan_for(request: PlanRequest) -> Plan:
         plan_outcome,
         default,
         eager,
-        why if eager else None,
+        reason if eager else None,
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
         tuple(notes),

@@ -40,20 +40,15 @@ def plans_decode_graphs(policy, cfg: SizingConfig) -> bool:
     return keeps_decode_graphs(policy.cudagraph_mode(cfg))
 
 
-def token_ceiling(policy, cfg: SizingConfig) -> int:
-    """The most tokens a planned graph may hold: the decode graphs' token limit and S requests
-    (vLLM drops request counts above max_num_seqs), else max_num_batched_tokens."""
-    if plans_decode_graphs(policy, cfg):
-        return min(policy.decode_token_limit(cfg), cfg.max_num_seqs * cfg.decode_query_len)
-    return policy.effective_max_num_batched_tokens(cfg)
-
-
-def default_graph_count(policy, cfg: SizingConfig) -> int:
-    """The default's graphs of the kind the plan sizes: on 0.34.0 its decode graphs where the
-    plan sizes them, else its capture list (0.34.0: the prefill graphs)."""
+def planned_graphs(policy, cfg: SizingConfig) -> tuple[int, int | None]:
+    """The graphs the plan sizes: (how many of them the default keeps, the most tokens one may
+    hold below max_num_batched_tokens, else None). On 0.34.0 under a mode with decode graphs:
+    its decode graphs, at most their token limit and S requests (vLLM drops request counts above
+    max_num_seqs); else the capture list (0.34.0: the prefill graphs)."""
     if policy.splits_capture_sizes and plans_decode_graphs(policy, cfg):
-        return len(families_for(policy, cfg).full_graphs) or 1
-    return len(policy.capture_sizes(cfg))
+        limit = min(policy.decode_token_limit(cfg), cfg.max_num_seqs * cfg.decode_query_len)
+        return len(families_for(policy, cfg).full_graphs) or 1, limit
+    return len(policy.capture_sizes(cfg)), None
 
 
 def split_proposal(policy, cfg: SizingConfig, user: dict | None, sizes) -> SplitProposal:
