@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vllm_0_34_0 import POLICIES, config_of
+from test_vllm_0_34_0 import release_check
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.drafter import drafter
@@ -29,7 +29,7 @@ RELEASES = sorted({v["engine"] for v in DATA["vectors"]})
 
 def _config(vector):
     if vector["engine"] == "vllm-0.34.0":  # 0.34.0's settings (split capture sizes, Blackwell)
-        return config_of(vector)
+        return release_check().split_config(vector)
     return SizingConfig(
         vector["max_num_seqs"],
         vector["num_speculative_tokens"],
@@ -66,7 +66,7 @@ def test_drafter_under_a_schedule_matches_the_wheels_own_code(release):
     for vector in vectors:
         cfg = _config(vector)
         if "data_center_blackwell" in vector:
-            policy = POLICIES[vector["data_center_blackwell"]]
+            policy = release_check().split_policy("0.34.0", vector["data_center_blackwell"])
         found = drafter(policy, cfg)
         assert found.model_runner == vector["model_runner"], vector
         if "error" in vector and release == "vllm-0.34.0":  # the target's settings refused

@@ -30,7 +30,7 @@ VECTORS = ROOT / "data" / "vllm_sizing_vectors_0_34_0.json"
 
 
 @functools.cache
-def _release_check():
+def release_check():
     """scripts/check_release_code.py, whose `split_mismatches` is the one comparison of a 0.34.0
     vector with the kit (the release check runs it on a new release's own vectors)."""
     spec = importlib.util.spec_from_file_location(
@@ -43,7 +43,7 @@ def _release_check():
 
 def mismatches(vector: dict) -> list[str]:
     """What the kit's vllm-0.34.0 answers differently from the wheel for one vector ([]: none)."""
-    return _release_check().split_mismatches("0.34.0", vector)
+    return release_check().split_mismatches("0.34.0", vector)
 
 
 @pytest.fixture(scope="module")
@@ -206,7 +206,7 @@ def test_the_split_settings_are_those_vllm_resolves(vectors):
     from dataclasses import replace
 
     started = [v for v in vectors if "error" not in v and v["resolved_mode"] != "NONE"]
-    check, legacy, inexpressible = _release_check(), 0, 0
+    check, legacy, inexpressible = release_check(), 0, 0
     for v in started:
         policy = check.split_policy("0.34.0", v["data_center_blackwell"])
         cfg = check.split_config(v)
