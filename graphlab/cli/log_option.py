@@ -10,6 +10,7 @@ from __future__ import annotations
 from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
 from graphlab.cli.serve_line import config_options, read_serve_line
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
 from graphlab.sizing.log_audit import FIELDS, audit_log
 from graphlab.sizing.log_reader import VllmLog, read_vllm_log
 
@@ -45,9 +46,9 @@ def read_logged(args) -> tuple[VllmLog, dict, ServeLine | None]:
             if options.get(name) is not None
         }
         return log, given, None
-    given = {
+    given = {  # with vLLM 0.34.0's prefill / decode settings, which no log states
         name: (getattr(line.config, name), "--vllm-args")
-        for name in FIELDS
+        for name in (*FIELDS, *SPLIT_CAPTURE_SETTINGS)
         if getattr(line.config, name) is not None and name not in line.from_defaults
     }
     return log, given, line
