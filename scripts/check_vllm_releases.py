@@ -5,7 +5,8 @@ Developer script (it asks the index, so never run by the tests or at run time): 
 `pip index versions vllm`, keeps the releases from the kit's first (0.5.0) on, and compares them
 with graphlab.sizing.versions.RELEASES. A release on the index and not in RELEASES is one whose
 wheel nobody has read: add it to RELEASES and to a range (answered or refused with a reason),
-then rerun scripts/make_sizing_vectors.py. Exit 0 when they agree, 1 otherwise.
+then rerun scripts/make_sizing_vectors.py; scripts/check_release_code.py then runs the release's
+own sizing code against the engine it maps to. Exit 0 when they agree, 1 otherwise.
 """
 
 from __future__ import annotations

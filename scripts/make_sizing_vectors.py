@@ -1850,6 +1850,79 @@ EARLY_V1_NOTES = (
 )
 
 
+# The methods each release's V1 oracle is asked about: the names a user writes, every MTP model
+# type of graphlab.sizing.speculative among them (SizingConfig normalises those to "mtp").
+ORACLE_METHODS = (
+    "ngram", "[ngram]", "eagle", "eagle3", "medusa", "mlp_speculator", "draft_model", "suffix",
+    "mtp", "deepseek_mtp", "mimo_mtp", "glm4_moe_mtp", "ernie_mtp", "qwen3_next_mtp",
+    "longcat_flash_mtp",
+)  # fmt: skip
+EARLY_V1_ORACLE_NAME = "vllm_v1_early_oracle.json"
+
+
+def early_v1_oracle(version: str, src: WheelSource) -> dict:
+    """Per speculative method as the user writes it and per VLLM_USE_V1 (unset, the default, or
+    "1"), which engine the wheel's `EngineArgs._is_v1_supported_oracle` gives it: its statements
+    that read the speculative settings (the `is_*_enabled` flags and the `if` blocks), verbatim,
+    in order, on a line that sets nothing else, with the wheel's own `_raise_or_fallback` and
+    `_warn_or_fallback`: "v1", "v0" (a block returned False: vLLM's fallback to the V0 engine),
+    or the error raised. 0.8.0 to 0.8.2 read the method as --speculative-model (no
+    speculative_config)."""
+    member = "vllm/engine/arg_utils.py"
+    if not src.has(member, "_is_v1_supported_oracle", "EngineArgs"):
+        return {"release": version, "VLLM_USE_V1": None}  # V0 removed: the V1 engine alone
+    func = src.node(member, "_is_v1_supported_oracle", "EngineArgs")
+    words = ("speculative", "ngram", "eagle", "medusa")
+    body = [
+        node
+        for node in func.body
+        if isinstance(node, (ast.If, ast.Assign)) and any(w in ast.unparse(node) for w in words)
+    ]
+    src.taken[-1] += " [its speculative statements]"
+    wrapper = ast.parse("def check(self):\n    return True")
+    wrapper.body[0].body[:0] = [copy.deepcopy(node) for node in body]
+    engines = {}
+    for env in ("unset", "1"):
+        envs = ns(is_set=lambda name, env=env: env != "unset", VLLM_USE_V1=env == "1")
+        helpers = [h for h in ("_raise_or_fallback", "_warn_or_fallback") if src.has(member, h)]
+        namespace = src.exec_defs(member, helpers, {"envs": envs, "logger": _Logger()})
+        exec(compile(ast.fix_missing_locations(wrapper), f"<{member}>", "exec"), namespace)
+        for method in ORACLE_METHODS:
+            self = ns(
+                speculative_config={"method": method, "num_speculative_tokens": 2},
+                speculative_model=method,
+                num_speculative_tokens=2,
+            )
+            try:
+                engine = "v1" if namespace["check"](self) else "v0"
+            except NotImplementedError as error:
+                engine = f"NotImplementedError: {error}"
+            engines.setdefault(env, {})[method] = engine
+    return {"release": version, "VLLM_USE_V1": engines}
+
+
+def early_v1_oracle_payload() -> dict:
+    """data/vllm_v1_early_oracle.json: the V1 oracle's answer per method, EARLY_V1_VERSIONS."""
+    import urllib.request
+
+    with urllib.request.urlopen(PYPI_JSON, timeout=60) as r:
+        index = json.load(r)
+    wheels, functions, oracles = {}, {}, []
+    for version in EARLY_V1_VERSIONS:
+        src, wheels[version] = remote_wheel(version, index)
+        oracles.append(early_v1_oracle(version, src))
+        functions[version] = list(dict.fromkeys(src.taken))
+    notes = (
+        "Verbatim: the statements of EngineArgs._is_v1_supported_oracle that read the speculative "
+        "settings (and the is_*_enabled flags they set), run in order on a line with "
+        "speculative_config {method, num_speculative_tokens: 2} (0.8.0 to 0.8.2: "
+        "--speculative-model set to the method) and nothing else, with the wheel's own "
+        "_raise_or_fallback and _warn_or_fallback under VLLM_USE_V1 unset and VLLM_USE_V1=1. "
+        "Read in place from each wheel on PyPI (HTTP range requests)."
+    )
+    return vectors_payload(wheels, functions, notes, oracles)
+
+
 def early_v1_payload(seed: str = "graphlab-early-v1", count: int = EARLY_V1_SETTINGS) -> dict:
     """data/vllm_sizing_vectors_v1_early.json: V1 of EARLY_V1_VERSIONS."""
     import urllib.request
@@ -1932,7 +2005,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help=f"write only {EARLY_V1_NAME} (reads the EARLY_V1_VERSIONS wheels in place on PyPI)",
     )
+    parser.add_argument(
+        "--early-v1-oracle-only",
+        action="store_true",
+        help=f"write only {EARLY_V1_ORACLE_NAME} (each EARLY_V1_VERSIONS wheel's V1 oracle)",
+    )
     args = parser.parse_args(argv)
+    if args.early_v1_oracle_only:
+        out = args.out.with_name(EARLY_V1_ORACLE_NAME)
+        write_json_atomic(early_v1_oracle_payload(), out)
+        print(f"wrote the V1 oracle's engine per method of {', '.join(EARLY_V1_VERSIONS)} to {out}")
+        return 0
     if not args.early_v1_only:
         v034_out = args.out.with_name(V034_NAME)
         write_json_atomic(v034_payload(args.cache_dir), v034_out)

@@ -16,7 +16,7 @@ from graphlab.sizing.batch_defaults import (
     assumed_defaults_note,
     batch_defaults,
 )
-from graphlab.sizing.config import PERFORMANCE_MODES, SizingConfig
+from graphlab.sizing.config import PERFORMANCE_MODES, SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.limits import MAX_NUM_SEQS_LIMIT
 
@@ -202,10 +202,11 @@ def _parse(words: list[str]):
                 f"vLLM's argument parser rejects --vllm-args: {'; '.join(filter(None, lines))}"
             )
 
-        # FlexibleArgumentParser hands argparse its rewritten list (dotted keys merged to JSON).
+        # FlexibleArgumentParser hands argparse its rewritten list (dotted keys merged to JSON);
+        # 0.34.0's capture settings are taken out of it first, since this parser refuses them.
         def parse_known_args(self, args=None, namespace=None):
-            self.processed = list(args or [])
-            return super().parse_known_args(args, namespace)
+            self.processed, self.split = _take_split_settings(list(args or []))
+            return super().parse_known_args(self.processed, namespace)
 
     parser = Parser(prog="vllm serve")
     try:
@@ -216,7 +217,33 @@ def _parse(words: list[str]):
         ) from None
     except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
         raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {error}") from None
-    return args, parser.processed
+    return args, parser.processed, parser.split
+
+
+def _take_split_settings(processed: list[str]) -> tuple[list[str], dict]:
+    """The parser's argument list without vLLM 0.34.0's five capture settings
+    (SPLIT_CAPTURE_SETTINGS, `CompilationConfig`, vllm/config/compilation.py, 0.34.0), which the
+    installed vLLM's CompilationConfig refuses as unknown fields, and those of the last
+    compilation config (argparse keeps the last; dotted -cc.KEY words are merged into one
+    appended after the others)."""
+    from vllm.engine.arg_utils import _expand_json_human_readable_numbers
+
+    out, taken = list(processed), {}
+    for i, word in enumerate(out):
+        key, eq, value = word.partition("=")
+        at = i if eq else i + 1
+        if key not in COMPILATION_FLAGS or at >= len(out):
+            continue
+        try:
+            config = json.loads(_expand_json_human_readable_numbers(value if eq else out[at]))
+        except ValueError:
+            continue  # vLLM's own parser words the error
+        if not isinstance(config, dict):
+            continue
+        taken = {name: config.pop(name) for name in SPLIT_CAPTURE_SETTINGS if name in config}
+        if taken:
+            out[at] = f"{key}={json.dumps(config)}" if eq else json.dumps(config)
+    return out, taken
 
 
 def _compilation_dict(processed: list[str]) -> dict:
@@ -296,14 +323,16 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens and
     num_speculative_tokens_per_batch_size,
     cudagraph_capture_sizes / max_cudagraph_capture_size as flags or inside compilation_config
-    (both at once is vLLM's "mutually exclusive" error), cudagraph_mode after -O levels and
+    (both at once is vLLM's "mutually exclusive" error), vLLM 0.34.0's five prefill / decode
+    capture settings inside compilation_config (JSON or dotted -cc.KEY; the engine decides
+    whether it has them), cudagraph_mode after -O levels and
     --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
     refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
     """
     batch_defaults(device_tier)  # an unknown tier fails before the slow import
     words = _entrypoint_words(command_line)
     _check_before_import(words)
-    args, processed = _parse(words)
+    args, processed, split = _parse(words)
     notes: list[str] = []
     settings = {"cudagraph_mode": _cudagraph_mode(args, notes)}
     compilation = args.compilation_config
@@ -339,13 +368,14 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
             if args.max_num_batched_tokens is None
             else args.max_num_batched_tokens,
             **settings,
+            **{name: tuple(v) if isinstance(v, list) else v for name, v in split.items()},
         )
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
     replaced = [key for key, _ in _flag_values(words, CAPTURE_FLAGS + COMPILATION_FLAGS)]
     return ServeLine(
         config=config,
-        compilation_config=_compilation_dict(processed),
+        compilation_config=_compilation_dict(processed) | split,
         notes=tuple(filter(None, [note, *notes])),
         from_defaults=unset,
         words=tuple(words),

@@ -22,7 +22,12 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
-from graphlab.sizing.model_runner import MODEL_RUNNERS, choose_model_runner
+from graphlab.sizing.model_runner import (
+    MODEL_RUNNERS,
+    V0_FALLBACK_UNTIL,
+    choose_model_runner,
+    release_key,
+)
 from graphlab.sizing.versions import DEFAULT_ENGINE, release_of, resolve_engine
 
 # repro's and crash-map's upper bounds (S, k and T: graphlab.sizing.limits's), so a huge value
@@ -119,7 +124,8 @@ def add_model_runner(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="vLLM's model runner: v1 / v2 as VLLM_USE_V2_MODEL_RUNNER=0 / 1 force it; auto "
         "(default) decides as the release does: V1 before 0.22.0, then V2 unless the speculative "
-        "method (from --vllm-args) is one V2 does not support (vLLM engines only)",
+        "method (from --vllm-args) is one V2 does not support (vLLM engines only); to 0.11.0 v1 "
+        "is VLLM_USE_V1=1, the V1 engine even where vLLM would fall back to V0",
     )
 
 
@@ -171,7 +177,9 @@ def apply_model_runner(
             f"vLLM {version}: model runner {runner.upper()} is not modelled ({why}); "
             f"{policy.unmodelled_runner}"
         )
-    return replace(cfg, model_runner=runner), why
+    # to 0.11.0 a chosen "v1" would read as VLLM_USE_V1=1 (graphlab.sizing.v1_early): auto stays
+    keep = requested == "auto" and release_key(version) <= release_key(V0_FALLBACK_UNTIL)
+    return replace(cfg, model_runner="auto" if keep else runner), why
 
 
 def int_in(minimum: int, maximum: int | None = None):

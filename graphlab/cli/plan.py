@@ -17,6 +17,7 @@ from graphlab.cli.arguments import (
     nonnegative_float,
     positive_float,
 )
+from graphlab.cli.plan_split import split_lines
 from graphlab.cli.serve_line import add_vllm_args, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -259,7 +260,8 @@ def _format(result) -> str:
         f"workload {d['workload']}; cost {d['cost']}; budget: {d['max_graphs']} graphs, "
         f"{budget_mib} MiB ({d['graph_pool']} pool)"
     ]
-    lines += _same_footing_lines(result, d)
+    decode = result.split is not None and result.split.decode  # 0.34.0's decode graphs
+    lines += split_lines(result, d) if decode else _same_footing_lines(result, d)
     for label, p in (("plan   ", ""), ("default", "default_")):  # at the budget asked for
         lines.append(
             f"{label}: {d[p + 'num_graphs']} graphs, mean padding waste "
@@ -267,7 +269,7 @@ def _format(result) -> str:
             f"{d[p + 'graph_fraction']:.3f}, memory {mib(d[p + 'memory_mib'])}"
             f"{ms(d[p + 'mean_step_ms'])}"
         )
-        lines.append(f"  sizes: {', '.join(map(str, d[p + 'capture_sizes']))}")
+        lines += [] if decode else [f"  sizes: {', '.join(map(str, d[p + 'capture_sizes']))}"]
     if d["eager_batch_sizes"]:
         lines.append(
             f"eager: {len(d['eager_batch_sizes'])} batch sizes from "

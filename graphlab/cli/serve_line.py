@@ -26,7 +26,8 @@ def add_vllm_args(parser: argparse.ArgumentParser) -> None:
         metavar='"..."',
         help="a `vllm serve` (or `python -m vllm.entrypoints.openai.api_server`) command line: "
         "its sizing options (max_num_seqs, max_num_batched_tokens, speculative_config, capture "
-        "sizes, cudagraph_mode, -O level, --enforce-eager, --performance-mode) are read with the "
+        "sizes, vLLM 0.34.0's prefill / decode capture settings, cudagraph_mode, -O level, "
+        "--enforce-eager, --performance-mode) are read with the "
         "installed vLLM's own parser; importing vLLM takes ~20 s, so malformed JSON and "
         "unknown modes are refused before it; not combinable with the config options above",
     )
@@ -67,6 +68,12 @@ def read_serve_line(
         check_limits(line.config)
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
+    split = line.config.split_capture_settings
+    if split and not policy.splits_capture_sizes:
+        raise GraphlabError(
+            f"--vllm-args sets {' / '.join(split)}, which {policy.name} does not have (vLLM "
+            "added the prefill and decode capture settings in 0.34.0; --vllm-version 0.34.0)"
+        )
     mode = line.config.performance_mode
     if mode is not None and not getattr(policy, "has_performance_mode", False):
         raise GraphlabError(

@@ -46,6 +46,10 @@ class SizingConfig:
     # speculative_config's method ("eagle", "ngram", "suffix", ...), as vLLM normalises it
     # (graphlab.sizing.speculative: "deepseek_mtp" -> "mtp"); None: not given.
     speculative_method: str | None = None
+    # The method as the user wrote it, before that normalisation ("deepseek_mtp", "[ngram]"):
+    # vLLM before 0.10.0 chooses its engine on that name (`EngineArgs._is_v1_supported_oracle`).
+    # None (or a name that no longer normalises to speculative_method): speculative_method's.
+    speculative_method_as_given: str | None = None
     # The lowest AttentionCGSupport among the model's attention backends, and that backend's
     # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
     attention_cg_support: str = DEFAULT_CG_SUPPORT
@@ -87,6 +91,12 @@ class SizingConfig:
             raise GraphlabError(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"
             )
+        given = self.speculative_method_as_given
+        if given is not None and not isinstance(given, str):
+            raise GraphlabError(f"speculative_method_as_given must be a method name, got {given!r}")
+        if given is None or normalized_method(given) != normalized_method(self.speculative_method):
+            given = self.speculative_method  # replace() keeps the name given with the same method
+        object.__setattr__(self, "speculative_method_as_given", given)
         object.__setattr__(self, "speculative_method", normalized_method(self.speculative_method))
         for name in (
             "prefill_cudagraph_capture_token_sizes",

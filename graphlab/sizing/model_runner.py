@@ -23,6 +23,9 @@ V2_DEFAULT_FROM = "0.22.0"
 V1_REMOVED_IN = "0.34.0"
 # The first release with model runner V2 at all (vllm/v1/worker/gpu/; absent from 0.11.2's wheel).
 V2_FROM = "0.12.0"
+# The last release whose EngineArgs._is_v1_supported_oracle may fall back to the V0 engine, which
+# VLLM_USE_V1=1 forbids (data/vllm_v1_early_oracle.json; gone from 0.11.1's wheel).
+V0_FALLBACK_UNTIL = "0.11.0"
 
 # `_get_v2_model_runner_unsupported_features`' speculative methods, from the release named to the
 # next entry: ("only", methods) = V2 runs these methods alone, ("except", methods) = all but these.
@@ -84,6 +87,11 @@ def choose_model_runner(version: str, requested: str, method: str | None) -> tup
                 'has been removed")'
             )
         return "v2", f"vLLM {version} has model runner V2 only (model runner V1 was removed)"
+    if requested == "v1" and release_key(version) <= release_key(V0_FALLBACK_UNTIL):
+        return "v1", (
+            "--model-runner v1 (VLLM_USE_V1=1: the V1 engine, also where vLLM would fall back "
+            "to V0)"
+        )
     if requested != "auto":
         flag = int(requested == "v2")
         return requested, f"--model-runner {requested} (VLLM_USE_V2_MODEL_RUNNER={flag})"

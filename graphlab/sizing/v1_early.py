@@ -111,23 +111,44 @@ class _EarlyV1Policy(V1Policy):
     reads_attention_support = False
     # What the release offers instead of cudagraph_mode (said where another mode is asked for).
     mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"
-    # `EngineArgs._is_v1_supported_oracle`'s speculative methods: those V1 runs in the release
-    # (any other falls back to the V0 engine); None: every method (draft_model refused instead).
-    v1_methods: tuple[str, ...] | None = ("ngram",)
+    # `EngineArgs._is_v1_supported_oracle` (data/vllm_v1_early_oracle.json, each wheel's own
+    # statements): the speculative methods, as the user writes them, that V1 runs (any other
+    # falls back to the V0 engine, or fails under VLLM_USE_V1=1); None: every method (draft_model
+    # refused instead). 0.8.0 and 0.8.1 read --speculative-model "[ngram]" alone, 0.8.2 "ngram"
+    # too: the kit answers as 0.8.0 for all three.
+    v1_methods: tuple[str, ...] | None = ("[ngram]",)
+    # Whether V1 runs them with VLLM_USE_V1 unset: 0.8.x keeps them off by default
+    # (`_warn_or_fallback`: "... is experimental on VLLM_USE_V1=1. Falling back to V0 Engine.").
+    v1_by_default = False
 
     def _check_method(self, cfg: SizingConfig) -> None:
-        method = cfg.speculative_method
-        if self.v1_methods is None or method is None or method in self.v1_methods:
+        """GraphlabError where vLLM runs the method on its V0 engine (VLLM_USE_V1 unset; the
+        kit's --model-runner v1 is VLLM_USE_V1=1 on these releases)."""
+        method = cfg.speculative_method_as_given
+        if self.v1_methods is None or method is None or cfg.model_runner == "v1":
             return
+        runs = method in self.v1_methods
+        if runs and self.v1_by_default:
+            return
+        why = (
+            "vLLM runs it on V1 only with VLLM_USE_V1=1 (`_warn_or_fallback`: off by default)"
+            if runs
+            else f"V1 does not run it ({', '.join(self.v1_methods)} alone; "
+            "EngineArgs._is_v1_supported_oracle)"
+        )
         raise GraphlabError(
-            f"{self.name}: speculative method {method!r} is not one vLLM {self.release}'s V1 "
-            f"runs ({', '.join(self.v1_methods)}; EngineArgs._is_v1_supported_oracle), so vLLM "
+            f"{self.name}: speculative method {method!r} on vLLM {self.release}: {why}, so vLLM "
             "falls back to its V0 engine, which the kit does not model for this release"
+            + ("; --model-runner v1 sets VLLM_USE_V1=1" if runs else "")
         )
 
     def startup_error(self, cfg):
         if self.v1_methods is None and cfg.speculative_method == "draft_model":
             return self.draft_model_error
+        method = cfg.speculative_method_as_given
+        forced = cfg.model_runner == "v1"  # VLLM_USE_V1=1: `_raise_or_fallback` raises instead
+        if forced and self.v1_methods is not None and method not in (None, *self.v1_methods):
+            return "NotImplementedError: VLLM_USE_V1=1 is not supported with Speculative Decoding."
         return super().startup_error(cfg)
 
     # The NotImplementedError vllm/engine/arg_utils.py raises for draft_model (0.10.0 on).
@@ -179,21 +200,23 @@ class _EarlyV1Policy(V1Policy):
 class Vllm080(_EarlyV1Policy):
     """vllm 0.8.0 to 0.8.2, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
     1, 2, 4, 8..512 step 8, <= max_num_batched_tokens, whatever max_num_seqs; every graph is
-    PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph). V1 speculates with ngram alone
-    (vllm/engine/arg_utils.py `_is_v1_supported_oracle`: "Only Ngram speculative decoding so
-    far")."""
+    PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph). V1 speculates with --speculative-
+    model "[ngram]" alone, and only under VLLM_USE_V1=1 (vllm/engine/arg_utils.py
+    `_is_v1_supported_oracle`: "Only Ngram speculative decoding so far", "ngram is supported on
+    V1, but off by default for now")."""
 
     name = "vllm-0.8.0"
     release = "0.8.0"
 
 
 class Vllm083(Vllm080):
-    """vllm 0.8.3 and 0.8.4: 0.8.0's graphs; `_is_v1_supported_oracle` keeps V1 for the method
-    "eagle" too (is_eagle_enabled)."""
+    """vllm 0.8.3 and 0.8.4: 0.8.0's graphs; `_is_v1_supported_oracle` reads
+    speculative_config's method and keeps V1 for "ngram" and "eagle" (is_eagle_enabled), still
+    only under VLLM_USE_V1=1."""
 
     name = "vllm-0.8.3"
     release = "0.8.3"
-    v1_methods = ("ngram", "eagle")
+    v1_methods = ("ngram", "[ngram]", "eagle")
 
 
 class Vllm085(Vllm083):
@@ -203,21 +226,26 @@ class Vllm085(Vllm083):
 
     name = "vllm-0.8.5"
     release = "0.8.5"
-    v1_methods = ("ngram", "eagle", "eagle3")
+    v1_methods = ("ngram", "[ngram]", "eagle", "eagle3")
 
 
 class Vllm090(Vllm085):
     """vllm 0.9.0 to 0.9.1: 0.8.0's list (SchedulerConfig.cuda_graph_sizes defaults to [512]),
     and compilation_config.full_cuda_graph=True (the kit's cudagraph_mode FULL) captures the whole
     model as one FULL graph per size, replayed for every batch padded to it; GPUModelRunner.
-    initialize_attn_backend refuses it at start-up unless the backend is FlashAttention 3."""
+    initialize_attn_backend refuses it at start-up unless the backend is FlashAttention 3.
+    `_is_v1_supported_oracle` runs ngram, medusa, eagle, eagle3 and deepseek_mtp on V1 by default,
+    tested on the method as written: every other MTP model type (mimo_mtp, "mtp", ...) falls back
+    to V0, though later releases read it as mtp."""
 
     name = "vllm-0.9.0"
     release = "0.9.0"
     cudagraph_modes = (CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
     mode_choices = "it has PIECEWISE, and FULL as compilation_config.full_cuda_graph=True"
-    # "mtp": the oracle's "deepseek_mtp", renamed as SpeculativeConfig does (sizing.speculative)
-    v1_methods = ("ngram", "medusa", "eagle", "eagle3", "mtp")
+    # deepseek_mtp alone of the MTP model types (mimo_mtp, "mtp", ... fall back to V0), and
+    # V1 runs these by default
+    v1_methods = ("ngram", "[ngram]", "medusa", "eagle", "eagle3", "deepseek_mtp")
+    v1_by_default = True
     full_cuda_graph_check = FullCudaGraphCheck.FA3_ONLY
 
 

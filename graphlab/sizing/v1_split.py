@@ -36,6 +36,13 @@ _COMBINED_SIZES = (
 )
 
 
+def keeps_decode_graphs(mode: CUDAGraphMode) -> bool:
+    """Whether a CudaGraphManager under `mode` captures decode graphs keyed by request count (a
+    separate FULL decode routine: FULL_DECODE_ONLY, FULL_AND_PIECEWISE); other modes run uniform
+    decode batches on the prefill graphs by token count."""
+    return mode.separate_routine() and mode.decode_mode() is BatchPath.FULL
+
+
 @dataclass(frozen=True)
 class _Split:
     """What `_split_cudagraph_capture_sizes` resolves for one config."""
@@ -120,6 +127,21 @@ class Vllm034(Vllm033):
         """Whether the deprecated cudagraph_capture_sizes / max_cudagraph_capture_size is set."""
         return cfg.cudagraph_capture_sizes is not None or cfg.max_cudagraph_capture_size is not None
 
+    def _wide_defaults(self, cfg: SizingConfig) -> bool:
+        """Data-center Blackwell without the deprecated settings: the wider default grids."""
+        return self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not self._legacy_sizes(cfg)
+
+    def _decode_budget(self, cfg: SizingConfig) -> int | None:
+        """max_decode_cudagraph_capture_tokens as resolved (8192 under the wide defaults)."""
+        wide = _WIDE_MAX_TOKENS if self._wide_defaults(cfg) else None
+        return cfg.max_decode_cudagraph_capture_tokens or wide
+
+    def decode_token_limit(self, cfg: SizingConfig) -> int:
+        """The most tokens a decode graph of cfg holds: max_num_batched_tokens within the decode
+        token budget (`_split_cudagraph_capture_sizes`' decode_max_tokens)."""
+        tokens = self.effective_max_num_batched_tokens(cfg)
+        return min(tokens, self._decode_budget(cfg) or tokens)
+
     def _split(self, cfg: SizingConfig) -> _Split:
         """`_split_cudagraph_capture_sizes` of cfg (vllm/config/vllm.py), cached like the capture
         sizes."""
@@ -137,8 +159,8 @@ class Vllm034(Vllm033):
         legacy = self._legacy_sizes(cfg)
         # `uses_split_sizes`: the decode token budget alone does not count
         split = set(cfg.split_capture_settings) - {"max_decode_cudagraph_capture_tokens"}
-        wide = self.default_max_graph_size > DEFAULT_GRAPH_CEILING and not legacy
-        budget = cfg.max_decode_cudagraph_capture_tokens or (_WIDE_MAX_TOKENS if wide else None)
+        wide = self._wide_defaults(cfg)
+        budget = self._decode_budget(cfg)
         warnings = [_DEPRECATED_SIZES] if legacy and not split else []
         try:
             prefill = _explicit(
@@ -173,7 +195,7 @@ class Vllm034(Vllm033):
             requests = {
                 min(-(-s // q), seqs) for s in shared for q in tiers if -(-s // q) * q <= shared[-1]
             }
-        decode_tokens = min(tokens, budget or tokens)
+        decode_tokens = self.decode_token_limit(cfg)
         shapes = decode_capture_shapes(requests, tiers, decode_tokens)
         decode = {n * q for n, q in shapes}
         if (
@@ -242,8 +264,7 @@ class Vllm034(Vllm033):
         """A CudaGraphManager's graphs under `mode`: decode graphs at `shapes` (requests, query
         length) where the mode keeps a separate decode routine, prefill graphs in its mixed mode."""
         split = self._split(cfg)
-        decode_mode = mode.separate_routine() and mode.decode_mode() is BatchPath.FULL
-        graphs = tuple(sorted((n * q, q) for n, q in shapes)) if decode_mode else ()
+        graphs = tuple(sorted((n * q, q) for n, q in shapes)) if keeps_decode_graphs(mode) else ()
         mixed = tuple(split.prefill) if mode.mixed_mode() else ()
         # no sizes recorded at all: vLLM sets cudagraph_mode NONE; or none of this mode's kinds
         if split.error or self._lowered(cfg)[2] or not (split.recorded and (graphs or mixed)):

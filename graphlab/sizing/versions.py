@@ -79,21 +79,22 @@ RANGES = (
         "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1); vllm/config.py "
         "VllmConfig._set_cudagraph_sizes captures 1, 2, 4, 8..512 step 8 up to "
         "max_num_batched_tokens, as PIECEWISE graphs only; gpu_model_runner.py pads with "
-        "pad_for_cudagraph; V1 speculates with ngram alone (vllm/engine/arg_utils.py "
-        "_is_v1_supported_oracle; any other method falls back to V0)",
+        "pad_for_cudagraph; V1 speculates with [ngram] alone and only under VLLM_USE_V1=1 "
+        "(vllm/engine/arg_utils.py _is_v1_supported_oracle; otherwise V0)",
     ),
     ReleaseRange(
         "0.8.3",
         "0.8.4",
         "vllm-0.8.3",
-        "0.8.0's graphs; _is_v1_supported_oracle keeps V1 for eagle too",
+        "0.8.0's graphs; _is_v1_supported_oracle keeps V1 for ngram and eagle too (under "
+        "VLLM_USE_V1=1)",
     ),
     ReleaseRange(
         "0.8.5",
         "0.8.5.post1",
         "vllm-0.8.5",
         "0.8.0's graphs (0.8.5 adds sequence parallelism's sizes, with TP > 1 only); "
-        "_is_v1_supported_oracle keeps V1 for eagle3 too",
+        "_is_v1_supported_oracle keeps V1 for eagle3 too (under VLLM_USE_V1=1)",
     ),
     ReleaseRange(
         "0.9.0",
@@ -102,16 +103,17 @@ RANGES = (
         "0.8.0's list from SchedulerConfig.cuda_graph_sizes (default [512]) and padding; "
         "compilation_config.full_cuda_graph adds FULL graphs of the whole model, refused "
         "unless the attention backend is FlashAttention 3 (GPUModelRunner."
-        "initialize_attn_backend)",
+        "initialize_attn_backend); V1 runs ngram, medusa, eagle, eagle3 and deepseek_mtp by "
+        "default, every other MTP model type falls back to V0",
     ),
     ReleaseRange(
         "0.9.2",
         "0.9.2",
         "vllm-0.9.2",
-        "0.9.0's graphs (skip_cuda_graphs holds only where can_run_in_cudagraph is False, never "
-        "for FlashAttention); full_cuda_graph is refused per metadata builder "
-        "(full_cudagraph_supported: FlashAttention 3, Triton and FlashMLA), FlashAttention's "
-        "builder refusing FA2 and capture sizes above 992",
+        "0.9.0's graphs and speculative methods (skip_cuda_graphs holds only where "
+        "can_run_in_cudagraph is False, never for FlashAttention); full_cuda_graph is refused "
+        "per metadata builder (full_cudagraph_supported: FlashAttention 3, Triton and FlashMLA), "
+        "FlashAttention's builder refusing FA2 and capture sizes above 992",
     ),
     ReleaseRange(
         "0.10.0",

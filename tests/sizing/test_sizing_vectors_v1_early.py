@@ -9,6 +9,8 @@ captured and each batch's path and padded size through the wheel's own
 checked against the engine `engine_for_version` maps it to. A missing file is a failure.
 """
 
+import functools
+import importlib.util
 import json
 
 import numpy as np
@@ -36,24 +38,16 @@ def vectors():
     return data["vectors"]
 
 
-def _config(v: dict) -> SizingConfig:
-    sizes = v["cudagraph_capture_sizes"]
-    return SizingConfig(
-        v["max_num_seqs"],
-        v["num_speculative_tokens"],
-        v["max_num_batched_tokens"],
-        cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
-        cudagraph_mode=v["cudagraph_mode"],
+@functools.cache
+def release_check():
+    """scripts/check_release_code.py, whose `early_v1_mismatches` is the one comparison of an
+    early V1 vector with the kit (the release check runs it on a new release's own vectors)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_release_code", ROOT / "scripts" / "check_release_code.py"
     )
-
-
-def _outcomes(policy, cfg, batches, uniform: bool) -> list[list]:
-    ns = [n for n, _, _ in batches]
-    got = policy.dispatch_batches(ns, cfg, uniform=uniform)
-    return [
-        [int(n), PATH_CODES[p].value, int(size) if size else None]
-        for n, p, size in zip(got.batch_size, got.path, got.graph_size, strict=True)
-    ]
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 @pytest.mark.parametrize("release", RELEASES)
@@ -61,23 +55,12 @@ def test_release_matches_its_wheel(vectors, release):
     """Every vector of the release: the start-up error, the mode run (the release's default where
     none is given), the captured sizes, and each uniform decode and mixed batch's path and padded
     size equal the wheel's."""
-    policy = get_engine(engine_for_version(release))
     mine = [v for v in vectors if v["engine"] == f"vllm-{release}"]
     assert len(mine) >= 300
-    outcomes = 0
-    for v in mine:
-        cfg = _config(v)
-        where = f"vllm {release}, {v}"[:300]
-        if "error" in v:
-            assert (policy.startup_error(cfg) or "").startswith(v["error"]), where
-            continue
-        assert policy.startup_error(cfg) is None, where
-        assert policy.cudagraph_mode(cfg) == v["resolved_cudagraph_mode"], where
-        assert list(policy.capture_sizes(cfg)) == v["capture_sizes"], where
-        assert _outcomes(policy, cfg, v["uniform"], True) == v["uniform"], where
-        assert _outcomes(policy, cfg, v["mixed"], False) == v["mixed"], where
-        outcomes += len(v["uniform"]) + len(v["mixed"])
-    assert outcomes > 10_000
+    compare = release_check().early_v1_mismatches
+    failures = [(v, found) for v in mine if (found := compare(release, v))]
+    assert not failures, f"{len(failures)} of {len(mine)} differ, e.g. {failures[0]}"[:600]
+    assert sum(len(v["uniform"]) + len(v["mixed"]) for v in mine if "error" not in v) > 10_000
 
 
 def test_the_wheels_differ_where_the_engines_do(vectors):
@@ -131,25 +114,60 @@ def test_rounding_that_finds_nothing_keeps_the_list_on_0_11_1():
     assert [PATH_CODES[p].value for p in paths.path] == ["piecewise", "piecewise", "eager"]
 
 
-@pytest.mark.parametrize(
-    ("release", "refused", "runs"),
-    [
-        # EngineArgs._is_v1_supported_oracle (read in each wheel): ngram alone to 0.8.2, eagle
-        # from 0.8.3, eagle3 from 0.8.5, medusa and deepseek_mtp from 0.9.0
-        ("0.8.0", "eagle", "ngram"),
-        ("0.8.2", "eagle", "ngram"),
-        ("0.8.3", "eagle3", "eagle"),
-        ("0.8.4", "eagle3", "eagle"),
-        ("0.8.5", "medusa", "eagle3"),
-        ("0.8.5.post1", "deepseek_mtp", "eagle3"),
-        ("0.9.2", "draft_model", "deepseek_mtp"),
-    ],
-)
-def test_a_method_v1_does_not_run_falls_back_to_v0_and_is_refused(release, refused, runs):
+ORACLE = ROOT / "data" / "vllm_v1_early_oracle.json"
+
+
+def _kit_engine(release: str, method: str, forced: bool) -> str:
+    """The kit's answer to what vllm-`release`'s engine does with `method` as written: "v0" (the
+    V0 fallback, refused), "v1", or the start-up error; VLLM_USE_V1=1 is --model-runner v1."""
     policy = get_engine(engine_for_version(release))
-    with pytest.raises(GraphlabError, match="falls back to its V0 engine"):
-        policy.capture_sizes(SizingConfig(8, 2, speculative_method=refused))
-    assert policy.capture_sizes(SizingConfig(8, 2, speculative_method=runs))
+    cfg = SizingConfig(8, 2, speculative_method=method, model_runner="v1" if forced else "auto")
+    try:
+        policy.check_config(cfg)
+    except GraphlabError as refused:
+        assert "falls back to its V0 engine" in str(refused), refused
+        return "v0"
+    return policy.startup_error(cfg) or "v1"
+
+
+def test_each_method_gets_the_engine_the_wheels_oracle_gives():
+    """scripts/make_sizing_vectors.py (`--early-v1-oracle-only`) runs each wheel's own
+    `EngineArgs._is_v1_supported_oracle` statements that read the speculative settings, with its
+    own `_raise_or_fallback` / `_warn_or_fallback`, per method as written and VLLM_USE_V1 unset or
+    1. E.g. 0.9.x: deepseek_mtp alone of the MTP model types runs on V1; 0.8.x: V1 speculates only
+    under VLLM_USE_V1=1. The one difference is 0.8.2's "ngram" (the kit's vllm-0.8.0 answers as
+    0.8.0 and 0.8.1, which read "[ngram]" alone)."""
+    data = json.loads(ORACLE.read_text())
+    assert sorted(data["provenance"]["wheels"]) == sorted(RELEASES)
+    differ, checked = [], 0
+    for record in data["vectors"]:
+        release, engines = record["release"], record["VLLM_USE_V1"]
+        if engines is None:  # 0.11.1 on: no V0 engine, every method on V1 but draft_model
+            assert all(_kit_engine(release, m, False) != "v0" for m in ("mimo_mtp", "suffix"))
+            continue
+        for env, answers in engines.items():
+            for method, wheel in answers.items():
+                checked += 1
+                if _kit_engine(release, method, env == "1") != wheel:
+                    differ.append((release, env, method))
+    assert checked == 12 * 2 * 15 and differ == [("0.8.2", "1", "ngram")], differ
+    fallbacks = [r for r in data["vectors"] if r["release"] == "0.9.2"][0]["VLLM_USE_V1"]["unset"]
+    assert fallbacks["deepseek_mtp"] == "v1" and fallbacks["mimo_mtp"] == "v0"
+
+
+def test_an_mtp_model_type_falls_back_on_0_9_x_alone():
+    """0.9.x's oracle compares the method as written with "deepseek_mtp"; from 0.10.0 the oracle
+    refuses draft_model alone, and SpeculativeConfig maps every MTP model type to one method."""
+    with pytest.raises(GraphlabError, match="'mimo_mtp' on vLLM 0.9.0: V1 does not run it"):
+        get_engine("vllm-0.9.0").check_config(SizingConfig(8, 1, speculative_method="mimo_mtp"))
+    assert _kit_engine("0.10.0", "mimo_mtp", False) == "v1"
+    assert _kit_engine("0.9.2", "deepseek_mtp", False) == "v1"
+    # the name written is kept through replace(), the method vLLM runs is still mtp
+    from dataclasses import replace
+
+    cfg = replace(SizingConfig(8, 1, speculative_method="mimo_mtp"), max_num_seqs=4)
+    assert cfg.speculative_method == "mtp" and cfg.speculative_method_as_given == "mimo_mtp"
+    assert replace(cfg, speculative_method="eagle").speculative_method_as_given == "eagle"
 
 
 @pytest.mark.parametrize(
@@ -166,3 +184,25 @@ def test_draft_model_is_refused_at_start_up_from_0_10(release, words):
     error = policy.startup_error(SizingConfig(8, 2, speculative_method="draft_model"))
     assert error.startswith(f"NotImplementedError: {words}")
     assert policy.startup_error(SizingConfig(8, 2, speculative_method="medusa")) is None
+
+
+@pytest.mark.parametrize(
+    ("method", "forced", "code", "words"),
+    [
+        ("mimo_mtp", False, 2, "falls back to its V0 engine"),
+        ("deepseek_mtp", False, 0, "engine vllm-0.9.0:"),
+        ("mimo_mtp", True, 3, "VLLM_USE_V1=1 is not supported with Speculative Decoding."),
+    ],
+)
+def test_the_cli_leaves_vllm_use_v1_unset_unless_model_runner_v1(
+    capsys, method, forced, code, words
+):
+    """The CLI resolves the model runner for every release; to 0.11.0 an "auto" it resolved to
+    V1 must not read as VLLM_USE_V1=1."""
+    from graphlab.cli import main
+
+    argv = ["audit", "--vllm-version", "0.9.1", "--max-num-seqs", "8"]
+    argv += ["--num-speculative-tokens", "1", "--speculative-method", method]
+    assert main(argv + (["--model-runner", "v1"] if forced else [])) == code
+    out, err = capsys.readouterr()
+    assert words in (err if code == 2 else out)

@@ -4,11 +4,14 @@ scripts/make_sizing_vectors.py (--vllm-0-34-only) writes data/vllm_sizing_vector
 on seeded random configs, the verbatim `VllmConfig._set_cudagraph_sizes` and
 `_split_cudagraph_capture_sizes`, `resolve_cudagraph_mode_and_sizes` and model runner V2's
 `CudaGraphManager` (`_init_candidates`, `dispatch`). Each vector is checked against the kit's
-vllm-0.34.0 (Vllm034(1024) on data-center Blackwell): the mode, every graph, every uniform decode
-batch B*q (q from the dynamic schedule where set) and the mixed batches where the outcome changes.
-A missing file is a failure, never a skip.
+vllm-0.34.0 (Vllm034(1024) on data-center Blackwell) by scripts/check_release_code.py's
+`split_mismatches`: the mode, every graph, every uniform decode batch B*q (q from the dynamic
+schedule where set) and the mixed batches where the outcome changes. A missing file is a failure,
+never a skip.
 """
 
+import functools
+import importlib.util
 import json
 
 import numpy as np
@@ -17,102 +20,30 @@ from helpers import ROOT
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
-from graphlab.sizing.dispatch import PATH_CODES, BatchPath, Dispatch
-from graphlab.sizing.drafter import drafter
+from graphlab.sizing.dispatch import BatchPath, Dispatch
 from graphlab.sizing.engines import Vllm034, get_engine
 from graphlab.sizing.families import Candidates, families_for
 from graphlab.sizing.model_runner import choose_model_runner
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors_0_34_0.json"
-POLICIES = {False: Vllm034(), True: Vllm034(1024)}  # keyed by data-center Blackwell
 
 
-def config_of(vector: dict) -> SizingConfig:
-    """The vector's setting as the kit's SizingConfig."""
-    sizes = vector["cudagraph_capture_sizes"]
-    schedule = vector["num_speculative_tokens_per_batch_size"]
-    return SizingConfig(
-        vector["max_num_seqs"],
-        vector["num_speculative_tokens"],
-        vector["max_num_batched_tokens"],
-        cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
-        max_cudagraph_capture_size=vector["max_cudagraph_capture_size"],
-        cudagraph_mode=vector["cudagraph_mode"],
-        performance_mode=vector["performance_mode"],
-        speculative_method=vector["method"],
-        attention_cg_support=vector["attention_cg_support"],
-        num_speculative_tokens_per_batch_size=None
-        if schedule is None
-        else tuple(map(tuple, schedule)),
-        **{name: vector[name] for name in SPLIT_CAPTURE_SETTINGS},
+@functools.cache
+def _release_check():
+    """scripts/check_release_code.py, whose `split_mismatches` is the one comparison of a 0.34.0
+    vector with the kit (the release check runs it on a new release's own vectors)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_release_code", ROOT / "scripts" / "check_release_code.py"
     )
-
-
-def _outcomes(batches) -> list[list]:
-    paths = [PATH_CODES[int(c)] for c in batches.path]
-    return [
-        [int(n), "eager" if p is BatchPath.EAGER else p.name.lower(), int(g) if p.replays else None]
-        for n, p, g in zip(batches.batch_size, paths, batches.graph_size, strict=True)
-    ]
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def mismatches(vector: dict) -> list[str]:
     """What the kit's vllm-0.34.0 answers differently from the wheel for one vector ([]: none)."""
-    policy, cfg = POLICIES[vector["data_center_blackwell"]], config_of(vector)
-    if "error" in vector:
-        error = policy.startup_error(cfg)
-        if not error:
-            return [f"vLLM refuses ({vector['error']}), the kit starts"]
-        # the split's own refusals word for word (the attention backend's are worded elsewhere)
-        split_error = "above max_" in vector["error"] or "cannot be combined" in vector["error"]
-        return [f"{error} != {vector['error']}"] if split_error and error != vector["error"] else []
-    if policy.startup_error(cfg):
-        return [f"the kit refuses ({policy.startup_error(cfg)}), vLLM starts"]
-    found, families = [], families_for(policy, cfg)
-    resolved = vector["resolved_mode"] if vector["graphs"] else "NONE"
-    if families.cudagraph_mode.name != resolved and families.full_graphs + families.mixed_sizes:
-        found.append(f"mode {families.cudagraph_mode.name} != {resolved}")
-    full = sorted((g[1], g[3]) for g in vector["graphs"] if g[3] is not None)
-    if sorted(families.full_graphs) != full:
-        found.append(f"decode graphs {sorted(families.full_graphs)} != {full}")
-    mixed = sorted(g[1] for g in vector["graphs"] if g[3] is None)
-    if sorted(families.mixed_sizes) != mixed:
-        found.append(f"prefill graphs {sorted(families.mixed_sizes)} != {mixed}")
-    if (
-        resolved != "NONE"
-        and policy.recorded_capture_sizes(cfg) != vector["recorded_capture_sizes"]
-    ):
-        found.append(f"recorded {policy.recorded_capture_sizes(cfg)}")
-    uniform = vector["uniform"]
-    ns = np.array([u[0] for u in uniform])
-    lens = ns // np.arange(1, len(ns) + 1)
-    kit = _outcomes(policy.dispatch_batches(ns, cfg, query_lens=lens))
-    found += [f"uniform {k} != {v}" for k, v in zip(kit, uniform, strict=True) if k != v][:3]
-    if "drafter" in vector:
-        found += _drafter_mismatches(policy, cfg, vector["drafter"])
-    mixed_ns = np.array([m[0] for m in vector["mixed"]])
-    kit = _outcomes(policy.dispatch_batches(mixed_ns, cfg, uniform=False))
-    found += [f"mixed {k} != {v}" for k, v in zip(kit, vector["mixed"], strict=True) if k != v][:3]
-    return found
-
-
-def _drafter_mismatches(policy, cfg: SizingConfig, wheel: dict) -> list[str]:
-    """What the kit's drafter of cfg answers differently from 0.34.0's draft managers."""
-    steps = {step.name: step for step in drafter(policy, cfg).steps}
-    kinds = [("draft prefill", "prefill", wheel["prefill_query_len"])]
-    kinds += [("draft decode", "decode", 1)] if cfg.num_speculative_tokens >= 2 else []
-    found = []
-    for name, key, query_len in kinds:
-        families = steps[name].families
-        full = sorted((g[1], g[3]) for g in wheel[f"{key}_graphs"] if g[3] is not None)
-        mixed = sorted(g[1] for g in wheel[f"{key}_graphs"] if g[3] is None)
-        if sorted(families.full_graphs) != full or sorted(families.mixed_sizes) != mixed:
-            found.append(f"{name} graphs {families.full_graphs} {families.mixed_sizes}")
-        ns = np.arange(1, cfg.max_num_seqs + 1) * query_len
-        kit = _outcomes(families.dispatch_batches(ns, True, np.full_like(ns, query_len)))
-        found += [f"{name} {k} != {v}" for k, v in zip(kit, wheel[key], strict=True) if k != v][:3]
-    return found
+    return _release_check().split_mismatches("0.34.0", vector)
 
 
 @pytest.fixture(scope="module")

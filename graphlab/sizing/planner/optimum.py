@@ -17,6 +17,9 @@ from graphlab.errors import GraphlabError, check_choice, check_int
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 
+# The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
+MAX_PROGRAMME_CELLS = 2**28
+
 
 @dataclass(frozen=True)
 class Budget:
@@ -143,3 +146,39 @@ def optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
     least = total.min()
     g, j = map(int, np.argwhere(total <= least + 1e-9 * max(1.0, abs(least)))[0])
     return _walk_back(parent, g, j)
+
+
+def check_work(num_candidates: int, budget: Budget) -> None:
+    """GraphlabError when the programme (graphs x candidates^2 cells) would run for minutes."""
+    graphs = min(budget.max_graphs or num_candidates, num_candidates)
+    if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
+        most = max(1, MAX_PROGRAMME_CELLS // num_candidates**2)
+        raise GraphlabError(
+            f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
+            f"with {num_candidates} candidates plan handles at most {most} graphs "
+            "(lower max_graphs, max_num_seqs or max_num_batched_tokens)"
+        )
+
+
+def affordable(
+    candidates: np.ndarray, own: np.ndarray, budget: Budget
+) -> tuple[np.ndarray, np.ndarray, str | None]:
+    """The candidates a memory budget leaves (all in a separate pool), their memory, and why some
+    are eager."""
+    if budget.memory_mib is None:
+        return candidates, own, None
+    affordable = own <= budget.memory_mib * MIB
+    if not affordable.any():
+        raise GraphlabError(
+            f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
+            f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)"
+        )
+    reason = None
+    if not affordable.all():
+        reason = (
+            f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
+            f"tokens needs {own[~affordable][0] / MIB:.3f} MiB"
+        )
+    if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
+        return candidates[affordable], own[affordable], reason
+    return candidates, own, reason

@@ -15,6 +15,8 @@ Sizes vLLM keeps: a user-given `cudagraph_capture_sizes` is deduplicated, sorted
 (`VllmConfig._set_cudagraph_sizes`, vllm/config/vllm.py, vllm 0.33.0); when speculating each size
 is rounded up to a multiple of q (`CompilationConfig.adjust_cudagraph_sizes_for_spec_decode`, and
 0.12/0.13's model runner at start-up). So the planner proposes multiples of q up to T only.
+vLLM 0.34.0 deprecates that list: there the plan is proposed in 0.34.0's own settings, decode
+graphs in requests per query length (graphlab.sizing.planner.split_plan).
 
 Candidates: the kept size c(n) = n rounded up to a multiple of q, for each workload n, suffice.
 A chosen size s serves the workload sizes in (previous chosen size, s]; the largest of them, n*,
@@ -52,8 +54,20 @@ from graphlab.sizing.planner.inputs import (
     read_latency,
     read_spec_decode_steps,
 )
-from graphlab.sizing.planner.optimum import Budget, interval_costs, optimum
+from graphlab.sizing.planner.optimum import (  # MAX_PROGRAMME_CELLS: re-exported
+    MAX_PROGRAMME_CELLS,
+    Budget,
+    affordable,
+    check_work,
+    interval_costs,
+    optimum,
+)
 from graphlab.sizing.planner.result import Outcome, Plan, evaluate
+from graphlab.sizing.planner.split_plan import (
+    default_graph_count,
+    split_proposal,
+    token_ceiling,
+)
 
 # 2048 candidates: cost tables of 32 MiB each.
 MAX_CANDIDATES = 2048
@@ -63,10 +77,9 @@ NO_GRAPHS = (
     "no capture sizes to plan and no flag to print; every step runs eagerly. Plan with another "
     "mode (drop -O0, --enforce-eager or cudagraph_mode NONE) to size graphs"
 )
-# The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
-MAX_PROGRAMME_CELLS = 2**28
 __all__ = [
     "GRAPH_POOLS",
+    "MAX_PROGRAMME_CELLS",
     "MIB",
     "V1_ENGINES",
     "Budget",
@@ -186,42 +199,6 @@ def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndar
             "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)"
         )
     return candidates
-
-
-def _check_work(num_candidates: int, budget: Budget) -> None:
-    """GraphlabError when the programme (graphs x candidates^2 cells) would run for minutes."""
-    graphs = min(budget.max_graphs or num_candidates, num_candidates)
-    if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
-        most = max(1, MAX_PROGRAMME_CELLS // num_candidates**2)
-        raise GraphlabError(
-            f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
-            f"with {num_candidates} candidates plan handles at most {most} graphs "
-            "(lower max_graphs, max_num_seqs or max_num_batched_tokens)"
-        )
-
-
-def _affordable(
-    candidates: np.ndarray, own: np.ndarray, budget: Budget
-) -> tuple[np.ndarray, np.ndarray, str | None]:
-    """The candidates a memory budget leaves (all in a separate pool), their memory, and why some
-    are eager."""
-    if budget.memory_mib is None:
-        return candidates, own, None
-    affordable = own <= budget.memory_mib * MIB
-    if not affordable.any():
-        raise GraphlabError(
-            f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
-            f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)"
-        )
-    reason = None
-    if not affordable.all():
-        reason = (
-            f"memory budget {budget.memory_mib} MiB: a graph of {int(candidates[~affordable][0])} "
-            f"tokens needs {own[~affordable][0] / MIB:.3f} MiB"
-        )
-    if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
-        return candidates[affordable], own[affordable], reason
-    return candidates, own, reason
 
 
 def _chosen_sizes(
@@ -345,21 +322,35 @@ def plan_for(request: PlanRequest) -> Plan:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, workload, budget, memory)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
-        budget = replace(budget, max_graphs=len(policy.capture_sizes(cfg)))
+        budget = replace(budget, max_graphs=default_graph_count(policy, cfg))
     tokens = policy.effective_max_num_batched_tokens(cfg)
-    ceiling = min(tokens, max_capture_size or tokens)
-    bound = "max_capture_size" if ceiling == max_capture_size else "max_num_batched_tokens"
+    top = token_ceiling(policy, cfg) if policy.splits_capture_sizes else tokens
+    ceiling = min(top, max_capture_size or top)
+    bound = (
+        "max_capture_size"
+        if ceiling == max_capture_size
+        else "max_num_batched_tokens"
+        if ceiling == tokens
+        else "the decode graphs' token limit"
+    )
     candidates = _candidates(workload, cfg.decode_query_len, ceiling, bound)
-    _check_work(len(candidates), budget)
+    check_work(len(candidates), budget)
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
     notes += _drafter_notes(policy, cfg)
     own = memory(candidates) if memory is not None else np.zeros(len(candidates))
-    candidates, own, reason = _affordable(candidates, own, budget)
+    candidates, own, reason = affordable(candidates, own, budget)
     chosen = _chosen_sizes(candidates, own, workload, budget, latency, eager_penalty)
-    plan_outcome = evaluate(policy, cfg, chosen, workload, memory, budget.graph_pool, latency)
+    split = None
+    if policy.splits_capture_sizes:  # 0.34.0: its own settings, dispatched as it resolves them
+        split = split_proposal(policy, cfg, request.compilation_config, chosen)
+    plan_outcome = evaluate(
+        policy, split.config if split else cfg, chosen, workload, memory, budget.graph_pool,
+        latency, own=split is not None,
+    )  # fmt: skip
     default = _default_outcome(policy, cfg, workload, memory, budget, latency, notes)
-    eager = tuple(int(n) for n in workload.sizes[workload.sizes > chosen[-1]])
+    on_graph = plan_outcome.padded > 0 if split else workload.sizes <= chosen[-1]
+    eager = tuple(int(n) for n in workload.sizes[~on_graph])
     if eager and reason is None:
         reason = (
             "eager steps are faster than a graph padded over them"
@@ -367,7 +358,7 @@ def plan_for(request: PlanRequest) -> Plan:
             else f"an eager step costs {eager_penalty:g} tokens, less than the padding a graph "
             "over it adds"
             if eager_penalty is not None
-            else f"no graph above max_capture_size={ceiling}"
+            else f"no graph above {bound}={ceiling}"
             if ceiling < tokens
             else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
         )
@@ -392,4 +383,5 @@ def plan_for(request: PlanRequest) -> Plan:
         tuple(notes),
         None if request.compilation_config is None else dict(request.compilation_config),
         eager_penalty,
+        split,
     )

@@ -13,6 +13,7 @@ from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
 from graphlab.sizing.families import GraphFamilies, families_for
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
+from graphlab.sizing.planner.split_plan import SplitProposal
 
 # --- evaluation (the same for the plan and the engine's default) ----------------------------------
 
@@ -37,10 +38,12 @@ def evaluate(
     memory: SizeTable | None = None,
     graph_pool: str = "shared",
     latency: tuple[SizeTable, SizeTable] | None = None,
+    own: bool = False,
 ) -> Outcome:
-    """Dispatch every workload n on `sizes` with the engine's own rule and average the costs."""
+    """Dispatch every workload n on `sizes` with the engine's own rule and average the costs;
+    `own`: cfg itself sets the sizes (vLLM 0.34.0's settings), so dispatch on cfg's graphs."""
     capture = np.asarray(sorted(set(int(s) for s in sizes)), dtype=np.int64)
-    batches = policy.dispatch_batches(workload.sizes, cfg, capture)
+    batches = policy.dispatch_batches(workload.sizes, cfg, None if own else capture)
     on_graph, graph_size = batches.replays, batches.graph_size
     waste = np.where(on_graph, graph_size - workload.sizes, 0)
     step_ms = None
@@ -109,6 +112,8 @@ class Plan:
     # None: no line, so the flag names the config's cudagraph_mode itself.
     compilation_config: dict | None = None
     eager_penalty: float | None = None  # padding tokens an eager step costs; None: free
+    # vLLM 0.34.0's own settings for the plan (graphlab.sizing.planner.split_plan); None before
+    split: SplitProposal | None = None
 
     def objective(self, outcome: Outcome) -> float:
         """What the plan minimised, for the plan or the default: mean step latency (latency
@@ -150,7 +155,10 @@ class Plan:
 
     @property
     def compilation(self) -> dict:
-        """`compilation_with_sizes` of the user's config, the config's mode and the plan."""
+        """`compilation_with_sizes` of the user's config, the config's mode and the plan (on
+        0.34.0 its own settings instead)."""
+        if self.split is not None:
+            return self.split.compilation
         return compilation_with_sizes(
             self.compilation_config, self.config.cudagraph_mode, self.capture_sizes
         )
@@ -202,6 +210,13 @@ class Plan:
                 f"{prefix}memory_mib": None
                 if outcome.memory_bytes is None
                 else outcome.memory_bytes / MIB,
+            }
+        if self.split is not None and self.split.decode:  # 0.34.0: graphs in requests at q
+            q = self.config.decode_query_len
+            out |= {
+                "default_num_graphs": len(self.default_full_sizes),
+                "decode_request_sizes": [n // q for n in self.capture_sizes],
+                "default_decode_request_sizes": [n // q for n in self.default_full_sizes],
             }
         return out | {
             "default_full_sizes": list(self.default_full_sizes),
