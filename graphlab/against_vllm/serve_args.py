@@ -329,8 +329,8 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
     refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
     """
-    batch_defaults(device_tier)  # an unknown tier fails before the slow import
     words = _entrypoint_words(command_line)
+    batch_defaults(device_tier)  # an unknown tier fails before the slow import
     _check_before_import(words)
     args, processed, split = _parse(words)
     notes: list[str] = []

@@ -322,22 +322,25 @@ def add_speculative_method(parser: argparse.ArgumentParser) -> None:
     )
 
 
+class _JoinedSizes(argparse.Action):
+    """nargs="+" groups of sizes (`1 2,4 8`) stored as one tuple, in the given order."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        setattr(namespace, self.dest, tuple(size for group in values for size in group))
+
+
 def add_capture_sizes(parser: argparse.ArgumentParser) -> None:
-    """--cudagraph-capture-sizes as vLLM spells it (`1 2 4 8`), or comma-separated."""
+    """--cudagraph-capture-sizes as vLLM spells it (`1 2 4 8`), or comma-separated: one tuple."""
     parser.add_argument(
         "--cudagraph-capture-sizes",
         type=capture_sizes,
         nargs="+",
+        action=_JoinedSizes,
         default=None,
         metavar="N",
         help="vLLM's compilation_config.cudagraph_capture_sizes, space-separated as vLLM takes "
         "them (1 2 4 8) or comma-separated (vLLM V1 engines only)",
     )
-
-
-def joined_sizes(groups) -> tuple[int, ...] | None:
-    """--cudagraph-capture-sizes' groups (`1 2,4 8`) as one tuple, in the given order."""
-    return None if groups is None else tuple(size for group in groups for size in group)
 
 
 def _finite(value):

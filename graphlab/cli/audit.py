@@ -17,7 +17,6 @@ from graphlab.cli.arguments import (
     engine,
     engine_release,
     int_in,
-    joined_sizes,
     json_text,
 )
 from graphlab.cli.serve_line import add_vllm_args, read_serve_line
@@ -107,7 +106,7 @@ def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tup
         "max_num_seqs": args.max_num_seqs,
         "num_speculative_tokens": args.num_speculative_tokens,
         "max_num_batched_tokens": args.max_num_batched_tokens,
-        "cudagraph_capture_sizes": joined_sizes(args.cudagraph_capture_sizes),
+        "cudagraph_capture_sizes": args.cudagraph_capture_sizes,
         "max_cudagraph_capture_size": args.max_cudagraph_capture_size,
         "cudagraph_mode": args.cudagraph_mode,
         "speculative_method": args.speculative_method,

@@ -8,7 +8,7 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 from __future__ import annotations
 
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
-from graphlab.cli.arguments import int_in, joined_sizes, json_text
+from graphlab.cli.arguments import int_in, json_text
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import FIELDS, audit_log
 from graphlab.sizing.log_reader import read_vllm_log
@@ -37,13 +37,10 @@ def given_values(
     """({SizingConfig field: (value, where)} set on the command line, the ServeLine of
     --vllm-args or None): the flags among `options` (option name -> value), or the line's
     settings (read by the installed vLLM's parser) but those it leaves to vLLM's defaults."""
-    values = {name: options.get(name) for name in FIELDS}
-    if "cudagraph_capture_sizes" in values:  # vLLM's syntax: groups of sizes, as typed
-        values["cudagraph_capture_sizes"] = joined_sizes(values["cudagraph_capture_sizes"])
     flags = {
-        name: (value, f"--{name.replace('_', '-')}")
-        for name, value in values.items()
-        if value is not None
+        name: (options[name], f"--{name.replace('_', '-')}")
+        for name in FIELDS
+        if options.get(name) is not None
     }
     if command_line is None:
         return flags, None

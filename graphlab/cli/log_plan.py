@@ -7,8 +7,7 @@ from __future__ import annotations
 from graphlab.cli.arguments import json_text
 from graphlab.cli.log_option import given_values
 from graphlab.errors import GraphlabError
-from graphlab.sizing.engines import get_engine
-from graphlab.sizing.log_audit import engine_for_version, logged_config
+from graphlab.sizing.log_audit import logged_deployment
 from graphlab.sizing.log_reader import read_vllm_log
 from graphlab.sizing.planner.log_plan import log_plan_report
 
@@ -26,12 +25,9 @@ def _config(args):
     filled by --vllm-args or the flags."""
     log = read_vllm_log(args.vllm_log)
     given, line = given_values(vars(args), args.vllm_args, args.device_tier)
-    cfg, notes = logged_config(log, given)
-    engine, assumed = engine_for_version(log.value("vllm_version"))
-    if assumed and args.engine is None:
-        notes = (assumed, *notes)
+    policy, cfg, notes = logged_deployment(log, given, args.engine)
     user = None if line is None else line.compilation_config or None
-    return log, get_engine(args.engine or engine), cfg, notes, user
+    return log, policy, cfg, notes, user
 
 
 def run(args) -> int:

@@ -313,21 +313,6 @@ def _line_lines(line, result) -> list[str]:
     return [*lines, f"  {line.with_flag(['--compilation-config', json.dumps(result.compilation)])}"]
 
 
-def _no_graphs(engine_name: str | None, line, as_json: bool) -> int:
-    """cudagraph_mode NONE: no flag, and why."""
-    notes = list(line.notes) if line is not None else []
-    if as_json:
-        print(
-            json_text(
-                "plan",
-                {"engine": engine_name, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes},
-            )
-        )
-    else:
-        print("\n".join([*(f"note: {note}" for note in notes), NO_GRAPHS]))
-    return 0
-
-
 def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest:
     """The planner's request: the workload, budget and tables the flags name, and the line's
     compilation config (None without --vllm-args)."""
@@ -359,8 +344,12 @@ def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest
     )
 
 
-def _json(result, line) -> dict:
-    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces."""
+def _json(result, line, engine_name: str | None) -> dict:
+    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces; under
+    cudagraph_mode NONE (result None) no flag, and why."""
+    if result is None:
+        notes = list(line.notes) if line is not None else []
+        return {"engine": engine_name, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes}
     if line is None:
         return result.to_dict()
     return result.to_dict() | {
@@ -370,6 +359,16 @@ def _json(result, line) -> dict:
     }
 
 
+def _text(result, line) -> str:
+    """The plan, then how its flag meets the --vllm-args line; under cudagraph_mode NONE (result
+    None) the line's notes and why there is no flag."""
+    if result is None:
+        notes = line.notes if line is not None else ()
+        return "\n".join([*(f"note: {note}" for note in notes), NO_GRAPHS])
+    text = _format(result)
+    return text if line is None else "\n".join([text, *_line_lines(line, result)])
+
+
 def run(args) -> int:
     if args.vllm_log is not None:
         from graphlab.cli import log_plan
@@ -377,12 +376,7 @@ def run(args) -> int:
         return log_plan.run(args)
     policy, version = engine_release(args.engine)
     cfg, line = _config(args, policy, version)
-    if policy.cudagraph_mode(cfg) == "NONE":
-        return _no_graphs(args.engine, line, args.json)
-    result = plan_for(_request(args, policy, cfg, line))
-    if args.json:
-        print(json_text("plan", _json(result, line)))
-    else:
-        text = _format(result)
-        print(text if line is None else "\n".join([text, *_line_lines(line, result)]))
+    no_graphs = policy.cudagraph_mode(cfg) == "NONE"  # vLLM captures none: no size to plan
+    result = None if no_graphs else plan_for(_request(args, policy, cfg, line))
+    print(json_text("plan", _json(result, line, args.engine)) if args.json else _text(result, line))
     return 0

@@ -162,6 +162,21 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
     return Drafter(method, runner, (), note)
 
 
+def planned_sizes_notes(policy, cfg: SizingConfig) -> list[str]:
+    """Where cfg's drafter keeps graphs, for a plan of the capture sizes (graphlab.sizing.planner):
+    at the planned sizes too, since vLLM builds the drafter's dispatcher or managers on the same
+    compilation_config and gives it no capture setting of its own."""
+    found = drafter(policy, cfg)
+    if found is None or not any(step.families.limit for step in found.steps):
+        return []
+    return [
+        f"the drafter (speculative method {found.method!r}, model runner "
+        f"{found.model_runner.upper()}) keeps its graphs at these same capture sizes: vLLM gives "
+        "it no setting of its own; `audit --speculative-method "
+        f"{found.method}` shows its draft steps"
+    ]
+
+
 _NO_GRAPHS = GraphFamilies(CUDAGraphMode.NONE, (), (), None, 0)
 
 

@@ -106,6 +106,19 @@ def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, .
     return SizingConfig(**values), tuple(notes)
 
 
+def logged_deployment(
+    log: VllmLog, given: dict, engine=None
+) -> tuple[SizingPolicy, SizingConfig, tuple[str, ...]]:
+    """(policy, config, notes) of the log's deployment: the config of `logged_config`, under
+    `engine` (a name or policy) or, None, the engine the log's vLLM version maps to
+    (`engine_for_version`), the note saying what that assumed first."""
+    cfg, notes = logged_config(log, given)
+    if engine is None:
+        engine, note = engine_for_version(log.value("vllm_version"))
+        notes = (note,) * (note is not None) + notes
+    return get_engine(engine), cfg, notes
+
+
 def _differs(name: str, logged, value) -> bool:
     if name == "cudagraph_capture_sizes":
         return sorted(logged) != sorted(value)
@@ -294,20 +307,16 @@ class LogAudit:
 def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None) -> LogAudit:
     """The log's rows beside the kit's dispatch for its config (see `logged_config`), under
     `engine` or the one its vLLM version maps to (`engine_for_version`)."""
-    cfg, notes = logged_config(log, given or {})
-    if engine is None:
-        engine, note = engine_for_version(log.value("vllm_version"))
-        notes = (note,) * (note is not None) + notes
+    policy, cfg, notes = logged_deployment(log, given or {}, engine)
     if len(log.engines) > 1 or "aggregated" in log.engines:
         notes += (
             "data parallel: vLLM pads each rank's step to the largest rank's token count "
             "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not "
             "model; such rows may disagree",
         )
-    policy = get_engine(engine)
     error = policy.startup_error(cfg)
     if error:
-        raise GraphlabError(f"{engine} refuses the log's config: {error}")
+        raise GraphlabError(f"{policy.name} refuses the log's config: {error}")
     logged = log.value("capture_sizes")
     default = families_for(policy, cfg)
     families = default if logged is None else families_for(policy, cfg, logged)

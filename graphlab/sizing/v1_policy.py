@@ -18,6 +18,7 @@ from graphlab.sizing.dispatch import BatchPath, BatchUnit, CUDAGraphMode, Dispat
 from graphlab.sizing.families import (
     Candidates,
     DecodeKeys,
+    GraphFamilies,
     PlainFull,
     Rounding,
     families_for,
@@ -182,7 +183,8 @@ class V1Policy(SizingPolicy):
         self, ns, cfg, capture_sizes=None, uniform=True, query_lens=None
     ) -> Dispatches:
         """Batches of n tokens by graphlab.sizing.families' rule."""
-        return families_for(self, cfg, capture_sizes).dispatch_batches(ns, uniform, query_lens)
+        families: GraphFamilies = families_for(self, cfg, capture_sizes)
+        return families.dispatch_batches(ns, uniform, query_lens)
 
     def sizing_warnings(self, cfg):
         self.check_config(cfg)

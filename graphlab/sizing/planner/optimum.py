@@ -4,7 +4,8 @@ candidate sizes.
 `Budget` bounds the graphs and/or their memory; `interval_costs` gives the cost of serving the
 workload sizes between two chosen sizes with the upper one; `optimum` picks at most G sizes (or,
 under a memory budget, sizes within it) that minimise the total (graphlab.sizing.planner.plan's
-docstring says why the candidates suffice).
+docstring says why the candidates suffice); `best_sizes` runs the whole programme for a workload:
+candidates, the budget's limits, the costs and the optimum.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from graphlab.errors import GraphlabError, check_choice, check_int
-from graphlab.sizing.engines import GRAPH_POOLS, MIB
+from graphlab.sizing.engines import GRAPH_POOLS, MIB, round_up
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 
+# 2048 candidates: cost tables of 32 MiB each.
+MAX_CANDIDATES = 2048
 # The programme's work, graphs x candidates^2 table cells: ~2**28 is a few seconds on 2 CPU cores.
 MAX_PROGRAMME_CELLS = 2**28
 
@@ -148,7 +151,26 @@ def optimum(candidates, cost, tail, own, budget: Budget) -> list[int]:
     return _walk_back(parent, g, j)
 
 
-def check_work(num_candidates: int, budget: Budget) -> None:
+def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndarray:
+    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling, the value of the
+    setting `bound` names; graphlab.sizing.planner.plan's docstring says why they suffice."""
+    candidates = np.unique(round_up(workload.sizes, q))
+    if candidates[0] > ceiling:
+        raise GraphlabError(
+            f"{bound}={ceiling} is below the smallest graph the workload "
+            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
+        )
+    # A multiple of q above T: only the steps above it are lost.
+    candidates = candidates[candidates <= ceiling]
+    if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
+        raise GraphlabError(
+            f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
+            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)"
+        )
+    return candidates
+
+
+def _check_work(num_candidates: int, budget: Budget) -> None:
     """GraphlabError when the programme (graphs x candidates^2 cells) would run for minutes."""
     graphs = min(budget.max_graphs or num_candidates, num_candidates)
     if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
@@ -160,7 +182,7 @@ def check_work(num_candidates: int, budget: Budget) -> None:
         )
 
 
-def affordable(
+def _affordable(
     candidates: np.ndarray, own: np.ndarray, budget: Budget
 ) -> tuple[np.ndarray, np.ndarray, str | None]:
     """The candidates a memory budget leaves (all in a separate pool), their memory, and why some
@@ -182,3 +204,72 @@ def affordable(
     if budget.graph_pool == "shared":  # the pool holds the largest graph: drop graphs over budget
         return candidates[affordable], own[affordable], reason
     return candidates, own, reason
+
+
+def _chosen_sizes(
+    candidates: np.ndarray,
+    own: np.ndarray,
+    workload: Workload,
+    budget: Budget,
+    latency: tuple[SizeTable, SizeTable] | None,
+    eager_penalty: float | None = None,
+) -> np.ndarray:
+    """The optimal capture sizes among the candidates, by padding waste (eager steps free, or
+    each costing eager_penalty tokens) or by step latency."""
+    graph_ms, eager_ms = latency if latency is not None else (None, None)
+    cost = interval_costs(candidates, workload, graph_ms)
+    if eager_penalty is not None:  # each eager step costs the penalty in padding tokens
+        covered = np.searchsorted(workload.sizes, candidates, side="right")
+        above = np.concatenate((np.cumsum(workload.weights[::-1])[::-1], [0.0]))[covered]
+        tail = eager_penalty * above
+    elif latency is None:
+        # Coverage first: the largest affordable candidate is the top graph; eager steps waste 0.
+        top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
+        candidates, cost, own = candidates[: top + 1], cost[: top + 1, : top + 1], own[: top + 1]
+        tail = np.full(len(candidates), np.inf)
+        tail[-1] = 0.0
+    else:
+        covered = np.searchsorted(workload.sizes, candidates, side="right")
+        eager_step = eager_ms(workload.sizes) * workload.weights
+        tail = np.concatenate((np.cumsum(eager_step[::-1])[::-1], [0.0]))[covered]
+    return candidates[optimum(candidates, cost, tail, own, budget)]
+
+
+def best_sizes(
+    workload: Workload,
+    q: int,
+    tokens: int,
+    budget: Budget,
+    memory: SizeTable | None = None,
+    latency: tuple[SizeTable, SizeTable] | None = None,
+    max_capture_size: int | None = None,
+    eager_penalty: float | None = None,
+    top: int | None = None,
+) -> tuple[np.ndarray, str]:
+    """(the optimal capture sizes for the workload's steps of 1+k = q tokens per request, at most
+    `tokens` (max_num_batched_tokens), `top` (vLLM 0.34.0's decode graphs' token limit) and
+    max_capture_size, within the budget; why steps the chosen graphs leave run eagerly)."""
+    top = tokens if top is None else top
+    ceiling = min(top, max_capture_size or top)
+    bound = (
+        "max_capture_size"
+        if ceiling == max_capture_size
+        else "max_num_batched_tokens"
+        if ceiling == tokens
+        else "the decode graphs' token limit"
+    )
+    candidates = _candidates(workload, q, ceiling, bound)
+    _check_work(len(candidates), budget)
+    own = memory(candidates) if memory is not None else np.zeros(len(candidates))
+    candidates, own, reason = _affordable(candidates, own, budget)
+    chosen = _chosen_sizes(candidates, own, workload, budget, latency, eager_penalty)
+    return chosen, reason or (
+        "eager steps are faster than a graph padded over them"
+        if latency is not None
+        else f"an eager step costs {eager_penalty:g} tokens, less than the padding a graph "
+        "over it adds"
+        if eager_penalty is not None
+        else f"no graph above {bound}={ceiling}"
+        if ceiling < tokens
+        else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
+    )

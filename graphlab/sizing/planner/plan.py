@@ -35,14 +35,13 @@ from graphlab.errors import GraphlabError, check_instance, check_int, check_json
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode
-from graphlab.sizing.drafter import drafter
+from graphlab.sizing.drafter import planned_sizes_notes
 from graphlab.sizing.engines import (
     GRAPH_POOLS,
     MIB,
     V1_ENGINES,
     SizingPolicy,
     get_engine,
-    round_up,
 )
 
 # Inputs and their readers live in `inputs`; re-exported as the planner's API.
@@ -54,23 +53,19 @@ from graphlab.sizing.planner.inputs import (
     read_latency,
     read_spec_decode_steps,
 )
-from graphlab.sizing.planner.optimum import (  # MAX_PROGRAMME_CELLS: re-exported
+from graphlab.sizing.planner.optimum import (
+    MAX_CANDIDATES,
     MAX_PROGRAMME_CELLS,
     Budget,
-    affordable,
-    check_work,
-    interval_costs,
-    optimum,
+    best_sizes,
 )
-from graphlab.sizing.planner.result import Outcome, Plan, evaluate
+from graphlab.sizing.planner.result import Plan, default_outcome, evaluate
 from graphlab.sizing.planner.split_plan import (
     default_graph_count,
     split_proposal,
     token_ceiling,
 )
 
-# 2048 candidates: cost tables of 32 MiB each.
-MAX_CANDIDATES = 2048
 # Why `plan` has no sizes for cudagraph_mode NONE (-O0, --enforce-eager set it too).
 NO_GRAPHS = (
     "cudagraph_mode NONE: vLLM captures no CUDA graphs (its capture list is empty), so there are "
@@ -79,6 +74,7 @@ NO_GRAPHS = (
 )
 __all__ = [
     "GRAPH_POOLS",
+    "MAX_CANDIDATES",
     "MAX_PROGRAMME_CELLS",
     "MIB",
     "V1_ENGINES",
@@ -182,94 +178,6 @@ def _checked_workload(
     return workload
 
 
-def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndarray:
-    """The kept sizes c(n) (n rounded up to a multiple of q) at most ceiling, the value of the
-    setting `bound` names; see the module docstring."""
-    candidates = np.unique(round_up(workload.sizes, q))
-    if candidates[0] > ceiling:
-        raise GraphlabError(
-            f"{bound}={ceiling} is below the smallest graph the workload "
-            f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
-        )
-    # A multiple of q above T: only the steps above it are lost.
-    candidates = candidates[candidates <= ceiling]
-    if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
-        raise GraphlabError(
-            f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
-            "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)"
-        )
-    return candidates
-
-
-def _chosen_sizes(
-    candidates: np.ndarray,
-    own: np.ndarray,
-    workload: Workload,
-    budget: Budget,
-    latency: tuple[SizeTable, SizeTable] | None,
-    eager_penalty: float | None = None,
-) -> np.ndarray:
-    """The optimal capture sizes among the candidates, by padding waste (eager steps free, or
-    each costing eager_penalty tokens) or by step latency."""
-    graph_ms, eager_ms = latency if latency is not None else (None, None)
-    cost = interval_costs(candidates, workload, graph_ms)
-    if eager_penalty is not None:  # each eager step costs the penalty in padding tokens
-        covered = np.searchsorted(workload.sizes, candidates, side="right")
-        above = np.concatenate((np.cumsum(workload.weights[::-1])[::-1], [0.0]))[covered]
-        tail = eager_penalty * above
-    elif latency is None:
-        # Coverage first: the largest affordable candidate is the top graph; eager steps waste 0.
-        top = int(np.flatnonzero(own <= (budget.memory_mib or np.inf) * MIB)[-1])
-        candidates, cost, own = candidates[: top + 1], cost[: top + 1, : top + 1], own[: top + 1]
-        tail = np.full(len(candidates), np.inf)
-        tail[-1] = 0.0
-    else:
-        covered = np.searchsorted(workload.sizes, candidates, side="right")
-        eager_step = eager_ms(workload.sizes) * workload.weights
-        tail = np.concatenate((np.cumsum(eager_step[::-1])[::-1], [0.0]))[covered]
-    return candidates[optimum(candidates, cost, tail, own, budget)]
-
-
-def _default_outcome(
-    policy,
-    cfg: SizingConfig,
-    workload: Workload,
-    memory: SizeTable | None,
-    budget: Budget,
-    latency,
-    notes: list[str],
-) -> Outcome:
-    """The engine's default sizing on the same workload (notes say what could not be computed)."""
-    try:
-        default = evaluate(
-            policy, cfg, policy.capture_sizes(cfg), workload, memory, budget.graph_pool, latency
-        )
-    except GraphlabError as missing:
-        # The default's sizes may lie outside a table the plan stays within.
-        default = evaluate(policy, cfg, policy.capture_sizes(cfg), workload)
-        notes.append(f"default's memory/latency not computed: {missing}")
-    if not default.capture_sizes:
-        notes.append(
-            f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}"
-        )
-    return default
-
-
-def _drafter_notes(policy, cfg: SizingConfig) -> list[str]:
-    """Where the config's drafter keeps graphs (graphlab.sizing.drafter): they are the plan's
-    sizes too, since vLLM builds the drafter's dispatcher or managers on the same
-    compilation_config and gives it no capture setting of its own."""
-    found = drafter(policy, cfg)
-    if found is None or not any(step.families.limit for step in found.steps):
-        return []
-    return [
-        f"the drafter (speculative method {found.method!r}, model runner "
-        f"{found.model_runner.upper()}) keeps its graphs at these same capture sizes: vLLM gives "
-        "it no setting of its own; `audit --speculative-method "
-        f"{found.method}` shows its draft steps"
-    ]
-
-
 def plan(
     engine: str | SizingPolicy,
     cfg: SizingConfig,
@@ -310,37 +218,25 @@ def plan(
 
 def plan_for(request: PlanRequest) -> Plan:
     """`plan` of a request whose engine is resolved."""
-    policy = request.policy
-    cfg = request.config
-    workload = request.workload
-    budget = request.budget
-    memory = request.memory
-    latency = request.latency
-    eager_penalty = request.eager_penalty
-    max_capture_size = request.max_capture_size
+    policy, cfg, memory, latency = request.policy, request.config, request.memory, request.latency
     if policy.batch_unit is BatchUnit.TOKENS and policy.cudagraph_mode(cfg) is CUDAGraphMode.NONE:
         raise GraphlabError(NO_GRAPHS)
-    workload = _checked_workload(policy, cfg, workload, budget, memory)
+    workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
+    budget = request.budget
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=default_graph_count(policy, cfg))
     tokens = policy.effective_max_num_batched_tokens(cfg)
-    top = token_ceiling(policy, cfg) if policy.splits_capture_sizes else tokens
-    ceiling = min(top, max_capture_size or top)
-    bound = (
-        "max_capture_size"
-        if ceiling == max_capture_size
-        else "max_num_batched_tokens"
-        if ceiling == tokens
-        else "the decode graphs' token limit"
+    chosen, reason = best_sizes(
+        workload,
+        cfg.decode_query_len,
+        tokens,
+        budget,
+        memory,
+        latency,
+        request.max_capture_size,
+        request.eager_penalty,
+        token_ceiling(policy, cfg) if policy.splits_capture_sizes else None,
     )
-    candidates = _candidates(workload, cfg.decode_query_len, ceiling, bound)
-    check_work(len(candidates), budget)
-    notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
-    notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
-    notes += _drafter_notes(policy, cfg)
-    own = memory(candidates) if memory is not None else np.zeros(len(candidates))
-    candidates, own, reason = affordable(candidates, own, budget)
-    chosen = _chosen_sizes(candidates, own, workload, budget, latency, eager_penalty)
     split = None
     if policy.splits_capture_sizes:  # 0.34.0: its own settings, dispatched as it resolves them
         split = split_proposal(policy, cfg, request.compilation_config, chosen)
@@ -348,20 +244,14 @@ def plan_for(request: PlanRequest) -> Plan:
         policy, split.config if split else cfg, chosen, workload, memory, budget.graph_pool,
         latency, own=split is not None,
     )  # fmt: skip
-    default = _default_outcome(policy, cfg, workload, memory, budget, latency, notes)
     on_graph = plan_outcome.padded > 0 if split else workload.sizes <= chosen[-1]
     eager = tuple(int(n) for n in workload.sizes[~on_graph])
-    if eager and reason is None:
-        reason = (
-            "eager steps are faster than a graph padded over them"
-            if latency is not None
-            else f"an eager step costs {eager_penalty:g} tokens, less than the padding a graph "
-            "over it adds"
-            if eager_penalty is not None
-            else f"no graph above {bound}={ceiling}"
-            if ceiling < tokens
-            else f"a graph above {tokens} tokens exceeds max_num_batched_tokens"
-        )
+    default, default_notes = default_outcome(
+        policy, cfg, workload, memory, budget.graph_pool, latency
+    )
+    notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
+    notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
+    notes += [*planned_sizes_notes(policy, cfg), *default_notes]
     if latency is not None:
         notes.append(
             "latency: graph latency at the padded size, eager latency above the largest graph; "
@@ -373,7 +263,7 @@ def plan_for(request: PlanRequest) -> Plan:
         tokens,
         workload,
         budget,
-        "latency" if latency else "padding" if eager_penalty is None else "padding+eager",
+        "latency" if latency else "padding" if request.eager_penalty is None else "padding+eager",
         plan_outcome,
         default,
         eager,
@@ -382,6 +272,6 @@ def plan_for(request: PlanRequest) -> Plan:
         latency[0].kind if latency is not None else None,
         tuple(notes),
         None if request.compilation_config is None else dict(request.compilation_config),
-        eager_penalty,
+        request.eager_penalty,
         split,
     )

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
 from graphlab.sizing.families import GraphFamilies, families_for
@@ -67,6 +68,29 @@ def evaluate(
         step_ms,
         memory_bytes,
     )
+
+
+def default_outcome(
+    policy: SizingPolicy,
+    cfg: SizingConfig,
+    workload: Workload,
+    memory: SizeTable | None = None,
+    graph_pool: str = "shared",
+    latency: tuple[SizeTable, SizeTable] | None = None,
+) -> tuple[Outcome, tuple[str, ...]]:
+    """`evaluate` of the engine's default sizing, and notes saying what could not be computed."""
+    sizes, notes = policy.capture_sizes(cfg), []
+    try:
+        default = evaluate(policy, cfg, sizes, workload, memory, graph_pool, latency)
+    except GraphlabError as missing:
+        # The default's sizes may lie outside a table the plan stays within.
+        default = evaluate(policy, cfg, sizes, workload)
+        notes.append(f"default's memory/latency not computed: {missing}")
+    if not default.capture_sizes:
+        notes.append(
+            f"the engine's default sizing refuses to start here: {policy.startup_error(cfg)}"
+        )
+    return default, tuple(notes)
 
 
 def compilation_with_sizes(user: dict | None, cudagraph_mode: str | None, sizes) -> dict:
