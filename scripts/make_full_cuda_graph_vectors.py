@@ -1,13 +1,12 @@
 #!/usr/bin/env python3
 """Regenerate data/vllm_full_cuda_graph_vectors.json: whether vLLM V1 0.9.0 to 0.10.0 starts
 with compilation_config.full_cuda_graph=True (the kit's cudagraph_mode FULL) for an attention
-backend on a device tier, read in every release of those (graphlab.sizing.attention.
-FullCudaGraphCheck).
+backend on a device tier, read in every release of those (graphlab.sizing.full_cuda_graph).
 
 Developer script, never run by tests or at run time. For each release it reads the wheel's .py
 members (HTTP range requests on the wheel's zip, kept in a members-only zip under
 build/wheel_members_full_graph/, git-ignored) without importing vllm, and over seeded configs
-(a backend of graphlab.sizing.attention's table for the release, a device tier, max_num_seqs,
+(a backend of graphlab.sizing.full_cuda_graph's table for the release, a device tier, max_num_seqs,
 max_num_batched_tokens, the default capture list or a user one, PIECEWISE or FULL) runs, in the
 order the wheel's `GPUModelRunner.initialize_attn_backend` loop has them:
 
@@ -189,7 +188,7 @@ class Release:
 
 def release_vectors(version: str, src, seed: str) -> dict:
     sys.path.insert(0, str(REPO_ROOT))
-    from graphlab.sizing.attention import full_graph_range
+    from graphlab.sizing.full_cuda_graph import full_graph_range
 
     table = full_graph_range(version).classes
     release = Release(version, src)

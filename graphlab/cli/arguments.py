@@ -17,10 +17,11 @@ from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
-from graphlab.sizing.attention import FLASH_ATTN_VERSIONS, RANGES, attention_support
+from graphlab.sizing.attention import RANGES, attention_support
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
+from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 from graphlab.sizing.model_runner import (
     MODEL_RUNNERS,

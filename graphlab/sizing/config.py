@@ -55,7 +55,7 @@ class SizingConfig:
     attention_cg_support: str = DEFAULT_CG_SUPPORT
     attention_backend: str | None = None
     # get_flash_attn_version() on the device (3 on Hopper, else 2): 0.9.0 to 0.10.0 refuse
-    # full_cuda_graph without FlashAttention 3 (graphlab.sizing.attention.FullCudaGraphCheck).
+    # full_cuda_graph without FlashAttention 3 (graphlab.sizing.full_cuda_graph).
     flash_attn_version: int = 3
     # speculative_config.num_speculative_tokens_per_batch_size (dynamic speculation, vLLM 0.24.0
     # on): (range_start, range_end, k) entries, inclusive request ranges; sorted on validation.

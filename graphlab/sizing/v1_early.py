@@ -12,7 +12,6 @@ from graphlab.sizing.attention import (
     DEFAULT_CG_SUPPORT,
     INITIAL,
     INITIAL_PIECEWISE,
-    FullCudaGraphCheck,
 )
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGraphMode
@@ -22,6 +21,7 @@ from graphlab.sizing.families import (
     Rounding,
     round_up,
 )
+from graphlab.sizing.full_cuda_graph import FullCudaGraphCheck
 from graphlab.sizing.policy import (
     DEFAULT_GRAPH_CEILING,
 )

@@ -18,16 +18,15 @@ from helpers import ROOT
 from graphlab.errors import GraphlabError
 from graphlab.sizing.attention import (
     CG_SUPPORTS,
-    FLASH_ATTN_VERSIONS,
     RANGES,
     attention_range,
     attention_support,
-    full_graph_range,
     lower_cudagraph_mode,
 )
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
 from graphlab.sizing.engines import ENGINES, V1_ENGINES, get_engine
+from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS, full_graph_range
 from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.versions import RELEASES, engine_for_version
 
