@@ -139,7 +139,9 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         help="vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, ...; read "
         f"in every release from vLLM {RANGES[0].first}): vLLM lowers cudagraph_mode to the "
         "AttentionCGSupport it reports, with a WARNING (0.9.0-0.10.0: refuses full_cuda_graph "
-        "unless the backend allows it); default: vLLM's pick for --device-tier "
+        "unless the backend allows it); --vllm-args may name it instead (VLLM_ATTENTION_BACKEND="
+        "NAME before `vllm serve`, --attention-backend, --attention-config); default: vLLM's pick "
+        "for --device-tier "
         "(FLASH_ATTN, FlashAttention 3 on the h100 tier)",
     )
 
