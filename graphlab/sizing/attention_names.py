@@ -28,6 +28,8 @@ _SUFFIXED_NAMES = {
 }
 # The kit's names that are no `_Backend` member before these releases (the _VLLM_V1 names above).
 _NAMED_FROM = {"TRITON_ATTN": "0.11.0", "CUTLASS_MLA": "0.10.1"}
+# vllm/envs.py checks VLLM_ATTENTION_BACKEND against the backend names itself (env_with_choices).
+_ENV_CHOICES_FROM = "0.11.0"
 
 
 def env_backend_name(version: str, value: str) -> tuple[str | None, str | None]:
@@ -50,9 +52,15 @@ def env_backend_name(version: str, value: str) -> tuple[str | None, str | None]:
             for old, (first, last, kit) in _SUFFIXED_NAMES.items()
             if kit == name and release_key(first) <= at <= release_key(last)
         ]
-        hint = f" (vLLM {version} spells it {spelled[0]})" if spelled else ""
+        hint = f"; vLLM {version} spells it {spelled[0]}" if spelled else ""
+        # attention/selector.py to 0.10.2; envs.py's env_with_choices from 0.11.0
+        words = (
+            f"Invalid attention backend: '{name}'"
+            if at < release_key(_ENV_CHOICES_FROM)
+            else f"Invalid value '{name}' for VLLM_ATTENTION_BACKEND"
+        )
         raise GraphlabError(
-            f"vLLM {version} refuses VLLM_ATTENTION_BACKEND={name}: no attention backend of "
-            f"that name in that release{hint}"
+            f"vLLM {version} refuses to start: ValueError: {words} (no backend of that name in "
+            f"that release{hint})"
         )
     return name, None

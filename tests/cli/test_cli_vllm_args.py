@@ -818,14 +818,15 @@ _DEPRECATED = (
             "0.10.1",
             "VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m",
             2,
-            "vLLM 0.10.1 refuses VLLM_ATTENTION_BACKEND=TRITON_ATTN: no attention backend of that "
-            "name in that release (vLLM 0.10.1 spells it TRITON_ATTN_VLLM_V1)",
+            "vLLM 0.10.1 refuses to start: ValueError: Invalid attention backend: 'TRITON_ATTN' "
+            "(no backend of that name in that release; vLLM 0.10.1 spells it TRITON_ATTN_VLLM_V1)",
         ),
         (
             "0.11.0",
             "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1 vllm serve m",
             2,
-            "vLLM 0.11.0 refuses VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1",
+            "vLLM 0.11.0 refuses to start: ValueError: Invalid value 'TRITON_ATTN_VLLM_V1' for "
+            "VLLM_ATTENTION_BACKEND",
         ),
         (
             "0.12.0",
