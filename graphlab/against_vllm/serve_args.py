@@ -70,7 +70,8 @@ class ServeLine:
             else:
                 values = 0
                 kept.append(word)
-        return shlex.join(["vllm", "serve", *kept, *flag_words])
+        environment = [f"{name}={value}" for name, value in self.environment]
+        return shlex.join([*environment, "vllm", "serve", *kept, *flag_words])
 
 
 def _entrypoint_words(command_line: str) -> list[str]:

@@ -886,3 +886,14 @@ def test_the_lines_backend_feeds_the_audit_and_the_flag_conflicts(capsys):
         "--vllm-args", "vllm serve m --max-num-seqs 4",
     )  # fmt: skip
     assert got == 0 and "attention backend TRITON_ATTN (as named" in out
+
+
+@pytest.mark.vllm
+def test_the_planned_line_keeps_the_environment_that_leads_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --max-num-seqs 8")
+    assert line.environment == (("VLLM_ATTENTION_BACKEND", "FLASHINFER"),)
+    planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
+    assert planned.startswith("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --max-num-seqs 8 ")
+    assert vllm_parse(shlex.split(planned)[3:]).max_num_seqs == 8
