@@ -22,9 +22,11 @@ ATTENTION_ENV_DEPRECATION = (
 # so vLLM picks its default).
 _SUFFIXED_NAMES = {
     "TRITON_ATTN_VLLM_V1": ("0.9.0", "0.10.2", "TRITON_ATTN"),
-    "CUTLASS_MLA_VLLM_V1": ("0.9.2", "0.10.0", "CUTLASS_MLA"),
-    "FLASHMLA_VLLM_V1": ("0.10.2", "0.10.2", "FLASHMLA"),
+    "CUTLASS_MLA_VLLM_V1": ("0.9.1", "0.10.0", "CUTLASS_MLA"),
+    "FLASHMLA_VLLM_V1": ("0.9.1", "0.10.2", "FLASHMLA"),  # to 0.10.1 as any name but TRITON_MLA
     "FLASH_ATTN_VLLM_V1": ("0.9.0", "0.10.2", None),
+    "FLASHINFER_VLLM_V1": ("0.9.1", "0.10.2", None),
+    "TRITON_MLA_VLLM_V1": ("0.9.1", "0.10.2", None),
 }
 # The kit's names that are no `_Backend` member before these releases (the _VLLM_V1 names above).
 _NAMED_FROM = {"TRITON_ATTN": "0.11.0", "CUTLASS_MLA": "0.10.1"}

@@ -91,9 +91,15 @@ _CLASSES_092 = {
 }
 # 0.9.2 prefers FlashInfer on SM100 ("Using FlashInfer backend on V1 engine by default for
 # Blackwell"); 0.9.0 and 0.9.1 pick FlashAttention wherever compute capability >= 8.0.
+_FA_ONLY = dict.fromkeys(_TIERS, "FLASH_ATTN")
 FULL_GRAPH_RANGES = (
+    FullGraphRange("0.9.0", FullCudaGraphCheck.FA3_ONLY, _CLASSES_090, _FA_ONLY),
+    # 0.9.1 adds CUTLASS MLA (vllm/v1/attention/backends/mla/cutlass_mla.py)
     FullGraphRange(
-        "0.9.0", FullCudaGraphCheck.FA3_ONLY, _CLASSES_090, dict.fromkeys(_TIERS, "FLASH_ATTN")
+        "0.9.1",
+        FullCudaGraphCheck.FA3_ONLY,
+        {**_CLASSES_090, "CUTLASS_MLA": "CutlassMLABackend"},
+        _FA_ONLY,
     ),
     FullGraphRange("0.9.2", FullCudaGraphCheck.PER_BUILDER, _CLASSES_092, DEFAULT_BACKEND),
 )
