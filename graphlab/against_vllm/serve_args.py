@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
+from graphlab.against_vllm.serve_attention import attention_backends, line_environment
 from graphlab.errors import GraphlabError, UnreadableInput
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
@@ -46,6 +47,11 @@ class ServeLine:
     # The words after the entrypoint, and the flags a planned compilation config replaces.
     words: tuple[str, ...] = ()
     replaced_flags: tuple[str, ...] = ()
+    # The line's leading NAME=VALUE environment words (`VLLM_ATTENTION_BACKEND=FLASHINFER vllm
+    # serve ...`), and the backends its --attention-backend and --attention-config name, as given.
+    environment: tuple[tuple[str, str], ...] = ()
+    attention_backend: str | None = None
+    attention_config_backend: str | None = None
 
     def with_flag(self, flag_words: list[str]) -> str:
         """The line as `vllm serve ...` with its capture and compilation flags (and their values)
@@ -64,11 +70,13 @@ class ServeLine:
             else:
                 values = 0
                 kept.append(word)
-        return shlex.join(["vllm", "serve", *kept, *flag_words])
+        environment = [f"{name}={value}" for name, value in self.environment]
+        return shlex.join([*environment, "vllm", "serve", *kept, *flag_words])
 
 
 def _entrypoint_words(command_line: str) -> list[str]:
-    """The line's words after `vllm serve` or `python -m vllm.entrypoints.openai.api_server`."""
+    """The line's words after `vllm serve` or `python -m vllm.entrypoints.openai.api_server`
+    (and after the environment words that lead it)."""
     if not isinstance(command_line, str) or not command_line.strip():
         raise GraphlabError(
             f"--vllm-args must be a `vllm serve MODEL ...` line, got {_shown(command_line)}"
@@ -84,6 +92,7 @@ def _entrypoint_words(command_line: str) -> list[str]:
         raise GraphlabError(
             f"--vllm-args {_shown(command_line)} is not a shell command line: {error}"
         ) from None
+    words = line_environment(words)[1]
     if words[:2] == ["vllm", "serve"]:
         return words[2:]
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
@@ -373,6 +382,7 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     except GraphlabError as error:
         raise GraphlabError(f"--vllm-args: {error}") from None
     replaced = [key for key, _ in _flag_values(words, CAPTURE_FLAGS + COMPILATION_FLAGS)]
+    flag_backend, config_backend = attention_backends(args)
     return ServeLine(
         config=config,
         compilation_config=_compilation_dict(processed) | split,
@@ -380,4 +390,7 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         from_defaults=unset,
         words=tuple(words),
         replaced_flags=tuple(dict.fromkeys(replaced)),
+        environment=line_environment(shlex.split(command_line))[0],
+        attention_backend=flag_backend,
+        attention_config_backend=config_backend,
     )

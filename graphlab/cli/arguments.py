@@ -21,6 +21,7 @@ from graphlab.sizing.attention import RANGES, attention_support
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
+from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 from graphlab.sizing.model_runner import (
     MODEL_RUNNERS,
@@ -143,7 +144,10 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         metavar="NAME",
         help="vLLM's attention backend (FLASH_ATTN, FLASHINFER, TRITON_ATTN, FLASHMLA, ...; read "
         f"in every release from vLLM {RANGES[0].first}): vLLM lowers cudagraph_mode to the "
-        "AttentionCGSupport it reports, with a WARNING; default: vLLM's pick for --device-tier "
+        "AttentionCGSupport it reports, with a WARNING (0.9.0-0.10.0: refuses full_cuda_graph "
+        "unless the backend allows it); --vllm-args may name it instead (VLLM_ATTENTION_BACKEND="
+        "NAME before `vllm serve`, --attention-backend, --attention-config); default: vLLM's pick "
+        "for --device-tier "
         "(FLASH_ATTN, FlashAttention 3 on the h100 tier)",
     )
 
@@ -160,7 +164,9 @@ def apply_attention_backend(
             )
         return cfg, None
     backend, support, why = attention_support(version, backend, device_tier)
-    return replace(cfg, attention_cg_support=support, attention_backend=backend), why
+    fa = FLASH_ATTN_VERSIONS[device_tier]
+    cfg = replace(cfg, attention_cg_support=support, attention_backend=backend)
+    return replace(cfg, flash_attn_version=fa), why
 
 
 def apply_model_runner(

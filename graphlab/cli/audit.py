@@ -19,7 +19,12 @@ from graphlab.cli.arguments import (
     int_in,
     json_text,
 )
-from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
+from graphlab.cli.serve_line import (
+    add_vllm_args,
+    config_options,
+    line_attention_backend,
+    read_serve_line,
+)
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
@@ -100,16 +105,20 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, tuple[str, ...]]:
-    """The config to audit, and the notes on how a --vllm-args line reached it."""
+def _config(
+    args, policy: SizingPolicy, version: str
+) -> tuple[SizingConfig, tuple[str, ...], str | None]:
+    """The config to audit, the notes on how a --vllm-args line reached it, and the attention
+    backend named (the line's, else --attention-backend)."""
     flags = config_options(args)
     line = read_serve_line(args.vllm_args, args.device_tier, flags, policy, version)
+    backend, backend_notes = line_attention_backend(line, version, args.attention_backend)
     if line is not None:
-        return line.config, line.notes
+        return line.config, line.notes + backend_notes, backend
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
     k = args.num_speculative_tokens or 0
-    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), ()
+    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), (), backend
 
 
 def run(args) -> int:
@@ -118,11 +127,9 @@ def run(args) -> int:
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     policy, version = engine_release(args.engine)
-    cfg, notes = _config(args, policy, version)
+    cfg, notes, backend = _config(args, policy, version)
     cfg, runner = apply_model_runner(policy, version, args.model_runner, cfg)
-    cfg, attention = apply_attention_backend(
-        policy, version, args.attention_backend, args.device_tier, cfg
-    )
+    cfg, attention = apply_attention_backend(policy, version, backend, args.device_tier, cfg)
     report = audit(policy, cfg)
     if args.json:
         data = report.to_dict()

@@ -1,6 +1,8 @@
 """The attention backend's CUDA-graph support (`AttentionCGSupport`) and how vLLM lowers
 `cudagraph_mode` to it (`lower_cudagraph_mode`), for every V1 release from 0.10.1, the first
-with cudagraph_mode (data/vllm_attention_vectors.json, scripts/make_attention_vectors.py).
+with cudagraph_mode (data/vllm_attention_vectors.json, scripts/make_attention_vectors.py); before
+it, 0.9.0 to 0.10.0's yes or no to `compilation_config.full_cuda_graph` (graphlab.sizing.
+full_cuda_graph).
 
 vLLM takes the lowest support among the model's backends and lowers the mode in
 `GPUModelRunner.initialize_cudagraph_capture` (0.10.1 to 0.11.0, reading the metadata builder's
@@ -19,6 +21,7 @@ from dataclasses import dataclass
 from graphlab.errors import GraphlabError, check_choice
 from graphlab.sizing.batch_defaults import DEVICE_TIERS
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
+from graphlab.sizing.full_cuda_graph import DEFAULT_BACKEND, full_graph_range, full_graph_support
 from graphlab.sizing.model_runner import release_key
 
 # vLLM's AttentionCGSupport, lowest first (vllm/v1/attention/backend.py: NEVER = 0 .. ALWAYS = 3).
@@ -187,9 +190,6 @@ RANGES = (
     AttentionRange("0.31.0", LOWERING, _031),
     AttentionRange("0.33.0", LOWERING, _033),
 )
-# vLLM's first choice for a dense model (platforms/cuda.py: get_attn_backend_cls to 0.11.x,
-# `_get_backend_priorities` from 0.12.0, read to 0.34.0): FLASHINFER on SM100, else FLASH_ATTN.
-DEFAULT_BACKEND = {"h100": "FLASH_ATTN", "small": "FLASH_ATTN", "b200": "FLASHINFER"}
 
 
 def attention_range(version: str) -> AttentionRange | None:
@@ -205,6 +205,8 @@ def attention_support(version: str, name: str | None, tier: str) -> tuple[str, s
     check_choice("device tier", tier, _TIERS)
     chosen = DEFAULT_BACKEND[tier] if name is None else str(name).upper()
     found = attention_range(version)
+    if found is None and full_graph_range(version) is not None:
+        return _with_assumed_support(*full_graph_support(version, name, tier))
     if found is None:
         if name is not None:
             raise GraphlabError(
@@ -226,10 +228,16 @@ def attention_support(version: str, name: str | None, tier: str) -> tuple[str, s
             f"vLLM {version} (its support depends on the model there, or the name is unknown); "
             f"known: {', '.join(found.backends)}"
         )
-    how = "vLLM's default for a dense model" if name is None else "--attention-backend"
+    how = "vLLM's default for a dense model" if name is None else "as named"
     return (
         backend.named(found.lowering),
         support,
         f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
         f"AttentionCGSupport.{support}, vllm/v1/attention/backends/{backend.source})",
     )
+
+
+def _with_assumed_support(cls: str, why: str) -> tuple[str, str, str]:
+    """attention_support's answer for 0.9.0 to 0.10.0: they lower nothing (no AttentionCGSupport),
+    so the kit sizes with the support it assumes."""
+    return cls, DEFAULT_CG_SUPPORT, why

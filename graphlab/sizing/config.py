@@ -54,6 +54,9 @@ class SizingConfig:
     # class name (vLLM's warnings name it); vLLM lowers cudagraph_mode to what it supports.
     attention_cg_support: str = DEFAULT_CG_SUPPORT
     attention_backend: str | None = None
+    # get_flash_attn_version() on the device (3 on Hopper, else 2): 0.9.0 to 0.10.0 refuse
+    # full_cuda_graph without FlashAttention 3 (graphlab.sizing.full_cuda_graph).
+    flash_attn_version: int = 3
     # speculative_config.num_speculative_tokens_per_batch_size (dynamic speculation, vLLM 0.24.0
     # on): (range_start, range_end, k) entries, inclusive request ranges; sorted on validation.
     num_speculative_tokens_per_batch_size: tuple[tuple[int, int, int], ...] | None = None
@@ -83,6 +86,7 @@ class SizingConfig:
             check_choice("performance_mode", self.performance_mode, PERFORMANCE_MODES)
         check_choice("model_runner", self.model_runner, MODEL_RUNNERS)
         check_choice("attention_cg_support", self.attention_cg_support, CG_SUPPORTS)
+        check_choice("flash_attn_version", self.flash_attn_version, (2, 3))
         if self.speculative_method is not None and not isinstance(self.speculative_method, str):
             raise GraphlabError(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"

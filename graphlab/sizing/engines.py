@@ -46,6 +46,7 @@ from graphlab.sizing.v1_early import (
     Vllm083,
     Vllm085,
     Vllm090,
+    Vllm092,
 )
 from graphlab.sizing.v1_releases import (
     Vllm012,
@@ -154,6 +155,7 @@ RELEASE_POLICIES = (
     Vllm083(),
     Vllm085(),
     Vllm090(),
+    Vllm092(),
     Vllm0100(),
     Vllm083(),
     Vllm085(),

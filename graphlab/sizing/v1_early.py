@@ -8,7 +8,11 @@ from __future__ import annotations
 from enum import Enum
 
 from graphlab.errors import GraphlabError
-from graphlab.sizing.attention import DEFAULT_CG_SUPPORT, INITIAL, INITIAL_PIECEWISE
+from graphlab.sizing.attention import (
+    DEFAULT_CG_SUPPORT,
+    INITIAL,
+    INITIAL_PIECEWISE,
+)
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGraphMode
 from graphlab.sizing.families import (
@@ -17,6 +21,7 @@ from graphlab.sizing.families import (
     Rounding,
     round_up,
 )
+from graphlab.sizing.full_cuda_graph import FullCudaGraphCheck
 from graphlab.sizing.policy import (
     DEFAULT_GRAPH_CEILING,
 )
@@ -65,10 +70,9 @@ class _EarlyV1Policy(V1Policy):
     eagerly above it; the list is never rounded for speculative decoding. A user list
     (compilation_config.cudagraph_capture_sizes) is kept whole (`init_with_cudagraph_sizes`):
     a size above max_num_batched_tokens fails `_dummy_run`'s assertion at capture. There is no
-    max_cudagraph_capture_size, performance mode, dynamic speculation or model runner V2; before
-    0.10.1 the kit models an attention backend that supports every graph (FlashAttention 3;
-    0.9.x's `can_run_in_cudagraph` is True for FlashAttention), from 0.10.1 the backend's
-    AttentionCGSupport (graphlab.sizing.attention)."""
+    max_cudagraph_capture_size, performance mode, dynamic speculation or model runner V2. The
+    attention backend: 0.9.0 to 0.10.0 refuse full_cuda_graph with some (`full_cuda_graph_check`),
+    from 0.10.1 vLLM lowers the mode to its AttentionCGSupport (graphlab.sizing.attention)."""
 
     rounding = Rounding.NEVER
     plain_full = PlainFull.REPLAYS
@@ -153,6 +157,24 @@ class _EarlyV1Policy(V1Policy):
     def _default_sizing(self, cfg, tokens):
         return self.graph_ceiling.of(cfg.max_num_seqs), []
 
+    # How the release refuses full_cuda_graph (the kit's FULL) with the attention backend; None:
+    # no full_cuda_graph (0.8.x) or a cudagraph_mode lowered to AttentionCGSupport (0.10.1 on).
+    full_cuda_graph_check: FullCudaGraphCheck | None = None
+
+    def sizing_key(self, cfg):
+        if self.full_cuda_graph_check is None:
+            return super().sizing_key(cfg)
+        return (*super().sizing_key(cfg), cfg.attention_backend, cfg.flash_attn_version)
+
+    def _full_graph_refusal(self, cfg: SizingConfig, sizes: list[int]) -> str | None:
+        """The ValueError GPUModelRunner.initialize_attn_backend raises for full_cuda_graph with
+        cfg's backend (FlashAttention without one named), else None."""
+        if self.full_cuda_graph_check is None or self.cudagraph_mode(cfg) != CUDAGraphMode.FULL:
+            return None
+        backend = cfg.attention_backend or "FlashAttentionBackend"
+        largest = sizes[-1] if sizes else 0
+        return self.full_cuda_graph_check.refusal(backend, cfg.flash_attn_version, largest)
+
     def _configured(self, cfg: SizingConfig):
         key = ("configured", self.sizing_key(cfg))
         if key not in self._cache:
@@ -163,8 +185,8 @@ class _EarlyV1Policy(V1Policy):
                 if user is None
                 else sorted(set(user))
             )
-            error = None
-            if sizes and sizes[-1] > tokens:  # captured largest first
+            error = self._full_graph_refusal(cfg, sizes)  # before capture: initialize_kv_cache
+            if error is None and sizes and sizes[-1] > tokens:  # captured largest first
                 error = (
                     "AssertionError: num_tokens <= self.scheduler_config.max_num_batched_tokens "
                     f"(vllm/v1/worker/gpu_model_runner.py _dummy_run): {sizes[-1]} > {tokens}"
@@ -208,10 +230,10 @@ class Vllm085(Vllm083):
 
 
 class Vllm090(Vllm085):
-    """vllm 0.9.0 to 0.9.2: 0.8.0's list (SchedulerConfig.cuda_graph_sizes defaults to [512]),
+    """vllm 0.9.0 to 0.9.1: 0.8.0's list (SchedulerConfig.cuda_graph_sizes defaults to [512]),
     and compilation_config.full_cuda_graph=True (the kit's cudagraph_mode FULL) captures the whole
-    model as one FULL graph per size, replayed for every batch padded to it (0.9.2's
-    skip_cuda_graphs holds only where an attention builder's `can_run_in_cudagraph` is False).
+    model as one FULL graph per size, replayed for every batch padded to it; GPUModelRunner.
+    initialize_attn_backend refuses it at start-up unless the backend is FlashAttention 3.
     `_is_v1_supported_oracle` runs ngram, medusa, eagle, eagle3 and deepseek_mtp on V1 by default,
     tested on the method as written: every other MTP model type (mimo_mtp, "mtp", ...) falls back
     to V0, though later releases read it as mtp."""
@@ -224,9 +246,21 @@ class Vllm090(Vllm085):
     # V1 runs these by default
     v1_methods = ("ngram", "[ngram]", "medusa", "eagle", "eagle3", "deepseek_mtp")
     v1_by_default = True
+    full_cuda_graph_check = FullCudaGraphCheck.FA3_ONLY
 
 
-class Vllm0100(Vllm090):
+class Vllm092(Vllm090):
+    """vllm 0.9.2: 0.9.0's graphs (`skip_cuda_graphs` holds only where an attention builder's
+    `can_run_in_cudagraph` is False, never for FlashAttention), but full_cuda_graph is refused
+    per metadata builder (`full_cudagraph_supported`; FlashAttention's builder refuses FA2 and
+    capture sizes above 992 first)."""
+
+    name = "vllm-0.9.2"
+    release = "0.9.2"
+    full_cuda_graph_check = FullCudaGraphCheck.PER_BUILDER
+
+
+class Vllm0100(Vllm092):
     """vllm 0.10.0: 0.9.x's graphs, but `SchedulerConfig.__post_init__` defaults
     cuda_graph_sizes to [min(2 * max_num_seqs, 512)]."""
 
@@ -245,6 +279,7 @@ class Vllm0101(Vllm0100):
 
     name = "vllm-0.10.1"
     release = "0.10.1"
+    full_cuda_graph_check = None
     decode_keys = DecodeKeys.CAPTURE_SIZES
     reads_attention_support = True
     attention_lowering = INITIAL

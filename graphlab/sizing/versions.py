@@ -98,19 +98,29 @@ RANGES = (
     ),
     ReleaseRange(
         "0.9.0",
-        "0.9.2",
+        "0.9.1",
         "vllm-0.9.0",
         "0.8.0's list from SchedulerConfig.cuda_graph_sizes (default [512]) and padding; "
-        "compilation_config.full_cuda_graph adds FULL graphs of the whole model (0.9.2's "
-        "skip_cuda_graphs holds only where can_run_in_cudagraph is False, never for "
-        "FlashAttention); V1 runs ngram, medusa, eagle, eagle3 and deepseek_mtp by default, "
-        "every other MTP model type falls back to V0",
+        "compilation_config.full_cuda_graph adds FULL graphs of the whole model, refused "
+        "unless the attention backend is FlashAttention 3 (GPUModelRunner."
+        "initialize_attn_backend); V1 runs ngram, medusa, eagle, eagle3 and deepseek_mtp by "
+        "default, every other MTP model type falls back to V0",
+    ),
+    ReleaseRange(
+        "0.9.2",
+        "0.9.2",
+        "vllm-0.9.2",
+        "0.9.0's graphs and speculative methods (skip_cuda_graphs holds only where "
+        "can_run_in_cudagraph is False, never for FlashAttention); full_cuda_graph is refused "
+        "per metadata builder (full_cudagraph_supported: FlashAttention 3, Triton and FlashMLA), "
+        "FlashAttention's builder refusing FA2 and capture sizes above 992",
     ),
     ReleaseRange(
         "0.10.0",
         "0.10.0",
         "vllm-0.10.0",
-        "0.9.x's graphs; cuda_graph_sizes defaults to [min(2 * max_num_seqs, 512)]",
+        "0.9.2's graphs and full_cuda_graph checks; cuda_graph_sizes defaults to "
+        "[min(2 * max_num_seqs, 512)]",
     ),
     ReleaseRange(
         "0.10.1",

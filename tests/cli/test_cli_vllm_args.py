@@ -758,3 +758,142 @@ def test_a_flag_given_twice_is_named_once_among_the_replaced(vllm_parse):
     line = read_vllm_args(f"vllm serve {words}")
     assert line.config.cudagraph_mode == mode == "PIECEWISE"
     assert line.replaced_flags == ("-cc.cudagraph_mode",)
+
+
+# --- the attention backend on the serve line ---------------------------------------------------
+
+_DEPRECATED = (
+    "note: vLLM logs a WARNING: Using VLLM_ATTENTION_BACKEND environment variable is deprecated "
+    "and will be removed in v0.14.0 or v1.0.0, whichever is soonest."
+)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    ("version", "line", "code", "words"),
+    [
+        # 0.13.0 and 0.14.x: the variable sets attention_config.backend, with vLLM's WARNING
+        ("0.13.0", "VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m", 0, _DEPRECATED),
+        (
+            "0.14.1",
+            "env VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m",
+            0,
+            "attention backend FLASHINFER (as named on the 'h100' tier; FlashInferBackend reports "
+            "AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE",
+        ),
+        # envs.py drops it in 0.15.0: vLLM ignores it and picks its default
+        (
+            "0.33.0",
+            "VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m",
+            0,
+            "note: VLLM_ATTENTION_BACKEND is not read by vLLM 0.33.0 (vllm/envs.py dropped it in "
+            "0.15.0; use --attention-backend): vLLM ignores it",
+        ),
+        (
+            "0.33.0",
+            "vllm serve m --attention-backend triton_attn",
+            0,
+            "attention backend TRITON_ATTN",
+        ),
+        (
+            "0.33.0",
+            "vllm serve m -ac.backend FLEX_ATTENTION",
+            0,
+            "attention backend FLEX_ATTENTION",
+        ),
+        # the _VLLM_V1 spellings of 0.10.x, and the kit's names those releases refuse
+        (
+            "0.10.1",
+            "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1 vllm serve m",
+            0,
+            "attention backend TRITON_ATTN (as named",
+        ),
+        (
+            "0.10.2",
+            "VLLM_ATTENTION_BACKEND=FLASH_ATTN_VLLM_V1 vllm serve m",
+            0,
+            "selects no backend by that name, so it picks its default",
+        ),
+        (
+            "0.10.1",
+            "VLLM_ATTENTION_BACKEND=TRITON_ATTN vllm serve m",
+            2,
+            "vLLM 0.10.1 refuses to start: ValueError: Invalid attention backend: 'TRITON_ATTN' "
+            "(no backend of that name in that release; vLLM 0.10.1 spells it TRITON_ATTN_VLLM_V1)",
+        ),
+        (
+            "0.11.0",
+            "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1 vllm serve m",
+            2,
+            "vLLM 0.11.0 refuses to start: ValueError: Invalid value 'TRITON_ATTN_VLLM_V1' for "
+            "VLLM_ATTENTION_BACKEND",
+        ),
+        (
+            "0.12.0",
+            "vllm serve m --attention-backend FLASHINFER",
+            2,
+            "--vllm-args: --attention-backend does not exist in vLLM 0.12.0 (added in 0.13.0)",
+        ),
+        # EngineArgs.create_engine_config: both options, or the variable and the option (0.13.0
+        # and 0.14.x, where it sets attention_config.backend)
+        (
+            "0.33.0",
+            "vllm serve m --attention-backend FLASHINFER -ac.backend TRITON_ATTN",
+            2,
+            "--vllm-args: vLLM 0.33.0 refuses to start: ValueError: attention_backend and "
+            "attention_config.backend are mutually exclusive",
+        ),
+        (
+            "0.13.0",
+            "VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --attention-backend TRITON_ATTN",
+            2,
+            "are mutually exclusive (VLLM_ATTENTION_BACKEND sets attention_config.backend)",
+        ),
+    ],
+)
+def test_the_lines_attention_backend_as_each_release_reads_it(capsys, version, line, code, words):
+    got, out, err = run_main(
+        capsys, "audit", "--vllm-version", version, "--vllm-args", f"{line} --max-num-seqs 4"
+    )
+    assert got == code, (out, err)
+    assert words in (err if code == 2 else out), (out, err)
+    assert len(err.strip().splitlines()) <= 1  # one line, never a traceback
+
+
+@pytest.mark.vllm
+def test_the_lines_backend_feeds_the_audit_and_the_flag_conflicts(capsys):
+    # 0.9.1 on an A100 with the Triton backend: full_cuda_graph is refused at start-up (status 3)
+    line = "VLLM_ATTENTION_BACKEND=TRITON_ATTN_VLLM_V1 vllm serve m --max-num-seqs 4"
+    line += " -cc.cudagraph_mode=FULL"
+    got, out, _ = run_main(
+        capsys, "audit", "--vllm-version", "0.9.1", "--device-tier", "small", "--vllm-args", line
+    )
+    assert got == 3
+    assert (
+        "Current attention backend is TritonAttentionBackend, FlashAttention version is 2." in out
+    )
+    got, _, err = run_main(
+        capsys, "audit", "--vllm-version", "0.33.0", "--attention-backend", "FLASHINFER",
+        "--vllm-args", "vllm serve m --max-num-seqs 4 --attention-backend TRITON_ATTN",
+    )  # fmt: skip
+    assert got == 2 and err.strip().endswith(
+        "--attention-backend FLASHINFER and the --vllm-args line's attention backend TRITON_ATTN "
+        "are both given; drop --attention-backend"
+    )
+    # a line that names none leaves the flag in force
+    got, out, _ = run_main(
+        capsys, "audit", "--vllm-version", "0.33.0", "--attention-backend", "TRITON_ATTN",
+        "--vllm-args", "vllm serve m --max-num-seqs 4",
+    )  # fmt: skip
+    assert got == 0 and "attention backend TRITON_ATTN (as named" in out
+
+
+@pytest.mark.vllm
+def test_the_planned_line_keeps_the_environment_that_leads_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    line = read_vllm_args("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --max-num-seqs 8")
+    assert line.environment == (("VLLM_ATTENTION_BACKEND", "FLASHINFER"),)
+    planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
+    assert planned.startswith("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --max-num-seqs 8 ")
+    assert vllm_parse(shlex.split(planned)[3:]).max_num_seqs == 8

@@ -47,7 +47,7 @@ def _run(capsys, tmp_path, payload: dict) -> tuple[int, str]:
         (
             "vllm_sizing_vectors_v1_early.json",
             lambda v: v["engine"] in ("vllm-0.9.2", "vllm-0.11.1"),
-            "vllm 0.9.2 (early-v1): 400 configs all match the kit's vllm-0.9.0",
+            "vllm 0.9.2 (early-v1): 400 configs all match the kit's vllm-0.9.2",
         ),
         (
             "vllm_sizing_vectors_model_runner_v2.json",
@@ -97,7 +97,7 @@ def _bump_first_graph(key):
             lambda v: v["engine"] == "vllm-0.9.2",
             lambda v: "error" not in v and len(v["capture_sizes"]) > 3,
             lambda v: v["capture_sizes"].pop(),
-            "vllm 0.9.2 (early-v1) DIFFERS from the kit's vllm-0.9.0 at config",
+            "vllm 0.9.2 (early-v1) DIFFERS from the kit's vllm-0.9.2 at config",
         ),
         (
             "vllm_sizing_vectors_model_runner_v2.json",

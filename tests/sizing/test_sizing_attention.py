@@ -1,7 +1,9 @@
 """The attention backend's AttentionCGSupport and vLLM's lowering of cudagraph_mode to it
 (graphlab.sizing.attention), against the wheels' own lowering and backends in every release range
 from 0.10.1 (data/vllm_attention_vectors.json, scripts/make_attention_vectors.py; also
-data/vllm_sizing_vectors.json's 0.13.0, 0.25.0 and 0.33.0) and the installed vLLM's; then what
+data/vllm_sizing_vectors.json's 0.13.0, 0.25.0 and 0.33.0) and the installed vLLM's; 0.9.0 to
+0.10.0's refusals of full_cuda_graph against every such release's wheel
+(data/vllm_full_cuda_graph_vectors.json, scripts/make_full_cuda_graph_vectors.py); then what
 `audit` prints with --attention-backend and --device-tier."""
 
 import itertools
@@ -24,11 +26,13 @@ from graphlab.sizing.attention import (
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, BatchPath
 from graphlab.sizing.engines import ENGINES, V1_ENGINES, get_engine
+from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS, full_graph_range
 from graphlab.sizing.model_runner import release_key
-from graphlab.sizing.versions import RELEASES
+from graphlab.sizing.versions import RELEASES, engine_for_version
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors.json"
 RANGE_VECTORS = json.loads((ROOT / "data" / "vllm_attention_vectors.json").read_text())
+FULL_GRAPH_VECTORS = json.loads((ROOT / "data" / "vllm_full_cuda_graph_vectors.json").read_text())
 
 
 def _lowered(mode, support, q, backend="FlashAttentionBackend"):
@@ -188,9 +192,18 @@ def test_backend_table_and_defaults():
         attention_support("0.33.0", None, "b200")  # vLLM's pick there depends on the model
     assert attention_support("0.20.1", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"  # from 0.20.0
     assert attention_support("0.19.1", "FLEX_ATTENTION", "h100")[1] == "NEVER"
-    with pytest.raises(GraphlabError, match="vLLM 0.10.0 has no AttentionCGSupport"):
-        attention_support("0.10.0", "TRITON_ATTN", "h100")
-    assert "assumed AttentionCGSupport.ALWAYS" in attention_support("0.9.2", None, "h100")[2]
+    with pytest.raises(GraphlabError, match="vLLM 0.8.5 has no AttentionCGSupport"):
+        attention_support("0.8.5", "TRITON_ATTN", "h100")
+    assert "assumed AttentionCGSupport.ALWAYS" in attention_support("0.8.5", None, "h100")[2]
+    # 0.9.0 to 0.10.0: no support levels, only whether full_cuda_graph starts
+    assert attention_support("0.10.0", "TRITON_ATTN", "small")[0] == "TritonAttentionBackend"
+    why = attention_support("0.9.2", None, "h100")[2]
+    assert "it runs compilation_config.full_cuda_graph" in why
+    assert "it refuses" in attention_support("0.9.1", "TRITON_ATTN", "h100")[2]
+    assert attention_support("0.9.2", None, "b200")[0] == "FlashInferBackend"
+    assert attention_support("0.9.1", None, "b200")[0] == "FlashAttentionBackend"
+    with pytest.raises(GraphlabError, match="'FLEX_ATTENTION' is not in the kit's table for vLLM"):
+        attention_support("0.9.1", "FLEX_ATTENTION", "h100")  # 0.9.2 adds it
 
 
 def _cli(*args):
@@ -238,3 +251,63 @@ def test_flash_attention_on_blackwell_is_fa4_and_always_from_0_33_0():
     # reads `== 3`, so anything but FA3 is UNIFORM_BATCH there, as 0.13.0's row says
     assert attention_support("0.33.0", "FLASH_ATTN", "b200")[1] == "ALWAYS"
     assert attention_support("0.13.0", "FLASH_ATTN", "b200")[1] == "UNIFORM_BATCH"
+
+
+FULL_GRAPH_RELEASES = ("0.9.0", "0.9.0.1", "0.9.1", "0.9.2", "0.10.0")
+
+
+def test_full_cuda_graph_tables_match_the_wheels():
+    assert sorted(FULL_GRAPH_VECTORS["releases"]) == sorted(FULL_GRAPH_RELEASES)
+    for release, record in FULL_GRAPH_VECTORS["releases"].items():
+        assert record["flash_attn_version"] == FLASH_ATTN_VERSIONS, release
+        found = full_graph_range(release)
+        assert set(found.classes) == set(record["full_cudagraph_supported"]), release
+        for name, tiers in record["full_cudagraph_supported"].items():
+            for tier, supported in tiers.items():
+                if supported is None:  # 0.9.0 to 0.9.1: no per-builder attribute
+                    assert found.check.value == "0.9.0", release
+                    continue
+                refused = found.check.refusal(found.classes[name], FLASH_ATTN_VERSIONS[tier], 0)
+                assert (refused is None) == supported, (release, name, tier)
+
+
+@pytest.mark.parametrize("release", FULL_GRAPH_RELEASES)
+def test_full_cuda_graph_refusals_match_the_wheels(release):
+    """Each seeded config: the ValueError the wheel's initialize_attn_backend raises (or none),
+    through the engine the release maps to, with the backend and tier as audit applies them."""
+    policy = get_engine(engine_for_version(release))
+    vectors = FULL_GRAPH_VECTORS["releases"][release]["vectors"]
+    assert len(vectors) >= 200
+    for v in vectors:
+        cls, support, _ = attention_support(release, v["backend"], v["device_tier"])
+        sizes = v["cudagraph_capture_sizes"]
+        cfg = SizingConfig(
+            v["max_num_seqs"], 0, v["max_num_batched_tokens"],
+            cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
+            cudagraph_mode=v["cudagraph_mode"], attention_backend=cls,
+            attention_cg_support=support,
+            flash_attn_version=FLASH_ATTN_VERSIONS[v["device_tier"]],
+        )  # fmt: skip
+        assert policy.startup_error(cfg) == v["error"], (release, v)
+        assert bool(policy.capture_sizes(cfg)) == (v["error"] is None), (release, v)
+    # every refusal is reached: FA3 alone to 0.9.1; then FA2, above 992, and a builder's "no"
+    kinds = {v["error"][:30] for v in vectors if v["error"]}
+    assert len(kinds) == (1 if full_graph_range(release).check.value == "0.9.0" else 3), kinds
+
+
+def test_audit_reports_the_full_cuda_graph_refusal():
+    # an A100 (FlashAttention 2) on 0.9.1: vLLM refuses full_cuda_graph at start-up (status 3)
+    base = ["audit", "--max-num-seqs", "8", "--cudagraph-mode", "FULL", "--device-tier", "small"]
+    a100 = _cli(*base, "--vllm-version", "0.9.1")
+    assert a100.returncode == 3, a100.stderr
+    assert a100.stdout.startswith(
+        "the engine refuses to start with this config: ValueError: full_cuda_graph is only "
+        "supported with FA3. Current attention backend is FlashAttentionBackend, FlashAttention "
+        "version is 2."
+    )
+    later = _cli(*base, "--vllm-version", "0.10.0", "--json")
+    data = json.loads(later.stdout)
+    assert data["startup_error"] == "ValueError: AoT scheduling is required for full cuda graph."
+    assert data["capture_sizes"] == [] and later.returncode == 3
+    triton = _cli(*base, "--vllm-version", "0.10.0", "--attention-backend", "TRITON_ATTN")
+    assert triton.returncode == 0 and "it runs compilation_config.full_cuda_graph" in triton.stdout
