@@ -36,17 +36,18 @@ class Lowering:
     same): which class its messages name, the hint its refusals end with, and whether FULL
     decode graphs under NEVER are lowered to PIECEWISE or refused after the spec-decode check."""
 
+    name: str  # the kit's name for it, as graphlab.sizing.engines.release_rules lists it
     names_builder: bool  # the metadata builder's class, not the backend's
     hint: str
     refuses_never_decode: bool
 
 
 # 0.10.1 to 0.10.2 GPUModelRunner.initialize_cudagraph_capture: its last check raises.
-INITIAL = Lowering(True, "compilation level is piecewise", True)
+INITIAL = Lowering("INITIAL", True, "compilation level is piecewise", True)
 # 0.11.0: the NEVER check of 0.13.0 (PIECEWISE "because attention is compiled piecewise").
-INITIAL_PIECEWISE = Lowering(True, "compilation level is piecewise", False)
+INITIAL_PIECEWISE = Lowering("INITIAL_PIECEWISE", True, "compilation level is piecewise", False)
 # 0.11.1 on (_check_and_update_cudagraph_mode, resolve_cudagraph_mode_and_sizes).
-LOWERING = Lowering(False, "compilation mode is VLLM_COMPILE", False)
+LOWERING = Lowering("LOWERING", False, "compilation mode is VLLM_COMPILE", False)
 
 
 @functools.cache  # a pure function every config's sizing key asks for (thousands per crash map)

@@ -200,9 +200,20 @@ def release_rules() -> list[dict]:
             # model runner V2's (where modelled): its rounding ("FULL graphs": those alone)
             "v2_rounding": _v2_rule(p, p.v2_rounding.name if p.v2_rounding else "FULL graphs"),
             "v2_candidates": _v2_rule(p, p.v2_candidates.name),
+            "attention": _attention_rule(p),
         }
         for p in v1
     ]
+
+
+def _attention_rule(policy) -> str:
+    """How the release meets the attention backend: FullCudaGraphCheck's value (full_cuda_graph
+    refused per backend, 0.9.0 to 0.10.0), its Lowering of cudagraph_mode to AttentionCGSupport
+    (0.10.1 on), or nothing (0.8.x: PIECEWISE graphs alone)."""
+    check = getattr(policy, "full_cuda_graph_check", None)
+    if check is not None:
+        return check.name
+    return policy.attention_lowering.name if policy.reads_attention_support else ""
 
 
 def _v2_rule(policy, value: str) -> str:

@@ -106,8 +106,6 @@ class _EarlyV1Policy(V1Policy):
                 f"{cfg.attention_cg_support}"
             )
 
-    # Whether the release lowers the mode to an AttentionCGSupport (from 0.10.1; before, the kit
-    # models FlashAttention 3's graphs alone).
     reads_attention_support = False
     # What the release offers instead of cudagraph_mode (said where another mode is asked for).
     mode_choices = "its V1 captures PIECEWISE graphs only (no cudagraph_mode before 0.10.1)"

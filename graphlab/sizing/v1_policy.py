@@ -72,6 +72,9 @@ class V1Policy(SizingPolicy):
     # How the release lowers the mode to the attention backend's support (graphlab.sizing.
     # attention.RANGES holds the same value per release).
     attention_lowering: Lowering = LOWERING
+    # Whether the release lowers the mode to an AttentionCGSupport (from 0.10.1; before, the kit
+    # models FlashAttention 3's graphs alone).
+    reads_attention_support = True
 
     def sizing_key(self, cfg):
         return (

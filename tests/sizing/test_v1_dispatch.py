@@ -306,6 +306,21 @@ def test_release_rules_name_every_v1_engine_once_oldest_first():
     assert candidates == ["BY_TOKEN_COUNT"] * 4 + ["BY_MODE"] * 3 + ["BY_QUERY_LEN"]
 
 
+def test_release_rules_name_each_releases_attention_rule_as_its_wheel_range():
+    from graphlab.sizing.attention import attention_range
+    from graphlab.sizing.engines import release_rules
+    from graphlab.sizing.full_cuda_graph import full_graph_range
+
+    for row in release_rules():
+        release = get_engine(row["engine"]).release
+        full, lowered = full_graph_range(release), attention_range(release)
+        # full_cuda_graph's check to 0.10.0, cudagraph_mode's lowering from 0.10.1, 0.8.x neither
+        expected = full.check.name if full else lowered.lowering.name if lowered else ""
+        assert row["attention"] == expected, row
+    named = [r["attention"] for r in release_rules()]
+    assert named[:3] == [""] * 3 and named[3] == "FA3_ONLY" and named[-1] == "LOWERING"
+
+
 # What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
 
 
