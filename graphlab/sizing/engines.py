@@ -43,6 +43,7 @@ from graphlab.sizing.v1_early import (
     Vllm0110,
     Vllm0111,
     Vllm080,
+    Vllm082,
     Vllm083,
     Vllm085,
     Vllm090,
@@ -152,13 +153,12 @@ ENGINE_TABLE: tuple[EngineRow, ...] = (
 # (graphlab.sizing.versions maps every release to one of these or the table's).
 RELEASE_POLICIES = (
     Vllm080(),
+    Vllm082(),
     Vllm083(),
     Vllm085(),
     Vllm090(),
     Vllm092(),
     Vllm0100(),
-    Vllm083(),
-    Vllm085(),
     Vllm0101(),
     Vllm0110(),
     Vllm0111(),

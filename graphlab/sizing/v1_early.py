@@ -196,7 +196,7 @@ class _EarlyV1Policy(V1Policy):
 
 
 class Vllm080(_EarlyV1Policy):
-    """vllm 0.8.0 to 0.8.2, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
+    """vllm 0.8.0 and 0.8.1, vllm/config.py `VllmConfig._set_cudagraph_sizes` (V1 branch):
     1, 2, 4, 8..512 step 8, <= max_num_batched_tokens, whatever max_num_seqs; every graph is
     PIECEWISE (CompilationLevel.PIECEWISE, no full_cuda_graph). V1 speculates with --speculative-
     model "[ngram]" alone, and only under VLLM_USE_V1=1 (vllm/engine/arg_utils.py
@@ -205,6 +205,15 @@ class Vllm080(_EarlyV1Policy):
 
     name = "vllm-0.8.0"
     release = "0.8.0"
+
+
+class Vllm082(Vllm080):
+    """vllm 0.8.2: 0.8.0's graphs; `_is_v1_supported_oracle` reads speculative_config's method
+    and keeps V1 for "ngram" as well as "[ngram]", still only under VLLM_USE_V1=1."""
+
+    name = "vllm-0.8.2"
+    release = "0.8.2"
+    v1_methods = ("ngram", "[ngram]")
 
 
 class Vllm083(Vllm080):

@@ -74,13 +74,20 @@ RANGES = (
     ),
     ReleaseRange(
         "0.8.0",
-        "0.8.2",
+        "0.8.1",
         "vllm-0.8.0",
         "0.8.0 makes V1 the default (vllm/envs.py VLLM_USE_V1); vllm/config.py "
         "VllmConfig._set_cudagraph_sizes captures 1, 2, 4, 8..512 step 8 up to "
         "max_num_batched_tokens, as PIECEWISE graphs only; gpu_model_runner.py pads with "
         "pad_for_cudagraph; V1 speculates with [ngram] alone and only under VLLM_USE_V1=1 "
         "(vllm/engine/arg_utils.py _is_v1_supported_oracle; otherwise V0)",
+    ),
+    ReleaseRange(
+        "0.8.2",
+        "0.8.2",
+        "vllm-0.8.2",
+        '0.8.0\'s graphs; _is_v1_supported_oracle reads the method and keeps V1 for "ngram" '
+        'as well as "[ngram]" (under VLLM_USE_V1=1)',
     ),
     ReleaseRange(
         "0.8.3",

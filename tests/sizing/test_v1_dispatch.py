@@ -318,7 +318,8 @@ def test_release_rules_name_each_releases_attention_rule_as_its_wheel_range():
         expected = full.check.name if full else lowered.lowering.name if lowered else ""
         assert row["attention"] == expected, row
     named = [r["attention"] for r in release_rules()]
-    assert named[:3] == [""] * 3 and named[3] == "FA3_ONLY" and named[-1] == "LOWERING"
+    first = next(i for i, name in enumerate(named) if name)  # 0.9.0, after 0.8.x's blanks
+    assert first > 0 and named[first] == "FA3_ONLY" and named[-1] == "LOWERING"
 
 
 # What the independent mutation campaign of 2026-12-06 found untested (docs/mutation.md).
