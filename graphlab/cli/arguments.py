@@ -12,22 +12,16 @@ import json
 import math
 import os
 import re
-from dataclasses import replace
 from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
-from graphlab.sizing.attention import RANGES, attention_support
-from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.attention import RANGES
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
-from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
 from graphlab.sizing.model_runner import (
     MODEL_RUNNERS,
-    V0_FALLBACK_UNTIL,
-    choose_model_runner,
-    release_key,
 )
 from graphlab.sizing.versions import DEFAULT_ENGINE, release_of, resolve_engine
 
@@ -150,50 +144,6 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         "for --device-tier "
         "(FLASH_ATTN, FlashAttention 3 on the h100 tier)",
     )
-
-
-def apply_attention_backend(
-    policy: SizingPolicy, version: str, backend: str | None, device_tier: str, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
-    """cfg with the attention backend's support level (`backend`, else vLLM's default on
-    device_tier), and the sentence that says which (None for engines without one)."""
-    if not hasattr(policy, "model_runners"):
-        if backend is not None:
-            raise GraphlabError(
-                f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
-            )
-        return cfg, None
-    backend, support, why = attention_support(version, backend, device_tier)
-    fa = FLASH_ATTN_VERSIONS[device_tier]
-    cfg = replace(cfg, attention_cg_support=support, attention_backend=backend)
-    return replace(cfg, flash_attn_version=fa), why
-
-
-def apply_model_runner(
-    policy: SizingPolicy, version: str, model_runner: str | None, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
-    """cfg with the model runner the release runs it on (`model_runner`, else cfg's), and why
-    that one (None for engines without model runners); GraphlabError naming the release and the
-    reason where the kit does not model that runner of it."""
-    requested = model_runner or cfg.model_runner
-    if not hasattr(policy, "model_runners"):
-        if requested != "auto":
-            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
-        return cfg, None
-    runner, why = choose_model_runner(
-        version,
-        requested,
-        cfg.speculative_method,
-        cfg.num_speculative_tokens_per_batch_size is not None,
-    )
-    if runner not in policy.model_runners:
-        raise GraphlabError(
-            f"vLLM {version}: model runner {runner.upper()} is not modelled ({why}); "
-            f"{policy.unmodelled_runner}"
-        )
-    # to 0.11.0 a chosen "v1" would read as VLLM_USE_V1=1 (graphlab.sizing.v1_early): auto stays
-    keep = requested == "auto" and release_key(version) <= release_key(V0_FALLBACK_UNTIL)
-    return replace(cfg, model_runner="auto" if keep else runner), why
 
 
 def int_in(minimum: int, maximum: int | None = None):

@@ -12,19 +12,13 @@ from graphlab.cli.arguments import (
     add_config_arguments,
     add_model_runner,
     add_speculative_method,
-    apply_attention_backend,
-    apply_model_runner,
     engine,
     engine_release,
     int_in,
     json_text,
 )
-from graphlab.cli.serve_line import (
-    add_vllm_args,
-    config_options,
-    line_attention_backend,
-    read_serve_line,
-)
+from graphlab.cli.deployment import deployed
+from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
@@ -105,20 +99,16 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _config(
-    args, policy: SizingPolicy, version: str
-) -> tuple[SizingConfig, tuple[str, ...], str | None]:
-    """The config to audit, the notes on how a --vllm-args line reached it, and the attention
-    backend named (the line's, else --attention-backend)."""
+def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, object]:
+    """The config to audit, and the ServeLine of --vllm-args (None without it)."""
     flags = config_options(args)
     line = read_serve_line(args.vllm_args, args.device_tier, flags, policy, version)
-    backend, backend_notes = line_attention_backend(line, version, args.attention_backend)
     if line is not None:
-        return line.config, line.notes + backend_notes, backend
+        return line.config, line
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
     k = args.num_speculative_tokens or 0
-    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), (), backend
+    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), None
 
 
 def run(args) -> int:
@@ -127,9 +117,10 @@ def run(args) -> int:
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
     policy, version = engine_release(args.engine)
-    cfg, notes, backend = _config(args, policy, version)
-    cfg, runner = apply_model_runner(policy, version, args.model_runner, cfg)
-    cfg, attention = apply_attention_backend(policy, version, backend, args.device_tier, cfg)
+    cfg, line = _config(args, policy, version)
+    deployment = deployed(args, policy, version, cfg, line)
+    cfg, runner, attention = deployment.config, deployment.model_runner, deployment.attention
+    notes = (line.notes if line is not None else ()) + deployment.notes
     report = audit(policy, cfg)
     if args.json:
         data = report.to_dict()

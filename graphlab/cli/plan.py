@@ -8,8 +8,9 @@ import json
 from graphlab.checkout import reference_file
 from graphlab.cli import log_option
 from graphlab.cli.arguments import (
+    add_attention_backend,
     add_config_arguments,
-    add_vllm_version,
+    add_model_runner,
     engine,
     engine_release,
     int_in,
@@ -17,8 +18,13 @@ from graphlab.cli.arguments import (
     nonnegative_float,
     positive_float,
 )
+from graphlab.cli.deployment import deployed
 from graphlab.cli.plan_split import split_lines
-from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
+from graphlab.cli.serve_line import (
+    add_vllm_args,
+    config_options,
+    read_serve_line,
+)
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
@@ -100,7 +106,8 @@ def add_parser(subparsers) -> None:
         help="k (default 0)",
     )
     add_config_arguments(parser)
-    add_vllm_version(parser)
+    add_model_runner(parser)
+    add_attention_backend(parser)
     add_vllm_args(parser)
     workload = parser.add_mutually_exclusive_group()
     workload.add_argument(
@@ -370,7 +377,14 @@ def run(args) -> int:
         return log_plan.run(args)
     policy, version = engine_release(args.engine)
     cfg, line = _config(args, policy, version)
+    deployment = deployed(args, policy, version, cfg, line)
+    notes = deployment.said(policy, cfg, asked_runner=args.model_runner is not None)
+    cfg = deployment.config
     no_graphs = policy.cudagraph_mode(cfg) == "NONE"  # vLLM captures none: no size to plan
     result = None if no_graphs else plan_for(_request(args, policy, cfg, line))
-    print(json_text("plan", _json(result, line, args.engine)) if args.json else _text(result, line))
+    if args.json:
+        data = _json(result, line, args.engine)
+        print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
+    else:
+        print("\n".join([*(f"note: {note}" for note in notes), _text(result, line)]))
     return 0

@@ -485,3 +485,36 @@ def test_an_interrupt_stops_the_compiler_jobs_the_exit_would_wait_for(tmp_path):
     while os.path.exists(f"/proc/{child[0]}") and time.monotonic() < deadline:
         time.sleep(0.1)  # reaped by init once its parent is gone
     assert not os.path.exists(f"/proc/{child[0]}")
+
+
+def _plan_json(capsys, *argv):
+    code, out, err = run_main(capsys, *argv)
+    assert code == 0 and err == "", err
+    return json.loads(out)
+
+
+def test_plan_follows_the_attention_backend_and_says_so(capsys):
+    """vLLM 0.13.0's FlashInferBackend reports UNIFORM_SINGLE_TOKEN_DECODE (flashinfer.py): at
+    q = 3 vLLM lowers the default FULL_AND_PIECEWISE to PIECEWISE, so the plan is PIECEWISE's."""
+    argv = ["plan", "--engine", "vllm-0.13.0", "--max-num-seqs", "8"]
+    argv += ["--num-speculative-tokens", "2", "--json"]
+    named = _plan_json(capsys, *argv, "--attention-backend", "FLASHINFER")
+    piecewise = _plan_json(capsys, *argv, "--cudagraph-mode", "PIECEWISE")
+    default = _plan_json(capsys, *argv)
+    same = ("capture_sizes", "default_capture_sizes", "default_full_sizes", "mean_padding_waste")
+    assert {k: named[k] for k in same} == {k: piecewise[k] for k in same}
+    assert default["default_full_sizes"] and not named["default_full_sizes"]
+    assert any("AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE" in n for n in named["notes"])
+    # FlashAttention 3 (the h100 tier's default) lowers nothing: nothing said about it
+    assert not any("attention backend" in n or "model runner" in n for n in default["notes"])
+
+
+def test_plan_on_the_model_runner_asked_for(capsys):
+    """vLLM 0.33.0's model runner V1 rounds its whole list to multiples of 1+k
+    (adjust_cudagraph_sizes_for_spec_decode): the default it compares with is V1's."""
+    argv = ["plan", "--max-num-seqs", "8", "--num-speculative-tokens", "2", "--json"]
+    v1 = _plan_json(capsys, *argv, "--model-runner", "v1")
+    auto = _plan_json(capsys, *argv)
+    assert all(size % 3 == 0 for size in v1["default_capture_sizes"])
+    assert v1["default_capture_sizes"] != auto["default_capture_sizes"]
+    assert "model runner V1: --model-runner v1 (VLLM_USE_V2_MODEL_RUNNER=0)" in v1["notes"]
