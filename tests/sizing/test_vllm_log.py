@@ -723,3 +723,30 @@ def test_one_engines_log_prints_no_per_engine_lines(tmp_path, capsys):
         assert code == 0, out
         engine_lines.append([line for line in out.splitlines() if " steps, " in line])
     assert engine_lines[0] == [] and len(engine_lines[1]) == 2, engine_lines
+
+
+# ---- what branch coverage of the reader and the audit (2026-12-06) found untested -------------
+
+
+def test_a_line_that_is_not_utf8_is_named_by_its_line(tmp_path, capsys):
+    path = tmp_path / "latin1.log"
+    path.write_bytes(ARGS.encode() + b"| Unpadded Tokens caf\xe9 |\n")
+    err = one_error_line(capsys, "audit", "--vllm-log", str(path), "--max-num-seqs", "4")
+    assert err == f"error: {path}:2: not UTF-8 text (a binary file?)\n"
+
+
+def test_a_chunked_prefill_line_without_a_number_sets_nothing(tmp_path):
+    # only vLLM's own "%d." form is a setting; a line cut or reworded is not read as one
+    line = f"{PREFIX}Chunked prefill is enabled with max_num_batched_tokens=None.\n"
+    log = read_vllm_log(write(tmp_path, line + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.max_num_batched_tokens is None
+
+
+def test_the_audit_prints_vllms_capture_time_and_memory(tmp_path, capsys):
+    captured = f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    path = write(tmp_path, ARGS + captured + prefixed(table([(21, 21, "FULL", 3)])))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    assert code == 0 and "graph capture: 7 s, 0.45 GiB (vLLM's start-up line)" in out.splitlines()
+    plain = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "plain.log")
+    code, out, _ = run(capsys, "audit", "--vllm-log", plain, "--engine", "vllm-0.33.0")
+    assert code == 0 and "graph capture" not in out
