@@ -758,3 +758,45 @@ def test_a_flag_given_twice_is_named_once_among_the_replaced(vllm_parse):
     line = read_vllm_args(f"vllm serve {words}")
     assert line.config.cudagraph_mode == mode == "PIECEWISE"
     assert line.replaced_flags == ("-cc.cudagraph_mode",)
+
+
+# ---- what branch coverage of serve_args.py (2026-12-06) found untested ------------------------
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "words, said",
+    [
+        ("--bogus-flag 1", "unrecognized arguments: --bogus-flag 1"),
+        ("--kv-cache-dtype nope", "argument --kv-cache-dtype: invalid choice: 'nope'"),
+    ],
+)
+def test_vllms_parser_error_is_said_once_in_one_line(vllm_parse, capsys, words, said):
+    # vLLM's own parser refuses these words (argparse exits); the kit says its message once
+    with pytest.raises(SystemExit):
+        vllm_parse(["m", *words.split()])
+    capsys.readouterr()
+    line = f"vllm serve m {words}"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: vLLM's argument parser rejects --vllm-args: {said}"), err
+    assert err.count("rejects --vllm-args") == 1, err
+
+
+@pytest.mark.vllm
+def test_a_config_file_that_cannot_be_read_is_named_with_the_reason(capsys, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    line = f"vllm serve m --config {missing}"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == (
+        f"error: --vllm-args: cannot read '{missing}': No such file or directory"
+    ), err
+
+
+@pytest.mark.vllm
+def test_an_optimization_level_vllm_does_not_have_is_refused_by_name(capsys):
+    line = "vllm serve m -O 7"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert (code, out) == (2, "")
+    assert err == "error: --vllm-args: optimization level '7' is not one of 0, 1, 2, 3\n", err
