@@ -730,3 +730,24 @@ def test_the_start_up_lock_check_makes_no_folder_and_leaves_no_lock(tmp_path):
     assert not (tmp_path / "new").exists()
     export.check_unlocked(tmp_path)
     assert list(tmp_path.iterdir()) == []  # the lock is taken and dropped, its file removed
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_an_export_that_fails_keeps_the_sweeps_checkpoint(tmp_path):
+    # the checkpoint goes only once the whole CSV is in place: a failed write loses no rows
+    checkpoint = write_checkpoint(pd.DataFrame({"n": [1, 2]}), tmp_path, "latency")
+    with pytest.raises(GraphlabError, match="column 'graph_size' holds integers or blanks"):
+        export.export_csvs({"latency": pd.DataFrame({"graph_size": [2.5]})}, tmp_path)
+    assert checkpoint.exists() and not (tmp_path / "latency.csv").exists()
+
+
+def test_the_start_up_lock_check_leaves_a_file_given_as_out_to_the_folder_check(tmp_path):
+    # a file is no folder to lock: the export then refuses it in one line, not an OSError here
+    out = tmp_path / "results.csv"
+    out.write_text("n\n1\n")
+    export.check_unlocked(out)
+    with pytest.raises(GraphlabError, match="is not a folder; give a folder for the CSVs"):
+        export.export_csvs({"latency": pd.DataFrame({"n": [1]})}, out)
+    assert out.read_text() == "n\n1\n"

@@ -447,3 +447,15 @@ def test_norm_weights_start_at_one_as_hugging_faces_and_the_default_seed_is_0():
         GraphlabError, match=r"^seed must be an integer in 0\.\.9223372036854775807, got -1$"
     ):
         build_model("tiny", seed=-1)
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_the_cache_may_hold_every_position_the_model_has():
+    model = build_model("tiny")
+    limit = model.config.max_position_embeddings
+    model.allocate_kv_cache(num_slots=1, max_seq_len=limit)
+    assert model.max_seq_len == limit
+    with pytest.raises(GraphlabError, match=rf"max_seq_len .* in 1..{limit}, got {limit + 1}"):
+        model.allocate_kv_cache(num_slots=1, max_seq_len=limit + 1)

@@ -169,3 +169,12 @@ def test_an_output_path_stat_cannot_read_names_the_path_and_the_reason(tmp_path)
         GraphlabError, match=rf"^cannot write CSV path '{path}': File name too long$"
     ):
         check_output_file("CSV path", path)
+
+
+def test_a_link_to_a_regular_file_is_read_as_that_file(tmp_path):
+    # os.stat follows the link, as open() does: a log kept behind a symlink is a regular file
+    target = tmp_path / "vllm.log"
+    target.write_text("INFO\n")
+    link = tmp_path / "latest.log"
+    link.symlink_to(target)
+    assert check_input_file("--vllm-log", link) == link

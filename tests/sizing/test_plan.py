@@ -1289,3 +1289,18 @@ def test_the_drafter_note_names_the_model_runner_and_the_audit_line():
         "same capture sizes: vLLM gives it no setting of its own; `audit --speculative-method "
         "eagle` shows its draft steps"
     )
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_of_plans_costing_the_same_up_to_rounding_the_one_with_fewer_graphs_is_chosen():
+    # graph latency flat from 17 to 37 tokens: a graph at 17 saves nothing, and the four-graph
+    # plan's sum comes out one unit in the last place below the three-graph plan's
+    sizes = np.array([6, 12, 17, 37])
+    weights = np.array([63, 70, 147, 30]) / 310
+    graph = SizeTable(sizes, np.array([0.3, 0.7, 1.1, 1.1]), "graph", "cpu-emulated")
+    eager = SizeTable(sizes, np.full(4, 10.0), "eager", "cpu-emulated")
+    workload = Workload(sizes, weights, "flat top")
+    result = plan("vllm-0.33.0", SizingConfig(40, 0), workload, Budget(4), latency=(graph, eager))
+    assert result.plan.capture_sizes == (6, 12, 37)

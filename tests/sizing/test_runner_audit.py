@@ -136,3 +136,16 @@ def test_the_first_crash_is_found_after_batches_that_replay():
     summary = summarize(families.dispatch_batches([2, 4], True))
     assert (summary.num_graph, summary.num_crash, summary.first_crash_n) == (1, 1, 4)
     assert summary.first_crash_error.endswith(": 5 % 2 != 0")
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_crashes_with_different_errors_are_rows_of_their_own():
+    # plain FULL at q = 2: 2 tokens pad to 3 and 4 to 5, each failing the assertion on its size
+    families = families_of(CUDAGraphMode.FULL, [3, 5], 4, 2, PlainFull.ASSERTS)
+    batches = families.dispatch_batches([2, 4], True)
+    lines = RunnerAudit((3, 5), batches.outcomes(), summarize(batches)).format_lines("tokens")
+    rows = lines[2:-1]
+    assert [row.split()[0] for row in rows] == ["2", "4"], lines
+    assert rows[0].endswith("3 % 2 != 0") and rows[1].endswith("5 % 2 != 0"), lines
