@@ -224,6 +224,8 @@ def _parse(words: list[str]):
         raise UnreadableInput(
             f"--vllm-args: cannot read {error.filename!r}: {error.strerror}"
         ) from None
+    except GraphlabError:  # Parser.error's line already (a ValueError too): not wrapped twice
+        raise
     except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
         raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {error}") from None
     return args, parser.processed, parser.split

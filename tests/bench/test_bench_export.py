@@ -695,3 +695,59 @@ def test_a_stale_lock_file_with_a_longer_pid_names_only_the_new_holder(tmp_path)
     (tmp_path / export.LOCK_NAME).write_text("123456789012\n")
     with export.locked_folder(tmp_path) as lock:
         assert lock.read_text() == f"{os.getpid()}\n"
+
+
+# ---- what branch coverage of bench/export.py (2026-12-06) found untested ----------------------
+
+
+def test_an_empty_csv_in_the_folder_belongs_to_no_run(tmp_path):
+    # a file of no bytes (a copy cut at once) has no header to read: pandas' EmptyDataError
+    (tmp_path / "notes.csv").write_text("")
+    export.write_manifest(tmp_path, {"run_id": "r1"}, ["latency"], "complete")
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["files"] == {"notes.csv": None} and export.files_of_run(manifest) == []
+
+
+def test_a_csv_in_a_folder_that_is_gone_names_the_csv(tmp_path):
+    # mkstemp's own error names the temporary file's folder; the caller asked for the CSV
+    path = tmp_path / "gone" / "latency.csv"
+    with pytest.raises(FileNotFoundError) as raised:
+        write_csv_atomic(pd.DataFrame({"a": [1]}), path)
+    assert raised.value.filename == str(path)
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_text_cell_in_an_integer_column_is_refused_by_column_and_value(tmp_path):
+    frame = pd.DataFrame({"graph_size": [8, "abc"]})
+    with pytest.raises(GraphlabError) as raised:
+        write_csv_atomic(frame, tmp_path / "latency.csv")
+    assert str(raised.value) == "column 'graph_size' holds integers or blanks, got 'abc'"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_start_up_lock_check_makes_no_folder_and_leaves_no_lock(tmp_path):
+    export.check_unlocked(tmp_path / "new")
+    assert not (tmp_path / "new").exists()
+    export.check_unlocked(tmp_path)
+    assert list(tmp_path.iterdir()) == []  # the lock is taken and dropped, its file removed
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_an_export_that_fails_keeps_the_sweeps_checkpoint(tmp_path):
+    # the checkpoint goes only once the whole CSV is in place: a failed write loses no rows
+    checkpoint = write_checkpoint(pd.DataFrame({"n": [1, 2]}), tmp_path, "latency")
+    with pytest.raises(GraphlabError, match="column 'graph_size' holds integers or blanks"):
+        export.export_csvs({"latency": pd.DataFrame({"graph_size": [2.5]})}, tmp_path)
+    assert checkpoint.exists() and not (tmp_path / "latency.csv").exists()
+
+
+def test_the_start_up_lock_check_leaves_a_file_given_as_out_to_the_folder_check(tmp_path):
+    # a file is no folder to lock: the export then refuses it in one line, not an OSError here
+    out = tmp_path / "results.csv"
+    out.write_text("n\n1\n")
+    export.check_unlocked(out)
+    with pytest.raises(GraphlabError, match="is not a folder; give a folder for the CSVs"):
+        export.export_csvs({"latency": pd.DataFrame({"n": [1]})}, out)
+    assert out.read_text() == "n\n1\n"

@@ -207,6 +207,7 @@ def vllm_mode_after_compilation(args, model_runner: str) -> str:
         "vllm serve m -cc.mode=1 -cc.cudagraph_mode=FULL",
         "vllm serve m -O1 -cc.mode=stock_torch_compile",
         "vllm serve m -cc.mode=2 -cc.cudagraph_mode=FULL_DECODE_ONLY",
+        "vllm serve m -cc.mode=2 -cc.cudagraph_mode=FULL_AND_PIECEWISE",
     ],
 )
 def test_compilation_mode_lowers_the_graph_mode_as_vllm_does(vllm_parse, line):
@@ -897,3 +898,68 @@ def test_the_planned_line_keeps_the_environment_that_leads_it(vllm_parse):
     planned = line.with_flag(["-cc", '{"cudagraph_capture_sizes": [8]}'])
     assert planned.startswith("VLLM_ATTENTION_BACKEND=FLASHINFER vllm serve m --max-num-seqs 8 ")
     assert vllm_parse(shlex.split(planned)[3:]).max_num_seqs == 8
+
+
+# ---- what branch coverage of serve_args.py (2026-12-06) found untested ------------------------
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "words, said",
+    [
+        ("--bogus-flag 1", "unrecognized arguments: --bogus-flag 1"),
+        ("--kv-cache-dtype nope", "argument --kv-cache-dtype: invalid choice: 'nope'"),
+    ],
+)
+def test_vllms_parser_error_is_said_once_in_one_line(vllm_parse, capsys, words, said):
+    # vLLM's own parser refuses these words (argparse exits); the kit says its message once
+    with pytest.raises(SystemExit):
+        vllm_parse(["m", *words.split()])
+    capsys.readouterr()
+    line = f"vllm serve m {words}"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"error: vLLM's argument parser rejects --vllm-args: {said}"), err
+    assert err.count("rejects --vllm-args") == 1, err
+
+
+@pytest.mark.vllm
+def test_a_config_file_that_cannot_be_read_is_named_with_the_reason(capsys, tmp_path):
+    missing = tmp_path / "missing.yaml"
+    line = f"vllm serve m --config {missing}"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert code == 2 and out == ""
+    assert err.splitlines()[-1] == (
+        f"error: --vllm-args: cannot read '{missing}': No such file or directory"
+    ), err
+
+
+@pytest.mark.vllm
+def test_an_optimization_level_vllm_does_not_have_is_refused_by_name(capsys):
+    line = "vllm serve m -O 7"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert (code, out) == (2, "")
+    assert err == "error: --vllm-args: optimization level '7' is not one of 0, 1, 2, 3\n", err
+
+
+# --- what the fourth independent mutation campaign (2026-12-06) found untested -----------------
+
+
+@pytest.mark.vllm
+def test_the_speculative_method_is_the_configs_method_not_its_draft_model(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    words = 'm -sc \'{"method": "eagle", "model": "d", "num_speculative_tokens": 3}\''
+    parsed = vllm_parse(shlex.split(words)).speculative_config
+    method = read_vllm_args(f"vllm serve {words}").config.speculative_method
+    assert method == parsed["method"] == "eagle"
+
+
+@pytest.mark.parametrize("value", [["ngram"], "ngram", 3])
+def test_a_speculative_config_that_is_not_an_object_is_refused_by_name(value):
+    # a --config YAML file may give any value; vLLM's JSON flag gives a dict
+    from graphlab.against_vllm.serve_args import _num_speculative_tokens
+    from graphlab.errors import GraphlabError
+
+    with pytest.raises(GraphlabError, match="speculative_config must be a JSON object, got"):
+        _num_speculative_tokens(value)

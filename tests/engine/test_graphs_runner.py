@@ -11,7 +11,7 @@ from graphlab.engine.config import PRESETS
 from graphlab.engine.graphs import StaticBuffers, capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import build_model
-from graphlab.engine.runner import StepTimer
+from graphlab.engine.runner import StepTimer, cpu_clock
 from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -351,3 +351,36 @@ def test_an_emulated_capture_loops_figure_is_its_pools_prediction(model, graph_p
     predicted = [r.predicted_bytes for r in records]
     loop = max(predicted) if graph_pool == "shared" else sum(predicted)
     assert {r.capture_loop_bytes for r in records} == {loop}
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_a_size_given_twice_is_one_graph(model):
+    # vLLM keeps a capture list deduplicated (VllmConfig._set_cudagraph_sizes): one graph a size
+    graphs, records = capture_graphs(model, [4, 2, 4])
+    assert sorted(graphs) == [2, 4]
+    assert [r.size for r in records] == [4, 2]
+
+
+def test_a_replay_after_the_cache_is_reallocated_names_the_graphs_size():
+    model = build_model("tiny", seed=0)
+    model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)
+    graphs, _ = capture_graphs(model, [8])
+    model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)  # the cache's second version
+    with pytest.raises(GraphlabError) as error:
+        graphs[8].replay(*batch(3))
+    assert str(error.value).startswith(
+        "the model's KV cache was reallocated after the graph of 8 was captured: "
+    )
+
+
+def test_a_step_shared_by_two_torch_threads_is_timed_on_the_wall():
+    # the calling thread's CPU time would leave the other thread's work out
+    previous = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        assert cpu_clock() == "wall"
+        assert StepTimer(torch.device("cpu")).clock == "wall"
+    finally:
+        torch.set_num_threads(previous)

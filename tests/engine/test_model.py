@@ -345,3 +345,117 @@ def test_a_batch_with_no_rows_or_no_tokens_is_empty(rows, tokens):
     ids = torch.zeros(rows, tokens, dtype=torch.long)
     with pytest.raises(GraphlabError, match="empty batch"):
         model.check_inputs(ids, ids.clone(), torch.zeros(rows, dtype=torch.long))
+
+
+# ---- what mutmut over engine/model.py (2026-12-06) found untested -----------------------------
+
+
+def test_valid_inputs_pass_the_checks_whatever_their_values():
+    # the largest id, the last position and the last slot are all in range; every cell distinct
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    ids, positions, slots = (
+        torch.tensor([[511], [1]]),
+        torch.tensor([[7], [0]]),
+        torch.tensor([1, 0]),
+    )
+    assert model.check_inputs(ids, positions, slots) is None
+
+
+def test_distinct_cells_are_never_taken_for_one():
+    # slot 8 at position 0 and slot 0 at position 1 are two cells (8 * 8 + 0 and 0 * 8 + 1)
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=9, max_seq_len=8)
+    model.check_inputs(torch.tensor([[1], [2]]), torch.tensor([[0], [1]]), torch.tensor([8, 0]))
+
+
+@pytest.mark.parametrize(
+    "ids, pos, seq_slots, message",
+    [
+        (
+            [[512]],
+            [[0]],
+            [0],
+            "input_ids out of range: values in [512, 512], allowed [0, 511] (vocab_size=512)",
+        ),
+        (
+            [[1]],
+            [[8]],
+            [0],
+            "positions out of range: values in [8, 8], allowed [0, 7] (max_seq_len=8)",
+        ),
+        (
+            [[1]],
+            [[0]],
+            [2],
+            "seq_slots out of range: values in [2, 2], allowed [0, 1] (num_slots=2)",
+        ),
+        (
+            [[1], [2]],
+            [[3], [3]],
+            [1, 1],
+            "two tokens in one step write the same KV cache cell (same seq_slot and position); "
+            "each (seq_slot, position) once per step",
+        ),
+    ],
+)
+def test_check_inputs_messages_name_the_value_the_range_and_the_setting(
+    ids, pos, seq_slots, message
+):
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    with pytest.raises(GraphlabError) as raised:
+        model.check_inputs(torch.tensor(ids), torch.tensor(pos), torch.tensor(seq_slots))
+    assert str(raised.value) == message
+
+
+@pytest.mark.parametrize("name", ["input_ids", "positions", "seq_slots"])
+def test_a_list_or_a_float_tensor_is_named_not_a_deep_error(name):
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=2, max_seq_len=8)
+    batch = {
+        "input_ids": torch.tensor([[1]]),
+        "positions": torch.tensor([[0]]),
+        "seq_slots": torch.tensor([0]),
+    }
+    batch[name] = batch[name].tolist()
+    with pytest.raises(GraphlabError, match=rf"^{name} must be a tensor with values, got \["):
+        model.check_inputs(*batch.values())
+    batch[name] = torch.tensor(batch[name], dtype=torch.float32)
+    with pytest.raises(
+        GraphlabError, match=rf"^{name} must be int64 \(torch.long\), got torch.float32$"
+    ):
+        model.check_inputs(*batch.values())
+
+
+def test_no_kv_cache_says_which_call_allocates_it():
+    with pytest.raises(GraphlabError) as raised:
+        build_model("tiny").kv_cache()
+    assert str(raised.value) == "no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first"
+
+
+def test_norm_weights_start_at_one_as_hugging_faces_and_the_default_seed_is_0():
+    transformers = pytest.importorskip("transformers")
+    hf_norm = transformers.models.llama.modeling_llama.LlamaRMSNorm(128)
+    model = build_model("tiny")
+    norms = {n: p for n, p in model.named_parameters() if n.endswith("norm.weight")}
+    assert norms and all(torch.equal(p, torch.ones_like(p)) for p in norms.values())
+    assert torch.equal(hf_norm.weight, torch.ones(128))
+    seeded = build_model("tiny", seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(model.parameters(), seeded.parameters()))
+    with pytest.raises(
+        GraphlabError, match=r"^seed must be an integer in 0\.\.9223372036854775807, got -1$"
+    ):
+        build_model("tiny", seed=-1)
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_the_cache_may_hold_every_position_the_model_has():
+    model = build_model("tiny")
+    limit = model.config.max_position_embeddings
+    model.allocate_kv_cache(num_slots=1, max_seq_len=limit)
+    assert model.max_seq_len == limit
+    with pytest.raises(GraphlabError, match=rf"max_seq_len .* in 1..{limit}, got {limit + 1}"):
+        model.allocate_kv_cache(num_slots=1, max_seq_len=limit + 1)

@@ -566,3 +566,34 @@ def test_plain_full_is_refused_by_the_v1_shaped_runner(model):
     # FULL graphs for every batch at the raw sizes: a family the runner does not capture
     with pytest.raises(GraphlabError, match="cudagraph_mode FULL .* is not modelled"):
         V1ModelRunner(model, "vllm-0.33.0", SizingConfig(8, 1, cudagraph_mode="FULL"))
+
+
+# ---- what reading v1_runner.py line by line (2026-12-06) found untested -----------------------
+
+
+def test_an_eager_runner_replays_no_graph_for_a_batch_the_graphs_serve(model):
+    graphs = runner_for(model, "vllm-0.33.0", SMALL)
+    eager = runner_for(model, "vllm-0.33.0", SMALL, enforce_eager=True)
+    record = graphs.execute_model(*batch(2, 4))[1]
+    assert (record.path, record.graph_size) == ("full", 8)
+    record = eager.execute_model(*batch(2, 4))[1]
+    assert (record.batch_size, record.path, record.graph_size) == (8, "eager", None)
+
+
+def test_uniform_decode_batch_steps_mid_cache_by_default_and_follows_its_seed(model):
+    ids, positions, _ = uniform_decode_batch(2, 4, model)
+    start = MAX_SEQ_LEN // 2  # where the benches step
+    assert positions.tolist() == [list(range(start, start + 4))] * 2
+    assert torch.equal(
+        uniform_decode_batch(2, 4, model, seed=7)[0], uniform_decode_batch(2, 4, model, seed=7)[0]
+    )
+    assert not torch.equal(ids, uniform_decode_batch(2, 4, model, seed=1)[0])
+
+
+def test_a_piecewise_runner_has_no_full_graphs_and_no_graph_limit(model):
+    cfg = SizingConfig(12, 3, 24, cudagraph_mode="PIECEWISE")
+    runner = runner_for(model, "vllm-0.33.0", cfg)
+    assert runner.capture_sizes == () and runner.graph_limit == 0
+    assert runner.piecewise_sizes == get_engine("vllm-0.33.0").capture_sizes(cfg)
+    record = runner.execute_model(*batch(2, 4))[1]
+    assert (record.path, record.graph_size) == ("piecewise", 8)

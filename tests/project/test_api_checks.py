@@ -403,3 +403,17 @@ def test_an_export_onto_a_file_or_an_unwritable_folder_names_the_csv(tmp_path, m
         f"cannot write {str(tmp_path / 'out' / 'x.csv')!r}: Permission denied in folder "
         f"{str(tmp_path / 'out')!r}"
     )
+
+
+def test_a_replay_below_the_eager_logits_is_flagged_too():
+    eager = torch.linspace(-10, 10, 64)
+    below = eager - 0.1 * 10  # 10% of the largest logit under every eager one
+    checked = replay_check(below, eager, torch.float32)
+    assert checked["max_abs_logit_diff"] == pytest.approx(1.0)
+    assert not checked["replay_matches_eager"]
+
+
+def test_replayed_logits_of_another_shape_with_as_many_values_are_refused():
+    # [B * q, vocab] against [B, q, vocab]: same values, but not the same rows
+    with pytest.raises(GraphlabError, match=r"replayed logits \(6, 4\) and eager logits"):
+        replay_check(torch.zeros(6, 4), torch.zeros(2, 3, 4), torch.float32)

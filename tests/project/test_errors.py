@@ -13,10 +13,12 @@ from graphlab.errors import (
     UnreadableInput,
     check_choice,
     check_file_name,
+    check_float,
     check_input_file,
     check_int,
     check_output_file,
     check_path,
+    check_sizes,
 )
 from graphlab.sizing.planner.inputs import read_latency
 
@@ -100,3 +102,79 @@ def test_an_output_path_that_is_a_folder_is_refused(tmp_path):
     # os.replace onto a folder fails with IsADirectoryError naming the temporary file
     with pytest.raises(BadInput, match="is a folder; give a regular file or a new path"):
         check_output_file("CSV path", tmp_path)
+
+
+# ---- what mutmut over errors.py (2026-12-06) found untested -----------------------------------
+
+
+def test_an_unnamed_integer_check_leaves_the_name_to_argparse():
+    # argparse prefixes "argument --max-num-seqs: " itself; a name or filler would repeat it
+    with pytest.raises(BadInput) as caught:
+        check_int("", -1, 0)
+    assert str(caught.value) == "must be an integer >= 0, got -1"
+
+
+def test_a_float_may_equal_either_bound():
+    assert check_float("p", 0.0, 0.0, 1.0) == 0.0
+    assert check_float("p", 1.0, 0.0, 1.0) == 1.0
+    with pytest.raises(BadInput, match=r"^p must be a finite number in 0.0..1.0, got 1.5$"):
+        check_float("p", 1.5, 0.0, 1.0)
+    with pytest.raises(BadInput, match=r"^p must be a finite number >= 0.0, got -0.5$"):
+        check_float("p", -0.5, 0.0)
+
+
+def test_sizes_keep_the_upper_bound_of_each_entry_and_name_a_wrong_container():
+    assert check_sizes("sizes", [1, 512], 1, 512) == (1, 512)
+    with pytest.raises(BadInput, match=r"every sizes entry must be an integer in 1..512, got 513"):
+        check_sizes("sizes", [1, 513], 1, 512)
+    # a dict's order is its keys', not the user's list: the message names what was given
+    with pytest.raises(BadInput, match=r"non-empty list or tuple of integers, got dict \{1: 2\}"):
+        check_sizes("sizes", {1: 2}, 1)
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"),
+    [("/dev/null", "a character device"), ("/dev/loop0", "a block device")],
+)
+def test_a_device_is_named_for_what_it_is(path, kind):
+    if not os.path.exists(path):
+        pytest.skip(f"{path} is not on this machine")
+    with pytest.raises(
+        UnreadableInput, match=rf"^--vllm-log '{path}' is {kind}; give a regular file$"
+    ):
+        check_input_file("--vllm-log", path)
+    with pytest.raises(BadInput, match=rf"^CSV path '{path}' is {kind}; give a regular file or"):
+        check_output_file("CSV path", path)
+
+
+def test_a_socket_is_named_a_socket(tmp_path):
+    import socket
+
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(path))
+        with pytest.raises(UnreadableInput, match=rf"'{path}' is a socket; give a regular file$"):
+            check_input_file("--latency", path)
+
+
+def test_a_nul_in_a_path_names_the_path():
+    with pytest.raises(BadInput, match=r"^--latency 'a\\x00b' holds a NUL byte; give a file path$"):
+        check_input_file("--latency", "a\0b")
+
+
+def test_an_output_path_stat_cannot_read_names_the_path_and_the_reason(tmp_path):
+    # a name longer than the file system's 255 bytes: ENAMETOOLONG, neither new nor writable
+    path = tmp_path / ("x" * 300)
+    with pytest.raises(
+        GraphlabError, match=rf"^cannot write CSV path '{path}': File name too long$"
+    ):
+        check_output_file("CSV path", path)
+
+
+def test_a_link_to_a_regular_file_is_read_as_that_file(tmp_path):
+    # os.stat follows the link, as open() does: a log kept behind a symlink is a regular file
+    target = tmp_path / "vllm.log"
+    target.write_text("INFO\n")
+    link = tmp_path / "latest.log"
+    link.symlink_to(target)
+    assert check_input_file("--vllm-log", link) == link

@@ -19,7 +19,7 @@ from graphlab.against_vllm.installed import installed_capture_sizes, quiet_vllm_
 from graphlab.errors import BadInput, GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import graph_families, verify_batches
+from graphlab.sizing.dispatch import BatchPath, graph_families, verify_batches
 from graphlab.sizing.engines import ENGINES, get_engine
 from graphlab.sizing.model_runner import release_key
 
@@ -275,3 +275,12 @@ def test_the_planner_refuses_a_schedule_it_does_not_model():
     cfg = SizingConfig(128, 4, num_speculative_tokens_per_batch_size=ISSUE_SCHEDULE)
     with pytest.raises(GraphlabError, match="plan does not model num_speculative_tokens_per"):
         plan(ENGINE, cfg)
+
+
+def test_a_uniform_batch_of_a_query_length_no_full_graph_has_takes_no_full_graph():
+    # 0.34.0 looks up FULL graphs of the batch's own query length only (Candidates.BY_QUERY_LEN)
+    cfg = SizingConfig(128, 4, num_speculative_tokens_per_batch_size=ISSUE_SCHEDULE)
+    families = graph_families("vllm-0.34.0", cfg)
+    assert families.full_query_lens == (2, 5)
+    batch = families.dispatch_batches([4], True, [4])[0]
+    assert batch.path is not BatchPath.FULL, batch

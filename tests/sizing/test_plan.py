@@ -1166,3 +1166,141 @@ def test_a_programme_is_sized_by_the_graphs_asked_for_not_by_every_candidate(cap
         "2",
     )
     assert code == 0 and err == "", err
+
+
+# ---- what mutmut over sizing/planner/plan.py (2026-12-06) found untested ----------------------
+
+
+def test_a_plan_without_a_workload_names_its_workload_uniform():
+    result = plan("vllm-0.33.0", SizingConfig(8, 3))
+    assert result.to_dict()["workload"] == "uniform"
+
+
+def test_a_programme_exactly_at_the_cell_limit_is_planned(monkeypatch):
+    # 8 candidates (S = 8, k = 3: 4..32 tokens), 2 graphs: 2 * 8**2 = 128 cells, the limit itself
+    import graphlab.sizing.planner.plan as planner
+
+    monkeypatch.setattr(planner, "MAX_PROGRAMME_CELLS", 128)
+    assert len(plan("vllm-0.33.0", SizingConfig(8, 3), budget=Budget(2)).capture_sizes) == 2
+    monkeypatch.setattr(planner, "MAX_PROGRAMME_CELLS", 127)
+    with pytest.raises(GraphlabError) as refused:
+        plan("vllm-0.33.0", SizingConfig(8, 3), budget=Budget(2))
+    assert str(refused.value) == (
+        "2 graphs over 8 candidate sizes is too large a programme; with 8 candidates plan handles "
+        "at most 1 graphs (lower max_graphs, max_num_seqs or max_num_batched_tokens)"
+    )
+
+
+def test_a_memory_budget_below_every_graph_names_the_smallest_graphs_mib():
+    memory = linear_memory(100)
+    smallest = memory(np.array([4]))[0] / MIB  # 54 000 bytes: 0.051 MiB
+    with pytest.raises(GraphlabError) as refused:
+        plan("vllm-0.33.0", SizingConfig(8, 3), budget=Budget(2, 0.01), memory=memory)
+    assert str(refused.value) == (
+        f"memory budget 0.01 MiB is below the smallest graph the workload uses "
+        f"(4 tokens: {smallest:.3f} MiB)"
+    )
+
+
+def test_with_every_graph_affordable_the_eager_reason_is_the_capture_ceiling():
+    memory = linear_memory(100)
+    result = plan(
+        "vllm-0.33.0",
+        SizingConfig(8, 3),
+        budget=Budget(2, 100.0),
+        memory=memory,
+        max_capture_size=16,
+    )
+    assert result.eager_sizes == (20, 24, 28, 32)
+    assert result.eager_reason == "no graph above max_capture_size=16"
+
+
+def test_separate_pools_under_a_memory_budget_cover_what_the_budget_affords():
+    # separate pools keep the unaffordable candidates (their sum is the budget's), coverage first:
+    # 59 000 bytes hold one graph of up to 8 tokens (58 000), not the 10-token one (60 000)
+    memory = linear_memory(100)
+    cfg = SizingConfig(5, 1)  # batches of 2..10 tokens
+    budget = Budget(3, 59_000 / MIB, "separate")
+    result = plan("vllm-0.33.0", cfg, budget=budget, memory=memory)
+    workload = uniform_workload(get_engine("vllm-0.33.0"), cfg)
+    assert plan_key(result, None) == brute_force("vllm-0.33.0", cfg, workload, budget, memory)
+    assert result.plan.memory_bytes <= budget.memory_mib * MIB
+    assert result.capture_sizes == (8,) and result.eager_sizes == (10,)
+
+
+def test_an_eager_penalty_weighs_each_eager_step_by_its_own_share():
+    # a skewed workload: the steps above a graph weigh what those sizes occur, not what as many
+    # of the smallest sizes would
+    workload = Workload.from_counts(
+        np.array([4, 8, 12, 16, 20, 24, 28, 32]), np.array([30, 1, 1, 1, 1, 1, 1, 4]), "skewed"
+    )
+    weights = dict(zip(workload.sizes.tolist(), workload.weights.tolist()))
+
+    def cost(graph: int, penalty: float) -> float:
+        return sum(w * ((graph - n) if n <= graph else penalty) for n, w in weights.items())
+
+    for penalty in (1.0, 6.0, 12.0, 30.0):
+        best = min(range(4, 33, 4), key=lambda s: cost(s, penalty))
+        result = plan("vllm-0.33.0", SizingConfig(8, 3), workload, Budget(1), eager_penalty=penalty)
+        assert result.capture_sizes == (best,), penalty
+
+
+def test_the_default_is_priced_with_the_plans_graph_pool_and_latency():
+    memory = linear_memory(100)
+    cfg = SizingConfig(8, 3)
+    default_sizes = get_engine("vllm-0.33.0").capture_sizes(cfg)
+    separate = plan("vllm-0.33.0", cfg, budget=Budget(4, 100.0, "separate"), memory=memory)
+    assert separate.default.memory_bytes == pytest.approx(
+        sum(50_000.0 + 1000.0 * s for s in default_sizes)
+    )
+    shared = plan("vllm-0.33.0", cfg, budget=Budget(4, 100.0, "shared"), memory=memory)
+    assert shared.default.memory_bytes == pytest.approx(50_000.0 + 1000.0 * default_sizes[-1])
+    sizes = np.arange(1, 101)
+    latency = (SizeTable(sizes, 1.0 + sizes / 100, "graph"), SizeTable(sizes, 2.0 + sizes, "eager"))
+    result = plan("vllm-0.33.0", cfg, latency=latency)
+    steps = [next(s for s in default_sizes if s >= n) for n in range(4, 33, 4)]
+    assert result.default.mean_step_ms == pytest.approx(np.mean([1.0 + s / 100 for s in steps]))
+
+
+def test_the_notes_say_where_the_default_could_not_be_priced_or_would_not_start():
+    # the default's 40..64 lie outside a memory table of sizes 1..32 that the plan stays within
+    sizes = np.arange(1, 33)
+    memory = SizeTable(sizes, 50_000.0 + 1000.0 * sizes, "m", "predicted")
+    result = plan("vllm-0.33.0", SizingConfig(8, 3), memory=memory)
+    assert result.default.memory_bytes is None
+    assert result.notes == (
+        "default's memory/latency not computed: m has sizes 1..32; size 40 is outside that range "
+        "(measure it, or plan a smaller config)",
+    )
+    # vLLM 0.12.0 keeps [1, 2] for S = 1 and finds no multiple of 1 + k = 4 among them
+    refused = plan("vllm-0.12.0", SizingConfig(1, 3), budget=Budget(1))
+    assert refused.default.capture_sizes == () and refused.notes == (
+        "the engine's default sizing refuses to start here: ValueError: No valid cudagraph sizes "
+        "after rounding to multiple of 4",
+    )
+    assert plan("vllm-0.33.0", SizingConfig(8, 3)).notes == ()
+
+
+def test_the_drafter_note_names_the_model_runner_and_the_audit_line():
+    cfg = SizingConfig(8, 3, speculative_method="eagle", model_runner="v1")
+    (note,) = [n for n in plan("vllm-0.33.0", cfg).notes if n.startswith("the drafter")]
+    assert note == (
+        "the drafter (speculative method 'eagle', model runner V1) keeps its graphs at these "
+        "same capture sizes: vLLM gives it no setting of its own; `audit --speculative-method "
+        "eagle` shows its draft steps"
+    )
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_of_plans_costing_the_same_up_to_rounding_the_one_with_fewer_graphs_is_chosen():
+    # graph latency flat from 17 to 37 tokens: a graph at 17 saves nothing, and the four-graph
+    # plan's sum comes out one unit in the last place below the three-graph plan's
+    sizes = np.array([6, 12, 17, 37])
+    weights = np.array([63, 70, 147, 30]) / 310
+    graph = SizeTable(sizes, np.array([0.3, 0.7, 1.1, 1.1]), "graph", "cpu-emulated")
+    eager = SizeTable(sizes, np.full(4, 10.0), "eager", "cpu-emulated")
+    workload = Workload(sizes, weights, "flat top")
+    result = plan("vllm-0.33.0", SizingConfig(40, 0), workload, Budget(4), latency=(graph, eager))
+    assert result.plan.capture_sizes == (6, 12, 37)

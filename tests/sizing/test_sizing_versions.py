@@ -14,6 +14,7 @@ from helpers import ROOT
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import ENGINES, get_engine
+from graphlab.sizing.model_runner import choose_model_runner
 from graphlab.sizing.versions import RANGES, RELEASES, engine_for_version, release, resolve_engine
 
 CHECK_RELEASES = ROOT / "scripts" / "check_vllm_releases.py"
@@ -240,3 +241,9 @@ def test_the_release_check_fails_loudly_on_a_release_it_has_not_read(tmp_path, e
     for version in extra:
         assert f"on the index, not read by the kit: vllm {version}" in run.stdout
     assert ("DISAGREE" in run.stdout) == bool(extra)
+
+
+def test_the_first_release_with_model_runner_v2_runs_v1_unless_asked():
+    # 0.12.0 has model runner V2 (vllm/v1/worker/gpu/) but defaults to V1 until 0.22.0
+    runner, why = choose_model_runner("0.12.0", "auto", None)
+    assert runner == "v1" and why.startswith("vLLM 0.12.0 runs model runner V1 unless"), why

@@ -349,3 +349,24 @@ def test_a_failed_lookup_of_any_key_is_the_dicts_key_error(key):
     with pytest.raises(KeyError) as raised:
         {}[key]
     assert crash_error(key) == f"{raised.type.__name__}: {raised.value}"
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+@pytest.mark.vllm
+def test_each_modes_decode_and_mixed_graphs_are_vllms(vllm_parts):
+    # CUDAGraphMode.decode_mode() / mixed_mode() as vLLM answers them (NONE: no graphs)
+    theirs = vllm_parts[1]
+    for mode in CUDAGRAPH_MODES:
+        answers = (theirs[mode.value].decode_mode(), theirs[mode.value].mixed_mode())
+        expected = tuple(None if m.name == "NONE" else BatchPath[m.name] for m in answers)
+        assert (mode.decode_mode(), mode.mixed_mode()) == expected, mode
+
+
+@pytest.mark.parametrize("uniform", ["no", 1, None])
+def test_a_batchs_uniform_flag_is_a_bool(uniform):
+    with pytest.raises(
+        GraphlabError, match=f"uniform must be a bool, got {type(uniform).__name__}"
+    ):
+        BatchDescriptor(8, uniform=uniform)

@@ -761,3 +761,82 @@ def test_the_recorded_plan_is_the_commands_with_the_version_it_assumed(tmp_path,
     written = json.loads(json.dumps(recorded_plan(read_vllm_log(path))))
     assert code == 0 and written["notes"][0].startswith("the log does not name its vLLM version")
     assert {key: command[key] for key in written} == written
+
+
+# ---- what branch coverage of the reader and the audit (2026-12-06) found untested -------------
+
+
+def test_a_line_that_is_not_utf8_is_named_by_its_line(tmp_path, capsys):
+    path = tmp_path / "latin1.log"
+    path.write_bytes(ARGS.encode() + b"| Unpadded Tokens caf\xe9 |\n")
+    err = one_error_line(capsys, "audit", "--vllm-log", str(path), "--max-num-seqs", "4")
+    assert err == f"error: {path}:2: not UTF-8 text (a binary file?)\n"
+
+
+def test_a_chunked_prefill_line_without_a_number_sets_nothing(tmp_path):
+    # only vLLM's own "%d." form is a setting; a line cut or reworded is not read as one
+    line = f"{PREFIX}Chunked prefill is enabled with max_num_batched_tokens=None.\n"
+    log = read_vllm_log(write(tmp_path, line + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.max_num_batched_tokens is None
+
+
+def test_the_audit_prints_vllms_capture_time_and_memory(tmp_path, capsys):
+    captured = f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    path = write(tmp_path, ARGS + captured + prefixed(table([(21, 21, "FULL", 3)])))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    assert code == 0 and "graph capture: 7 s, 0.45 GiB (vLLM's start-up line)" in out.splitlines()
+    plain = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "plain.log")
+    code, out, _ = run(capsys, "audit", "--vllm-log", plain, "--engine", "vllm-0.33.0")
+    assert code == 0 and "graph capture" not in out
+
+
+# ---- what the fourth independent mutation campaign (2026-12-06) found untested ----------------
+
+
+def test_the_mode_is_noted_as_assumed_only_where_the_log_does_not_name_it(tmp_path):
+    rows = [(21, 21, "FULL", 1)]
+    named = read_vllm_log(write(tmp_path, ARGS + prefixed(table(rows)), "named.log"))
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    unnamed = read_vllm_log(write(tmp_path, ARGS + prefixed(stats), "unnamed.log"))
+    note = "cudagraph_mode: not in the log, assumed the engine's default"
+    assert note not in logged_config(named, {})[1]
+    assert note in logged_config(unnamed, {})[1]
+
+
+def test_each_engines_padding_and_disagreements_are_its_own_rows_by_count(tmp_path):
+    # engine 000's PIECEWISE 5 -> 8 agrees; engine 001's FULL 21 ran at 24 where the kit has 21
+    log = ARGS
+    for engine, rows in ((0, [(5, 8, "PIECEWISE", 4)]), (1, [(21, 24, "FULL", 2)])):
+        log += f"{PREFIX}Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        log += prefixed(table(rows))
+    audit = audit_log(read_vllm_log(write(tmp_path, log)), engine="vllm-0.33.0")
+    per_engine = audit.summary()["per_engine"]
+    assert {e: v["padding_tokens"] for e, v in per_engine.items()} == {"000": 3 * 4, "001": 3 * 2}
+    assert {e: v["disagreements"] for e, v in per_engine.items()} == {"000": 0, "001": 1}
+
+
+def test_capture_sizes_the_kit_would_not_capture_are_a_disagreement_where_every_row_agrees(
+    tmp_path, capsys
+):
+    rows = [(21, 21, "FULL", 5), (36, 40, "PIECEWISE", 2)]
+    path = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    assert code == 0 and out.startswith("DISAGREEMENT"), out
+    assert "  capture sizes: vLLM logged [1, 2, 4, 8, 16, 24, 32, 40], the kit computes" in out
+
+
+def test_top_keeps_each_engines_most_frequent_rows(tmp_path, capsys):
+    log = ARGS
+    for engine, full in ((0, (21, 21, "FULL", 5)), (1, (35, 35, "FULL", 3))):
+        log += f"{PREFIX}Engine {engine:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        log += prefixed(table([full, (5, 8, "PIECEWISE", 1)]))
+    path = write(tmp_path, log)
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--top", "1")
+    assert code == 0 and "2 of 4 rows (the 1 most frequent per engine):" in out, out
+
+
+def test_the_audits_json_gives_vllms_capture_seconds_and_gib_apart(tmp_path):
+    log = ARGS + prefixed(table([(21, 21, "FULL", 1)]))
+    log += f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    data = audit_log(read_vllm_log(write(tmp_path, log))).to_dict()
+    assert (data["graph_capture_seconds"], data["graph_capture_gib"]) == (7.0, 0.45)
