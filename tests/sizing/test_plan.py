@@ -1178,11 +1178,11 @@ def test_a_plan_without_a_workload_names_its_workload_uniform():
 
 def test_a_programme_exactly_at_the_cell_limit_is_planned(monkeypatch):
     # 8 candidates (S = 8, k = 3: 4..32 tokens), 2 graphs: 2 * 8**2 = 128 cells, the limit itself
-    import graphlab.sizing.planner.plan as planner
+    import graphlab.sizing.planner.optimum as optimum  # where the programme's work is checked
 
-    monkeypatch.setattr(planner, "MAX_PROGRAMME_CELLS", 128)
+    monkeypatch.setattr(optimum, "MAX_PROGRAMME_CELLS", 128)
     assert len(plan("vllm-0.33.0", SizingConfig(8, 3), budget=Budget(2)).capture_sizes) == 2
-    monkeypatch.setattr(planner, "MAX_PROGRAMME_CELLS", 127)
+    monkeypatch.setattr(optimum, "MAX_PROGRAMME_CELLS", 127)
     with pytest.raises(GraphlabError) as refused:
         plan("vllm-0.33.0", SizingConfig(8, 3), budget=Budget(2))
     assert str(refused.value) == (
