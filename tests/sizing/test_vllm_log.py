@@ -13,6 +13,8 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
 from graphlab.sizing.log_reader import read_vllm_log
 
@@ -750,3 +752,89 @@ def test_the_audit_prints_vllms_capture_time_and_memory(tmp_path, capsys):
     plain = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "plain.log")
     code, out, _ = run(capsys, "audit", "--vllm-log", plain, "--engine", "vllm-0.33.0")
     assert code == 0 and "graph capture" not in out
+
+
+# ---- what mutmut over sizing/log_audit.py (2026-12-06) found untested -------------------------
+
+
+def audit_json(capsys, path, *extra):
+    code, out, _ = run(
+        capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json", *extra
+    )
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_the_audits_json_says_what_the_log_holds_and_what_the_kit_assumed(tmp_path, capsys):
+    captured = f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    rows = [(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2)]
+    data = audit_json(capsys, write(tmp_path, ARGS + captured + prefixed(table(rows))))
+    assert set(data) == {
+        "schema", "command", "source", "vllm_version", "engine", "intervals", "engines",
+        "config", "speculative_method", "logged_capture_sizes", "kit_capture_sizes",
+        "graph_capture_seconds", "graph_capture_gib", "notes", "summary", "rows",
+    }  # fmt: skip
+    assert (data["vllm_version"], data["engine"], data["intervals"]) == (None, "vllm-0.33.0", 1)
+    assert (data["engines"], data["speculative_method"]) == (["000"], "ngram")
+    assert data["logged_capture_sizes"] == [1, 2, 4, 8, 16, 24, 32, 40]
+    assert data["kit_capture_sizes"] == list(get_engine("vllm-0.33.0").capture_sizes(
+        SizingConfig(6, 6)
+    ))  # fmt: skip
+    assert (data["graph_capture_seconds"], data["graph_capture_gib"]) == (7.0, 0.45)
+    assert data["config"] == {
+        "max_num_seqs": 6, "num_speculative_tokens": 6, "max_num_batched_tokens": None,
+        "cudagraph_capture_sizes": None, "max_cudagraph_capture_size": None,
+        "cudagraph_mode": "FULL_AND_PIECEWISE",
+    }  # fmt: skip
+    assert data["notes"] == ["max_num_batched_tokens: not in the log, assumed 8192"]
+    # the 2 PIECEWISE steps pad 5 tokens to 8: 6 padding tokens, all PIECEWISE's
+    per_mode = data["summary"]["per_mode"]
+    assert per_mode["PIECEWISE"] == {"steps": 2, "tokens": 10, "padding_tokens": 6}
+    assert per_mode["FULL"] == {"steps": 3, "tokens": 63, "padding_tokens": 0}
+
+
+def test_user_capture_sizes_are_a_json_list(tmp_path, capsys):
+    args = ARGS.replace(
+        "'max_num_seqs': 6,", "'max_num_seqs': 6, 'cudagraph_capture_sizes': [7, 21, 42],"
+    )
+    data = audit_json(
+        capsys, write(tmp_path, args + prefixed(table([(21, 21, "FULL", 3)], sizes="[7, 21, 42]")))
+    )
+    assert data["config"]["cudagraph_capture_sizes"] == [7, 21, 42]
+
+
+def test_a_log_without_mode_or_capture_sizes_says_both_were_assumed(tmp_path, capsys):
+    text = "\n".join(
+        line
+        for line in table([(21, 21, "FULL", 3)]).split("\n")
+        if not line.startswith("- ") and "Config Settings" not in line
+    )
+    data = audit_json(capsys, write(tmp_path, ARGS + prefixed(text)))
+    assert data["notes"] == [
+        "max_num_batched_tokens: not in the log, assumed 8192",
+        "cudagraph_mode: not in the log, assumed the engine's default",
+        "capture sizes: not in the log, the kit's own sizing is used",
+    ]
+    assert data["config"]["cudagraph_mode"] is None and data["logged_capture_sizes"] is None
+
+
+def test_each_engines_figures_are_its_own_and_data_parallel_is_noted(tmp_path, capsys):
+    # engine 0: 2 steps of 5 tokens padded to 8, engine 1: 3 such steps (3 padding tokens each)
+    log = ARGS + "".join(
+        f"{PREFIX}Engine {e:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        + prefixed(table([(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2 + e)]))
+        for e in (0, 1)
+    )
+    data = audit_json(capsys, write(tmp_path, log))
+    assert data["summary"]["per_engine"] == {
+        "000": {"steps": 5, "steps_without_graph": 0, "padding_tokens": 6, "disagreements": 0},
+        "001": {"steps": 6, "steps_without_graph": 0, "padding_tokens": 9, "disagreements": 0},
+    }
+    assert data["notes"][-1].startswith(
+        "data parallel: vLLM pads each rank's step to the largest rank's token count "
+        "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not model"
+    )
+    one = audit_json(
+        capsys, write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "one.log")
+    )
+    assert not [n for n in one["notes"] if n.startswith("data parallel")]
