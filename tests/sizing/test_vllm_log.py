@@ -838,3 +838,55 @@ def test_each_engines_figures_are_its_own_and_data_parallel_is_noted(tmp_path, c
         capsys, write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "one.log")
     )
     assert not [n for n in one["notes"] if n.startswith("data parallel")]
+
+
+def test_a_one_draft_verify_batch_on_a_smaller_piecewise_graph_is_pr_53407s_class(tmp_path):
+    # k = 1 (q = 2), sizes [3, 5, 8]: FULL graphs 4, 6, 8; 2 tokens (1 request) ran on the
+    # PIECEWISE 3 below the FULL 4
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 4").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 1"
+    )
+    rows = [(2, 3, "PIECEWISE", 2), (4, 4, "FULL", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[3, 5, 8]")))
+    audit = audit_log(read_vllm_log(path), engine="vllm-0.33.0")
+    assert audit.cfg.decode_query_len == 2
+    assert audit.rows.full_graph_could_serve.tolist() == [4, 0]
+
+
+def test_the_audits_text_in_order_for_a_table_pasted_without_its_settings(tmp_path, capsys):
+    # the kit's dispatch under assumed settings: the one-line explanation, the run's line, the
+    # figures per mode, the top disagreement, the top row (no engine column for one engine),
+    # then every note
+    rows = [(21, 24, "FULL", 5), (9, 10, "PIECEWISE", 2), (10, 10, "NONE", 4)]
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    path = write(tmp_path, ARGS + prefixed(stats))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--top", "1")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].endswith(
+        "cudagraph_mode (FULL_AND_PIECEWISE, the engine's default); the capture sizes "
+        "(vllm-0.33.0's own sizing); give them (flags or --vllm-args) to audit the rows "
+        "(listed below)"
+    )
+    assert lines[1] == (
+        f"vLLM (version not in the log) log {path}: 1 stats intervals, engines 000; audited with "
+        "vllm-0.33.0 at max_num_seqs=6 num_speculative_tokens=6 max_num_batched_tokens=8192 "
+        "cudagraph_mode=None"
+    )
+    assert lines[2] == (
+        "steps 11 (163 tokens); without a graph: 4 steps (40 tokens); padding tokens spent: 17"
+    )
+    assert [line.split()[0] for line in lines[3:6]] == ["NONE", "PIECEWISE", "FULL"]
+    assert lines[6:8] == [
+        "what differs under those assumptions:",
+        "  engine 000: 21 tokens ran FULL at 24 (5 steps); kit: FULL at 21",
+    ]
+    assert lines[8:10] == ["", "1 of 3 rows (the 1 most frequent per engine):"]
+    assert lines[10].split()[:2] == ["tokens", "padded"]  # one engine: no engine column
+    assert lines[11].split()[:5] == ["21", "24", "3", "FULL", "5"]
+    assert lines[12:] == [
+        "note: the log does not name its vLLM version: assumed vllm-0.33.0's rules",
+        "note: max_num_batched_tokens: not in the log, assumed 8192",
+        "note: cudagraph_mode: not in the log, assumed the engine's default",
+        "note: capture sizes: not in the log, the kit's own sizing is used",
+    ]
