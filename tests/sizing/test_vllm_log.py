@@ -890,3 +890,37 @@ def test_the_audits_text_in_order_for_a_table_pasted_without_its_settings(tmp_pa
         "note: cudagraph_mode: not in the log, assumed the engine's default",
         "note: capture sizes: not in the log, the kit's own sizing is used",
     ]
+
+
+DATA_PARALLEL = (
+    "data parallel: vLLM pads each rank's step to the largest rank's token count "
+    "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not model; "
+    "such rows may disagree"
+)
+
+
+def test_an_aggregated_table_is_noted_as_data_parallel_after_the_other_notes(tmp_path, capsys):
+    log = ARGS + f"{PREFIX}2 Engines Aggregated: Avg prompt throughput: 1.0 tokens/s\n"
+    data = audit_json(capsys, write(tmp_path, log + prefixed(table([(21, 21, "FULL", 3)]))))
+    assert data["engines"] == ["aggregated"]
+    assert data["notes"] == ["max_num_batched_tokens: not in the log, assumed 8192", DATA_PARALLEL]
+
+
+def test_pr_53407s_rows_are_printed_under_their_own_heading(tmp_path, capsys):
+    # the example of test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph: 12
+    # tokens ran PIECEWISE at 16 in 3 steps where a FULL graph of 18 could have served them
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (6, 6, "FULL", 2), (30, 30, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    heading = (
+        "3 steps ran on a smaller PIECEWISE graph although, as uniform verify batches, a FULL "
+        "graph could have served them (PR 53407's class):"
+    )
+    assert code == 0 and heading in lines, out
+    assert lines[lines.index(heading) + 1] == (
+        "  12 tokens ran PIECEWISE at 16 (3 steps): FULL graph 18"
+    )
