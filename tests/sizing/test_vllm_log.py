@@ -924,3 +924,21 @@ def test_pr_53407s_rows_are_printed_under_their_own_heading(tmp_path, capsys):
     assert lines[lines.index(heading) + 1] == (
         "  12 tokens ran PIECEWISE at 16 (3 steps): FULL graph 18"
     )
+
+
+def test_two_engines_text_names_both_and_gives_each_its_line(tmp_path, capsys):
+    log = ARGS + "".join(
+        f"{PREFIX}Engine {e:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        + prefixed(table([(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2 + e)]))
+        for e in (0, 1)
+    )
+    path = write(tmp_path, log)
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    run_line = next(i for i, line in enumerate(lines) if line.startswith("vLLM "))
+    assert code == 0 and f"log {path}: 2 stats intervals, engines 000, 001;" in lines[run_line]
+    assert lines[run_line + 1].startswith("steps 11 (151 tokens);")
+    assert lines[run_line + 5 : run_line + 7] == [
+        "  engine 000: 5 steps, 0 without a graph, 6 padding tokens, 0 rows disagree",
+        "  engine 001: 6 steps, 0 without a graph, 9 padding tokens, 0 rows disagree",
+    ]
