@@ -942,3 +942,24 @@ def test_two_engines_text_names_both_and_gives_each_its_line(tmp_path, capsys):
         "  engine 000: 5 steps, 0 without a graph, 6 padding tokens, 0 rows disagree",
         "  engine 001: 6 steps, 0 without a graph, 9 padding tokens, 0 rows disagree",
     ]
+
+
+def test_capture_sizes_that_differ_alone_are_a_disagreement_said_first(tmp_path, capsys):
+    # every row agrees with the kit's dispatch over the logged sizes; the sizes are not the kit's
+    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    kit = list(get_engine("vllm-0.33.0").capture_sizes(SizingConfig(6, 6)))
+    path = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("DISAGREEMENT between vLLM's log and graphlab's")
+    assert lines[1] == (
+        f"  capture sizes: vLLM logged [1, 2, 4, 8, 16, 24, 32, 40], the kit computes {kit}"
+    )
+    # without the mode line the kit assumes the mode, and says the sizes differ in that line
+    no_mode = "\n".join(line for line in table(rows).split("\n") if not line.startswith("- Mode"))
+    path = write(tmp_path, ARGS + prefixed(no_mode), "no_mode.log")
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(
+        "0 of 3 rows and the capture sizes differ from the kit's dispatch, which assumed"
+    ), out
