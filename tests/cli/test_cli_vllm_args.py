@@ -963,3 +963,18 @@ def test_a_speculative_config_that_is_not_an_object_is_refused_by_name(value):
 
     with pytest.raises(GraphlabError, match="speculative_config must be a JSON object, got"):
         _num_speculative_tokens(value)
+
+
+# ---- what mutmut over serve_args.py (2026-12-06) found untested -------------------------------
+
+
+@pytest.mark.parametrize("seqs, error", [("0", True), ("1", False), ("65537", True)])
+def test_max_num_seqs_is_read_from_1_to_the_kits_limit(capsys, seqs, error):
+    line = f"vllm serve m --max-num-seqs {seqs}"
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    if error:
+        assert code == 2 and err == (
+            f"error: --vllm-args: max_num_seqs must be an integer in 1..65536, got {seqs}\n"
+        )
+    else:
+        assert code == 0 and "engine vllm-0.33.0: max_num_seqs=1 " in out, (out, err)

@@ -26,6 +26,8 @@ from graphlab.sizing.dispatch import (
     CUDAGRAPH_MODES,
     BatchDescriptor,
     BatchPath,
+    CUDAGraphMode,
+    decode_graph_sizes,
     graph_families,
     verify_batches,
 )
@@ -370,3 +372,100 @@ def test_a_batchs_uniform_flag_is_a_bool(uniform):
         GraphlabError, match=f"uniform must be a bool, got {type(uniform).__name__}"
     ):
         BatchDescriptor(8, uniform=uniform)
+
+
+# ---- what mutmut over sizing/dispatch.py (2026-12-06) found untested --------------------------
+
+
+def test_paths_modes_and_units_print_as_the_csvs_and_vllms_words():
+    from graphlab.sizing.dispatch import BatchUnit, RunMode
+
+    assert [repr(p) for p in BatchPath] == [
+        "'graph'",
+        "'full'",
+        "'piecewise'",
+        "'eager'",
+        "'crash'",
+    ]
+    assert [repr(m) for m in RunMode] == ["'eager'", "'graph'", "'compiled-graph'"]
+    assert [repr(u) for u in BatchUnit] == ["'rows'", "'tokens'", "'requests'"]
+    assert repr(CUDAGraphMode.FULL_AND_PIECEWISE) == "'FULL_AND_PIECEWISE'"
+
+
+def test_a_bad_batch_descriptor_names_its_field():
+    with pytest.raises(GraphlabError, match=r"^num_tokens must be an integer >= 1, got 0$"):
+        BatchDescriptor(0)
+    with pytest.raises(GraphlabError, match=r"^uniform must be a bool, got int$"):
+        BatchDescriptor(4, uniform=1)
+
+
+def test_no_graph_at_or_above_a_batch_is_nexts_stop_iteration():
+    # key 0: the lookup of the smallest graph >= n found none, and next() raised
+    from graphlab.sizing.dispatch import crash_error
+
+    with pytest.raises(StopIteration) as raised:
+        next(iter(()))
+    assert crash_error(0) == raised.type.__name__ == "StopIteration"
+
+
+def test_each_outcome_carries_a_graph_only_when_it_replays_and_an_error_only_when_it_crashes():
+    # vLLM 0.12's plain FULL at q = 2 over graphs of 3 and 4: 2 tokens crash, 4 replay, 6 eager
+    from graphlab.sizing.families import families_of
+
+    families = families_of(CUDAGraphMode.FULL, [3, 4], 4, 2, PlainFull.ASSERTS)
+    batches = families.dispatch_batches([2, 4, 6], True)
+    crash, full, eager = batches.outcomes()
+    assert (crash.path, crash.graph_size) == (BatchPath.CRASH, None)
+    assert crash.error.endswith(": 3 % 2 != 0")
+    assert (full.path, full.graph_size, full.error) == (BatchPath.FULL, 4, None)
+    assert (eager.path, eager.graph_size, eager.error) == (BatchPath.EAGER, None, None)
+    assert batches.takes(BatchPath.CRASH).tolist() == [True, False, False]
+    assert batches.takes(BatchPath.FULL, BatchPath.EAGER).tolist() == [False, True, True]
+
+
+def test_graph_families_name_the_v1_engines_for_a_v0_one():
+    with pytest.raises(GraphlabError) as raised:
+        graph_families("vllm-0.6.0", SizingConfig(8))
+    assert str(raised.value).startswith(
+        "engine (graph families are vLLM V1's) 'vllm-0.6.0' is not one of vllm-0.12.0"
+    )
+
+
+def test_decode_graph_sizes_are_the_full_families_sizes():
+    # S = 8, k = 3 on 0.33.0: FULL uniform-decode graphs at the multiples of 4 up to 8 * 4
+    assert decode_graph_sizes("vllm-0.33.0", SizingConfig(8, 3)) == (4, 8, 16, 24, 32)
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        SizingConfig(6, 6),  # 42 tokens at 6 requests: FULL graphs up to 42, as issue 54933's
+        SizingConfig(12, 3, 24),  # T = 24 caps the graphs: 7 and more requests run eagerly
+        SizingConfig(8, 3, cudagraph_mode="PIECEWISE"),  # no FULL graphs: every batch PIECEWISE
+        SizingConfig(8, 3, cudagraph_capture_sizes=(4, 16)),  # padding from 8 and 12 to 16
+        # dynamic speculation: k = 3 up to 4 requests, then 1 (10 tokens at q = 2 pad to 16)
+        SizingConfig(8, 3, num_speculative_tokens_per_batch_size=((1, 4, 3), (5, 8, 1))),
+    ],
+)
+def test_each_verify_batch_is_what_vllms_own_dispatcher_does_with_it(vllm_parts, cfg):
+    # vLLM 0.33.0's model runner V2 graph manager, given the same capture list (a uniform batch
+    # of the query length vLLM's own schedule lookup gives its request count)
+    from vllm.v1.spec_decode.dynamic.utils import build_dynamic_sd_schedule_lookup
+
+    engine = get_engine("vllm-0.33.0")
+    mode = str(engine.cudagraph_mode(cfg))  # the resolved mode, FULL_AND_PIECEWISE unset
+    schedule, k = cfg.num_speculative_tokens_per_batch_size, cfg.num_speculative_tokens
+    lookup = (
+        [k] * (cfg.max_num_seqs + 1)
+        if schedule is None
+        else build_dynamic_sd_schedule_lookup([list(r) for r in schedule], cfg.max_num_seqs, k)
+    )
+    for row in verify_batches("vllm-0.33.0", cfg):
+        q = 1 + lookup[row["num_reqs"]]
+        step = _vllm_rule(cfg.max_num_seqs, q, engine.capture_sizes(cfg), mode, "v2")
+        ran, padded = step(row["num_tokens"], True)
+        assert (row["query_len"], row["num_tokens"]) == (q, q * row["num_reqs"]), row
+        assert row["path"] == {"NONE": "eager"}.get(ran, ran.lower()), row
+        assert row["graph_size"] == padded, row
+        assert row["padding_tokens"] == (0 if padded is None else padded - row["num_tokens"]), row

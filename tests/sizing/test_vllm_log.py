@@ -13,6 +13,8 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.errors import GraphlabError
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
 from graphlab.sizing.log_reader import read_vllm_log
 
@@ -840,3 +842,214 @@ def test_the_audits_json_gives_vllms_capture_seconds_and_gib_apart(tmp_path):
     log += f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
     data = audit_log(read_vllm_log(write(tmp_path, log))).to_dict()
     assert (data["graph_capture_seconds"], data["graph_capture_gib"]) == (7.0, 0.45)
+
+
+# ---- what mutmut over sizing/log_audit.py (2026-12-06) found untested -------------------------
+
+
+def audit_json(capsys, path, *extra):
+    code, out, _ = run(
+        capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json", *extra
+    )
+    assert code == 0, out
+    return json.loads(out)
+
+
+def test_the_audits_json_says_what_the_log_holds_and_what_the_kit_assumed(tmp_path, capsys):
+    captured = f"{PREFIX}Graph capturing finished in 7 secs, took 0.45 GiB\n"
+    rows = [(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2)]
+    data = audit_json(capsys, write(tmp_path, ARGS + captured + prefixed(table(rows))))
+    assert set(data) == {
+        "schema", "command", "source", "vllm_version", "engine", "intervals", "engines",
+        "config", "speculative_method", "logged_capture_sizes", "kit_capture_sizes",
+        "graph_capture_seconds", "graph_capture_gib", "notes", "summary", "rows",
+    }  # fmt: skip
+    assert (data["vllm_version"], data["engine"], data["intervals"]) == (None, "vllm-0.33.0", 1)
+    assert (data["engines"], data["speculative_method"]) == (["000"], "ngram")
+    assert data["logged_capture_sizes"] == [1, 2, 4, 8, 16, 24, 32, 40]
+    assert data["kit_capture_sizes"] == list(get_engine("vllm-0.33.0").capture_sizes(
+        SizingConfig(6, 6)
+    ))  # fmt: skip
+    assert (data["graph_capture_seconds"], data["graph_capture_gib"]) == (7.0, 0.45)
+    assert data["config"] == {
+        "max_num_seqs": 6, "num_speculative_tokens": 6, "max_num_batched_tokens": None,
+        "cudagraph_capture_sizes": None, "max_cudagraph_capture_size": None,
+        "cudagraph_mode": "FULL_AND_PIECEWISE",
+    }  # fmt: skip
+    assert data["notes"] == ["max_num_batched_tokens: not in the log, assumed 8192"]
+    # the 2 PIECEWISE steps pad 5 tokens to 8: 6 padding tokens, all PIECEWISE's
+    per_mode = data["summary"]["per_mode"]
+    assert per_mode["PIECEWISE"] == {"steps": 2, "tokens": 10, "padding_tokens": 6}
+    assert per_mode["FULL"] == {"steps": 3, "tokens": 63, "padding_tokens": 0}
+
+
+def test_user_capture_sizes_are_a_json_list(tmp_path, capsys):
+    args = ARGS.replace(
+        "'max_num_seqs': 6,", "'max_num_seqs': 6, 'cudagraph_capture_sizes': [7, 21, 42],"
+    )
+    data = audit_json(
+        capsys, write(tmp_path, args + prefixed(table([(21, 21, "FULL", 3)], sizes="[7, 21, 42]")))
+    )
+    assert data["config"]["cudagraph_capture_sizes"] == [7, 21, 42]
+
+
+def test_a_log_without_mode_or_capture_sizes_says_both_were_assumed(tmp_path, capsys):
+    text = "\n".join(
+        line
+        for line in table([(21, 21, "FULL", 3)]).split("\n")
+        if not line.startswith("- ") and "Config Settings" not in line
+    )
+    data = audit_json(capsys, write(tmp_path, ARGS + prefixed(text)))
+    assert data["notes"] == [
+        "max_num_batched_tokens: not in the log, assumed 8192",
+        "cudagraph_mode: not in the log, assumed the engine's default",
+        "capture sizes: not in the log, the kit's own sizing is used",
+    ]
+    assert data["config"]["cudagraph_mode"] is None and data["logged_capture_sizes"] is None
+
+
+def test_each_engines_figures_are_its_own_and_data_parallel_is_noted(tmp_path, capsys):
+    # engine 0: 2 steps of 5 tokens padded to 8, engine 1: 3 such steps (3 padding tokens each)
+    log = ARGS + "".join(
+        f"{PREFIX}Engine {e:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        + prefixed(table([(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2 + e)]))
+        for e in (0, 1)
+    )
+    data = audit_json(capsys, write(tmp_path, log))
+    assert data["summary"]["per_engine"] == {
+        "000": {"steps": 5, "steps_without_graph": 0, "padding_tokens": 6, "disagreements": 0},
+        "001": {"steps": 6, "steps_without_graph": 0, "padding_tokens": 9, "disagreements": 0},
+    }
+    assert data["notes"][-1].startswith(
+        "data parallel: vLLM pads each rank's step to the largest rank's token count "
+        "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not model"
+    )
+    one = audit_json(
+        capsys, write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 3)])), "one.log")
+    )
+    assert not [n for n in one["notes"] if n.startswith("data parallel")]
+
+
+def test_a_one_draft_verify_batch_on_a_smaller_piecewise_graph_is_pr_53407s_class(tmp_path):
+    # k = 1 (q = 2), sizes [3, 5, 8]: FULL graphs 4, 6, 8; 2 tokens (1 request) ran on the
+    # PIECEWISE 3 below the FULL 4
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 4").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 1"
+    )
+    rows = [(2, 3, "PIECEWISE", 2), (4, 4, "FULL", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[3, 5, 8]")))
+    audit = audit_log(read_vllm_log(path), engine="vllm-0.33.0")
+    assert audit.cfg.decode_query_len == 2
+    assert audit.rows.full_graph_could_serve.tolist() == [4, 0]
+
+
+def test_the_audits_text_in_order_for_a_table_pasted_without_its_settings(tmp_path, capsys):
+    # the kit's dispatch under assumed settings: the one-line explanation, the run's line, the
+    # figures per mode, the top disagreement, the top row (no engine column for one engine),
+    # then every note
+    rows = [(21, 24, "FULL", 5), (9, 10, "PIECEWISE", 2), (10, 10, "NONE", 4)]
+    stats = "**CUDAGraph Stats:**\n\n" + table(rows).split("**CUDAGraph Stats:**\n\n")[1]
+    path = write(tmp_path, ARGS + prefixed(stats))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--top", "1")
+    lines = out.splitlines()
+    assert code == 0
+    assert lines[0].endswith(
+        "cudagraph_mode (FULL_AND_PIECEWISE, the engine's default); the capture sizes "
+        "(vllm-0.33.0's own sizing); give them (flags or --vllm-args) to audit the rows "
+        "(listed below)"
+    )
+    assert lines[1] == (
+        f"vLLM (version not in the log) log {path}: 1 stats intervals, engines 000; audited with "
+        "vllm-0.33.0 at max_num_seqs=6 num_speculative_tokens=6 max_num_batched_tokens=8192 "
+        "cudagraph_mode=None"
+    )
+    assert lines[2] == (
+        "steps 11 (163 tokens); without a graph: 4 steps (40 tokens); padding tokens spent: 17"
+    )
+    assert [line.split()[0] for line in lines[3:6]] == ["NONE", "PIECEWISE", "FULL"]
+    assert lines[6:8] == [
+        "what differs under those assumptions:",
+        "  engine 000: 21 tokens ran FULL at 24 (5 steps); kit: FULL at 21",
+    ]
+    assert lines[8:10] == ["", "1 of 3 rows (the 1 most frequent per engine):"]
+    assert lines[10].split()[:2] == ["tokens", "padded"]  # one engine: no engine column
+    assert lines[11].split()[:5] == ["21", "24", "3", "FULL", "5"]
+    assert lines[12:] == [
+        "note: the log does not name its vLLM version: assumed vllm-0.33.0's rules",
+        "note: max_num_batched_tokens: not in the log, assumed 8192",
+        "note: cudagraph_mode: not in the log, assumed the engine's default",
+        "note: capture sizes: not in the log, the kit's own sizing is used",
+    ]
+
+
+DATA_PARALLEL = (
+    "data parallel: vLLM pads each rank's step to the largest rank's token count "
+    "(num_tokens_across_dp, vllm/v1/worker/gpu_model_runner.py), which the kit does not model; "
+    "such rows may disagree"
+)
+
+
+def test_an_aggregated_table_is_noted_as_data_parallel_after_the_other_notes(tmp_path, capsys):
+    log = ARGS + f"{PREFIX}2 Engines Aggregated: Avg prompt throughput: 1.0 tokens/s\n"
+    data = audit_json(capsys, write(tmp_path, log + prefixed(table([(21, 21, "FULL", 3)]))))
+    assert data["engines"] == ["aggregated"]
+    assert data["notes"] == ["max_num_batched_tokens: not in the log, assumed 8192", DATA_PARALLEL]
+
+
+def test_pr_53407s_rows_are_printed_under_their_own_heading(tmp_path, capsys):
+    # the example of test_pr_53407s_class_is_a_piecewise_row_in_a_gap_below_a_full_graph: 12
+    # tokens ran PIECEWISE at 16 in 3 steps where a FULL graph of 18 could have served them
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (6, 6, "FULL", 2), (30, 30, "NONE", 1)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    heading = (
+        "3 steps ran on a smaller PIECEWISE graph although, as uniform verify batches, a FULL "
+        "graph could have served them (PR 53407's class):"
+    )
+    assert code == 0 and heading in lines, out
+    assert lines[lines.index(heading) + 1] == (
+        "  12 tokens ran PIECEWISE at 16 (3 steps): FULL graph 18"
+    )
+
+
+def test_two_engines_text_names_both_and_gives_each_its_line(tmp_path, capsys):
+    log = ARGS + "".join(
+        f"{PREFIX}Engine {e:03d}: Avg prompt throughput: 1.0 tokens/s\n"
+        + prefixed(table([(21, 21, "FULL", 3), (5, 8, "PIECEWISE", 2 + e)]))
+        for e in (0, 1)
+    )
+    path = write(tmp_path, log)
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    run_line = next(i for i, line in enumerate(lines) if line.startswith("vLLM "))
+    assert code == 0 and f"log {path}: 2 stats intervals, engines 000, 001;" in lines[run_line]
+    assert lines[run_line + 1].startswith("steps 11 (151 tokens);")
+    assert lines[run_line + 5 : run_line + 7] == [
+        "  engine 000: 5 steps, 0 without a graph, 6 padding tokens, 0 rows disagree",
+        "  engine 001: 6 steps, 0 without a graph, 9 padding tokens, 0 rows disagree",
+    ]
+
+
+def test_capture_sizes_that_differ_alone_are_a_disagreement_said_first(tmp_path, capsys):
+    # every row agrees with the kit's dispatch over the logged sizes; the sizes are not the kit's
+    rows = [(21, 21, "FULL", 5), (35, 35, "FULL", 4), (36, 40, "PIECEWISE", 2)]
+    kit = list(get_engine("vllm-0.33.0").capture_sizes(SizingConfig(6, 6)))
+    path = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("DISAGREEMENT between vLLM's log and graphlab's")
+    assert lines[1] == (
+        f"  capture sizes: vLLM logged [1, 2, 4, 8, 16, 24, 32, 40], the kit computes {kit}"
+    )
+    # without the mode line the kit assumes the mode, and says the sizes differ in that line
+    no_mode = "\n".join(line for line in table(rows).split("\n") if not line.startswith("- Mode"))
+    path = write(tmp_path, ARGS + prefixed(no_mode), "no_mode.log")
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(
+        "0 of 3 rows and the capture sizes differ from the kit's dispatch, which assumed"
+    ), out
