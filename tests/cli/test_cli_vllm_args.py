@@ -955,14 +955,17 @@ def test_the_speculative_method_is_the_configs_method_not_its_draft_model(vllm_p
     assert method == parsed["method"] == "eagle"
 
 
-@pytest.mark.parametrize("value", [["ngram"], "ngram", 3])
+@pytest.mark.vllm
+@pytest.mark.parametrize("value", ['["ngram"]', '"ngram"', "3"])
 def test_a_speculative_config_that_is_not_an_object_is_refused_by_name(value):
-    # a --config YAML file may give any value; vLLM's JSON flag gives a dict
-    from graphlab.against_vllm.serve_args import _num_speculative_tokens
+    # vLLM's parser takes -sc as any JSON value (json.loads): a list, a string or a number too
+    from graphlab.against_vllm.serve_args import read_vllm_args
     from graphlab.errors import GraphlabError
 
-    with pytest.raises(GraphlabError, match="speculative_config must be a JSON object, got"):
-        _num_speculative_tokens(value)
+    with pytest.raises(GraphlabError) as refused:
+        read_vllm_args(f"vllm serve m -sc {shlex.quote(value)}")
+    said = "--vllm-args: speculative_config must be a JSON object, got "
+    assert str(refused.value) == said + value
 
 
 # ---- what mutmut over serve_args.py (2026-12-06) found untested -------------------------------
