@@ -909,6 +909,8 @@ def test_the_planned_line_keeps_the_environment_that_leads_it(vllm_parse):
     [
         ("--bogus-flag 1", "unrecognized arguments: --bogus-flag 1"),
         ("--kv-cache-dtype nope", "argument --kv-cache-dtype: invalid choice: 'nope'"),
+        # a last -O without its level is vLLM's to refuse, not a level of '' in the kit's check
+        ("-O", "unrecognized arguments: -O"),
     ],
 )
 def test_vllms_parser_error_is_said_once_in_one_line(vllm_parse, capsys, words, said):
@@ -1105,3 +1107,27 @@ def test_a_zero_padded_max_num_seqs_of_20_digits_is_read_as_vllm_reads_it(vllm_p
     seqs = "0" * 19 + "8"
     line = read_vllm_args(f"vllm serve m --max-num-seqs {seqs}")
     assert line.config.max_num_seqs == vllm_parse(["m", "--max-num-seqs", seqs]).max_num_seqs == 8
+
+
+@pytest.mark.vllm
+def test_an_optimization_level_after_an_equals_sign_is_read_as_vllm_reads_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    assert vllm_parse(["m", "-O=0"]).optimization_level == "0"
+    line = read_vllm_args("vllm serve m -O=0 --max-num-seqs 8")
+    assert "-O0: vLLM's default cudagraph_mode there is NONE" in line.notes
+    assert line.config.cudagraph_mode == "NONE"
+
+
+def test_a_line_of_the_kits_longest_is_read_and_one_character_more_refused(monkeypatch, capsys):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    head = "vllm serve m --max-num-seqs "
+    for extra, said in [(0, "is not an integer"), (1, "holds 65537 characters, more than")]:
+        line = head + "a" * (serve_args.MAX_LINE_CHARS - len(head) + extra)
+        code, _, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+        assert code == 2 and said in err and err.count("\n") == 1, err[:200]
