@@ -909,6 +909,8 @@ def test_the_planned_line_keeps_the_environment_that_leads_it(vllm_parse):
     [
         ("--bogus-flag 1", "unrecognized arguments: --bogus-flag 1"),
         ("--kv-cache-dtype nope", "argument --kv-cache-dtype: invalid choice: 'nope'"),
+        # a last -O without its level is vLLM's to refuse, not a level of '' in the kit's check
+        ("-O", "unrecognized arguments: -O"),
     ],
 )
 def test_vllms_parser_error_is_said_once_in_one_line(vllm_parse, capsys, words, said):
@@ -981,3 +983,154 @@ def test_max_num_seqs_is_read_from_1_to_the_kits_limit(capsys, seqs, error):
         )
     else:
         assert code == 0 and "engine vllm-0.33.0: max_num_seqs=1 " in out, (out, err)
+
+
+_PLANNED = ["-cc", '{"cudagraph_capture_sizes": [8]}']
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "line, kept",
+    [
+        # one value, as its own word or after "=": the model after it is not the flag's
+        ("vllm serve --max-cudagraph-capture-size 16 m --max-num-seqs 8", "m --max-num-seqs 8"),
+        ("vllm serve --max-cudagraph-capture-size=16 m --max-num-seqs 8", "m --max-num-seqs 8"),
+        ("vllm serve --cudagraph-capture-sizes=4 m --max-num-seqs 8", "m --max-num-seqs 8"),
+        ("vllm serve -cc.cudagraph_mode FULL m --max-num-seqs 8", "m --max-num-seqs 8"),
+        (
+            'vllm serve --compilation_config \'{"cudagraph_mode": "FULL"}\' m --max-num-seqs 8',
+            "m --max-num-seqs 8",
+        ),
+        # every size up to the next flag, whose own value is kept
+        ("vllm serve --cudagraph-capture-sizes 4 8 --max-num-seqs 8 m", "--max-num-seqs 8 m"),
+    ],
+)
+def test_a_replaced_flag_takes_exactly_the_words_vllms_parser_gives_it(vllm_parse, line, kept):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    planned = read_vllm_args(line).with_flag(_PLANNED)
+    assert planned == f"vllm serve {kept} {shlex.join(_PLANNED)}"
+    given, after = vllm_parse(shlex.split(line)[2:]), vllm_parse(shlex.split(planned)[2:])
+    assert (
+        (after.model_tag, after.max_num_seqs) == (given.model_tag, given.max_num_seqs) == ("m", 8)
+    )
+    assert after.cudagraph_capture_sizes is None and after.max_cudagraph_capture_size is None
+    assert after.compilation_config.cudagraph_capture_sizes == [8]
+
+
+@pytest.mark.vllm
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("python -m vllm.entrypoints.openai.api_server m --max-num-seqs 8", "m --max-num-seqs 8"),
+        (
+            "/usr/bin/python3.11 -m vllm.entrypoints.openai.api_server --max-num-seqs 8 m",
+            "--max-num-seqs 8 m",
+        ),
+        (
+            "VLLM_USE_V1=1 python3 -m vllm.entrypoints.openai.api_server m --max-num-seqs 8",
+            "m --max-num-seqs 8",
+        ),
+        ("CUDA_VISIBLE_DEVICES=0 vllm serve m --max-num-seqs 8", "m --max-num-seqs 8"),
+        ("m --max-num-seqs 8", "m --max-num-seqs 8"),
+    ],
+)
+def test_the_words_after_the_entrypoint_are_what_vllms_parser_reads(vllm_parse, line, words):
+    # the planned line is `vllm serve` and those words, after the line's environment words
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    read = read_vllm_args(line)
+    assert read.words == tuple(shlex.split(words))
+    assert read.config.max_num_seqs == vllm_parse(shlex.split(words)).max_num_seqs == 8
+    environment = line.split()[0] + " " if "=" in line.split()[0] else ""
+    assert read.with_flag([]) == f"{environment}vllm serve {words}"
+
+
+@pytest.mark.parametrize(
+    "line, said",
+    [
+        (
+            "python -m vllm.entrypoints.cli.main serve m",
+            "a python command line must run `-m vllm.entrypoints.openai.api_server`, got "
+            "'python -m vllm.entrypoints.cli.main'",
+        ),
+        (
+            "python3 m",
+            "a python command line must run `-m vllm.entrypoints.openai.api_server`, "
+            "got 'python3 m'",
+        ),
+        ("vllm run m", "the vllm command must be `vllm serve`, got 'vllm run'"),
+        ("X=1 vllm bench m", "the vllm command must be `vllm serve`, got 'vllm bench'"),
+        # an error quotes a word whole up to 60 characters of its repr, then cuts it there
+        (
+            f"vllm serve m --max-num-seqs {'a' * 57}",
+            f"--max-num-seqs {'a' * 57!r} is not an integer",
+        ),
+        (
+            f"vllm serve m --max-num-seqs {'a' * 58}",
+            f"--max-num-seqs {'a' * 58!r} is not an integer",
+        ),
+        (
+            f"vllm serve m --max-num-seqs {'a' * 59}",
+            f"--max-num-seqs '{'a' * 59}... (61 characters) is not an integer",
+        ),
+        # a number is named up to 20 digits, past that by its length; over 20 digits is refused
+        # even where leading zeros make it small (the kit's bound keeps int() off huge words)
+        ("vllm serve m --max-num-seqs " + "1" * 19, "got " + "1" * 19),
+        ("vllm serve m --max-num-seqs " + "1" * 20, "got " + "1" * 20),
+        ("vllm serve m --max-num-seqs " + "1" * 21, "got a number of 21 digits"),
+        ("vllm serve m --max-num-seqs " + "0" * 20 + "8", "got a number of 21 digits"),
+        (
+            "vllm serve m --speculative-config '[1]'",
+            "speculative_config must be a JSON object, got [1]",
+        ),
+        ("vllm serve m --speculative_config=3", "speculative_config must be a JSON object, got 3"),
+        ("vllm serve m --speculative-config", "--speculative-config needs a value"),
+        ("vllm serve m -sc", "-sc needs a value"),
+    ],
+)
+def test_refusals_before_the_import_say_exactly_what_was_given(monkeypatch, capsys, line, said):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    code, out, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+    assert (code, out) == (2, "")
+    if said.startswith("got"):
+        said = f"max_num_seqs must be an integer in 1..65536, {said}"
+    assert err == f"error: --vllm-args: {said}\n"
+
+
+@pytest.mark.vllm
+def test_a_zero_padded_max_num_seqs_of_20_digits_is_read_as_vllm_reads_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    seqs = "0" * 19 + "8"
+    line = read_vllm_args(f"vllm serve m --max-num-seqs {seqs}")
+    assert line.config.max_num_seqs == vllm_parse(["m", "--max-num-seqs", seqs]).max_num_seqs == 8
+
+
+@pytest.mark.vllm
+def test_an_optimization_level_after_an_equals_sign_is_read_as_vllm_reads_it(vllm_parse):
+    from graphlab.against_vllm.serve_args import read_vllm_args
+
+    assert vllm_parse(["m", "-O=0"]).optimization_level == "0"
+    line = read_vllm_args("vllm serve m -O=0 --max-num-seqs 8")
+    assert "-O0: vLLM's default cudagraph_mode there is NONE" in line.notes
+    assert line.config.cudagraph_mode == "NONE"
+
+
+def test_a_line_of_the_kits_longest_is_read_and_one_character_more_refused(monkeypatch, capsys):
+    from graphlab.against_vllm import serve_args
+
+    def no_import(words):
+        raise AssertionError("vllm imported for a line refused without it")
+
+    monkeypatch.setattr(serve_args, "_parse", no_import)
+    head = "vllm serve m --max-num-seqs "
+    for extra, said in [(0, "is not an integer"), (1, "holds 65537 characters, more than")]:
+        line = head + "a" * (serve_args.MAX_LINE_CHARS - len(head) + extra)
+        code, _, err = run_main(capsys, "audit", "--engine", "vllm-0.33.0", "--vllm-args", line)
+        assert code == 2 and said in err and err.count("\n") == 1, err[:200]

@@ -1053,3 +1053,26 @@ def test_capture_sizes_that_differ_alone_are_a_disagreement_said_first(tmp_path,
     assert code == 0 and lines[0].startswith(
         "0 of 3 rows and the capture sizes differ from the kit's dispatch, which assumed"
     ), out
+
+
+# ---- what mutmut over log_audit.py (2026-12-06) left alive ------------------------------------
+
+
+def test_assumed_settings_under_which_every_row_agrees_are_notes_not_a_disagreement(
+    tmp_path, capsys
+):
+    # a table pasted without its settings whose one row the kit's default dispatch gives too: the
+    # assumptions are said in the notes only, no "differ" line first nor "what differs" block
+    stats = (
+        "**CUDAGraph Stats:**\n\n"
+        + table([(21, 21, "FULL", 5)]).split("**CUDAGraph Stats:**\n\n")[1]
+    )
+    path = write(tmp_path, ARGS + prefixed(stats))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0")
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith(f"vLLM (version not in the log) log {path}:"), out
+    assert "differ" not in out and "what differs under those assumptions:" not in lines, out
+    assert lines[-2:] == [
+        "note: cudagraph_mode: not in the log, assumed the engine's default",
+        "note: capture sizes: not in the log, the kit's own sizing is used",
+    ]
