@@ -28,8 +28,6 @@ Only the standard library is used.
 from __future__ import annotations
 
 import argparse
-import ast
-import copy
 import importlib.util
 import json
 import random
@@ -89,22 +87,7 @@ def configs(version: str, seed: str = "graphlab-dynamic") -> list[tuple]:
 def v2_takes_dynamic(src) -> bool:
     """Whether the wheel's `_get_v2_model_runner_unsupported_features` lets model runner V2 run
     an EAGLE config with a schedule (its `speculative_config` block, verbatim)."""
-    member = "vllm/config/vllm.py"
-    func = src.node(member, "_get_v2_model_runner_unsupported_features", "VllmConfig")
-    block = next(
-        node
-        for node in func.body
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "speculative_config is not None"
-    )
-    wrapper = ast.parse("def check(self, speculative_config, unsupported, CUDAGraphMode): pass")
-    wrapper.body[0].body = [copy.deepcopy(block)]
-    namespace: dict = {}
-    exec(compile(ast.fix_missing_locations(wrapper), f"<{member}>", "exec"), namespace)
-    self = ns(
-        parallel_config=ns(pipeline_parallel_size=1),
-        lora_config=None,
-        compilation_config=ns(cudagraph_mode="FULL_AND_PIECEWISE"),
-    )
+    check, self = sizing.v2_speculative_check(src)
     spec = ns(
         method="eagle",
         parallel_drafting=False,
@@ -113,7 +96,7 @@ def v2_takes_dynamic(src) -> bool:
         uses_dynamic_speculative_decoding=lambda: True,
     )
     unsupported: list[str] = []
-    namespace["check"](self, spec, unsupported, ns(NONE="NONE"))
+    check(self, spec, unsupported, ns(NONE="NONE"))
     return not unsupported
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import ast
 import copy
-import importlib.util
 import json
 import random
 import sys
@@ -49,21 +48,14 @@ MEMBER_PREFIXES = (
 RUNNER = "vllm/v1/worker/gpu_model_runner.py"
 BACKENDS = "vllm/v1/attention/backends/"
 FA_UTILS = "vllm/attention/utils/fa_utils.py"
-TIERS = {"h100": (9, 0), "small": (8, 0), "b200": (10, 0)}
 CONFIGS = 240  # seeded configs per release
 
 ns = __import__("types").SimpleNamespace
 
 
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(name, REPO_ROOT / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+sys.path.insert(0, str(REPO_ROOT / "scripts"))
+import make_attention_vectors as attention  # noqa: E402 (_Classes, TIERS, the drafter fetcher)
 
-
-attention = _load("make_attention_vectors")  # _Classes, and the drafter script's fetcher
 sizing = attention.sizing
 
 
@@ -112,7 +104,7 @@ class Release:
         files = [m for m in src.zip.namelist() if m.startswith(BACKENDS)]
         self.classes = attention._Classes(src, files)
         self.log = sizing._Logger()
-        self.fa_version = {tier: self._fa_version(cap) for tier, cap in TIERS.items()}
+        self.fa_version = {tier: self._fa_version(cap) for tier, cap in attention.TIERS.items()}
         self.capture = sizing.early_v1_engine(src)[0]
 
     def _fa_version(self, cap) -> int:
@@ -198,7 +190,7 @@ def release_vectors(version: str, src, seed: str) -> dict:
     rng = random.Random(f"{seed}-{version}")
     vectors = []
     for _ in range(CONFIGS):
-        name, tier = rng.choice(sorted(table)), rng.choice(sorted(TIERS))
+        name, tier = rng.choice(sorted(table)), rng.choice(sorted(attention.TIERS))
         seqs = rng.choice((1, 4, 8, 16, 64, 128, 256, 512, 1024))
         user = None
         if rng.random() < 0.5:

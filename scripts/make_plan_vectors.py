@@ -61,8 +61,8 @@ def settings(rng: random.Random) -> dict:
     }
 
 
-def kit_plan(v: dict):
-    """The kit's plan of one record's config."""
+def kit_setting(v: dict) -> tuple[Vllm034, SizingConfig]:
+    """The kit's engine and config of one record."""
     sizes = v["cudagraph_capture_sizes"]
     cfg = SizingConfig(
         v["max_num_seqs"],
@@ -74,8 +74,12 @@ def kit_plan(v: dict):
         speculative_method=v["method"],
         max_decode_cudagraph_capture_tokens=v["max_decode_cudagraph_capture_tokens"],
     )
-    policy = Vllm034(1024) if v["data_center_blackwell"] else Vllm034()
-    return plan(policy, cfg, budget=Budget(v["max_graphs"]))
+    return Vllm034(1024) if v["data_center_blackwell"] else Vllm034(), cfg
+
+
+def kit_plan(v: dict):
+    """The kit's plan of one record's config."""
+    return plan(*kit_setting(v), budget=Budget(v["max_graphs"]))
 
 
 def wheel_setting(v: dict, proposal: dict, default_mode: str) -> dict:

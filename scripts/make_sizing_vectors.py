@@ -990,11 +990,10 @@ def v1_vectors(version: str, src: WheelSource) -> tuple[list[dict], list[dict], 
 # --------------------------------------------------------------------------- model runner
 
 
-def runner_vectors(version: str, src: WheelSource) -> dict:
-    """Per speculative method, whether the wheel's `_get_v2_model_runner_unsupported_features`
-    lets model runner V2 run it: its `if speculative_config is not None:` block, verbatim, on a
-    config with nothing else set (no parallel drafting, pipeline parallelism, LoRA, dynamic
-    speculation or adaptive verification)."""
+def v2_speculative_check(src: WheelSource):
+    """(check(self, speculative_config, unsupported, CUDAGraphMode), a config with nothing else
+    set): the `if speculative_config is not None:` block of the wheel's
+    `_get_v2_model_runner_unsupported_features`, verbatim, appending to `unsupported`."""
     member = "vllm/config/vllm.py"
     func = src.node(member, "_get_v2_model_runner_unsupported_features", "VllmConfig")
     block = next(
@@ -1012,6 +1011,15 @@ def runner_vectors(version: str, src: WheelSource) -> dict:
         lora_config=None,
         compilation_config=ns(cudagraph_mode="FULL_AND_PIECEWISE"),
     )
+    return namespace["check"], self
+
+
+def runner_vectors(version: str, src: WheelSource) -> dict:
+    """Per speculative method, whether the wheel's `_get_v2_model_runner_unsupported_features`
+    lets model runner V2 run it: its `if speculative_config is not None:` block, verbatim, on a
+    config with nothing else set (no parallel drafting, pipeline parallelism, LoRA, dynamic
+    speculation or adaptive verification)."""
+    check, self = v2_speculative_check(src)
     runs = {}
     for method in SPECULATIVE_METHODS:
         spec = ns(
@@ -1022,7 +1030,7 @@ def runner_vectors(version: str, src: WheelSource) -> dict:
             uses_dynamic_speculative_decoding=lambda: False,
         )
         unsupported: list[str] = []
-        namespace["check"](self, spec, unsupported, ns(NONE="NONE"))
+        check(self, spec, unsupported, ns(NONE="NONE"))
         runs[method] = not unsupported
     return {"release": version, "v2_runs_method": runs}
 

@@ -8,6 +8,8 @@ build from exactly those settings, and the manager's `dispatch` of every uniform
 A missing file is a failure, never a skip.
 """
 
+import functools
+import importlib.util
 import json
 
 import numpy as np
@@ -24,27 +26,21 @@ VECTORS = ROOT / "data" / "vllm_plan_vectors_0_34_0.json"
 DECODE, PREFILL = "decode_cudagraph_capture_request_sizes", "prefill_cudagraph_capture_token_sizes"
 
 
-def config_of(v: dict) -> SizingConfig:
-    sizes = v["cudagraph_capture_sizes"]
-    return SizingConfig(
-        v["max_num_seqs"],
-        v["num_speculative_tokens"],
-        v["max_num_batched_tokens"],
-        cudagraph_capture_sizes=None if sizes is None else tuple(sizes),
-        max_cudagraph_capture_size=v["max_cudagraph_capture_size"],
-        cudagraph_mode=v["cudagraph_mode"],
-        speculative_method=v["method"],
-        max_decode_cudagraph_capture_tokens=v["max_decode_cudagraph_capture_tokens"],
+@functools.cache
+def _plan_vectors():
+    """scripts/make_plan_vectors.py, whose `kit_setting` reads a record as the kit's engine and
+    config (the one reading the vectors were made with)."""
+    spec = importlib.util.spec_from_file_location(
+        "make_plan_vectors", ROOT / "scripts" / "make_plan_vectors.py"
     )
-
-
-def policy_of(v: dict) -> Vllm034:
-    return Vllm034(1024) if v["data_center_blackwell"] else Vllm034()
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def mismatches(v: dict) -> list[str]:
     """Where the kit's plan of one record differs from what the wheel built from its proposal."""
-    policy, cfg = policy_of(v), config_of(v)
+    policy, cfg = _plan_vectors().kit_setting(v)
     result = plan(policy, cfg, budget=Budget(v["max_graphs"]))
     found = []
     if result.compilation != v["proposal"]:
@@ -103,7 +99,7 @@ def test_a_deprecated_list_would_have_replaced_the_prefill_graphs(vectors):
     """The check bites: the plan as the deprecated cudagraph_capture_sizes (what `plan` printed
     before) gives the same decode graphs but replaces the prefill graphs vLLM keeps."""
     v = next(v for v in vectors if DECODE in v["proposal"] and not v["cudagraph_capture_sizes"])
-    policy, cfg = policy_of(v), config_of(v)
+    policy, cfg = _plan_vectors().kit_setting(v)
     result = plan(policy, cfg, budget=Budget(v["max_graphs"]))
     old = families_for(policy, cfg, result.capture_sizes)
     wheel_prefill = sorted(g[1] for g in v["graphs"] if g[3] is None)
