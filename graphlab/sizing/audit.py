@@ -35,7 +35,7 @@ from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, Dispatch
 from graphlab.sizing.drafter_audit import DrafterAudit, drafter_audit
-from graphlab.sizing.engines import TABLE_ENGINES, SizingPolicy, get_engine
+from graphlab.sizing.engines import ENGINE_TABLE, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
 from graphlab.sizing.limits import check_limits
 from graphlab.sizing.runner_audit import AuditSummary, RunnerAudit, summarize
@@ -47,8 +47,7 @@ MAX_AUDIT_BATCH_SIZES = 2**18
 
 @dataclass(frozen=True)
 class AuditReport:
-    engine: str
-    batch_unit: str
+    policy: SizingPolicy  # the engine's rules, resolved once: more batches dispatch on it
     config: SizingConfig
     max_num_batched_tokens: int | None  # the value the engine sizes with (None: not read)
     startup_error: str | None  # set when the engine refuses to start with this config
@@ -61,6 +60,14 @@ class AuditReport:
     full_sizes_by_query_len: dict[int, tuple[int, ...]] | None = None
     verify_shapes: tuple[tuple[int, int], ...] | None = None
     drafter: DrafterAudit | None = None  # vLLM V1 with k > 0: the draft side
+
+    @property
+    def engine(self) -> str:
+        return self.policy.name
+
+    @property
+    def batch_unit(self) -> BatchUnit:
+        return self.policy.batch_unit
 
     @property
     def dynamic(self) -> bool:
@@ -266,7 +273,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
 
     GraphlabError above the command line's limits (`check_limits`) or MAX_AUDIT_BATCH_SIZES sizes.
     """
-    policy = get_engine(policy)
+    policy = get_engine(policy)  # a name enters here; a policy passes through
     ns = reachable_batch_sizes(policy, check_limits(cfg))
     if len(ns) > MAX_AUDIT_BATCH_SIZES:
         raise GraphlabError(
@@ -281,8 +288,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
         query_lens = cfg.verify_query_lens(requests)
         drafter_report = drafter_audit(policy, cfg, requests)
     return AuditReport(
-        engine=policy.name,
-        batch_unit=policy.batch_unit,
+        policy=policy,
         config=cfg,
         max_num_batched_tokens=policy.effective_max_num_batched_tokens(cfg),
         startup_error=policy.startup_error(cfg),
@@ -326,7 +332,9 @@ def audit_table(engines, cfg: SizingConfig) -> pd.DataFrame:
 
 
 def parse_engines(engine) -> list[SizingPolicy]:
+    """The policies an `engines` argument names (audit_table's, crash_map's): "all" for the
+    table's, one name or policy, or several; where those names enter."""
     if engine == "all":
-        return [get_engine(name) for name in TABLE_ENGINES]
+        return [row.policy for row in ENGINE_TABLE]
     names = [engine] if isinstance(engine, (str, SizingPolicy)) else engine
     return [get_engine(name) for name in names]

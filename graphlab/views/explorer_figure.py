@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import io
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import PIL.Image
@@ -22,7 +22,7 @@ from graphlab.sizing.audit import AuditReport, audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.crash_maps import crash_map
 from graphlab.sizing.dispatch import BatchPath
-from graphlab.sizing.engines import get_engine
+from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.views.style import PATH_COLORS
 
 MAX_NUM_SEQS = 512  # the slider's range, and the crash map's S axis
@@ -44,9 +44,10 @@ class ExplorerState:
     num_speculative_tokens: int = 4
     max_num_batched_tokens: int | None = None
     map_value: str = "graph fraction"
+    policy: SizingPolicy = field(init=False, repr=False, compare=False)  # the engine's rules
 
     def __post_init__(self):
-        get_engine(self.engine)
+        object.__setattr__(self, "policy", get_engine(self.engine))  # the control's name enters
         check_int("max_num_seqs", self.max_num_seqs, 1, MAX_NUM_SEQS)
         check_int("num_speculative_tokens", self.num_speculative_tokens, 0, MAX_K)
         if self.max_num_batched_tokens is not None:  # the slider's range
@@ -160,7 +161,7 @@ class ExplorerFigure:
         """Show `state`. map_now False: where its crash map is not computed yet, keep the map
         shown, faded and titled as such, and set `map_pending` (the caller computes it with
         `crash_grid` and updates again)."""
-        report = audit(state.engine, state.config)
+        report = audit(state.policy, state.config)
         refused = report.startup_error is not None or not report.outcomes
         self._show_map(not refused)
         self.map_pending = False
@@ -177,7 +178,7 @@ class ExplorerFigure:
         ring.set_data([state.max_num_seqs], [state.num_speculative_tokens])
         ns = np.array([d.batch_size for d in report.outcomes])
         # The key each n looks up: a crash is the lookup of a padded size that was never captured.
-        batches = get_engine(state.engine).dispatch_batches(ns, state.config)
+        batches = state.policy.dispatch_batches(ns, state.config)
         path = np.select([batches.replays, batches.takes(BatchPath.EAGER)], [0, 1], 2)
         keys = batches.key
         padded = np.where(path == PATHS.index(BatchPath.EAGER), ns, np.where(keys > 0, keys, ns))

@@ -11,7 +11,6 @@ import pandas as pd
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import AuditReport
-from graphlab.sizing.engines import get_engine
 from graphlab.sizing.planner.inputs import SizeTable, read_latency
 from graphlab.sizing.planner.plan import uniform_workload
 from graphlab.sizing.planner.result import evaluate
@@ -29,9 +28,7 @@ def curves(path: str, batch_unit: str) -> tuple[SizeTable, SizeTable] | None:
 def _outside(report: AuditReport, workload, tables, source: str) -> str:
     """Which of the config's steps lie outside the measured sizes: graph steps at their padded
     size against the measured graphs, eager steps at n against the measured eager steps."""
-    batches = get_engine(report.engine).dispatch_batches(
-        workload.sizes, report.config, report.capture_sizes
-    )
+    batches = report.policy.dispatch_batches(workload.sizes, report.config, report.capture_sizes)
     on_graph = batches.replays
     unit = report.batch_unit
     for kind, table, sizes in (
@@ -65,7 +62,7 @@ def price_line(report: AuditReport, latency) -> str:
     if report.summary.num_reachable == 0:
         return f"not priced on {source}: no decode step of this config is reachable"
     graph_ms = tables[0]
-    policy = get_engine(report.engine)
+    policy = report.policy
     workload = uniform_workload(policy, report.config)
     try:
         outcome = evaluate(policy, report.config, report.capture_sizes, workload, latency=tables)

@@ -24,7 +24,6 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import replace
 
 from graphlab.sizing.audit import AuditReport, headline
-from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, TABLE_ENGINES, get_engine
 from graphlab.views.explorer_figure import (
     MAP_VALUES,
@@ -40,8 +39,8 @@ from graphlab.views.explorer_price import price_line
 
 def reads_max_num_batched_tokens(engine: str) -> bool:
     """Whether the engine sizes with max_num_batched_tokens (vLLM V1 does; V0 and the peers do
-    not)."""
-    return get_engine(engine).effective_max_num_batched_tokens(SizingConfig(1)) is not None
+    not): the engine control's name enters here."""
+    return get_engine(engine).uses_max_num_batched_tokens
 
 
 def summary_html(report: AuditReport, price: str = "") -> str:
@@ -102,7 +101,7 @@ class Explorer:
         self.view = ExplorerFigure()
         self.state = state
         self.latency = latency  # a latency.csv that prices each state in time, or None
-        engine_reads_t = reads_max_num_batched_tokens(state.engine)
+        engine_reads_t = state.policy.uses_max_num_batched_tokens
         slider = dict(
             continuous_update=False,
             layout=w.Layout(width="420px"),
@@ -172,7 +171,7 @@ class Explorer:
         elif name == "max_num_batched_tokens":
             self.set(
                 max_num_batched_tokens=value
-                if reads_max_num_batched_tokens(self.state.engine)
+                if self.state.policy.uses_max_num_batched_tokens
                 else None,
                 wait=False,
             )
