@@ -36,7 +36,7 @@ from graphlab.engine.sdpa import probe_sdpa
 from graphlab.engine.v1_runner import uniform_decode_batch
 from graphlab.errors import check_instance
 from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.dispatch import RunMode
+from graphlab.sizing.dispatch import BatchPath, RunMode
 from graphlab.sizing.engines import GRAPH_POOLS, MIB
 from graphlab.stats import compare, machine_load, median_ci
 
@@ -335,7 +335,7 @@ def graph_memory_points(
                     capture_order=order,
                     capture_size=capture_size,
                     # PIECEWISE graphs serve any batch of up to capture_size tokens, not requests
-                    num_reqs=None if record.family == "piecewise" else capture_size // q,
+                    num_reqs=None if record.family == BatchPath.PIECEWISE else capture_size // q,
                     **fields,
                     sdpa_backend=sdpa(-(-capture_size // q) * q),  # whole requests' attention
                     warmup_capture_ms=warmup["capture_ms"],

@@ -31,6 +31,7 @@ from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.errors import GraphlabError, check_choice, check_instance, check_sizes
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import GRAPH_POOLS
 
 # vLLM V0 ran two warm-up steps per size before capturing (vllm/worker/model_runner.py).
@@ -51,7 +52,7 @@ class GraphRecord:
     predicted_bytes: int  # the graph's own predicted need, recorded on every backend
     backend: str
     graph_pool: str
-    family: str | None = None  # vLLM V1's "full" | "piecewise"; None for V0's graphs
+    family: BatchPath | None = None  # vLLM V1's FULL | PIECEWISE; None for V0's graphs
     # The whole capture loop's free-memory drop, the figure vLLM V1 logs ("Graph capturing
     # finished in ... took ... GiB"); the predicted pool of all sizes when emulated.
     capture_loop_bytes: int | None = None
@@ -217,7 +218,7 @@ class CaptureSession:
         self,
         size: int,
         runnables,
-        family: str | None = None,
+        family: BatchPath | None = None,
         *,
         query_len: int = 1,
         compile_cache: str = "none",
@@ -301,9 +302,11 @@ def _ms_since(start: float) -> float:
     return (time.perf_counter() - start) * 1e3
 
 
-def capture_full(session: CaptureSession, sizes, query_len: int = 1, family: str | None = None):
+def capture_full(
+    session: CaptureSession, sizes, query_len: int = 1, family: BatchPath | None = None
+):
     """{size: CapturedGraph}: the whole step of every size (in tokens, rows of `query_len`
-    tokens), captured largest first over one set of static buffers; family "full" on V1."""
+    tokens), captured largest first over one set of static buffers; family FULL on V1."""
     model, sizes = session.model, sorted(set(sizes), reverse=True)
     if not sizes:
         return {}

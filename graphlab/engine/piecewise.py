@@ -25,6 +25,7 @@ import torch
 from graphlab.engine.graphs import CaptureSession, check_kv_cache_version
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.sdpa import sdpa_context
+from graphlab.sizing.dispatch import BatchPath
 
 
 class PieceBuffers:
@@ -108,5 +109,6 @@ def capture_piecewise(session: CaptureSession, sizes) -> dict:
     buffers, graphs = PieceBuffers(session.model, sizes[0]), {}
     for size in sizes:
         runs = [partial(buffers.run_piece, i, size) for i in range(buffers.num_pieces)]
-        graphs[size] = PiecewiseGraph(buffers, size, session.capture(size, runs, "piecewise"))
+        pieces = session.capture(size, runs, BatchPath.PIECEWISE)
+        graphs[size] = PiecewiseGraph(buffers, size, pieces)
     return graphs

@@ -43,7 +43,7 @@ class V1ModelRunner(DecodeRunner):
         if error:
             raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
         self.families = graph_families(self.engine, self.cfg)
-        if self.families.mixed_family == "full":
+        if self.families.mixed_family is BatchPath.FULL:
             raise GraphlabError(
                 "cudagraph_mode FULL (FULL graphs for every batch) is not modelled "
                 "by the V1-shaped runner; allowed: NONE, PIECEWISE, "
@@ -51,7 +51,7 @@ class V1ModelRunner(DecodeRunner):
             )
         self.query_len = self.cfg.decode_query_len
         self.capture_sizes = self.families.full_sizes
-        self.piecewise_sizes = self.families.by_family["piecewise"]
+        self.piecewise_sizes = self.families.by_family[BatchPath.PIECEWISE]
         self.graph_limit = self.capture_sizes[-1] if self.capture_sizes else 0
         self.graphs: dict = {}
         self.piecewise_graphs: dict = {}
@@ -59,7 +59,7 @@ class V1ModelRunner(DecodeRunner):
     def _capture_families(self, session: CaptureSession) -> None:
         """The FULL graphs, then the PIECEWISE ones, largest first, in one session (one stream,
         one pool), as vLLM V1's capture_model captures both; each record names its family."""
-        self.graphs = capture_full(session, self.capture_sizes, self.query_len, "full")
+        self.graphs = capture_full(session, self.capture_sizes, self.query_len, BatchPath.FULL)
         self.piecewise_graphs = capture_piecewise(session, self.piecewise_sizes)
 
     def dispatch(

@@ -11,7 +11,7 @@ import math
 
 import pandas as pd
 
-from graphlab.sizing.dispatch import BatchPath, RunMode
+from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.stats import EFFECT, MIN_SAMPLES, NO_DIFFERENCE, Comparison, busy
 
 
@@ -108,7 +108,8 @@ def mode_lines(rows: pd.DataFrame) -> list[str]:
     with no graph (both modes eager) gives its interval as a control, with no verdict."""
     lines = []
     for _, row in rows[rows["mode"] == RunMode.GRAPH].iterrows():
-        unit = "tokens" if row.get("batch_unit") == "tokens" else "rows"
+        # V1 rows count tokens; V0 rows count rows or leave the column empty (style.batch_unit_of)
+        unit = BatchUnit.TOKENS if row.get("batch_unit") == BatchUnit.TOKENS else BatchUnit.ROWS
         versus = comparison_of(row, "eager_over", row.repeats)
         if row.path == BatchPath.EAGER:  # the same eager step twice: any direction would be chance
             lines.append(
