@@ -23,6 +23,7 @@ from graphlab.engine.device import resolve_device
 from graphlab.engine.model import build_model
 from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.dispatch import BatchPath
 
 OUTSIDE = "outside"
 HOST_SYNCS = {"_local_scalar_dense"}
@@ -96,7 +97,7 @@ def count_step(
         num_hidden_layers=layers,
         batch_size=batch_size,
         max_seq_len=max_seq_len,
-        path="eager",
+        path=BatchPath.EAGER,
         ops_per_step=counter.total(),
         ops_per_layer=in_layers / layers,
         ops_outside_layers=counter.total(OUTSIDE),

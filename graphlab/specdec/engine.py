@@ -37,6 +37,7 @@ from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import Span
 from graphlab.errors import GraphlabError, check_instance
+from graphlab.sizing.dispatch import BatchPath
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.prefill import prefill
 from graphlab.specdec.proposer import Proposer
@@ -180,7 +181,7 @@ class SpecDecodeEngine:
             kind="prefill",
             num_seqs=len(new),
             batch_size=len(new),
-            path="eager",
+            path=BatchPath.EAGER,
             scorer_ms=ms,
             step_ms=ms,
             step_wall_ms=start.wall_ms(),

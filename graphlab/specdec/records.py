@@ -101,11 +101,11 @@ class SpecStep:
     num_seqs: int  # sequences in the step
     num_speculating: int = 0  # B_s: sequences with proposals
     batch_size: int  # rows the target got (n = B_s*(k+1) + B_0 for batch expansion)
-    path: str  # the target's: "graph" | "eager" (V1: "full" | "piecewise")
+    path: BatchPath  # the target's: GRAPH | EAGER (V1: FULL | PIECEWISE | EAGER)
     graph_size: int | None = None
     scorer_ms: float  # the target's forward (the runner's StepRecord.time_ms)
     draft_batch_size: int = 0  # rows of each draft step: B_s + B_bonus
-    draft_path: str | None = None  # the draft runner's: "graph" | "eager"
+    draft_path: BatchPath | None = None  # the draft runner's: GRAPH | EAGER
     draft_ms: float = 0.0  # the proposer's k steps, on `clock`
     step_ms: float  # the whole step, on `clock` (graphlab.engine.runner.Span)
     step_wall_ms: float  # the whole step, wall clock
