@@ -16,7 +16,7 @@ import torch
 
 from graphlab.engine.config import DTYPES, Llama3RopeScaling, ModelConfig, resolve_dtype
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import GraphlabError, UnreadableInput, check_choice
 
 
 def config_from_hf(hf: dict) -> ModelConfig:
@@ -93,12 +93,12 @@ def load_checkpoint(path, dtype: str | torch.dtype | None = None, device="cpu") 
 
     path = Path(path)
     if not (path / "config.json").is_file():
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{path} has no config.json: expected a local Hugging Face Llama checkpoint directory"
         )
     files = sorted(path.glob("*.safetensors"))
     if not files:
-        raise GraphlabError(f"{path} has no *.safetensors weights")
+        raise UnreadableInput(f"{path} has no *.safetensors weights")
     hf = json.loads((path / "config.json").read_text())
     config = config_from_hf(hf)
     if dtype is None:

@@ -10,7 +10,7 @@ from helpers import restore, snapshot
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.engine.config import PRESETS, ModelConfig
 from graphlab.engine.model import RMSNorm, build_model
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, UnreadableInput
 
 LLAMA3_ROPE = dict(
     rope_type="llama3",
@@ -260,6 +260,15 @@ def test_bad_configs_and_missing_cache_are_clear_errors(tmp_path):
     with pytest.raises(GraphlabError, match="max_seq_len"):
         model.allocate_kv_cache(1, 10**6)
     with pytest.raises(GraphlabError, match="no config.json"):
+        load_checkpoint(tmp_path)
+
+
+def test_a_checkpoint_folder_missing_its_files_is_unreadable_input(tmp_path):
+    # a folder without the files a checkpoint is read from: not a value to correct but a file
+    with pytest.raises(UnreadableInput, match="no config.json"):
+        load_checkpoint(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    with pytest.raises(UnreadableInput, match=r"has no \*\.safetensors weights"):
         load_checkpoint(tmp_path)
 
 
