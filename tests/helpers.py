@@ -1,8 +1,10 @@
 """What several test modules share: the checkout's root, a KV-cache snapshot (two runners start a
 step from one state), a scipy-free chi-square for the sampling tests, the tiny bench suite, a
-figure check, the GPU tests' model and batches, random dynamic-speculation schedules and the
-notebooks' verdict check."""
+figure check, the GPU tests' model and batches, random dynamic-speculation schedules, the
+notebooks' verdict check and the release check's comparisons."""
 
+import functools
+import importlib.util
 import math
 import re
 from pathlib import Path
@@ -17,6 +19,19 @@ from graphlab.sizing.config import SizingConfig
 from graphlab.stats import MIN_SAMPLES
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+@functools.cache
+def release_check():
+    """scripts/check_release_code.py, whose `*_mismatches` functions are the one comparison of a
+    release's vectors with the kit (the release check runs them on a new release's own vectors;
+    V0's vectors take the same outcome format)."""
+    spec = importlib.util.spec_from_file_location(
+        "check_release_code", ROOT / "scripts" / "check_release_code.py"
+    )
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def snapshot(model):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_vllm_0_34_0 import release_check
+from helpers import release_check
 
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.drafter import drafter

@@ -3,24 +3,12 @@ passes the recorded vector files and fails loudly, naming the config, on a file 
 changed. (Its live mode reads wheels from the index: never run by the tests.)"""
 
 import copy
-import functools
-import importlib.util
 import json
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, release_check
 
 DATA = ROOT / "data"
-
-
-@functools.cache
-def release_check():
-    spec = importlib.util.spec_from_file_location(
-        "check_release_code", ROOT / "scripts" / "check_release_code.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _part(name: str, keep) -> dict:

@@ -10,13 +10,11 @@ release from 0.22.0 to 0.31.0 (its CudaGraphManager's graphs and dispatch) is in
 data/vllm_sizing_vectors_model_runner_v2.json. A missing file is a failure, never a skip.
 """
 
-import functools
-import importlib.util
 import json
 
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, release_check
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -85,19 +83,6 @@ def test_every_release_is_covered(data):
     assert {v["engine"].removeprefix("vllm-") for v in data["vectors"]} == RELEASES
     assert set(data["provenance"]["wheels"]) == RELEASES | set(RUNNER_RELEASES)
     assert len(data["vectors"]) >= 1000
-
-
-@functools.cache
-def release_check():
-    """scripts/check_release_code.py, whose `v1_mismatches` / `v2_mismatches` are the one
-    comparison of these vectors with the kit (the release check runs them on a new release's own
-    vectors; V0's vectors take the same outcome format)."""
-    spec = importlib.util.spec_from_file_location(
-        "check_release_code", ROOT / "scripts" / "check_release_code.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("release", sorted(RELEASES))

@@ -9,13 +9,11 @@ captured and each batch's path and padded size through the wheel's own
 checked against the engine `engine_for_version` maps it to. A missing file is a failure.
 """
 
-import functools
-import importlib.util
 import json
 
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, release_check
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -36,18 +34,6 @@ def vectors():
     data = json.loads(VECTORS.read_text())
     assert sorted(data["provenance"]["wheels"]) == sorted(RELEASES)
     return data["vectors"]
-
-
-@functools.cache
-def release_check():
-    """scripts/check_release_code.py, whose `early_v1_mismatches` is the one comparison of an
-    early V1 vector with the kit (the release check runs it on a new release's own vectors)."""
-    spec = importlib.util.spec_from_file_location(
-        "check_release_code", ROOT / "scripts" / "check_release_code.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.mark.parametrize("release", RELEASES)

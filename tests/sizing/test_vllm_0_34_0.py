@@ -10,13 +10,11 @@ schedule where set) and the mixed batches where the outcome changes. A missing f
 never a skip.
 """
 
-import functools
-import importlib.util
 import json
 
 import numpy as np
 import pytest
-from helpers import ROOT
+from helpers import ROOT, release_check
 
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
@@ -27,18 +25,6 @@ from graphlab.sizing.model_runner import choose_model_runner
 from graphlab.sizing.versions import engine_for_version
 
 VECTORS = ROOT / "data" / "vllm_sizing_vectors_0_34_0.json"
-
-
-@functools.cache
-def release_check():
-    """scripts/check_release_code.py, whose `split_mismatches` is the one comparison of a 0.34.0
-    vector with the kit (the release check runs it on a new release's own vectors)."""
-    spec = importlib.util.spec_from_file_location(
-        "check_release_code", ROOT / "scripts" / "check_release_code.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def mismatches(vector: dict) -> list[str]:
