@@ -22,6 +22,6 @@ def make_runner(
     (backend, graph_pool, enforce_eager, num_warmups)."""
     check_instance("model", model, LlamaForCausalLM)
     check_instance("cfg", cfg, SizingConfig)
-    policy = get_engine(engine)
+    policy = get_engine(engine)  # a name enters here; a policy passes through
     check_choice(f"the runner of {policy.name}'s batch_unit", policy.batch_unit, RUNNERS)
     return RUNNERS[policy.batch_unit](model, policy, cfg, **options)

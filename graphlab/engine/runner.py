@@ -57,7 +57,7 @@ class DecodeRunner:
     ):
         check_instance("model", model, LlamaForCausalLM)
         num_warmups = check_int("num_warmups", num_warmups, 0)
-        self.engine = get_engine(engine)
+        self.engine = get_engine(engine)  # a name enters here; make_runner passes a policy
         check_choice(
             f"the {self.runner_shape}-shaped runner's engine", self.engine.name, self.engines
         )
