@@ -131,7 +131,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             steps += more
         if tier is not None:
             later = "k - 1 later ones"
-            if runner == "v2" and release_key(policy.release) < release_key(V2_DRAFTS_PER_K_FROM):
+            if runner == "v2" and policy.release.key < release_key(V2_DRAFTS_PER_K_FROM):
                 later = "num_speculative_tokens - 1 draft decodes whatever k (_multi_step_decode)"
             note += (
                 ". Under dynamic speculation each k of the schedule has its own steps (the "
@@ -172,17 +172,17 @@ def _v1_steps(
     policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
 ) -> tuple[tuple[DraftStep, ...], str]:
     release, target = policy.release, policy.cudagraph_mode(cfg)
-    if method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_FROM):
+    if method == "draft_model" and release.key < release_key(V1_DRAFT_MODEL_FROM):
         return (), (
             f"vLLM {release} does not run draft_model: SpeculativeConfig raises "
             "NotImplementedError: Speculative decoding with draft model is not supported yet."
         )
-    if release_key(release) < release_key(V1_KEYS_FROM_RESOLVED_MODE):
+    if release.key < release_key(V1_KEYS_FROM_RESOLVED_MODE):
         # EagleProposer.use_cuda_graph: the configured mode has PIECEWISE graphs
         requested = CUDAGraphMode(cfg.cudagraph_mode or policy.default_cudagraph_mode)
         keyed = requested.mixed_mode() is BatchPath.PIECEWISE
         keys = f"EagleProposer.use_cuda_graph of the configured {requested}"
-    elif method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_KEYS_FROM):
+    elif method == "draft_model" and release.key < release_key(V1_DRAFT_MODEL_KEYS_FROM):
         keyed = False
         keys = (
             "GPUModelRunner._check_and_update_cudagraph_mode keys EAGLE-type drafters alone "
