@@ -8,11 +8,11 @@ import json
 from graphlab.checkout import reference_file
 from graphlab.cli import log_option
 from graphlab.cli.arguments import (
+    DEFAULT,
     add_attention_backend,
     add_config_arguments,
     add_model_runner,
     engine,
-    engine_release,
     int_in,
     json_text,
     nonnegative_float,
@@ -375,11 +375,11 @@ def run(args) -> int:
         from graphlab.cli import log_plan
 
         return log_plan.run(args)
-    policy, version = engine_release(args.engine)
+    chosen = args.engine or DEFAULT
+    policy, version = chosen.policy, chosen.release
     cfg, line = _config(args, policy, version)
     deployment = deployed(args, policy, version, cfg, line)
-    notes = deployment.said(policy, cfg, asked_runner=args.model_runner is not None)
-    cfg = deployment.config
+    notes, cfg = deployment.said, deployment.config
     no_graphs = policy.cudagraph_mode(cfg) == "NONE"  # vLLM captures none: no size to plan
     result = None if no_graphs else plan_for(_request(args, policy, cfg, line))
     if args.json:
