@@ -103,6 +103,9 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.12.0 to 0.34.0)",
         )
     runner = policy.model_runner(cfg)[0]
+    # what graphlab.sizing.drafter_methods says of the method on this release and runner, once
+    unmodelled = unmodelled_note(policy.release, runner, method)
+    caveat = multi_module_mtp_caveat(policy.release, runner) if method == "mtp" else ""
     if method in HISTORY_METHODS:
         note = f"speculative method {method!r} has no draft model: no drafter graphs"
     elif method is None:
@@ -113,15 +116,15 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
     elif method == "dflash" and runner == "v2" and draws_dflash(policy, cfg):
         steps, note = dflash_steps(policy, cfg)
         return Drafter(method, runner, steps, note)
-    elif unmodelled_note(policy.release, runner, method):
-        note = unmodelled_note(policy.release, runner, method)
+    elif unmodelled:
+        note = unmodelled
     elif method not in DRAFTER_METHODS:
         note = (
             f"the drafter of speculative method {method!r} is not modelled (the kit models "
             f"{', '.join(DRAFTER_METHODS)})"
         )
-    elif runner == "v2" and dynamic_refusal(policy, cfg, method):
-        note = dynamic_refusal(policy, cfg, method)
+    elif runner == "v2" and (refusal := dynamic_refusal(policy, cfg, method)):
+        note = refusal
     else:
         build = _v1_steps if runner == "v1" else v2_steps
         steps, note = (), ""
@@ -138,9 +141,7 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
                 "request counts it covers): the first runs on 1 + k tokens per request, "
                 f"{later} on one"
             )
-        if method == "mtp":
-            note += multi_module_mtp_caveat(policy.release, runner)
-        return Drafter(method, runner, steps, note)
+        return Drafter(method, runner, steps, note + caveat)
     return Drafter(method, runner, (), note)
 
 
