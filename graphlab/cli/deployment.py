@@ -36,51 +36,38 @@ class Deployment:
 def deployed(args, policy: SizingPolicy, version: str, cfg: SizingConfig, line) -> Deployment:
     """cfg as vLLM `version` deploys it: the model runner (--model-runner, else cfg's) and the
     attention backend (the --vllm-args line's, else --attention-backend, else vLLM's pick for
-    --device-tier). Its `said`: the notes, then the runner where one was asked for (--model-runner
-    or cfg's), the backend where one was named, either where the backend lowers cfg's
-    cudagraph_mode."""
+    --device-tier, with its FlashAttention version). Its `said`: the notes, then the runner where
+    one was asked for (--model-runner or cfg's), the backend where one was named, either where the
+    backend lowers cfg's cudagraph_mode. GraphlabError for either on an engine without them."""
     backend, notes = line_attention_backend(line, version, args.attention_backend)
-    runs, runner = apply_model_runner(policy, version, args.model_runner, cfg)
-    runs, attention = apply_attention_backend(policy, version, backend, args.device_tier, runs)
-    said = list(notes)
-    if runner is not None:  # vLLM V1's engines: the only ones with model runners and backends
-        lowered = policy.cudagraph_mode(runs) != policy.cudagraph_mode(cfg)
-        asked = args.model_runner is not None or cfg.model_runner != "auto"
-        if asked or lowered:
-            said.append(f"model runner {runs.model_runner.upper()}: {runner}")
-        if backend is not None or lowered:
-            said.append(attention)
-    return Deployment(runs, runner, attention, backend, notes, tuple(said))
-
-
-def apply_attention_backend(
-    policy: SizingPolicy, version: str, backend: str | None, device_tier: str, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
-    """cfg with the attention backend's support level (`backend`, else vLLM's default on
-    device_tier), and the sentence that says which (None for engines without one)."""
-    if not hasattr(policy, "model_runners"):
+    if not hasattr(policy, "model_runners"):  # vLLM V1's engines alone have both
+        if (args.model_runner or cfg.model_runner) != "auto":
+            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
         if backend is not None:
             raise GraphlabError(
                 f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
             )
-        return cfg, None
-    backend, support, why = attention_support(version, backend, device_tier)
-    fa = FLASH_ATTN_VERSIONS[device_tier]
-    cfg = replace(cfg, attention_cg_support=support, attention_backend=backend)
-    return replace(cfg, flash_attn_version=fa), why
+        return Deployment(cfg, None, None, backend, notes, notes)
+    runs, runner = apply_model_runner(policy, version, args.model_runner, cfg)
+    chosen, support, attention = attention_support(version, backend, args.device_tier)
+    runs = replace(runs, attention_cg_support=support, attention_backend=chosen)
+    runs = replace(runs, flash_attn_version=FLASH_ATTN_VERSIONS[args.device_tier])
+    lowered = policy.cudagraph_mode(runs) != policy.cudagraph_mode(cfg)
+    said = list(notes)
+    if args.model_runner is not None or cfg.model_runner != "auto" or lowered:
+        said.append(f"model runner {runs.model_runner.upper()}: {runner}")
+    if backend is not None or lowered:
+        said.append(attention)
+    return Deployment(runs, runner, attention, backend, notes, tuple(said))
 
 
 def apply_model_runner(
     policy: SizingPolicy, version: str, model_runner: str | None, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
+) -> tuple[SizingConfig, str]:
     """cfg with the model runner the release runs it on (`model_runner`, else cfg's), and why
-    that one (None for engines without model runners); GraphlabError naming the release and the
-    reason where the kit does not model that runner of it."""
+    that one; GraphlabError naming the release and the reason where the kit does not model that
+    runner of it."""
     requested = model_runner or cfg.model_runner
-    if not hasattr(policy, "model_runners"):
-        if requested != "auto":
-            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
-        return cfg, None
     runner, why = choose_model_runner(
         version,
         requested,
