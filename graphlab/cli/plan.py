@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.checkout import reference_file
 from graphlab.cli import log_option
 from graphlab.cli.arguments import (
@@ -205,9 +206,18 @@ def _config(args, policy: SizingPolicy, version: str):
     return cfg, None
 
 
-def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest:
-    """The planner's request: the workload, budget and tables the flags name, and the line's
-    compilation config (None without --vllm-args)."""
+def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...]]:
+    """What the flags ask, resolved once: the planner's request (the engine's policy, the config
+    as vLLM deploys it, the workload, budget and tables the flags name, the line's compilation
+    config; None under cudagraph_mode NONE, where vLLM captures no graph to plan), the ServeLine of
+    --vllm-args (None without it) and the deployment's notes."""
+    chosen = args.engine or DEFAULT
+    policy, version = chosen.policy, chosen.release
+    cfg, line = _config(args, policy, version)
+    deployment = deployed(args, policy, version, cfg, line)
+    cfg = deployment.config
+    if policy.cudagraph_mode(cfg) == "NONE":
+        return None, line, deployment.said
     if args.memory_mib is not None and args.graph_memory is None:
         raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
@@ -223,7 +233,7 @@ def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest
         if args.steps
         else None
     )
-    return PlanRequest(
+    request = PlanRequest(
         policy,
         cfg,
         workload,
@@ -234,6 +244,7 @@ def _request(args, policy: SizingPolicy, cfg: SizingConfig, line) -> PlanRequest
         compilation_config=line.compilation_config if line is not None else None,
         eager_penalty=args.eager_penalty,
     )
+    return request, line, deployment.said
 
 
 def _json(result, line, engine_name: str | None) -> dict:
@@ -256,13 +267,8 @@ def run(args) -> int:
         from graphlab.cli import log_plan
 
         return log_plan.run(args)
-    chosen = args.engine or DEFAULT
-    policy, version = chosen.policy, chosen.release
-    cfg, line = _config(args, policy, version)
-    deployment = deployed(args, policy, version, cfg, line)
-    notes, cfg = deployment.said, deployment.config
-    no_graphs = policy.cudagraph_mode(cfg) == "NONE"  # vLLM captures none: no size to plan
-    result = None if no_graphs else plan_for(_request(args, policy, cfg, line))
+    request, line, notes = _request(args)
+    result = None if request is None else plan_for(request)
     if args.json:
         data = _json(result, line, args.engine)
         print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
