@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.checkout import reference_file
@@ -20,7 +19,7 @@ from graphlab.cli.arguments import (
     positive_float,
 )
 from graphlab.cli.deployment import deployed
-from graphlab.cli.plan_text import plan_text
+from graphlab.cli.plan_output import plan_json, plan_text
 from graphlab.cli.serve_line import (
     add_vllm_args,
     config_options,
@@ -48,7 +47,6 @@ from graphlab.sizing.planner.optimum import Budget
 from graphlab.sizing.planner.plan import (
     MAX_CANDIDATES,
     MAX_PROGRAMME_CELLS,
-    NO_GRAPHS,
     PlanRequest,
     plan_for,
 )
@@ -247,21 +245,6 @@ def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...
     return request, line, deployment.said
 
 
-def _json(result, line, engine_name: str | None) -> dict:
-    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces; under
-    cudagraph_mode NONE (result None) no flag, and why."""
-    if result is None:
-        notes = list(line.notes) if line is not None else []
-        return {"engine": engine_name, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes}
-    if line is None:
-        return result.to_dict()
-    return result.to_dict() | {
-        "vllm_command": line.with_flag(["--compilation-config", json.dumps(result.compilation)]),
-        "replaced_flags": list(line.replaced_flags),
-        "notes": [*line.notes, *result.notes],
-    }
-
-
 def run(args) -> int:
     if args.vllm_log is not None:
         from graphlab.cli import log_plan
@@ -270,7 +253,7 @@ def run(args) -> int:
     request, line, notes = _request(args)
     result = None if request is None else plan_for(request)
     if args.json:
-        data = _json(result, line, args.engine)
+        data = plan_json(result, line, args.engine)
         print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
     else:
         print("\n".join([*(f"note: {note}" for note in notes), plan_text(result, line)]))

@@ -1,6 +1,6 @@
-"""`plan`'s text: the plan beside the engine's default at the same footing, vLLM 0.34.0's decode
-graphs in requests per query length (`VllmConfig._split_cudagraph_capture_sizes`), and how the flag
-meets a --vllm-args line."""
+"""`plan`'s output: its JSON object, and its text: the plan beside the engine's default at the same
+footing, vLLM 0.34.0's decode graphs in requests per query length
+(`VllmConfig._split_cudagraph_capture_sizes`), and how the flag meets a --vllm-args line."""
 
 from __future__ import annotations
 
@@ -9,6 +9,11 @@ import json
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING
 from graphlab.sizing.planner.compare import at_default_footing
 from graphlab.sizing.planner.plan import NO_GRAPHS
+
+
+def _whole_line(line, result) -> str:
+    """The --vllm-args line with the planned flag in place of what it replaces."""
+    return line.with_flag(["--compilation-config", json.dumps(result.compilation)])
 
 
 def _requests(tokens, q: int) -> str:
@@ -149,7 +154,7 @@ def _line_lines(line, result) -> list[str]:
         )
     else:
         lines.append("append the flag to the line; the whole line:")
-    return [*lines, f"  {line.with_flag(['--compilation-config', json.dumps(result.compilation)])}"]
+    return [*lines, f"  {_whole_line(line, result)}"]
 
 
 def plan_text(result, line) -> str:
@@ -160,3 +165,18 @@ def plan_text(result, line) -> str:
         return "\n".join([*(f"note: {note}" for note in notes), NO_GRAPHS])
     below = [] if line is None else _line_lines(line, result)
     return "\n".join([_format(result), *below])
+
+
+def plan_json(result, line, engine_name: str | None) -> dict:
+    """The plan's JSON object, with the whole --vllm-args line and what the flag replaces; under
+    cudagraph_mode NONE (result None) no flag, and why."""
+    if result is None:
+        notes = list(line.notes) if line is not None else []
+        return {"engine": engine_name, "vllm_flag": None, "reason": NO_GRAPHS, "notes": notes}
+    if line is None:
+        return result.to_dict()
+    return result.to_dict() | {
+        "vllm_command": _whole_line(line, result),
+        "replaced_flags": list(line.replaced_flags),
+        "notes": [*line.notes, *result.notes],
+    }
