@@ -1,12 +1,14 @@
 """The command line, `python -m graphlab <command>`: the top layer, which may import every layer.
 
 `arguments` holds what the commands share (the parser, argument types, --out checks, limits),
-`serve_line` and `log_option` what audit and plan share (--vllm-args, --vllm-log);
+`serve_line`, `log_option` and `deployment` what audit and plan share (--vllm-args, --vllm-log,
+the model runner and attention backend a release deploys a config on);
 each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
 registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
-the exit status. Bad input raises GraphlabError, which `main` prints on one line (exit status 2,
-no traceback); a closed stdout (`| head`) ends quietly with status 141. Commands import torch
-only inside `run`, so audit, plan and crash-map stay torch-free.
+the exit status (plan's output is `plan_output`, its --vllm-log half `log_plan`). Bad input raises
+GraphlabError, which `main` prints on one line (exit status 2, no traceback); a closed stdout
+(`| head`) ends quietly with status 141. Commands import torch only inside `run`, so audit, plan
+and crash-map stay torch-free.
 """
 
 from __future__ import annotations

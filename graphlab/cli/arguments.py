@@ -69,10 +69,10 @@ class Parser(argparse.ArgumentParser):
 
 class ReleaseEngine(str):
     """An engine name as --engine resolved it, where the name enters: its `policy`, and the vLLM
-    release it was given as (`release`), so that model runner `auto` decides as that release
-    does."""
+    release it stands for (`release`: the one given, --vllm-version 0.14.1, else the engine's own,
+    "" for a peer's), so that model runner `auto` decides as that release does."""
 
-    release: str | None = None
+    release: str = ""
     policy: SizingPolicy | None = None
 
 
@@ -84,8 +84,8 @@ def engine(value: str) -> str:
             value = installed_vllm_version()
         given = release_of(value)
         name = ReleaseEngine(resolve_engine(value))
-        name.release = given
         name.policy = get_engine(name)
+        name.release = given or getattr(name.policy, "release", "")
     except GraphlabError as error:
         # argparse keeps an ArgumentTypeError's own message (it would replace a ValueError's).
         raise argparse.ArgumentTypeError(str(error)) from None
@@ -94,13 +94,6 @@ def engine(value: str) -> str:
 
 # --engine's default, resolved as a given name is.
 DEFAULT = engine(DEFAULT_ENGINE)
-
-
-def engine_release(name: ReleaseEngine | None) -> tuple[SizingPolicy, str]:
-    """The policy of an --engine value (DEFAULT_ENGINE when None) and the vLLM release it stands
-    for: the release given (--vllm-version 0.14.1), else the engine's own ("" for a peer's)."""
-    chosen = name or DEFAULT
-    return chosen.policy, chosen.release or getattr(chosen.policy, "release", "")
 
 
 def add_vllm_version(parser: argparse.ArgumentParser) -> None:

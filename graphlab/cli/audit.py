@@ -13,7 +13,6 @@ from graphlab.cli.arguments import (
     add_model_runner,
     add_speculative_method,
     engine,
-    engine_release,
     int_in,
     json_text,
 )
@@ -116,7 +115,7 @@ def run(args) -> int:
         return log_option.run_audit(args)
     if args.engine is None:
         raise GraphlabError("--engine is required (or give --vllm-log)")
-    policy, version = engine_release(args.engine)
+    policy, version = args.engine.policy, args.engine.release
     cfg, line = _config(args, policy, version)
     deployment = deployed(args, policy, version, cfg, line)
     cfg, runner, attention = deployment.config, deployment.model_runner, deployment.attention

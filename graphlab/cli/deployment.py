@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from graphlab.cli.serve_line import line_attention_backend
+from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.errors import GraphlabError
 from graphlab.sizing.attention import attention_support
+from graphlab.sizing.attention_names import (
+    ATTENTION_ENV_DEPRECATION,
+    ATTENTION_ENV_DROPPED_IN,
+    ATTENTION_OPTIONS_FROM,
+    env_backend_name,
+)
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy
 from graphlab.sizing.full_cuda_graph import FLASH_ATTN_VERSIONS
@@ -23,60 +29,45 @@ class Deployment:
     attention: str | None  # which backend and the support it reports; None likewise
     backend: str | None  # the backend named (the --vllm-args line's, else --attention-backend)
     notes: tuple[str, ...]  # how the line's backend was read
-
-    def said(self, policy: SizingPolicy, cfg: SizingConfig, asked_runner: bool) -> tuple[str, ...]:
-        """The sentences a result that does not name the runner and backend (plan's) prints
-        beside it: the runner where one was asked for (asked_runner or cfg's), the backend where
-        one was named, either where the backend lowers cfg's cudagraph_mode."""
-        lowered = policy.cudagraph_mode(self.config) != policy.cudagraph_mode(cfg)
-        notes = list(self.notes)
-        if self.model_runner is not None and (
-            asked_runner or cfg.model_runner != "auto" or lowered
-        ):
-            notes.append(f"model runner {self.config.model_runner.upper()}: {self.model_runner}")
-        if self.attention is not None and (self.backend is not None or lowered):
-            notes.append(self.attention)
-        return tuple(notes)
+    # What a result that does not name the runner and backend (plan's) prints beside it.
+    said: tuple[str, ...]
 
 
 def deployed(args, policy: SizingPolicy, version: str, cfg: SizingConfig, line) -> Deployment:
     """cfg as vLLM `version` deploys it: the model runner (--model-runner, else cfg's) and the
     attention backend (the --vllm-args line's, else --attention-backend, else vLLM's pick for
-    --device-tier)."""
+    --device-tier, with its FlashAttention version). Its `said`: the notes, then the runner where
+    one was asked for (--model-runner or cfg's), the backend where one was named, either where the
+    backend lowers cfg's cudagraph_mode. GraphlabError for either on an engine without them."""
     backend, notes = line_attention_backend(line, version, args.attention_backend)
-    cfg, runner = apply_model_runner(policy, version, args.model_runner, cfg)
-    cfg, attention = apply_attention_backend(policy, version, backend, args.device_tier, cfg)
-    return Deployment(cfg, runner, attention, backend, notes)
-
-
-def apply_attention_backend(
-    policy: SizingPolicy, version: str, backend: str | None, device_tier: str, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
-    """cfg with the attention backend's support level (`backend`, else vLLM's default on
-    device_tier), and the sentence that says which (None for engines without one)."""
-    if not hasattr(policy, "model_runners"):
+    if not hasattr(policy, "model_runners"):  # vLLM V1's engines alone have both
+        if (args.model_runner or cfg.model_runner) != "auto":
+            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
         if backend is not None:
             raise GraphlabError(
                 f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
             )
-        return cfg, None
-    backend, support, why = attention_support(version, backend, device_tier)
-    fa = FLASH_ATTN_VERSIONS[device_tier]
-    cfg = replace(cfg, attention_cg_support=support, attention_backend=backend)
-    return replace(cfg, flash_attn_version=fa), why
+        return Deployment(cfg, None, None, backend, notes, notes)
+    runs, runner = apply_model_runner(policy, version, args.model_runner, cfg)
+    chosen, support, attention = attention_support(version, backend, args.device_tier)
+    runs = replace(runs, attention_cg_support=support, attention_backend=chosen)
+    runs = replace(runs, flash_attn_version=FLASH_ATTN_VERSIONS[args.device_tier])
+    lowered = policy.cudagraph_mode(runs) != policy.cudagraph_mode(cfg)
+    said = list(notes)
+    if args.model_runner is not None or cfg.model_runner != "auto" or lowered:
+        said.append(f"model runner {runs.model_runner.upper()}: {runner}")
+    if backend is not None or lowered:
+        said.append(attention)
+    return Deployment(runs, runner, attention, backend, notes, tuple(said))
 
 
 def apply_model_runner(
     policy: SizingPolicy, version: str, model_runner: str | None, cfg: SizingConfig
-) -> tuple[SizingConfig, str | None]:
+) -> tuple[SizingConfig, str]:
     """cfg with the model runner the release runs it on (`model_runner`, else cfg's), and why
-    that one (None for engines without model runners); GraphlabError naming the release and the
-    reason where the kit does not model that runner of it."""
+    that one; GraphlabError naming the release and the reason where the kit does not model that
+    runner of it."""
     requested = model_runner or cfg.model_runner
-    if not hasattr(policy, "model_runners"):
-        if requested != "auto":
-            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
-        return cfg, None
     runner, why = choose_model_runner(
         version,
         requested,
@@ -91,3 +82,51 @@ def apply_model_runner(
     # to 0.11.0 a chosen "v1" would read as VLLM_USE_V1=1 (graphlab.sizing.v1_early): auto stays
     keep = requested == "auto" and release_key(version) <= release_key(V0_FALLBACK_UNTIL)
     return replace(cfg, model_runner="auto" if keep else runner), why
+
+
+def line_attention_backend(
+    line: ServeLine | None, version: str, flag: str | None
+) -> tuple[str | None, tuple[str, ...]]:
+    """(the attention backend the --vllm-args line gives vLLM `version`, else `flag`, the kit's
+    --attention-backend; the notes on how): VLLM_ATTENTION_BACKEND to 0.14.1 (overriding
+    attention_config.backend from 0.13.0, AttentionConfig.__post_init__), --attention-backend and
+    --attention-config's backend from 0.13.0, mutually exclusive (EngineArgs.
+    create_engine_config). GraphlabError where vLLM refuses the line, or where the line and
+    --attention-backend both name a backend."""
+    if line is None or not version:
+        return flag, ()
+    env = dict(line.environment).get("VLLM_ATTENTION_BACKEND")
+    option, nested, notes = line.attention_backend, line.attention_config_backend, []
+    has_options = release_key(version) >= release_key(ATTENTION_OPTIONS_FROM)
+    if (option or nested) and not has_options:
+        given = "--attention-backend" if option else "--attention-config's backend"
+        raise GraphlabError(
+            f"--vllm-args: {given} does not exist in vLLM {version} (added in "
+            f"{ATTENTION_OPTIONS_FROM}); that release reads VLLM_ATTENTION_BACKEND=NAME before "
+            "`vllm serve`"
+        )
+    if env is not None and release_key(version) >= release_key(ATTENTION_ENV_DROPPED_IN):
+        notes.append(
+            f"VLLM_ATTENTION_BACKEND is not read by vLLM {version} (vllm/envs.py dropped it in "
+            f"{ATTENTION_ENV_DROPPED_IN}; use --attention-backend): vLLM ignores it"
+        )
+        env = None
+    elif env is not None:
+        env, how = env_backend_name(version, env)
+        notes += [how] if how else []
+        if has_options:
+            notes.append(f"vLLM logs a WARNING: {ATTENTION_ENV_DEPRECATION}")
+            nested = env or nested  # the variable overrides attention_config.backend
+    if option and nested:
+        raise GraphlabError(
+            f"--vllm-args: vLLM {version} refuses to start: ValueError: attention_backend and "
+            "attention_config.backend are mutually exclusive"
+            + (" (VLLM_ATTENTION_BACKEND sets attention_config.backend)" if env else "")
+        )
+    backend = option or nested or env
+    if backend is not None and flag is not None:
+        raise GraphlabError(
+            f"--attention-backend {flag} and the --vllm-args line's attention backend {backend} "
+            "are both given; drop --attention-backend"
+        )
+    return backend or flag, tuple(notes)

@@ -23,7 +23,8 @@ def _config(args):
     """(log, policy, SizingConfig, notes, the user's compilation_config or None) of the log,
     filled by --vllm-args or the flags."""
     log, given, line = read_logged(args)
-    policy, cfg, notes = logged_deployment(log, given, args.engine)
+    engine = None if args.engine is None else args.engine.policy  # resolved by --engine
+    policy, cfg, notes = logged_deployment(log, given, engine)
     user = None if line is None else line.compilation_config or None
     return log, policy, cfg, notes, user
 

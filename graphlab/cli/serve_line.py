@@ -8,12 +8,6 @@ import argparse
 
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
 from graphlab.errors import GraphlabError
-from graphlab.sizing.attention_names import (
-    ATTENTION_ENV_DEPRECATION,
-    ATTENTION_ENV_DROPPED_IN,
-    ATTENTION_OPTIONS_FROM,
-    env_backend_name,
-)
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     DEVICE_TIERS,
@@ -108,51 +102,3 @@ def read_serve_line(
             f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
     return line
-
-
-def line_attention_backend(
-    line: ServeLine | None, version: str, flag: str | None
-) -> tuple[str | None, tuple[str, ...]]:
-    """(the attention backend the --vllm-args line gives vLLM `version`, else `flag`, the kit's
-    --attention-backend; the notes on how): VLLM_ATTENTION_BACKEND to 0.14.1 (overriding
-    attention_config.backend from 0.13.0, AttentionConfig.__post_init__), --attention-backend and
-    --attention-config's backend from 0.13.0, mutually exclusive (EngineArgs.
-    create_engine_config). GraphlabError where vLLM refuses the line, or where the line and
-    --attention-backend both name a backend."""
-    if line is None or not version:
-        return flag, ()
-    env = dict(line.environment).get("VLLM_ATTENTION_BACKEND")
-    option, nested, notes = line.attention_backend, line.attention_config_backend, []
-    has_options = release_key(version) >= release_key(ATTENTION_OPTIONS_FROM)
-    if (option or nested) and not has_options:
-        given = "--attention-backend" if option else "--attention-config's backend"
-        raise GraphlabError(
-            f"--vllm-args: {given} does not exist in vLLM {version} (added in "
-            f"{ATTENTION_OPTIONS_FROM}); that release reads VLLM_ATTENTION_BACKEND=NAME before "
-            "`vllm serve`"
-        )
-    if env is not None and release_key(version) >= release_key(ATTENTION_ENV_DROPPED_IN):
-        notes.append(
-            f"VLLM_ATTENTION_BACKEND is not read by vLLM {version} (vllm/envs.py dropped it in "
-            f"{ATTENTION_ENV_DROPPED_IN}; use --attention-backend): vLLM ignores it"
-        )
-        env = None
-    elif env is not None:
-        env, how = env_backend_name(version, env)
-        notes += [how] if how else []
-        if has_options:
-            notes.append(f"vLLM logs a WARNING: {ATTENTION_ENV_DEPRECATION}")
-            nested = env or nested  # the variable overrides attention_config.backend
-    if option and nested:
-        raise GraphlabError(
-            f"--vllm-args: vLLM {version} refuses to start: ValueError: attention_backend and "
-            "attention_config.backend are mutually exclusive"
-            + (" (VLLM_ATTENTION_BACKEND sets attention_config.backend)" if env else "")
-        )
-    backend = option or nested or env
-    if backend is not None and flag is not None:
-        raise GraphlabError(
-            f"--attention-backend {flag} and the --vllm-args line's attention backend {backend} "
-            "are both given; drop --attention-backend"
-        )
-    return backend or flag, tuple(notes)

@@ -103,6 +103,9 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"{', '.join(DRAFTER_ENGINES)}: vLLM 0.12.0 to 0.34.0)",
         )
     runner = policy.model_runner(cfg)[0]
+    # what graphlab.sizing.drafter_methods says of the method on this release and runner, once
+    unmodelled = unmodelled_note(policy.release, runner, method)
+    caveat = multi_module_mtp_caveat(policy.release, runner) if method == "mtp" else ""
     if method in HISTORY_METHODS:
         note = f"speculative method {method!r} has no draft model: no drafter graphs"
     elif method is None:
@@ -113,15 +116,15 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
     elif method == "dflash" and runner == "v2" and draws_dflash(policy, cfg):
         steps, note = dflash_steps(policy, cfg)
         return Drafter(method, runner, steps, note)
-    elif unmodelled_note(policy.release, runner, method):
-        note = unmodelled_note(policy.release, runner, method)
+    elif unmodelled:
+        note = unmodelled
     elif method not in DRAFTER_METHODS:
         note = (
             f"the drafter of speculative method {method!r} is not modelled (the kit models "
             f"{', '.join(DRAFTER_METHODS)})"
         )
-    elif runner == "v2" and dynamic_refusal(policy, cfg, method):
-        note = dynamic_refusal(policy, cfg, method)
+    elif runner == "v2" and (refusal := dynamic_refusal(policy, cfg, method)):
+        note = refusal
     else:
         build = _v1_steps if runner == "v1" else v2_steps
         steps, note = (), ""
@@ -131,16 +134,14 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             steps += more
         if tier is not None:
             later = "k - 1 later ones"
-            if runner == "v2" and release_key(policy.release) < release_key(V2_DRAFTS_PER_K_FROM):
+            if runner == "v2" and policy.release.key < release_key(V2_DRAFTS_PER_K_FROM):
                 later = "num_speculative_tokens - 1 draft decodes whatever k (_multi_step_decode)"
             note += (
                 ". Under dynamic speculation each k of the schedule has its own steps (the "
                 "request counts it covers): the first runs on 1 + k tokens per request, "
                 f"{later} on one"
             )
-        if method == "mtp":
-            note += multi_module_mtp_caveat(policy.release, runner)
-        return Drafter(method, runner, steps, note)
+        return Drafter(method, runner, steps, note + caveat)
     return Drafter(method, runner, (), note)
 
 
@@ -172,17 +173,17 @@ def _v1_steps(
     policy, cfg: SizingConfig, method: str, q: int, requests: tuple[int, int] | None
 ) -> tuple[tuple[DraftStep, ...], str]:
     release, target = policy.release, policy.cudagraph_mode(cfg)
-    if method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_FROM):
+    if method == "draft_model" and release.key < release_key(V1_DRAFT_MODEL_FROM):
         return (), (
             f"vLLM {release} does not run draft_model: SpeculativeConfig raises "
             "NotImplementedError: Speculative decoding with draft model is not supported yet."
         )
-    if release_key(release) < release_key(V1_KEYS_FROM_RESOLVED_MODE):
+    if release.key < release_key(V1_KEYS_FROM_RESOLVED_MODE):
         # EagleProposer.use_cuda_graph: the configured mode has PIECEWISE graphs
         requested = CUDAGraphMode(cfg.cudagraph_mode or policy.default_cudagraph_mode)
         keyed = requested.mixed_mode() is BatchPath.PIECEWISE
         keys = f"EagleProposer.use_cuda_graph of the configured {requested}"
-    elif method == "draft_model" and release_key(release) < release_key(V1_DRAFT_MODEL_KEYS_FROM):
+    elif method == "draft_model" and release.key < release_key(V1_DRAFT_MODEL_KEYS_FROM):
         keyed = False
         keys = (
             "GPUModelRunner._check_and_update_cudagraph_mode keys EAGLE-type drafters alone "

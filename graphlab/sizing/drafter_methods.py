@@ -25,7 +25,7 @@ its V1 centroids sampling graphs (1 to 64 tokens, where the model masks by centr
 
 from __future__ import annotations
 
-from graphlab.sizing.model_runner import release_key
+from graphlab.sizing.model_runner import Release, release_key
 
 # method: (first release, model runner V1's class, model runner V2's (first release, class))
 UNMODELLED = {
@@ -46,15 +46,15 @@ UNMODELLED = {
 MULTI_MODULE_MTP_FROM = "0.28.0"
 
 
-def unmodelled_note(release: str, runner: str, method: str) -> str | None:
+def unmodelled_note(release: Release, runner: str, method: str) -> str | None:
     """Why the kit draws no drafter for `method` on `release`'s model runner `runner`, or None
     where UNMODELLED does not name it."""
     if method not in UNMODELLED:
         return None
     first, v1, (v2_first, v2) = UNMODELLED[method]
-    if release_key(release) < release_key(first):
+    if release.key < release_key(first):
         return f"vLLM {release} has no speculative method {method!r} (first in {first})"
-    if runner == "v2" and release_key(release) < release_key(v2_first):
+    if runner == "v2" and release.key < release_key(v2_first):
         return (
             f"model runner V2 of vLLM {release} has no {method} speculator (init_speculator "
             f"raises NotImplementedError; first in {v2_first})"
@@ -64,10 +64,10 @@ def unmodelled_note(release: str, runner: str, method: str) -> str | None:
     return f"vLLM {release} runs {method} with {proposer}; the kit does not model its graphs{where}"
 
 
-def multi_module_mtp_caveat(release: str, runner: str) -> str:
+def multi_module_mtp_caveat(release: Release, runner: str) -> str:
     """The caveat an MTP drafter's note carries where vLLM would run a model with several MTP
     modules apart (model runner V2 from MULTI_MODULE_MTP_FROM), else ""."""
-    if runner != "v2" or release_key(release) < release_key(MULTI_MODULE_MTP_FROM):
+    if runner != "v2" or release.key < release_key(MULTI_MODULE_MTP_FROM):
         return ""
     return (
         ". An MTP model with several modules (num_nextn_predict_layers and k above 1) runs "

@@ -92,7 +92,7 @@ V2_MANAGER_READS_SCHEDULE_FROM = "0.25.0"
 
 
 def _before(policy, release: str) -> bool:
-    return release_key(policy.release) < release_key(release)
+    return policy.release.key < release_key(release)
 
 
 def _decode_tiers(policy, cfg: SizingConfig):

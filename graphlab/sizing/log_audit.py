@@ -30,7 +30,12 @@ from graphlab.sizing.dispatch import (
     BatchPath,
     CUDAGraphMode,
 )
-from graphlab.sizing.engines import DEFAULT_MAX_NUM_BATCHED_TOKENS, SizingPolicy, get_engine
+from graphlab.sizing.engines import (
+    DEFAULT_MAX_NUM_BATCHED_TOKENS,
+    ENGINES,
+    SizingPolicy,
+    get_engine,
+)
 from graphlab.sizing.families import families_for
 from graphlab.sizing.log_reader import VllmLog
 from graphlab.sizing.versions import DEFAULT_ENGINE
@@ -108,16 +113,16 @@ def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, .
 
 
 def logged_deployment(
-    log: VllmLog, given: dict, engine=None
+    log: VllmLog, given: dict, policy: SizingPolicy | None = None
 ) -> tuple[SizingPolicy, SizingConfig, tuple[str, ...]]:
     """(policy, config, notes) of the log's deployment: the config of `logged_config`, under
-    `engine` (a name or policy) or, None, the engine the log's vLLM version maps to
-    (`engine_for_version`), the note saying what that assumed first."""
+    `policy` or, None, the engine the log's vLLM version maps to (`engine_for_version`), the note
+    saying what that assumed first."""
     cfg, notes = logged_config(log, given)
-    if engine is None:
-        engine, note = engine_for_version(log.value("vllm_version"))
-        notes = (note,) * (note is not None) + notes
-    return get_engine(engine), cfg, notes
+    if policy is None:
+        name, note = engine_for_version(log.value("vllm_version"))
+        policy, notes = ENGINES[name], (note,) * (note is not None) + notes
+    return policy, cfg, notes
 
 
 def _differs(name: str, logged, value) -> bool:
@@ -308,7 +313,9 @@ class LogAudit:
 def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None) -> LogAudit:
     """The log's rows beside the kit's dispatch for its config (see `logged_config`), under
     `engine` or the one its vLLM version maps to (`engine_for_version`)."""
-    policy, cfg, notes = logged_deployment(log, given or {}, engine)
+    policy, cfg, notes = logged_deployment(
+        log, given or {}, None if engine is None else get_engine(engine)
+    )
     if len(log.engines) > 1 or "aggregated" in log.engines:
         notes += (
             "data parallel: vLLM pads each rank's step to the largest rank's token count "

@@ -64,6 +64,18 @@ def release_key(version: str) -> tuple[int, ...]:
     return tuple(int(part) for part in re.findall(r"\d+", version.split(".post")[0]))
 
 
+class Release(str):
+    """A vLLM release number with its order resolved once (`key`: release_key's numbers), so the
+    rules a policy's release decides read it without re-reading its digits."""
+
+    key: tuple[int, ...]
+
+    def __new__(cls, version: str) -> Release:
+        release = super().__new__(cls, version)
+        release.key = release_key(version)
+        return release
+
+
 def _entry(table, version: str):
     return [row for row in table if release_key(row[0]) <= release_key(version)][-1]
 

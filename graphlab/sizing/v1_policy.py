@@ -25,7 +25,7 @@ from graphlab.sizing.families import (
     families_for,
     round_for_spec_decode,
 )
-from graphlab.sizing.model_runner import choose_model_runner, release_key
+from graphlab.sizing.model_runner import Release, choose_model_runner, release_key
 from graphlab.sizing.policy import (
     PERFORMANCE_MODE_FROM,
     SizingPolicy,
@@ -49,7 +49,7 @@ class V1Policy(SizingPolicy):
     # The release whose rules the engine models (model runner `auto` decides as it does), and the
     # model runners the kit models for it: model runner V1 rounds the capture list at start-up,
     # V2 rounds its FULL graphs only from 0.25.0 (graphlab.sizing.families).
-    release = ""
+    release = Release("")
     model_runners = ("v1",)
     # The release's rule values (graphlab.sizing.families): when model runner V1 rounds the
     # capture list, and what plain FULL does with a uniform batch; model runner V2's: when it
@@ -75,6 +75,10 @@ class V1Policy(SizingPolicy):
     # Whether the release lowers the mode to an AttentionCGSupport (from 0.10.1; before, the kit
     # models FlashAttention 3's graphs alone).
     reads_attention_support = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls.release = Release(cls.release)  # each engine's release is resolved once, here
 
     def sizing_key(self, cfg):
         return (

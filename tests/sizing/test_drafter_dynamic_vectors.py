@@ -18,7 +18,7 @@ from graphlab.sizing.drafter_methods import multi_module_mtp_caveat, unmodelled_
 from graphlab.sizing.drafter_steps import since
 from graphlab.sizing.drafter_v2 import V2_SPECULATORS
 from graphlab.sizing.engines import get_engine
-from graphlab.sizing.model_runner import release_key
+from graphlab.sizing.model_runner import Release, release_key
 from graphlab.sizing.versions import engine_for_version
 
 DATA = json.loads(
@@ -133,7 +133,7 @@ def test_dflash_dspark_and_multi_module_mtp_are_refused_naming_the_wheels_classe
     for (method, runner), (member, cls) in cases.items():
         if runner == "v1" and release == "0.34.0":
             continue  # 0.34.0 has no model runner V1
-        note = unmodelled_note(release, runner, method)
+        note = unmodelled_note(Release(release), runner, method)
         if member in found:
             assert cls in note and "does not model" in note, (release, note)
         elif release_key(release) < release_key(first[method]):
@@ -143,9 +143,9 @@ def test_dflash_dspark_and_multi_module_mtp_are_refused_naming_the_wheels_classe
     dflash = found.get(f"{SPEC}/dflash/speculator.py", {}).get("DFlashSpeculator")
     assert dflash is None or dflash["overrides"] == own
     multi = found.get(f"{SPEC}/multi_module_mtp/speculator.py", {}).get("MultiModuleMTPSpeculator")
-    assert (multi is not None) == bool(multi_module_mtp_caveat(release, "v2"))
+    assert (multi is not None) == bool(multi_module_mtp_caveat(Release(release), "v2"))
     assert multi is None or multi["overrides"] == own
-    assert multi_module_mtp_caveat(release, "v1") == ""
+    assert multi_module_mtp_caveat(Release(release), "v1") == ""
 
 
 @pytest.mark.parametrize("release", sorted({v["engine"] for v in DATA["dflash"]}))
