@@ -19,7 +19,6 @@ import functools
 from dataclasses import dataclass
 
 from graphlab.errors import GraphlabError, check_choice
-from graphlab.sizing.batch_defaults import DEVICE_TIERS
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.full_cuda_graph import DEFAULT_BACKEND, full_graph_range, full_graph_support
 from graphlab.sizing.model_runner import release_key
@@ -126,7 +125,6 @@ class AttentionRange:
 
 
 _MLA, _COMMON = "mla/", "MLACommonMetadataBuilder"
-_TIERS = tuple(DEVICE_TIERS)
 
 
 # FlashAttention: FA3 on Hopper reports ALWAYS, FA2 UNIFORM_BATCH; from 0.33.0 FA4 (SM100) too
@@ -202,8 +200,8 @@ def attention_range(version: str) -> AttentionRange | None:
 def attention_support(version: str, name: str | None, tier: str) -> tuple[str, str, str]:
     """(the class vLLM's lowering names, AttentionCGSupport, why) of vLLM backend `name` (None:
     vLLM's default for the tier) in release `version` on device tier `tier`; GraphlabError where
-    the kit has not read that backend."""
-    check_choice("device tier", tier, _TIERS)
+    the kit has not read that backend. `tier` is a DEVICE_TIERS key, checked where it enters
+    (--device-tier's choices), as full_graph_support takes it."""
     chosen = DEFAULT_BACKEND[tier] if name is None else str(name).upper()
     found = attention_range(version)
     if found is None and full_graph_range(version) is not None:
