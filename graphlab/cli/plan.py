@@ -241,6 +241,7 @@ def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...
         max_capture_size=args.max_capture_size,
         compilation_config=line.compilation_config if line is not None else None,
         eager_penalty=args.eager_penalty,
+        same_footing=not args.json,  # the text sets the plan beside the default on its terms
     )
     return request, line, deployment.said
 
@@ -252,9 +253,9 @@ def run(args) -> int:
         return log_plan.run(args)
     request, line, notes = _request(args)
     result = None if request is None else plan_for(request)
-    if args.json:
+    if not args.json:
+        print("\n".join([*(f"note: {note}" for note in notes), plan_text(result, line)]))
+    else:
         data = plan_json(result, line, args.engine)
         print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
-    else:
-        print("\n".join([*(f"note: {note}" for note in notes), plan_text(result, line)]))
     return 0

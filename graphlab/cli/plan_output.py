@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING
-from graphlab.sizing.planner.compare import at_default_footing
 from graphlab.sizing.planner.plan import NO_GRAPHS
 
 
@@ -75,7 +74,7 @@ def _same_footing_lines(result, d) -> list[str]:
     lines = []
     if full:
         piecewise = _above_full(result, full, raw, mixed)
-        same = at_default_footing(result).plan
+        same = result.same_footing
         lines += [
             f"same FULL graph count and coverage ({len(full)} graphs, steps up to {raw[-1]} "
             f"tokens{piecewise}): plan mean padding waste {same.mean_padding_waste:.3f} tokens, "

@@ -17,9 +17,11 @@ from graphlab.sizing.planner.plan import (
     MIB,
     V1_ENGINES,
     Budget,
+    PlanRequest,
     SizeTable,
     Workload,
     plan,
+    plan_for,
     read_graph_memory,
     read_latency,
     read_spec_decode_steps,
@@ -1304,3 +1306,15 @@ def test_of_plans_costing_the_same_up_to_rounding_the_one_with_fewer_graphs_is_c
     workload = Workload(sizes, weights, "flat top")
     result = plan("vllm-0.33.0", SizingConfig(40, 0), workload, Budget(4), latency=(graph, eager))
     assert result.plan.capture_sizes == (6, 12, 37)
+
+
+def test_same_footing_plans_on_the_defaults_terms():
+    """Asked for, the result holds the plan at the default's FULL graph count and coverage."""
+    request = PlanRequest(get_engine("vllm-0.33.0"), SizingConfig(256, 4), same_footing=True)
+    result = plan_for(request)
+    footing = result.same_footing
+    assert len(footing.capture_sizes) == len(result.default_full_sizes) < len(result.capture_sizes)
+    assert footing.capture_sizes[-1] <= result.default.capture_sizes[-1] < result.capture_sizes[-1]
+    assert plan_for(PlanRequest(request.policy, request.config)).same_footing is None
+    with pytest.raises(GraphlabError, match="same_footing"):
+        PlanRequest(request.policy, request.config, same_footing=1)

@@ -1,6 +1,6 @@
-"""The planner's result against the engine's default: on the default's terms (its count of FULL
-graphs and its coverage), the fewest graphs that beat it, and the price of an eager step in padding
-tokens read off measured latency curves, which lets plans of different coverage be compared."""
+"""The planner's result against the engine's default: the fewest graphs that beat it (the plan on
+the default's own terms is `Plan.same_footing`), and the price of an eager step in padding tokens
+read off measured latency curves, which lets plans of different coverage be compared."""
 
 from __future__ import annotations
 
@@ -13,24 +13,6 @@ from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
 from graphlab.sizing.planner.plan import PlanRequest, plan_for
 from graphlab.sizing.planner.result import Plan
-
-
-def at_default_footing(result: Plan) -> Plan:
-    """The plan on the default's terms: as many graphs as the default has FULL uniform-decode graphs
-    (its raw sizes when it has none), none above its largest capture size (the same coverage: a
-    uniform step no FULL graph holds still replays a PIECEWISE one up to there)."""
-    sizes = result.default_full_sizes or result.default.capture_sizes
-    if not sizes:
-        return result
-    return plan_for(
-        PlanRequest(
-            result.policy,
-            result.config,
-            result.workload,
-            Budget(len(sizes), graph_pool=result.budget.graph_pool),
-            max_capture_size=result.default.capture_sizes[-1],
-        )
-    )
 
 
 def fewest_graphs(

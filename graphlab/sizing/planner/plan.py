@@ -59,7 +59,7 @@ from graphlab.sizing.planner.optimum import (
     Budget,
     best_sizes,
 )
-from graphlab.sizing.planner.result import Plan, default_outcome, evaluate
+from graphlab.sizing.planner.result import Outcome, Plan, default_outcome, evaluate
 from graphlab.sizing.planner.split_plan import planned_graphs, split_proposal
 
 # Why `plan` has no sizes for cudagraph_mode NONE (-O0, --enforce-eager set it too).
@@ -102,6 +102,7 @@ class PlanRequest:
     max_capture_size: int | None = None
     compilation_config: dict | None = None
     eager_penalty: float | None = None
+    same_footing: bool = False  # also plan on the default's terms (`Plan.same_footing`)
 
     def __post_init__(self) -> None:
         check_instance("policy", self.policy, SizingPolicy)
@@ -137,6 +138,7 @@ class PlanRequest:
                     "the eager curve, eager_penalty in padding tokens"
                 )
         check_json_object("compilation_config", self.compilation_config)
+        check_instance("same_footing", self.same_footing, bool)
 
 
 def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
@@ -254,7 +256,7 @@ def plan_for(request: PlanRequest) -> Plan:
             "latency: graph latency at the padded size, eager latency above the largest graph; "
             "candidates are exact while graph latency and memory grow with size"
         )
-    return Plan(
+    result = Plan(
         policy,
         cfg,
         tokens,
@@ -272,3 +274,20 @@ def plan_for(request: PlanRequest) -> Plan:
         request.eager_penalty,
         split,
     )
+    if request.same_footing and result.default_full_sizes and not (split and split.decode):
+        result = replace(result, same_footing=_at_default_footing(result))
+    return result
+
+
+def _at_default_footing(result: Plan) -> Outcome:
+    """The plan on the default's terms: as many graphs as the default has FULL uniform-decode
+    graphs, none above its largest capture size (the same coverage: a uniform step no FULL graph
+    holds still replays a PIECEWISE one up to there)."""
+    request = PlanRequest(
+        result.policy,
+        result.config,
+        result.workload,
+        Budget(len(result.default_full_sizes), graph_pool=result.budget.graph_pool),
+        max_capture_size=result.default.capture_sizes[-1],
+    )
+    return plan_for(request).plan

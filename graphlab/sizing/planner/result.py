@@ -141,6 +141,9 @@ class Plan:
     eager_penalty: float | None = None  # padding tokens an eager step costs; None: free
     # vLLM 0.34.0's own settings for the plan (graphlab.sizing.planner.split_plan); None before
     split: SplitProposal | None = None
+    # The plan at the default's FULL graph count and coverage, where asked (PlanRequest.
+    # same_footing) and the default has FULL graphs sized in tokens; None elsewhere
+    same_footing: Outcome | None = None
 
     def objective(self, outcome: Outcome) -> float:
         """What the plan minimised, for the plan or the default: mean step latency (latency
