@@ -43,6 +43,7 @@ from graphlab.sizing.engines import (
     SizingPolicy,
     get_engine,
 )
+from graphlab.sizing.families import families_for
 
 # Inputs and their readers live in `inputs`; re-exported as the planner's API.
 from graphlab.sizing.planner.inputs import (
@@ -221,7 +222,8 @@ def plan_for(request: PlanRequest) -> Plan:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
     budget = request.budget
-    default_graphs, graph_tokens = planned_graphs(policy, cfg)
+    families = families_for(policy, cfg)  # the default's graphs, resolved once
+    default_graphs, graph_tokens = planned_graphs(policy, cfg, families)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
         budget = replace(budget, max_graphs=default_graphs)
     tokens = policy.effective_max_num_batched_tokens(cfg)
@@ -269,6 +271,7 @@ def plan_for(request: PlanRequest) -> Plan:
         reason if eager else None,
         memory.kind if memory is not None else None,
         latency[0].kind if latency is not None else None,
+        families,
         tuple(notes),
         None if request.compilation_config is None else dict(request.compilation_config),
         request.eager_penalty,

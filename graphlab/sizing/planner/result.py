@@ -12,7 +12,7 @@ import numpy as np
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import DEFAULT_GRAPH_CEILING, MIB, SizingPolicy
-from graphlab.sizing.families import GraphFamilies, families_for
+from graphlab.sizing.families import GraphFamilies
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 from graphlab.sizing.planner.optimum import Budget
 
@@ -134,6 +134,7 @@ class Plan:
     memory_kind: str | None
     # The latency.csv's backend: cpu-emulated steps are no GPU measurement.
     latency_backend: str | None
+    default_families: GraphFamilies  # of the engine's default sizing at this config
     notes: tuple[str, ...] = field(default=())
     # The user's compilation_config (a `vllm serve` line's, as JSON values), which the flag keeps;
     # None: no line, so the flag names the config's cudagraph_mode itself.
@@ -166,11 +167,6 @@ class Plan:
     @property
     def capture_sizes(self) -> tuple[int, ...]:
         return self.plan.capture_sizes
-
-    @property
-    def default_families(self) -> GraphFamilies:
-        """The graph families of the engine's default sizing at this config."""
-        return families_for(self.policy, self.config)
 
     @property
     def default_full_sizes(self) -> tuple[int, ...]:

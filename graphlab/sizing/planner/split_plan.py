@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
-from graphlab.sizing.families import families_for
+from graphlab.sizing.families import GraphFamilies
 from graphlab.sizing.planner.result import compilation_with_sizes
 from graphlab.sizing.v1_split import keeps_decode_graphs
 
@@ -40,14 +40,15 @@ def plans_decode_graphs(policy, cfg: SizingConfig) -> bool:
     return keeps_decode_graphs(policy.cudagraph_mode(cfg))
 
 
-def planned_graphs(policy, cfg: SizingConfig) -> tuple[int, int | None]:
+def planned_graphs(policy, cfg: SizingConfig, default: GraphFamilies) -> tuple[int, int | None]:
     """The graphs the plan sizes: (how many of them the default keeps, the most tokens one may
     hold below max_num_batched_tokens, else None). On 0.34.0 under a mode with decode graphs:
-    its decode graphs, at most their token limit and S requests (vLLM drops request counts above
-    max_num_seqs); else the capture list (0.34.0: the prefill graphs)."""
+    its decode graphs (of `default`, the default's families), at most their token limit and S
+    requests (vLLM drops request counts above max_num_seqs); else the capture list (0.34.0: the
+    prefill graphs)."""
     if policy.splits_capture_sizes and plans_decode_graphs(policy, cfg):
         limit = min(policy.decode_token_limit(cfg), cfg.max_num_seqs * cfg.decode_query_len)
-        return len(families_for(policy, cfg).full_graphs) or 1, limit
+        return len(default.full_graphs) or 1, limit
     return len(policy.capture_sizes(cfg)), None
 
 
