@@ -222,6 +222,7 @@ def test_padding_optimum_equals_brute_force(chunk):
             Budget(2, 0.0485 + 0.001 * rng.integers(0, 9)),
             Budget(3, 0.15, "separate"),
             Budget(None, 0.1, "separate"),
+            Budget(2, 1.0, "separate"),  # the graph limit binds, not the memory
         ):
             try:
                 result = plan(engine, cfg, workload, budget, memory)
@@ -1086,6 +1087,7 @@ def test_separate_pools_may_spend_exactly_the_memory_budget():
         "vllm-0.33.0", SizingConfig(2, 0), workload, Budget(None, 2.0, "separate"), memory
     )
     assert result.capture_sizes == (1, 2) and result.plan.memory_bytes == 2 * MIB
+    assert result.eager_sizes == ()  # the largest graph, 2 tokens, serves both steps
 
 
 def test_an_infinite_memory_budget_is_refused():
