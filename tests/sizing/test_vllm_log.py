@@ -1076,3 +1076,71 @@ def test_assumed_settings_under_which_every_row_agrees_are_notes_not_a_disagreem
         "note: cudagraph_mode: not in the log, assumed the engine's default",
         "note: capture sizes: not in the log, the kit's own sizing is used",
     ]
+
+
+# What mutmut over sizing/log_reader.py found untested: the config lines' other keys, the dump's
+# capture sizes, a dump silent on speculation, and the messages naming a bad number's setting.
+
+
+def test_a_config_dumps_capture_sizes_are_what_the_engine_captured_not_a_user_setting(tmp_path):
+    # the dump prints CompilationConfig after _set_cudagraph_sizes resolved its list
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, max_num_seqs=4, compilation_config={'cudagraph_mode': "
+        "<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'cudagraph_capture_sizes': [1, 2, 4]}\n"
+    )
+    stats = table([(4, 4, "FULL", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.value("capture_sizes") == (1, 2, 4) and log.capture_sizes.line == 1
+    assert log.cudagraph_capture_sizes is None
+
+
+def test_non_default_args_give_the_users_capture_limit_and_mode(tmp_path):
+    args = ARGS.replace(
+        "'max_num_seqs': 6",
+        "'max_num_seqs': 6, 'compilation_config': {'cudagraph_mode': 'PIECEWISE', "
+        "'max_cudagraph_capture_size': 16}",
+    )
+    stats = table([(4, 4, "PIECEWISE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, args + prefixed(stats)))
+    assert log.value("max_cudagraph_capture_size") == 16
+    assert log.value("cudagraph_mode") == "PIECEWISE" and log.cudagraph_mode.line == 1
+
+
+def test_a_config_dump_silent_on_speculation_leaves_the_draft_tokens_unknown(tmp_path):
+    # only `speculative_config=None` says no draft tokens; a dump without it says nothing
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', max_num_seqs=4\n"
+    )
+    log = read_vllm_log(write(tmp_path, dump + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.value("max_num_seqs") == 4 and log.num_speculative_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "'max_num_seqs': 6",
+            "'max_num_seqs': 1234567890123456",
+            "max_num_seqs '1234567890123456'",
+        ),
+        (
+            "'num_speculative_tokens': 6",
+            "'num_speculative_tokens': 1234567890123456",
+            "num_speculative_tokens '1234567890123456'",
+        ),
+        ("[1, 2, 4, 8, 16, 24, 32, 40]", "[1, 2, x]", "capture size 'x'"),
+    ],
+)
+def test_a_number_vllm_never_logs_is_named_by_its_setting(tmp_path, old, new, message):
+    log = (ARGS + prefixed(table([(4, 4, "FULL", 1)]))).replace(old, new)
+    with pytest.raises(
+        GraphlabError, match=f"^{tmp_path}.*:[0-9]+: {message} is not a whole number"
+    ):
+        read_vllm_log(write(tmp_path, log))
+
+
+def test_a_cut_capture_size_list_is_refused(tmp_path):
+    log = prefixed(table([(4, 4, "FULL", 1)], sizes="[1, 2, 4"))
+    with pytest.raises(GraphlabError, match=r":4: capture sizes '\[1, 2, 4' are not a list like"):
+        read_vllm_log(write(tmp_path, log))
