@@ -1144,3 +1144,64 @@ def test_a_cut_capture_size_list_is_refused(tmp_path):
     log = prefixed(table([(4, 4, "FULL", 1)], sizes="[1, 2, 4"))
     with pytest.raises(GraphlabError, match=r":4: capture sizes '\[1, 2, 4' are not a list like"):
         read_vllm_log(write(tmp_path, log))
+
+
+HEADER_LINE = HEADER.split("\n")[0] + "\n"
+
+
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        (
+            HEADER_LINE + "INFO the table was cut here\n",
+            1,
+            "CUDAGraph Stats header without its |---| line (a cut table?)",
+        ),
+        (
+            HEADER + "INFO the table was cut here\n",
+            1,
+            "CUDAGraph Stats table has no rows (a cut table?)",
+        ),
+        (
+            HEADER_LINE + "| 4 | 4 | 0 | FULL | 1 |\n",
+            2,
+            "CUDAGraph Stats header is not followed by its |---| line: '| 4 | 4 | 0 | FULL | 1 |'",
+        ),
+        (
+            HEADER + "| 4 | 4 | 0 | FULL |\n",
+            3,
+            "CUDAGraph Stats row has 4 cells, its header 5 (a cut table?): '4 | 4 | 0 | FULL'",
+        ),
+        (
+            HEADER + "| 4 | 4 | 0 | EAGER | 1 |\n",
+            3,
+            "runtime mode 'EAGER' is not one vLLM logs (NONE, PIECEWISE, FULL)",
+        ),
+        (
+            HEADER + "| 4 | 8 | 3 | PIECEWISE | 1 |\n",
+            3,
+            "CUDAGraph Stats row '4 | 8 | 3 | PIECEWISE | 1' is not a step vLLM logs (needs 1 <= "
+            "unpadded <= padded, paddings = padded - unpadded, count >= 1)",
+        ),
+    ],
+)
+def test_a_broken_table_is_named_at_its_line_in_one_sentence(tmp_path, capsys, text, line, message):
+    path = write(tmp_path, text + prefixed(table([(4, 4, "FULL", 1)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err == f"error: {path}:{line}: {message}\n"
+
+
+def test_a_log_without_a_table_says_how_vllm_writes_one(tmp_path, capsys):
+    path = write(tmp_path, ARGS)
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err == (
+        f"error: {path}:1: no CUDAGraph Stats table (vLLM logs one per stats interval when "
+        "started with --cudagraph-metrics, v0.13.0 on, with stats logging on; model runner V2 "
+        "logged none before PR 52358, vLLM issue 52728)\n"
+    )
+
+
+def test_a_step_of_one_token_is_read(tmp_path):
+    # a single request decoding without speculation: vLLM logs 1 unpadded token
+    log = read_vllm_log(write(tmp_path, prefixed(table([(1, 1, "FULL", 3)]))))
+    assert [(s.unpadded_tokens, s.padded_tokens, s.count) for s in log.steps] == [(1, 1, 3)]
