@@ -15,6 +15,7 @@ from graphlab.sizing.engines import TABLE_ENGINES, get_engine, round_for_spec_de
 from graphlab.sizing.planner.compare import eager_penalty_tokens, fewest_graphs
 from graphlab.sizing.planner.plan import (
     MIB,
+    NO_GRAPHS,
     V1_ENGINES,
     Budget,
     SizeTable,
@@ -1306,3 +1307,42 @@ def test_of_plans_costing_the_same_up_to_rounding_the_one_with_fewer_graphs_is_c
     workload = Workload(sizes, weights, "flat top")
     result = plan("vllm-0.33.0", SizingConfig(40, 0), workload, Budget(4), latency=(graph, eager))
     assert result.plan.capture_sizes == (6, 12, 37)
+
+
+# What mutmut over sizing/planner/plan.py found untested: each refusal's whole sentence (a
+# substring match passed on a mangled one), NONE refused on a V1 engine, the user's
+# compilation_config kept.
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: plan("vllm-0.6.0", SizingConfig(8, 0)),
+            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got 'vllm-0.6.0'",
+        ),
+        (
+            lambda: plan("vllm-0.33.0", SizingConfig(8, 2), budget=Budget(memory_mib=64)),
+            "a memory budget needs per-size graph memory (a graph_memory.csv)",
+        ),
+        (
+            lambda: plan(
+                "vllm-0.33.0",
+                SizingConfig(8, 0, 16),
+                Workload.from_counts([4, 8, 64], [1, 1, 1], "three"),
+            ),
+            "workload batch of 64 tokens exceeds max_num_batched_tokens=16",
+        ),
+        (lambda: plan("vllm-0.33.0", SizingConfig(8, 0, cudagraph_mode="NONE")), NO_GRAPHS),
+    ],
+)
+def test_each_planner_refusal_is_its_whole_sentence(make, message):
+    with pytest.raises(GraphlabError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
+def test_the_users_compilation_config_is_kept_whole_in_the_plan():
+    user = {"mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE"}
+    result = plan("vllm-0.33.0", SizingConfig(8, 0), compilation_config=user)
+    assert result.compilation_config == user
