@@ -1147,6 +1147,8 @@ def test_a_cut_capture_size_list_is_refused(tmp_path):
 
 
 HEADER_LINE = HEADER.split("\n")[0] + "\n"
+COLUMNS = ["Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count"]
+WHOLE = "is not a whole number below 10**15"
 
 
 @pytest.mark.parametrize(
@@ -1182,6 +1184,23 @@ HEADER_LINE = HEADER.split("\n")[0] + "\n"
             3,
             "CUDAGraph Stats row '4 | 8 | 3 | PIECEWISE | 1' is not a step vLLM logs (needs 1 <= "
             "unpadded <= padded, paddings = padded - unpadded, count >= 1)",
+        ),
+        (
+            HEADER_LINE.replace("Count |", "Count | Foo |"),
+            1,
+            f"CUDAGraph Stats header has columns {[*COLUMNS, 'Foo']}; vLLM's are {COLUMNS}",
+        ),
+        (HEADER + f"| 4 | 4 | 0 | FULL | {'x' * 40} |\n", 3, f"Count cell '{'x' * 40}' {WHOLE}"),
+        (
+            HEADER + f"| 4 | 4 | 0 | FULL | {'x' * 41} |\n",
+            3,
+            f"Count cell '{'x' * 40}... (41 characters)' {WHOLE}",
+        ),
+        (
+            "**CUDAGraph Config Settings:**\n- Mode: EAGER\n",
+            2,
+            "cudagraph mode 'EAGER' is not one vLLM has (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, "
+            "FULL_AND_PIECEWISE)",
         ),
     ],
 )
