@@ -265,3 +265,13 @@ def test_the_release_without_model_runner_v1_runs_v2_for_every_method():
         runner, why = choose_model_runner("0.34.0", "auto", method)
         assert runner == "v2", method
         assert why == "vLLM 0.34.0 has model runner V2 only (model runner V1 was removed)"
+
+
+def test_a_post_release_is_ordered_as_its_release():
+    # 0.8.5.post1 is 0.8.5 rebuilt, years before model runner V2 (first in 0.12.0)
+    for version in ("0.5.3.post1", "0.6.4.post1", "0.8.5.post1"):
+        runner, why = choose_model_runner(version, "auto", None)
+        assert (runner, why.split(" has ")[1]) == (
+            "v1",
+            "model runner V1 only (model runner V2 is first in 0.12.0)",
+        ), version
