@@ -1032,6 +1032,11 @@ def test_two_engines_text_names_both_and_gives_each_its_line(tmp_path, capsys):
         "  engine 000: 5 steps, 0 without a graph, 6 padding tokens, 0 rows disagree",
         "  engine 001: 6 steps, 0 without a graph, 9 padding tokens, 0 rows disagree",
     ]
+    heading = lines.index("4 of 4 rows:") + 1  # each row says its engine
+    assert lines[heading].split()[0] == "engine"
+    assert [line.split()[0] for line in lines[heading + 1 : heading + 5]] == ["000"] * 2 + [
+        "001"
+    ] * 2
 
 
 def test_capture_sizes_that_differ_alone_are_a_disagreement_said_first(tmp_path, capsys):
