@@ -1229,3 +1229,15 @@ def test_a_step_of_one_token_is_read(tmp_path):
     # a single request decoding without speculation: vLLM logs 1 unpadded token
     log = read_vllm_log(write(tmp_path, prefixed(table([(1, 1, "FULL", 3)]))))
     assert [(s.unpadded_tokens, s.padded_tokens, s.count) for s in log.steps] == [(1, 1, 3)]
+
+
+def test_vllm_0_34_0s_capture_settings_given_beside_a_log_reach_its_config(tmp_path):
+    # a log names none of 0.34.0's split settings; --vllm-args gives them, as values
+    log = read_vllm_log(write(tmp_path, ARGS + prefixed(table([(7, 7, "FULL", 1)]))))
+    given = {
+        "max_decode_cudagraph_capture_requests": (4, "--vllm-args"),
+        "decode_cudagraph_capture_request_sizes": ((1, 2, 4), "--vllm-args"),
+    }
+    cfg, _ = logged_config(log, given)
+    assert cfg.max_decode_cudagraph_capture_requests == 4
+    assert tuple(cfg.decode_cudagraph_capture_request_sizes) == (1, 2, 4)
