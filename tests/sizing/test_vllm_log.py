@@ -1241,3 +1241,24 @@ def test_vllm_0_34_0s_capture_settings_given_beside_a_log_reach_its_config(tmp_p
     cfg, _ = logged_config(log, given)
     assert cfg.max_decode_cudagraph_capture_requests == 4
     assert tuple(cfg.decode_cudagraph_capture_request_sizes) == (1, 2, 4)
+
+
+def test_top_cuts_pr_53407s_rows_to_the_most_frequent_too(tmp_path, capsys):
+    # q = 3 on sizes [1, 2, 4, 8, 16, 24]: 12 and 15 tokens both ran PIECEWISE at 16 below FULL 18
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (15, 16, "PIECEWISE", 2)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    for top, listed in ((None, [12, 15]), (1, [12])):
+        flags = () if top is None else ("--top", str(top))
+        code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", *flags)
+        lines = out.splitlines()
+        heading = next(i for i, line in enumerate(lines) if "(PR 53407's class):" in line)
+        assert code == 0 and lines[heading].startswith("5 steps ran on a smaller PIECEWISE graph")
+        shown = [
+            line
+            for line in lines[heading + 1 :]
+            if line.startswith("  ") and "FULL graph 18" in line
+        ]
+        assert [int(line.split()[0]) for line in shown] == listed, out
