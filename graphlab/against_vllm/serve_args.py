@@ -366,10 +366,11 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         seqs_unset="max_num_seqs" in unset,
         tokens_unset="max_num_batched_tokens" in unset,
     )
+    k = _num_speculative_tokens(args.speculative_config)  # its refusals say --vllm-args already
     try:
         config = SizingConfig(
             max_num_seqs=defaults.max_num_seqs if args.max_num_seqs is None else args.max_num_seqs,
-            num_speculative_tokens=_num_speculative_tokens(args.speculative_config),
+            num_speculative_tokens=k,
             # which model runner vLLM picks depends on it (graphlab.sizing.model_runner)
             speculative_method=(args.speculative_config or {}).get("method"),
             num_speculative_tokens_per_batch_size=(args.speculative_config or {}).get(

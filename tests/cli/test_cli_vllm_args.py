@@ -745,8 +745,12 @@ def test_a_speculative_config_without_its_token_count_is_refused_by_name(vllm_pa
 
     words = 'm --speculative-config \'{"method": "ngram"}\''
     assert vllm_parse(shlex.split(words)).speculative_config == {"method": "ngram"}
-    with pytest.raises(GraphlabError, match="speculative_config must give num_speculative_tokens"):
+    with pytest.raises(GraphlabError) as refused:
         read_vllm_args(f"vllm serve {words}")
+    assert str(refused.value) == (
+        "--vllm-args: speculative_config must give num_speculative_tokens (vLLM would read it "
+        "from the draft model's config, which is not loaded here)"
+    )
 
 
 @pytest.mark.vllm

@@ -15,6 +15,7 @@ from graphlab.sizing.engines import TABLE_ENGINES, get_engine, round_for_spec_de
 from graphlab.sizing.planner.compare import eager_penalty_tokens, fewest_graphs
 from graphlab.sizing.planner.plan import (
     MIB,
+    NO_GRAPHS,
     V1_ENGINES,
     Budget,
     PlanRequest,
@@ -224,6 +225,7 @@ def test_padding_optimum_equals_brute_force(chunk):
             Budget(2, 0.0485 + 0.001 * rng.integers(0, 9)),
             Budget(3, 0.15, "separate"),
             Budget(None, 0.1, "separate"),
+            Budget(2, 1.0, "separate"),  # the graph limit binds, not the memory
         ):
             try:
                 result = plan(engine, cfg, workload, budget, memory)
@@ -1088,6 +1090,7 @@ def test_separate_pools_may_spend_exactly_the_memory_budget():
         "vllm-0.33.0", SizingConfig(2, 0), workload, Budget(None, 2.0, "separate"), memory
     )
     assert result.capture_sizes == (1, 2) and result.plan.memory_bytes == 2 * MIB
+    assert result.eager_sizes == ()  # the largest graph, 2 tokens, serves both steps
 
 
 def test_an_infinite_memory_budget_is_refused():
@@ -1318,3 +1321,42 @@ def test_same_footing_plans_on_the_defaults_terms():
     assert plan_for(PlanRequest(request.policy, request.config)).same_footing is None
     with pytest.raises(GraphlabError, match="same_footing"):
         PlanRequest(request.policy, request.config, same_footing=1)
+
+
+# What mutmut over sizing/planner/plan.py found untested: each refusal's whole sentence (a
+# substring match passed on a mangled one), NONE refused on a V1 engine, the user's
+# compilation_config kept.
+
+
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (
+            lambda: plan("vllm-0.6.0", SizingConfig(8, 0)),
+            f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got 'vllm-0.6.0'",
+        ),
+        (
+            lambda: plan("vllm-0.33.0", SizingConfig(8, 2), budget=Budget(memory_mib=64)),
+            "a memory budget needs per-size graph memory (a graph_memory.csv)",
+        ),
+        (
+            lambda: plan(
+                "vllm-0.33.0",
+                SizingConfig(8, 0, 16),
+                Workload.from_counts([4, 8, 64], [1, 1, 1], "three"),
+            ),
+            "workload batch of 64 tokens exceeds max_num_batched_tokens=16",
+        ),
+        (lambda: plan("vllm-0.33.0", SizingConfig(8, 0, cudagraph_mode="NONE")), NO_GRAPHS),
+    ],
+)
+def test_each_planner_refusal_is_its_whole_sentence(make, message):
+    with pytest.raises(GraphlabError) as raised:
+        make()
+    assert str(raised.value) == message
+
+
+def test_the_users_compilation_config_is_kept_whole_in_the_plan():
+    user = {"mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE"}
+    result = plan("vllm-0.33.0", SizingConfig(8, 0), compilation_config=user)
+    assert result.compilation_config == user

@@ -247,3 +247,31 @@ def test_the_first_release_with_model_runner_v2_runs_v1_unless_asked():
     # 0.12.0 has model runner V2 (vllm/v1/worker/gpu/) but defaults to V1 until 0.22.0
     runner, why = choose_model_runner("0.12.0", "auto", None)
     assert runner == "v1" and why.startswith("vLLM 0.12.0 runs model runner V1 unless"), why
+
+
+def test_a_release_before_model_runner_v2_runs_v1_and_names_no_v2_setting():
+    # vllm/v1/worker/gpu/ and VLLM_USE_V2_MODEL_RUNNER are first in 0.12.0's wheel
+    runner, why = choose_model_runner("0.11.0", "auto", None)
+    assert runner == "v1"
+    assert why == "vLLM 0.11.0 has model runner V1 only (model runner V2 is first in 0.12.0)"
+    # where vLLM 0.11.0 may fall back to V0, V1 is asked with VLLM_USE_V1=1
+    runner, why = choose_model_runner("0.11.0", "v1", None)
+    assert runner == "v1" and "VLLM_USE_V1=1" in why and "VLLM_USE_V2_MODEL_RUNNER" not in why
+
+
+def test_the_release_without_model_runner_v1_runs_v2_for_every_method():
+    # 0.34.0's wheel has no vllm/v1/worker/gpu_model_runner.py: only `--model-runner v1` is refused
+    for method in (None, "ngram", "eagle", "suffix"):
+        runner, why = choose_model_runner("0.34.0", "auto", method)
+        assert runner == "v2", method
+        assert why == "vLLM 0.34.0 has model runner V2 only (model runner V1 was removed)"
+
+
+def test_a_post_release_is_ordered_as_its_release():
+    # 0.8.5.post1 is 0.8.5 rebuilt, years before model runner V2 (first in 0.12.0)
+    for version in ("0.5.3.post1", "0.6.4.post1", "0.8.5.post1"):
+        runner, why = choose_model_runner(version, "auto", None)
+        assert (runner, why.split(" has ")[1]) == (
+            "v1",
+            "model runner V1 only (model runner V2 is first in 0.12.0)",
+        ), version

@@ -1032,6 +1032,11 @@ def test_two_engines_text_names_both_and_gives_each_its_line(tmp_path, capsys):
         "  engine 000: 5 steps, 0 without a graph, 6 padding tokens, 0 rows disagree",
         "  engine 001: 6 steps, 0 without a graph, 9 padding tokens, 0 rows disagree",
     ]
+    heading = lines.index("4 of 4 rows:") + 1  # each row says its engine
+    assert lines[heading].split()[0] == "engine"
+    assert [line.split()[0] for line in lines[heading + 1 : heading + 5]] == ["000"] * 2 + [
+        "001"
+    ] * 2
 
 
 def test_capture_sizes_that_differ_alone_are_a_disagreement_said_first(tmp_path, capsys):
@@ -1076,3 +1081,184 @@ def test_assumed_settings_under_which_every_row_agrees_are_notes_not_a_disagreem
         "note: cudagraph_mode: not in the log, assumed the engine's default",
         "note: capture sizes: not in the log, the kit's own sizing is used",
     ]
+
+
+# What mutmut over sizing/log_reader.py found untested: the config lines' other keys, the dump's
+# capture sizes, a dump silent on speculation, and the messages naming a bad number's setting.
+
+
+def test_a_config_dumps_capture_sizes_are_what_the_engine_captured_not_a_user_setting(tmp_path):
+    # the dump prints CompilationConfig after _set_cudagraph_sizes resolved its list
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', "
+        "speculative_config=None, max_num_seqs=4, compilation_config={'cudagraph_mode': "
+        "<CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'cudagraph_capture_sizes': [1, 2, 4]}\n"
+    )
+    stats = table([(4, 4, "FULL", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, dump + prefixed(stats)))
+    assert log.value("capture_sizes") == (1, 2, 4) and log.capture_sizes.line == 1
+    assert log.cudagraph_capture_sizes is None
+
+
+def test_non_default_args_give_the_users_capture_limit_and_mode(tmp_path):
+    args = ARGS.replace(
+        "'max_num_seqs': 6",
+        "'max_num_seqs': 6, 'compilation_config': {'cudagraph_mode': 'PIECEWISE', "
+        "'max_cudagraph_capture_size': 16}",
+    )
+    stats = table([(4, 4, "PIECEWISE", 1)]).split("**CUDAGraph Stats:**")[1]  # no settings block
+    log = read_vllm_log(write(tmp_path, args + prefixed(stats)))
+    assert log.value("max_cudagraph_capture_size") == 16
+    assert log.value("cudagraph_mode") == "PIECEWISE" and log.cudagraph_mode.line == 1
+
+
+def test_a_config_dump_silent_on_speculation_leaves_the_draft_tokens_unknown(tmp_path):
+    # only `speculative_config=None` says no draft tokens; a dump without it says nothing
+    dump = (
+        f"{PREFIX}Initializing a V1 LLM engine (v0.13.0) with config: model='m', max_num_seqs=4\n"
+    )
+    log = read_vllm_log(write(tmp_path, dump + prefixed(table([(4, 4, "FULL", 1)]))))
+    assert log.value("max_num_seqs") == 4 and log.num_speculative_tokens is None
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "message"),
+    [
+        (
+            "'max_num_seqs': 6",
+            "'max_num_seqs': 1234567890123456",
+            "max_num_seqs '1234567890123456'",
+        ),
+        (
+            "'num_speculative_tokens': 6",
+            "'num_speculative_tokens': 1234567890123456",
+            "num_speculative_tokens '1234567890123456'",
+        ),
+        ("[1, 2, 4, 8, 16, 24, 32, 40]", "[1, 2, x]", "capture size 'x'"),
+    ],
+)
+def test_a_number_vllm_never_logs_is_named_by_its_setting(tmp_path, old, new, message):
+    log = (ARGS + prefixed(table([(4, 4, "FULL", 1)]))).replace(old, new)
+    with pytest.raises(
+        GraphlabError, match=f"^{tmp_path}.*:[0-9]+: {message} is not a whole number"
+    ):
+        read_vllm_log(write(tmp_path, log))
+
+
+def test_a_cut_capture_size_list_is_refused(tmp_path):
+    log = prefixed(table([(4, 4, "FULL", 1)], sizes="[1, 2, 4"))
+    with pytest.raises(GraphlabError, match=r":4: capture sizes '\[1, 2, 4' are not a list like"):
+        read_vllm_log(write(tmp_path, log))
+
+
+HEADER_LINE = HEADER.split("\n")[0] + "\n"
+COLUMNS = ["Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count"]
+WHOLE = "is not a whole number below 10**15"
+
+
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        (
+            HEADER_LINE + "INFO the table was cut here\n",
+            1,
+            "CUDAGraph Stats header without its |---| line (a cut table?)",
+        ),
+        (
+            HEADER + "INFO the table was cut here\n",
+            1,
+            "CUDAGraph Stats table has no rows (a cut table?)",
+        ),
+        (
+            HEADER_LINE + "| 4 | 4 | 0 | FULL | 1 |\n",
+            2,
+            "CUDAGraph Stats header is not followed by its |---| line: '| 4 | 4 | 0 | FULL | 1 |'",
+        ),
+        (
+            HEADER + "| 4 | 4 | 0 | FULL |\n",
+            3,
+            "CUDAGraph Stats row has 4 cells, its header 5 (a cut table?): '4 | 4 | 0 | FULL'",
+        ),
+        (
+            HEADER + "| 4 | 4 | 0 | EAGER | 1 |\n",
+            3,
+            "runtime mode 'EAGER' is not one vLLM logs (NONE, PIECEWISE, FULL)",
+        ),
+        (
+            HEADER + "| 4 | 8 | 3 | PIECEWISE | 1 |\n",
+            3,
+            "CUDAGraph Stats row '4 | 8 | 3 | PIECEWISE | 1' is not a step vLLM logs (needs 1 <= "
+            "unpadded <= padded, paddings = padded - unpadded, count >= 1)",
+        ),
+        (
+            HEADER_LINE.replace("Count |", "Count | Foo |"),
+            1,
+            f"CUDAGraph Stats header has columns {[*COLUMNS, 'Foo']}; vLLM's are {COLUMNS}",
+        ),
+        (HEADER + f"| 4 | 4 | 0 | FULL | {'x' * 40} |\n", 3, f"Count cell '{'x' * 40}' {WHOLE}"),
+        (
+            HEADER + f"| 4 | 4 | 0 | FULL | {'x' * 41} |\n",
+            3,
+            f"Count cell '{'x' * 40}... (41 characters)' {WHOLE}",
+        ),
+        (
+            "**CUDAGraph Config Settings:**\n- Mode: EAGER\n",
+            2,
+            "cudagraph mode 'EAGER' is not one vLLM has (NONE, PIECEWISE, FULL, FULL_DECODE_ONLY, "
+            "FULL_AND_PIECEWISE)",
+        ),
+    ],
+)
+def test_a_broken_table_is_named_at_its_line_in_one_sentence(tmp_path, capsys, text, line, message):
+    path = write(tmp_path, text + prefixed(table([(4, 4, "FULL", 1)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err == f"error: {path}:{line}: {message}\n"
+
+
+def test_a_log_without_a_table_says_how_vllm_writes_one(tmp_path, capsys):
+    path = write(tmp_path, ARGS)
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--max-num-seqs", "4")
+    assert err == (
+        f"error: {path}:1: no CUDAGraph Stats table (vLLM logs one per stats interval when "
+        "started with --cudagraph-metrics, v0.13.0 on, with stats logging on; model runner V2 "
+        "logged none before PR 52358, vLLM issue 52728)\n"
+    )
+
+
+def test_a_step_of_one_token_is_read(tmp_path):
+    # a single request decoding without speculation: vLLM logs 1 unpadded token
+    log = read_vllm_log(write(tmp_path, prefixed(table([(1, 1, "FULL", 3)]))))
+    assert [(s.unpadded_tokens, s.padded_tokens, s.count) for s in log.steps] == [(1, 1, 3)]
+
+
+def test_vllm_0_34_0s_capture_settings_given_beside_a_log_reach_its_config(tmp_path):
+    # a log names none of 0.34.0's split settings; --vllm-args gives them, as values
+    log = read_vllm_log(write(tmp_path, ARGS + prefixed(table([(7, 7, "FULL", 1)]))))
+    given = {
+        "max_decode_cudagraph_capture_requests": (4, "--vllm-args"),
+        "decode_cudagraph_capture_request_sizes": ((1, 2, 4), "--vllm-args"),
+    }
+    cfg, _ = logged_config(log, given)
+    assert cfg.max_decode_cudagraph_capture_requests == 4
+    assert tuple(cfg.decode_cudagraph_capture_request_sizes) == (1, 2, 4)
+
+
+def test_top_cuts_pr_53407s_rows_to_the_most_frequent_too(tmp_path, capsys):
+    # q = 3 on sizes [1, 2, 4, 8, 16, 24]: 12 and 15 tokens both ran PIECEWISE at 16 below FULL 18
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 8").replace(
+        "'num_speculative_tokens': 6", "'num_speculative_tokens': 2"
+    )
+    rows = [(12, 16, "PIECEWISE", 3), (15, 16, "PIECEWISE", 2)]
+    path = write(tmp_path, args + prefixed(table(rows, sizes="[1, 2, 4, 8, 16, 24]")))
+    for top, listed in ((None, [12, 15]), (1, [12])):
+        flags = () if top is None else ("--top", str(top))
+        code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", *flags)
+        lines = out.splitlines()
+        heading = next(i for i, line in enumerate(lines) if "(PR 53407's class):" in line)
+        assert code == 0 and lines[heading].startswith("5 steps ran on a smaller PIECEWISE graph")
+        shown = [
+            line
+            for line in lines[heading + 1 :]
+            if line.startswith("  ") and "FULL graph 18" in line
+        ]
+        assert [int(line.split()[0]) for line in shown] == listed, out
