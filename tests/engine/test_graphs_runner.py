@@ -384,3 +384,31 @@ def test_a_step_shared_by_two_torch_threads_is_timed_on_the_wall():
         assert StepTimer(torch.device("cpu")).clock == "wall"
     finally:
         torch.set_num_threads(previous)
+
+
+# ---- what mutmut over engine/graphs.py with its own test files found untested (2026-12-06, later)
+
+
+def test_capture_graphs_holds_v0s_one_token_rows_by_default(model):
+    # a graph of 3 rows of one token each (vLLM V0's decode graphs), replayed as the eager step
+    ids, pos, seq_slots = batch(2, seed=4)
+    start = snapshot(model)
+    try:
+        graphs, records = capture_graphs(model, [3])
+        replayed = graphs[3].replay(ids, pos, seq_slots).clone()
+        eager = model.hidden_states(ids, pos, seq_slots)
+    finally:
+        restore(model, start)
+    assert [r.size for r in records] == [3]
+    torch.testing.assert_close(replayed, eager.view(2, -1))
+
+
+def test_capture_graphs_names_a_bad_model_or_size_list():
+    with pytest.raises(GraphlabError) as error:
+        capture_graphs("tiny", [1])
+    assert str(error.value) == "model must be a LlamaForCausalLM, got str"
+    model = build_model("tiny")
+    model.allocate_kv_cache(1, 8)
+    with pytest.raises(GraphlabError) as error:
+        capture_graphs(model, "12")
+    assert str(error.value) == "sizes must be a non-empty list or tuple of integers, got str '12'"

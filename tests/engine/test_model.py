@@ -9,7 +9,7 @@ from helpers import restore, snapshot
 
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
 from graphlab.engine.config import PRESETS, ModelConfig
-from graphlab.engine.model import RMSNorm, build_model
+from graphlab.engine.model import RMSNorm, build_model, default_init_std
 from graphlab.errors import GraphlabError
 
 LLAMA3_ROPE = dict(
@@ -459,3 +459,25 @@ def test_the_cache_may_hold_every_position_the_model_has():
     assert model.max_seq_len == limit
     with pytest.raises(GraphlabError, match=rf"max_seq_len .* in 1..{limit}, got {limit + 1}"):
         model.allocate_kv_cache(num_slots=1, max_seq_len=limit + 1)
+
+
+# ---- what mutmut over engine/model.py with its own test file found untested (2026-12-06, later)
+
+
+def test_a_weight_std_scales_every_matrix_of_the_same_seed_and_leaves_the_norms_at_one():
+    # one seeded draw per parameter: std s gives (s / default std) times the default weights
+    default = build_model("tiny", seed=3)
+    scaled = build_model("tiny", seed=3, weight_std=0.02)
+    ratio = 0.02 / default_init_std(default.config)
+    for (name, a), b in zip(default.hf_parameters().items(), scaled.hf_parameters().values()):
+        expected = a if name.endswith("norm.weight") else a * ratio
+        torch.testing.assert_close(b, expected, rtol=1e-5, atol=0, msg=name)
+
+
+def test_a_built_model_records_no_autograd_graph():
+    # outside inference_mode too: a step's logits carry no graph back to the weights
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=1, max_seq_len=8)
+    logits = model(torch.tensor([[1]]), torch.tensor([[0]]), torch.tensor([0]))
+    assert not logits.requires_grad and logits.grad_fn is None
+    assert not any(p.requires_grad for p in model.parameters())
