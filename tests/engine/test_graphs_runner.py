@@ -370,8 +370,9 @@ def test_a_replay_after_the_cache_is_reallocated_names_the_graphs_size():
     model.allocate_kv_cache(NUM_SLOTS, MAX_SEQ_LEN)  # the cache's second version
     with pytest.raises(GraphlabError) as error:
         graphs[8].replay(*batch(3))
-    assert str(error.value).startswith(
+    assert str(error.value) == (
         "the model's KV cache was reallocated after the graph of 8 was captured: "
+        "capture again (a new runner's capture_model()) before replaying"
     )
 
 
@@ -412,3 +413,22 @@ def test_capture_graphs_names_a_bad_model_or_size_list():
     with pytest.raises(GraphlabError) as error:
         capture_graphs(model, "12")
     assert str(error.value) == "sizes must be a non-empty list or tuple of integers, got str '12'"
+
+
+@pytest.mark.parametrize(
+    "query_len, size, rows, message",
+    [
+        (1, 2, 3, "a batch of 3 rows does not fit the graph captured for 2 rows"),
+        (2, 4, 3, "a batch of 6 tokens does not fit the graph captured for 4 tokens"),
+    ],
+)
+def test_a_batch_larger_than_its_graph_is_named_in_rows_or_tokens(
+    model, query_len, size, rows, message
+):
+    # V0's graphs count rows of one token; V1's uniform-decode graphs count tokens
+    graphs, _ = capture_graphs(model, [size], query_len=query_len)
+    ids = torch.ones(rows, query_len, dtype=torch.long)
+    positions = torch.arange(query_len).repeat(rows, 1)
+    with pytest.raises(GraphlabError) as error:
+        graphs[size].replay(ids, positions, torch.arange(rows))
+    assert str(error.value) == message
