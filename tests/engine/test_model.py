@@ -481,3 +481,11 @@ def test_a_built_model_records_no_autograd_graph():
     logits = model(torch.tensor([[1]]), torch.tensor([[0]]), torch.tensor([0]))
     assert not logits.requires_grad and logits.grad_fn is None
     assert not any(p.requires_grad for p in model.parameters())
+
+
+def test_a_step_without_a_kv_cache_says_which_call_allocates_it():
+    model = build_model("tiny")
+    one = torch.tensor([[1]])
+    with pytest.raises(GraphlabError) as raised:
+        model.hidden_states(one, one, torch.tensor([0]))
+    assert str(raised.value) == "no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first"
