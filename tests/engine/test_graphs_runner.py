@@ -11,7 +11,7 @@ from graphlab.engine.config import PRESETS
 from graphlab.engine.graphs import StaticBuffers, capture_graphs
 from graphlab.engine.memory import gathered_kv_bytes, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import build_model
-from graphlab.engine.runner import StepTimer, cpu_clock
+from graphlab.engine.runner import Span, StepTimer, cpu_clock
 from graphlab.engine.v0_runner import V0ModelRunner
 from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
@@ -432,3 +432,49 @@ def test_a_batch_larger_than_its_graph_is_named_in_rows_or_tokens(
     with pytest.raises(GraphlabError) as error:
         graphs[size].replay(ids, positions, torch.arange(rows))
     assert str(error.value) == message
+
+
+# ---- what mutmut over engine/runner.py with its own test file found untested (2026-12-06, later)
+
+
+def test_a_step_before_capture_and_too_many_scheduled_tokens_are_named(model):
+    runner = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    with pytest.raises(GraphlabError) as error:
+        runner.execute_model(*batch(2))
+    assert str(error.value) == "call capture_model() before execute_model()"
+    runner.capture_model()
+    # a row of q = 1 token cannot schedule 2 (vLLM schedules at most the row's 1 + k)
+    with pytest.raises(GraphlabError) as error:
+        runner.execute_model(*batch(2), num_scheduled_tokens=[1, 2])
+    assert str(error.value) == (
+        "every num_scheduled_tokens entry must be an integer in 1..1, got 2"
+    )
+
+
+def test_a_step_record_names_its_clock_and_its_wall_time(model):
+    runner = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    runner.capture_model()
+    before = time.perf_counter()
+    _, record = runner.execute_model(*batch(3))
+    outer_ms = (time.perf_counter() - before) * 1e3
+    assert record.clock == "thread_cpu"  # one torch thread (the module's fixture)
+    assert 0 < record.wall_ms <= outer_ms
+
+
+def test_a_span_reads_the_threads_cpu_time_and_the_wall_beside_it():
+    # the spec-decode engine's whole-step span: a sleep holds no CPU, a busy loop does
+    before = time.perf_counter()
+    span = Span(torch.device("cpu"))
+    time.sleep(0.2)
+    ms, wall_ms = span.ms(), span.wall_ms()
+    assert span.clock == "thread_cpu"
+    assert ms < 50 and 200 <= wall_ms <= (time.perf_counter() - before) * 1e3
+    # milliseconds of the thread's CPU time, read within the two readings around the span
+    first = time.thread_time()
+    span = Span(torch.device("cpu"))
+    while time.thread_time() < first + 0.2:
+        pass
+    ms = span.ms()
+    assert 200 <= ms <= (time.thread_time() - first) * 1e3
+    # a GPU's work runs beside the host thread, which only waits for it: the wall clock
+    assert Span(torch.device("cuda")).clock == "wall"
