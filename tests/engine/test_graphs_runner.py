@@ -469,12 +469,12 @@ def test_a_span_reads_the_threads_cpu_time_and_the_wall_beside_it():
     ms, wall_ms = span.ms(), span.wall_ms()
     assert span.clock == "thread_cpu"
     assert ms < 50 and 200 <= wall_ms <= (time.perf_counter() - before) * 1e3
-    # milliseconds of the thread's CPU time, read within the two readings around the span
+    # milliseconds of the thread's CPU time, no more than the readings around the span
     first = time.thread_time()
     span = Span(torch.device("cpu"))
     while time.thread_time() < first + 0.2:
         pass
     ms = span.ms()
-    assert 200 <= ms <= (time.thread_time() - first) * 1e3
+    assert 190 <= ms <= (time.thread_time() - first) * 1e3
     # a GPU's work runs beside the host thread, which only waits for it: the wall clock
     assert Span(torch.device("cuda")).clock == "wall"
