@@ -478,3 +478,19 @@ def test_a_span_reads_the_threads_cpu_time_and_the_wall_beside_it():
     assert 190 <= ms <= (time.thread_time() - first) * 1e3
     # a GPU's work runs beside the host thread, which only waits for it: the wall clock
     assert Span(torch.device("cuda")).clock == "wall"
+
+
+def test_a_runners_bad_model_warm_up_count_or_count_list_is_named(model):
+    with pytest.raises(GraphlabError) as error:
+        V0ModelRunner("tiny", "vllm-0.6.0", SizingConfig(8))
+    assert str(error.value) == "model must be a LlamaForCausalLM, got str"
+    with pytest.raises(GraphlabError) as error:
+        V0ModelRunner(model, "vllm-0.6.0", SizingConfig(8), num_warmups=-1)
+    assert str(error.value) == "num_warmups must be an integer >= 0, got -1"
+    # vLLM V0's two warm-up runs per size (vllm/worker/model_runner.py)
+    assert V0ModelRunner(model, "vllm-0.6.0", SizingConfig(8)).num_warmups == 2
+    runner = V0ModelRunner(model, "vllm-0.6.0", SizingConfig(8))
+    runner.capture_model()
+    with pytest.raises(GraphlabError) as error:
+        runner.execute_model(*batch(2), num_scheduled_tokens=[1])
+    assert str(error.value) == "num_scheduled_tokens must hold 2 values in [1, 1], got [1]"
