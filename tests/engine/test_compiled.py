@@ -223,3 +223,21 @@ def test_the_first_compile_check_builds_or_names_the_failure():
     failed = "^torch.compile failed on this CPU .*graphlab-no-such-compiler"
     with missing, pytest.raises(GraphlabError, match=failed):
         first_compile()
+
+
+# ---- what mutmut over engine/graphs.py found untested (2026-12-06, later) ---------------------
+
+
+def test_a_compiled_replay_runs_the_compiled_step_not_the_eager_module(monkeypatch, runners):
+    # dropping the step from CapturedGraph.replay ran the eager forward, equal within TOL
+    def eager(*args):
+        raise AssertionError("the eager hidden_states ran on a compiled replay")
+
+    runner = runners["compiled"]
+    start = snapshot(runner.model)
+    monkeypatch.setattr(runner.model, "hidden_states", eager)
+    try:
+        _, record = runner.execute_model(*batch(3, seed=3))
+    finally:
+        restore(runner.model, start)
+    assert (record.path, record.graph_size) == ("graph", 4)

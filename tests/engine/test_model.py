@@ -1,5 +1,6 @@
 """The Llama decoder: equal to transformers' Llama, cache semantics, checkpoints, bad input."""
 
+import dataclasses
 import json
 
 import pytest
@@ -8,8 +9,8 @@ import torch.nn.functional as F
 from helpers import restore, snapshot
 
 from graphlab.engine.checkpoint import load_checkpoint, save_checkpoint
-from graphlab.engine.config import PRESETS, ModelConfig
-from graphlab.engine.model import RMSNorm, build_model
+from graphlab.engine.config import PRESETS, Llama3RopeScaling, ModelConfig
+from graphlab.engine.model import RMSNorm, build_model, default_init_std, rope_inv_freq
 from graphlab.errors import GraphlabError, UnreadableInput
 
 LLAMA3_ROPE = dict(
@@ -468,3 +469,60 @@ def test_the_cache_may_hold_every_position_the_model_has():
     assert model.max_seq_len == limit
     with pytest.raises(GraphlabError, match=rf"max_seq_len .* in 1..{limit}, got {limit + 1}"):
         model.allocate_kv_cache(num_slots=1, max_seq_len=limit + 1)
+
+
+# ---- what mutmut over engine/model.py with its own test file found untested (2026-12-06, later)
+
+
+def test_a_weight_std_scales_every_matrix_of_the_same_seed_and_leaves_the_norms_at_one():
+    # one seeded draw per parameter: std s gives (s / default std) times the default weights
+    default = build_model("tiny", seed=3)
+    scaled = build_model("tiny", seed=3, weight_std=0.02)
+    ratio = 0.02 / default_init_std(default.config)
+    for (name, a), b in zip(default.hf_parameters().items(), scaled.hf_parameters().values()):
+        expected = a if name.endswith("norm.weight") else a * ratio
+        torch.testing.assert_close(b, expected, rtol=1e-5, atol=0, msg=name)
+
+
+def test_a_built_model_records_no_autograd_graph():
+    # outside inference_mode too: a step's logits carry no graph back to the weights
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=1, max_seq_len=8)
+    logits = model(torch.tensor([[1]]), torch.tensor([[0]]), torch.tensor([0]))
+    assert not logits.requires_grad and logits.grad_fn is None
+    assert not any(p.requires_grad for p in model.parameters())
+
+
+def test_a_step_without_a_kv_cache_says_which_call_allocates_it():
+    model = build_model("tiny")
+    one = torch.tensor([[1]])
+    with pytest.raises(GraphlabError) as raised:
+        model.hidden_states(one, one, torch.tensor([0]))
+    assert str(raised.value) == "no KV cache: call allocate_kv_cache(num_slots, max_seq_len) first"
+
+
+def test_the_kv_cache_takes_the_dtype_it_is_given():
+    model = build_model("tiny")
+    model.allocate_kv_cache(num_slots=1, max_seq_len=8, dtype="bfloat16")
+    assert {t.dtype for pair in model.kv_cache() for t in pair} == {torch.bfloat16}
+
+
+def test_llama3_rope_frequencies_equal_hugging_faces_for_a_low_freq_factor_above_1():
+    # at low_freq_factor 1 (the presets') multiplying and dividing by it agree
+    transformers = pytest.importorskip("transformers")
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    scaling = dict(
+        factor=8.0, low_freq_factor=2.0, high_freq_factor=4.0, original_max_position_embeddings=64
+    )
+    config = dataclasses.replace(PRESETS["1b"], rope_scaling=Llama3RopeScaling(**scaling))
+    hf = transformers.LlamaConfig(
+        hidden_size=config.hidden_size,
+        num_attention_heads=config.num_attention_heads,
+        num_key_value_heads=config.num_key_value_heads,
+        max_position_embeddings=config.max_position_embeddings,
+        rope_theta=config.rope_theta,
+        rope_scaling=dict(rope_type="llama3", **scaling),
+    )
+    expected = ROPE_INIT_FUNCTIONS["llama3"](hf, "cpu")[0]
+    torch.testing.assert_close(rope_inv_freq(config), expected, rtol=1e-6, atol=0)

@@ -597,3 +597,42 @@ def test_a_piecewise_runner_has_no_full_graphs_and_no_graph_limit(model):
     assert runner.piecewise_sizes == get_engine("vllm-0.33.0").capture_sizes(cfg)
     record = runner.execute_model(*batch(2, 4))[1]
     assert (record.path, record.graph_size) == ("piecewise", 8)
+
+
+# ---- what mutmut over engine/v1_runner.py (2026-12-06, later) found untested ------------------
+
+
+def test_plain_full_is_refused_in_one_line_listing_the_modes_the_runner_takes(model):
+    with pytest.raises(GraphlabError) as error:
+        V1ModelRunner(model, "vllm-0.33.0", SizingConfig(8, 1, cudagraph_mode="FULL"))
+    assert str(error.value) == (
+        "cudagraph_mode FULL (FULL graphs for every batch) is not modelled by the V1-shaped "
+        "runner; allowed: NONE, PIECEWISE, FULL_DECODE_ONLY, FULL_AND_PIECEWISE"
+    )
+
+
+def test_an_eager_runner_has_empty_graph_tables(model):
+    runner = V1ModelRunner(model, "vllm-0.33.0", SizingConfig(8, 1), enforce_eager=True)
+    runner.capture_model()
+    assert (runner.graphs, runner.piecewise_graphs) == ({}, {})
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((0, 4), "num_reqs must be an integer >= 1, got 0"),
+        ((2, 0), "query_len must be an integer >= 1, got 0"),
+        ((2, 4, -1), "position must be an integer >= 0, got -1"),
+    ],
+)
+def test_a_bad_uniform_decode_batch_is_named(model, args, message):
+    with pytest.raises(GraphlabError) as error:
+        uniform_decode_batch(*args[:2], model, *args[2:])
+    assert str(error.value) == message
+
+
+def test_a_uniform_decode_batchs_tokens_are_its_seeds_draw_over_the_whole_vocabulary(model):
+    # the seed's torch.Generator draws ids in [0, vocab_size): token 0 included
+    ids = uniform_decode_batch(4, 4, model, 0, seed=7)[0]
+    generator = torch.Generator().manual_seed(7)
+    assert torch.equal(ids, torch.randint(0, 512, (4, 4), generator=generator))
