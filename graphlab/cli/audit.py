@@ -19,6 +19,7 @@ from graphlab.cli.arguments import (
 from graphlab.cli.deployment import deployed
 from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
 from graphlab.errors import GraphlabError
+from graphlab.sizing.attention import attention_range
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import ENGINES, SizingPolicy
@@ -127,7 +128,9 @@ def run(args) -> int:
             data["performance_mode"] = cfg.performance_mode
         if runner is not None:
             data |= {"model_runner": cfg.model_runner, "model_runner_reason": runner}
-            data |= {"attention_cg_support": cfg.attention_cg_support, "attention": attention}
+            # null where the release has no AttentionCGSupport (before 0.10.1): nothing to report
+            support = cfg.attention_cg_support if attention_range(version) else None
+            data |= {"attention_cg_support": support, "attention": attention}
         print(json_text("audit", data | {"notes": list(notes)}))
     else:
         print("\n".join([*(f"note: {note}" for note in notes), report.format_table()]))

@@ -129,7 +129,7 @@ def full_graph_support(version: str, name: str | None, tier: str) -> tuple[str, 
     cls, fa = found.classes[chosen], FLASH_ATTN_VERSIONS[tier]
     refused = found.check.refusal(cls, fa, 0)
     how = "vLLM's default for a dense model" if name is None else "as named"
-    verdict = "refuses" if refused else "runs"
+    verdict = "refuses" if refused else "accepts"
     return (
         cls,
         f"attention backend {chosen} ({how} on the {tier!r} tier, FlashAttention {fa} there): "

@@ -198,7 +198,7 @@ def test_backend_table_and_defaults():
     # 0.9.0 to 0.10.0: no support levels, only whether full_cuda_graph starts
     assert attention_support("0.10.0", "TRITON_ATTN", "small")[0] == "TritonAttentionBackend"
     why = attention_support("0.9.2", None, "h100")[2]
-    assert "it runs compilation_config.full_cuda_graph" in why
+    assert "it accepts compilation_config.full_cuda_graph" in why
     assert "it refuses" in attention_support("0.9.1", "TRITON_ATTN", "h100")[2]
     assert attention_support("0.9.2", None, "b200")[0] == "FlashInferBackend"
     assert attention_support("0.9.1", None, "b200")[0] == "FlashAttentionBackend"
@@ -310,4 +310,21 @@ def test_audit_reports_the_full_cuda_graph_refusal():
     assert data["startup_error"] == "ValueError: AoT scheduling is required for full cuda graph."
     assert data["capture_sizes"] == [] and later.returncode == 3
     triton = _cli(*base, "--vllm-version", "0.10.0", "--attention-backend", "TRITON_ATTN")
-    assert triton.returncode == 0 and "it runs compilation_config.full_cuda_graph" in triton.stdout
+    assert (
+        triton.returncode == 0 and "it accepts compilation_config.full_cuda_graph" in triton.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    "version, support", [("0.9.2", None), ("0.10.0", None), ("0.13.0", "ALWAYS")]
+)
+def test_audit_json_reports_a_support_level_only_where_the_release_has_them(
+    version, support, capsys
+):
+    # AttentionCGSupport is first in 0.10.1; before it the kit's assumed level is no reading
+    from graphlab.cli import main
+
+    assert main(["audit", "--vllm-version", version, "--max-num-seqs", "8", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["attention_cg_support"] == support
+    assert ("has no AttentionCGSupport" in data["attention"]) == (support is None)
