@@ -91,9 +91,8 @@ _FAMILIES = {
 CUDAGRAPH_MODES = tuple(CUDAGraphMode)
 # The modes a step runs in: `CUDAGraphMode.valid_runtime_modes()` (vllm/config/compilation.py).
 RUNTIME_MODES = (CUDAGraphMode.NONE, CUDAGraphMode.PIECEWISE, CUDAGraphMode.FULL)
-# The runtime mode of a step on each path (a crash never runs: no mode).
+# The runtime mode of a step on each V1 path (a crash never runs: no mode).
 STEP_MODES = {
-    BatchPath.GRAPH: CUDAGraphMode.FULL,
     BatchPath.FULL: CUDAGraphMode.FULL,
     BatchPath.PIECEWISE: CUDAGraphMode.PIECEWISE,
     BatchPath.EAGER: CUDAGraphMode.NONE,

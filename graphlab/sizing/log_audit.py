@@ -28,11 +28,13 @@ from graphlab.sizing.dispatch import (
     STEP_MODES,
     BatchDescriptor,
     BatchPath,
+    BatchUnit,
     CUDAGraphMode,
 )
 from graphlab.sizing.engines import (
     DEFAULT_MAX_NUM_BATCHED_TOKENS,
     ENGINES,
+    V1_ENGINES,
     SizingPolicy,
     get_engine,
 )
@@ -316,6 +318,11 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     policy, cfg, notes = logged_deployment(
         log, given or {}, None if engine is None else get_engine(engine)
     )
+    if policy.batch_unit is not BatchUnit.TOKENS:  # --cudagraph-metrics and its table are V1's
+        raise GraphlabError(
+            f"a vLLM log is audited with the vLLM V1 engines {', '.join(V1_ENGINES)}, "
+            f"got {policy.name!r}"
+        )
     if len(log.engines) > 1 or "aggregated" in log.engines:
         notes += (
             "data parallel: vLLM pads each rank's step to the largest rank's token count "

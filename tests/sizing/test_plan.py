@@ -1360,3 +1360,13 @@ def test_the_users_compilation_config_is_kept_whole_in_the_plan():
     user = {"mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE"}
     result = plan("vllm-0.33.0", SizingConfig(8, 0), compilation_config=user)
     assert result.compilation_config == user
+
+
+def test_an_eager_penalty_of_zero_is_still_the_padding_and_eager_cost():
+    # 0 is a penalty given (eager steps free), not the padding-only objective of None
+    given = plan("vllm-0.33.0", SizingConfig(8, 2), eager_penalty=0)
+    assert (given.cost, plan("vllm-0.33.0", SizingConfig(8, 2)).cost) == (
+        "padding+eager",
+        "padding",
+    )
+    assert given.to_dict()["cost"] == "padding+eager"

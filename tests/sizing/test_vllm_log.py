@@ -1262,3 +1262,20 @@ def test_top_cuts_pr_53407s_rows_to_the_most_frequent_too(tmp_path, capsys):
             if line.startswith("  ") and "FULL graph 18" in line
         ]
         assert [int(line.split()[0]) for line in shown] == listed, out
+
+
+def test_a_v0_engine_is_refused_for_a_log_naming_the_v1_engines(tmp_path, capsys):
+    # --cudagraph-metrics and its table are V1's: V0 engines have no cudagraph_mode to audit with
+    path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
+    err = one_error_line(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.6.0")
+    assert "audited with the vLLM V1 engines vllm-0.12.0" in err and "got 'vllm-0.6.0'" in err
+
+
+def test_the_summarys_disagreements_are_rows_not_steps(tmp_path, capsys):
+    # two disagreeing rows of 5 and 3 steps, one agreeing row: 2 disagreements, 8 steps of them
+    rows = [(21, 24, "FULL", 5), (35, 40, "FULL", 3), (36, 40, "PIECEWISE", 2)]
+    path = write(tmp_path, ARGS + prefixed(table(rows)))
+    code, out, _ = run(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.33.0", "--json")
+    data = json.loads(out)
+    assert code == 0 and [r["agrees"] for r in data["rows"]] == [False, False, True]
+    assert data["summary"]["disagreements"] == 2
