@@ -275,3 +275,14 @@ def test_a_post_release_is_ordered_as_its_release():
             "v1",
             "model runner V1 only (model runner V2 is first in 0.12.0)",
         ), version
+
+
+def test_a_release_orders_by_its_release_segment_as_pep_440_reads_it():
+    # packaging's Version.release drops .postN: a post release carries its base release's code
+    from packaging.version import Version
+
+    from graphlab.sizing.model_runner import release_key
+
+    for name in RELEASES:
+        assert release_key(name) == Version(name).release, name
+    assert release_key("0.8.5.post1") == release_key("0.8.5") < release_key("0.9.0.1")
