@@ -190,7 +190,8 @@ def add_parser(subparsers) -> None:
 
 def _config(args, policy: SizingPolicy, version: str):
     """(config, the ServeLine of --vllm-args or None)."""
-    line = read_serve_line(args.vllm_args, args.device_tier, config_options(args), policy, version)
+    options = config_options(args)
+    line = read_serve_line(args.vllm_args, args.device_tier, options, policy, version)
     if line is not None:
         return line.config, line
     if args.max_num_seqs is None:
@@ -247,15 +248,15 @@ def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...
 
 
 def run(args) -> int:
-    if args.vllm_log is not None:
-        from graphlab.cli import log_plan
+    if args.vllm_log is None:
+        request, line, notes = _request(args)
+        result = None if request is None else plan_for(request)
+        if not args.json:
+            print("\n".join([*(f"note: {note}" for note in notes), plan_text(result, line)]))
+        else:
+            data = plan_json(result, line, args.engine)
+            print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
+        return 0
+    from graphlab.cli import log_plan
 
-        return log_plan.run(args)
-    request, line, notes = _request(args)
-    result = None if request is None else plan_for(request)
-    if not args.json:
-        print("\n".join([*(f"note: {note}" for note in notes), plan_text(result, line)]))
-    else:
-        data = plan_json(result, line, args.engine)
-        print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
-    return 0
+    return log_plan.run(args)
