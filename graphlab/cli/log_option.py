@@ -7,12 +7,9 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 
 from __future__ import annotations
 
-from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
-from graphlab.cli.serve_line import config_options, read_serve_line
-from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
-from graphlab.sizing.log_audit import FIELDS, audit_log
-from graphlab.sizing.log_reader import VllmLog, read_vllm_log
+from graphlab.cli.serve_line import read_logged
+from graphlab.sizing.log_audit import audit_log
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
@@ -30,28 +27,6 @@ def add_option(parser) -> None:
         metavar="N",
         help="with --vllm-log: list each engine's N most frequent rows (default: every row)",
     )
-
-
-def read_logged(args) -> tuple[VllmLog, dict, ServeLine | None]:
-    """The --vllm-log log, what the command line gives its config ({SizingConfig field: (value,
-    where)}: the config options, or the --vllm-args line's settings but those it leaves to vLLM's
-    defaults) and the line (None without --vllm-args)."""
-    log = read_vllm_log(args.vllm_log)
-    options = config_options(args)
-    line = read_serve_line(args.vllm_args, args.device_tier, options)
-    if line is None:
-        given = {
-            name: (options[name], f"--{name.replace('_', '-')}")
-            for name in FIELDS
-            if options.get(name) is not None
-        }
-        return log, given, None
-    given = {  # with vLLM 0.34.0's prefill / decode settings, which no log states
-        name: (getattr(line.config, name), "--vllm-args")
-        for name in (*FIELDS, *SPLIT_CAPTURE_SETTINGS)
-        if getattr(line.config, name) is not None and name not in line.from_defaults
-    }
-    return log, given, line
 
 
 def run_audit(args) -> int:

@@ -5,7 +5,7 @@ steps replayed through the kit's dispatch on the current sizes and on the plan
 from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
-from graphlab.cli.log_option import read_logged
+from graphlab.cli.serve_line import read_logged
 from graphlab.errors import GraphlabError
 from graphlab.sizing.log_audit import logged_deployment
 from graphlab.sizing.planner.log_plan import log_plan_report

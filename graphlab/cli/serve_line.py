@@ -1,6 +1,6 @@
 """`--vllm-args` and `--device-tier` for `audit` and `plan`, with or without --vllm-log: a `vllm
 serve` line as the config, read by graphlab.against_vllm.serve_args and held to the kit's limits
-and the engine's release."""
+and the engine's release; and what a --vllm-log run takes from the line or the config options."""
 
 from __future__ import annotations
 
@@ -14,8 +14,10 @@ from graphlab.sizing.batch_defaults import (
     LARGE_TIER_FROM,
     describe_tiers,
 )
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
 from graphlab.sizing.limits import check_limits
 from graphlab.sizing.log_audit import FIELDS
+from graphlab.sizing.log_reader import VllmLog, read_vllm_log
 from graphlab.sizing.model_runner import release_key
 from graphlab.sizing.policy import PERFORMANCE_MODE_FROM, SizingPolicy
 
@@ -102,3 +104,25 @@ def read_serve_line(
             f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
         )
     return line
+
+
+def read_logged(args) -> tuple[VllmLog, dict, ServeLine | None]:
+    """The --vllm-log log, what the command line gives its config ({SizingConfig field: (value,
+    where)}: the config options, or the --vllm-args line's settings but those it leaves to vLLM's
+    defaults) and the line (None without --vllm-args)."""
+    log = read_vllm_log(args.vllm_log)
+    options = config_options(args)
+    line = read_serve_line(args.vllm_args, args.device_tier, options)
+    if line is None:
+        given = {
+            name: (options[name], f"--{name.replace('_', '-')}")
+            for name in FIELDS
+            if options.get(name) is not None
+        }
+        return log, given, None
+    given = {  # with vLLM 0.34.0's prefill / decode settings, which no log states
+        name: (getattr(line.config, name), "--vllm-args")
+        for name in (*FIELDS, *SPLIT_CAPTURE_SETTINGS)
+        if getattr(line.config, name) is not None and name not in line.from_defaults
+    }
+    return log, given, line
