@@ -74,9 +74,9 @@ class ServeLine:
         return shlex.join([*environment, "vllm", "serve", *kept, *flag_words])
 
 
-def _entrypoint_words(command_line: str) -> list[str]:
-    """The line's words after `vllm serve` or `python -m vllm.entrypoints.openai.api_server`
-    (and after the environment words that lead it)."""
+def _entrypoint_words(command_line: str) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The environment words that lead the line (line_environment), and its words after `vllm
+    serve` or `python -m vllm.entrypoints.openai.api_server`."""
     if not isinstance(command_line, str) or not command_line.strip():
         raise GraphlabError(
             f"--vllm-args must be a `vllm serve MODEL ...` line, got {_shown(command_line)}"
@@ -92,21 +92,21 @@ def _entrypoint_words(command_line: str) -> list[str]:
         raise GraphlabError(
             f"--vllm-args {_shown(command_line)} is not a shell command line: {error}"
         ) from None
-    words = line_environment(words)[1]
+    environment, words = line_environment(words)
     if words[:2] == ["vllm", "serve"]:
-        return words[2:]
+        return environment, words[2:]
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
         if words[1:3] != ["-m", API_SERVER_MODULE]:
             raise GraphlabError(
                 f"--vllm-args: a python command line must run `-m {API_SERVER_MODULE}`, got "
                 f"{' '.join(words[:3])!r}"
             )
-        return words[3:]
+        return environment, words[3:]
     if words[:1] == ["vllm"]:
         raise GraphlabError(
             f"--vllm-args: the vllm command must be `vllm serve`, got {' '.join(words[:2])!r}"
         )
-    return words
+    return environment, words
 
 
 def _shown(value) -> str:
@@ -340,7 +340,7 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
     --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
     refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
     """
-    words = _entrypoint_words(command_line)
+    environment, words = _entrypoint_words(command_line)
     batch_defaults(device_tier)  # an unknown tier fails before the slow import
     _check_before_import(words)
     args, processed, split = _parse(words)
@@ -393,7 +393,7 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         from_defaults=unset,
         words=tuple(words),
         replaced_flags=tuple(dict.fromkeys(replaced)),
-        environment=line_environment(shlex.split(command_line))[0],
+        environment=environment,
         attention_backend=flag_backend,
         attention_config_backend=config_backend,
     )
