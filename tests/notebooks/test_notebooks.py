@@ -295,6 +295,10 @@ def test_the_verdict_check_reads_what_compare_prints():
     wide = "x shows no difference beyond noise from y: 1.041x (95% CI 0.999-1.096, 8 pairs)"
     assert verdict_problems(wide + " (any difference is under +-5%)") != []
     assert verdict_problems(wide + " (any difference is under +-10%)") == []
+    # notebook 04b once printed a far end that rounds to the bound: 1.02 is within +-2%
+    at = "x shows no difference beyond noise from y: 1.01x (95% CI 0.99-1.02, 8 pairs)"
+    assert verdict_problems(at + " (any difference is under +-2%)") == []
+    assert verdict_problems(at + " (any difference is under +-1%)") != []
     assert verdict_problems("the guard's steps are slower here.") != []
 
 
