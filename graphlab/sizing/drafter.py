@@ -113,6 +113,12 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             "speculative method not given (--speculative-method or --vllm-args): the drafter is "
             "not modelled"
         )
+    elif (
+        runner == "v2"
+        and method in DRAFTER_METHODS
+        and (refusal := dynamic_refusal(policy, cfg, method))
+    ):
+        note = refusal  # a schedule model runner V2 fails on, or the kit does not model
     elif method == "dflash" and runner == "v2" and draws_dflash(policy, cfg):
         steps, note = dflash_steps(policy, cfg)
         return Drafter(method, runner, steps, note)
@@ -123,8 +129,6 @@ def drafter(policy, cfg: SizingConfig) -> Drafter | None:
             f"the drafter of speculative method {method!r} is not modelled (the kit models "
             f"{', '.join(DRAFTER_METHODS)})"
         )
-    elif runner == "v2" and (refusal := dynamic_refusal(policy, cfg, method)):
-        note = refusal
     else:
         build = _v1_steps if runner == "v1" else v2_steps
         steps, note = (), ""
