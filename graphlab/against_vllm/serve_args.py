@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
 from graphlab.against_vllm.serve_attention import attention_backends, line_environment
-from graphlab.errors import GraphlabError, UnreadableInput
+from graphlab.errors import GraphlabError, UnreadableInput, lookup
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
-    assumed_defaults_note,
-    batch_defaults,
+    DEVICE_TIERS,
+    DeviceTier,
 )
 from graphlab.sizing.config import PERFORMANCE_MODES, SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
@@ -326,22 +326,23 @@ def _num_speculative_tokens(speculative_config) -> int:
     return k
 
 
-def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) -> ServeLine:
+def read_vllm_args(command_line: str, tier: str | DeviceTier = DEFAULT_DEVICE_TIER) -> ServeLine:
     """The sizing-relevant options of a `vllm serve` line (or `python -m
     vllm.entrypoints.openai.api_server ...`), parsed by the installed vLLM's own `vllm serve`
     parser (`make_arg_parser`; no model is resolved or loaded): max_num_seqs and
-    max_num_batched_tokens (unset: vLLM's defaults on `device_tier`, graphlab.sizing.
-    batch_defaults, named in `from_defaults`), speculative_config's num_speculative_tokens and
-    num_speculative_tokens_per_batch_size,
+    max_num_batched_tokens (unset: vLLM's defaults on device `tier`, a graphlab.sizing.
+    batch_defaults.DeviceTier or its name, named in `from_defaults`), speculative_config's
+    num_speculative_tokens and num_speculative_tokens_per_batch_size,
     cudagraph_capture_sizes / max_cudagraph_capture_size as flags or inside compilation_config
     (both at once is vLLM's "mutually exclusive" error), vLLM 0.34.0's five prefill / decode
     capture settings inside compilation_config (JSON or dotted -cc.KEY; the engine decides
     whether it has them), cudagraph_mode after -O levels and
     --enforce-eager, and --performance-mode. Malformed JSON and an unknown cudagraph_mode are
-    refused before vLLM is imported. GraphlabError for anything vLLM rejects, or without vllm.
+    refused before vLLM is imported. GraphlabError for anything vLLM rejects, a value above the
+    kit's limits (SizingConfig.within_limits), or without vllm.
     """
     environment, words = _entrypoint_words(command_line)
-    batch_defaults(device_tier)  # an unknown tier fails before the slow import
+    tier = lookup("device tier", tier, DEVICE_TIERS, DeviceTier)  # before the slow import
     _check_before_import(words)
     args, processed, split = _parse(words)
     notes: list[str] = []
@@ -356,34 +357,29 @@ def read_vllm_args(command_line: str, device_tier: str = DEFAULT_DEVICE_TIER) ->
         settings[name] = flag if flag is not None else nested
     mode = args.performance_mode
     settings["performance_mode"] = None if mode == "balanced" else mode
-    defaults = batch_defaults(device_tier, mode)
+    default_seqs, default_tokens = tier.batch_defaults(mode)
     unset = tuple(
         name for name in ("max_num_seqs", "max_num_batched_tokens") if getattr(args, name) is None
     )
-    note = assumed_defaults_note(
-        device_tier,
-        mode,
-        seqs_unset="max_num_seqs" in unset,
-        tokens_unset="max_num_batched_tokens" in unset,
-    )
+    note = tier.assumed_note(mode, unset)
     k = _num_speculative_tokens(args.speculative_config)  # its refusals say --vllm-args already
     try:
         config = SizingConfig(
-            max_num_seqs=defaults.max_num_seqs if args.max_num_seqs is None else args.max_num_seqs,
+            max_num_seqs=default_seqs if args.max_num_seqs is None else args.max_num_seqs,
             num_speculative_tokens=k,
             # which model runner vLLM picks depends on it (graphlab.sizing.model_runner)
             speculative_method=(args.speculative_config or {}).get("method"),
             num_speculative_tokens_per_batch_size=(args.speculative_config or {}).get(
                 "num_speculative_tokens_per_batch_size"
             ),
-            max_num_batched_tokens=defaults.max_num_batched_tokens
+            max_num_batched_tokens=default_tokens
             if args.max_num_batched_tokens is None
             else args.max_num_batched_tokens,
             **settings,
             **{name: tuple(v) if isinstance(v, list) else v for name, v in split.items()},
-        )
-    except GraphlabError as error:
-        raise GraphlabError(f"--vllm-args: {error}") from None
+        ).within_limits()  # the kit's bounds, which vLLM's parser does not know
+    except GraphlabError as error:  # the same kind of error, saying where the value came from
+        raise type(error)(f"--vllm-args: {error}") from None
     replaced = [key for key, _ in _flag_values(words, CAPTURE_FLAGS + COMPILATION_FLAGS)]
     flag_backend, config_backend = attention_backends(args)
     return ServeLine(

@@ -27,7 +27,6 @@ from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
-    check_limits,
 )
 
 
@@ -108,7 +107,7 @@ def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, obj
     if args.max_num_seqs is None:
         raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
     k = args.num_speculative_tokens or 0
-    return check_limits(SizingConfig(**{**flags, "num_speculative_tokens": k})), None
+    return SizingConfig(**{**flags, "num_speculative_tokens": k}).within_limits(), None
 
 
 def run(args) -> int:

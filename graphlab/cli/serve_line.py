@@ -15,7 +15,6 @@ from graphlab.sizing.batch_defaults import (
     describe_tiers,
 )
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
-from graphlab.sizing.limits import check_limits
 from graphlab.sizing.log_audit import FIELDS
 from graphlab.sizing.log_reader import VllmLog, read_vllm_log
 from graphlab.sizing.model_runner import release_key
@@ -75,8 +74,8 @@ def read_serve_line(
 ) -> ServeLine | None:
     """The ServeLine of --vllm-args (None without it), for every command and --vllm-log alike;
     GraphlabError naming any of the config options in `given` (name -> value) that are set as
-    well, or a value over the kit's limits; with the engine `policy` of vLLM `version` (None
-    under --vllm-log, whose engine the log names), also a setting the release does not have."""
+    well; with the engine `policy` of vLLM `version` (None under --vllm-log, whose engine the log
+    names), also a setting the release does not have."""
     if command_line is None:
         return None
     if policy is not None:
@@ -85,10 +84,6 @@ def read_serve_line(
     if flags:
         raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
     line = read_vllm_args(command_line, device_tier)
-    try:  # the flags' own bounds, which vLLM's parser does not know
-        check_limits(line.config)
-    except GraphlabError as error:
-        raise GraphlabError(f"--vllm-args: {error}") from None
     if policy is None:  # --vllm-log: the release is the log's
         return line
     split = line.config.split_capture_settings

@@ -30,14 +30,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, Dispatch
 from graphlab.sizing.drafter_audit import DrafterAudit, drafter_audit
 from graphlab.sizing.engines import ENGINE_TABLE, SizingPolicy, get_engine
 from graphlab.sizing.families import families_for
-from graphlab.sizing.limits import check_limits
 from graphlab.sizing.runner_audit import AuditSummary, RunnerAudit, summarize
 
 # Work bounds that keep an audit to seconds on 2 CPU cores: an audit lists every reachable batch
@@ -271,10 +270,12 @@ def proposer_audit(
 def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     """Every batch size cfg can produce on the engine, with its path (graph / eager / crash).
 
-    GraphlabError above the command line's limits (`check_limits`) or MAX_AUDIT_BATCH_SIZES sizes.
+    GraphlabError above the kit's limits (`SizingConfig.within_limits`) or MAX_AUDIT_BATCH_SIZES
+    sizes.
     """
     policy = get_engine(policy)  # a name enters here; a policy passes through
-    ns = reachable_batch_sizes(policy, check_limits(cfg))
+    check_instance("cfg", cfg, SizingConfig)
+    ns = reachable_batch_sizes(policy, cfg.within_limits())
     if len(ns) > MAX_AUDIT_BATCH_SIZES:
         raise GraphlabError(
             f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "

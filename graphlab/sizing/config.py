@@ -9,6 +9,11 @@ import numpy as np
 from graphlab.errors import BadInput, GraphlabError, check_choice, check_int, check_sizes
 from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
+from graphlab.sizing.limits import (
+    MAX_NUM_BATCHED_TOKENS_LIMIT,
+    MAX_NUM_SEQS_LIMIT,
+    NUM_SPECULATIVE_TOKENS_LIMIT,
+)
 from graphlab.sizing.model_runner import MODEL_RUNNERS
 from graphlab.sizing.speculative import normalized_method
 
@@ -121,6 +126,29 @@ class SizingConfig:
                     self.num_speculative_tokens_per_batch_size, self.num_speculative_tokens
                 ),
             )
+
+    def within_limits(self) -> SizingConfig:
+        """The config itself; BadInput naming the first value above the kit's limit
+        (graphlab.sizing.limits: S, k, T, capture sizes)."""
+        bounds = (
+            ("max_num_seqs", self.max_num_seqs, MAX_NUM_SEQS_LIMIT),
+            ("num_speculative_tokens", self.num_speculative_tokens, NUM_SPECULATIVE_TOKENS_LIMIT),
+            ("max_num_batched_tokens", self.max_num_batched_tokens, MAX_NUM_BATCHED_TOKENS_LIMIT),
+            (
+                "max_cudagraph_capture_size",
+                self.max_cudagraph_capture_size,
+                MAX_NUM_BATCHED_TOKENS_LIMIT,
+            ),
+            (
+                "every cudagraph_capture_sizes entry",
+                max(self.cudagraph_capture_sizes or (), default=None),
+                MAX_NUM_BATCHED_TOKENS_LIMIT,
+            ),
+        )
+        for name, value, limit in bounds:
+            if value is not None and value > limit:
+                raise BadInput(f"{name} must be at most {limit}, got {value}")
+        return self
 
     @property
     def sets_capture_sizes(self) -> bool:

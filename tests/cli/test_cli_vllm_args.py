@@ -288,6 +288,28 @@ def test_the_reader_names_the_settings_vllms_defaults_filled():
     assert line.from_defaults == () and line.config.max_num_batched_tokens == 64
 
 
+@pytest.mark.vllm
+def test_the_reader_takes_a_tier_by_name_or_object_and_holds_the_line_to_the_kits_limits():
+    from graphlab.against_vllm.serve_args import read_vllm_args
+    from graphlab.errors import BadInput
+    from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
+
+    by_name = read_vllm_args("vllm serve m --performance-mode throughput", "small")
+    by_tier = read_vllm_args("vllm serve m --performance-mode throughput", DEVICE_TIERS["small"])
+    assert by_name == by_tier
+    assert (by_name.config.max_num_seqs, by_name.config.max_num_batched_tokens) == (512, 4096)
+    assert "doubled by --performance-mode throughput" in by_name.notes[0]
+    with pytest.raises(BadInput, match=r"^device tier 'h300' is not one of b200, h100, small$"):
+        read_vllm_args("vllm serve m", "h300")
+    too_many = MAX_NUM_BATCHED_TOKENS_LIMIT + 1
+    with pytest.raises(
+        BadInput,
+        match=rf"^--vllm-args: max_num_batched_tokens must be at most "
+        rf"{MAX_NUM_BATCHED_TOKENS_LIMIT}, got {too_many}$",
+    ):
+        read_vllm_args(f"vllm serve m --max-num-batched-tokens {too_many}")
+
+
 # --- the planner on the user's own line -----------------------------------------------------------
 
 PLAN_LINES = [

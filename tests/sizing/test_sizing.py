@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, GraphlabError
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, decode_graph_sizes
@@ -22,7 +22,6 @@ from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
     NUM_SPECULATIVE_TOKENS_LIMIT,
-    check_limits,
 )
 
 seqs = st.integers(min_value=1, max_value=600)
@@ -324,7 +323,7 @@ def test_v1_012_013_round_user_sizes_and_refuse_when_none_fit():
         ("cudagraph_capture_sizes", MAX_NUM_BATCHED_TOKENS_LIMIT),
     ],
 )
-def test_check_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
+def test_within_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
     def cfg(value):
         return SizingConfig(
             **{
@@ -333,9 +332,9 @@ def test_check_limits_accepts_the_limit_and_names_a_value_past_it(field, limit):
             }
         )
 
-    assert check_limits(cfg(limit)) == cfg(limit)
-    with pytest.raises(GraphlabError, match=rf"^\S.* must be at most {limit}, got {limit + 1}$"):
-        check_limits(cfg(limit + 1))
+    assert cfg(limit).within_limits() == cfg(limit)
+    with pytest.raises(BadInput, match=rf"^\S.* must be at most {limit}, got {limit + 1}$"):
+        cfg(limit + 1).within_limits()
 
 
 # --- what the mutation run found untested (docs/mutation.md) -------------------------------------
