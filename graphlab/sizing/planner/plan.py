@@ -222,6 +222,7 @@ def plan_for(request: PlanRequest) -> Plan:
         raise GraphlabError(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
     budget = request.budget
+    drafter_notes = planned_sizes_notes(policy, cfg)  # the deployment's, whatever the plan
     families = families_for(policy, cfg)  # the default's graphs, resolved once
     default_graphs, graph_tokens = planned_graphs(policy, cfg, families)
     if budget.max_graphs is None and budget.memory_mib is None:  # compare like with like by default
@@ -252,7 +253,7 @@ def plan_for(request: PlanRequest) -> Plan:
     )
     notes = [table.note for table in (memory, *(latency or ())) if table is not None and table.note]
     notes = list(dict.fromkeys(notes))  # graph and eager latency share their rows' note
-    notes += [*planned_sizes_notes(policy, cfg), *default_notes]
+    notes += [*drafter_notes, *default_notes]
     if latency is not None:
         notes.append(
             "latency: graph latency at the padded size, eager latency above the largest graph; "
