@@ -30,7 +30,7 @@ from graphlab.engine.compiled import compiled_step
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice, check_instance, check_sizes
+from graphlab.errors import GraphlabError, check_choice, check_instance, check_int, check_sizes
 from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import GRAPH_POOLS
 
@@ -179,7 +179,7 @@ class CaptureSession:
     ):
         check_choice("graph_pool", graph_pool, GRAPH_POOLS)
         self.model, self.backend, self.graph_pool = model, backend, graph_pool
-        self.num_warmups = num_warmups
+        self.num_warmups = check_int("num_warmups", num_warmups, 0)
         self.records: list[GraphRecord] = []
         self.predictions: list[int] = []  # each captured size's predicted bytes, in order
         self.stream = self.pool = self._start = None

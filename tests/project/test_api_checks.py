@@ -174,6 +174,10 @@ TORCH_CALLS = {
     "uniform_decode_batch text": (lambda m, d: uniform_decode_batch("2", 1, m, 0), "num_reqs"),
     "capture_graphs sizes text": (lambda m, d: capture_graphs(m, "12"), "sizes must be"),
     "capture_graphs model text": (lambda m, d: capture_graphs("tiny", [1]), "model must be"),
+    "capture_graphs num_warmups -1": (
+        lambda m, d: capture_graphs(m, [1], num_warmups=-1),
+        "num_warmups must be an integer >= 0, got -1",
+    ),
     "with_provenance rows text": (lambda m, d: with_provenance("rows", {}), "rows must be"),
     "with_provenance prov empty": (lambda m, d: with_provenance([{"a": 1}], {}), "prov lacks"),
     "build_model seed 2**64": (lambda m, d: g.build_model("tiny", seed=2**64), "seed"),
