@@ -7,14 +7,21 @@ graphlab.sizing.log_audit; a flag that contradicts the log is an error naming bo
 
 from __future__ import annotations
 
+from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
+from graphlab.cli.deployment import deployed
 from graphlab.cli.serve_line import read_logged
-from graphlab.sizing.log_audit import audit_log
+from graphlab.sizing.config import SizingConfig
+from graphlab.sizing.engines import SizingPolicy
+from graphlab.sizing.log_audit import audit_deployment, logged_deployment
+from graphlab.sizing.log_reader import VllmLog
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
     'from one; "-" reads stdin. Its config (non-default args, the config dump, the CUDAGraph '
-    "Config Settings block) fills what the flags leave out; a flag that contradicts it is an error"
+    "Config Settings block) fills what the flags leave out; a flag that contradicts it is an "
+    "error. The log states cudagraph_mode as configured: --attention-backend, --model-runner and "
+    "--device-tier deploy it as without --vllm-log"
 )
 
 
@@ -29,10 +36,26 @@ def add_option(parser) -> None:
     )
 
 
+def logged_run(
+    args,
+) -> tuple[VllmLog, SizingPolicy, SizingConfig, tuple[str, ...], ServeLine | None]:
+    """(the --vllm-log log, the engine, the config, notes, the --vllm-args line or None): the log's
+    config filled by --vllm-args or the flags, under --engine or the log's release, deployed on the
+    model runner and attention backend vLLM runs it on (--model-runner; --attention-backend or the
+    line's, else vLLM's pick for --device-tier): the log states the configured cudagraph_mode,
+    which the workers lower to what the backend supports."""
+    log, given, line = read_logged(args)
+    engine = None if args.engine is None else args.engine.policy
+    policy, cfg, notes = logged_deployment(log, given, engine)
+    version = args.engine.release if args.engine is not None else getattr(policy, "release", "")
+    deployment = deployed(args, policy, version, cfg, line)
+    return log, policy, deployment.config, notes + deployment.said, line
+
+
 def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
-    log, given, _ = read_logged(args)
-    report = audit_log(log, given, args.engine)
+    log, policy, cfg, notes, _ = logged_run(args)
+    report = audit_deployment(log, policy, cfg, notes)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0

@@ -5,9 +5,8 @@ steps replayed through the kit's dispatch on the current sizes and on the plan
 from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
-from graphlab.cli.serve_line import read_logged
+from graphlab.cli.log_option import logged_run
 from graphlab.errors import GraphlabError
-from graphlab.sizing.log_audit import logged_deployment
 from graphlab.sizing.planner.log_plan import log_plan_report
 
 # Options of the workload planner that price steps or memory, which the log planner does not read.
@@ -19,16 +18,6 @@ LABELS = {
 }
 
 
-def _config(args):
-    """(log, policy, SizingConfig, notes, the user's compilation_config or None) of the log,
-    filled by --vllm-args or the flags."""
-    log, given, line = read_logged(args)
-    engine = None if args.engine is None else args.engine.policy  # resolved by --engine
-    policy, cfg, notes = logged_deployment(log, given, engine)
-    user = None if line is None else line.compilation_config or None
-    return log, policy, cfg, notes, user
-
-
 def run(args) -> int:
     given = [f"--{name.replace('_', '-')}" for name in UNREAD if getattr(args, name) is not None]
     if given:
@@ -36,7 +25,8 @@ def run(args) -> int:
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
-    log, policy, cfg, notes, user = _config(args)
+    log, policy, cfg, notes, line = logged_run(args)
+    user = None if line is None else line.compilation_config or None
     _, data = log_plan_report(log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty)
     print(json_text("plan", data) if args.json else _format(data))
     return 0

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, check_instance
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import (
     RUNTIME_MODES,
@@ -318,6 +318,16 @@ def audit_log(log: VllmLog, given: dict | None = None, engine: str | None = None
     policy, cfg, notes = logged_deployment(
         log, given or {}, None if engine is None else get_engine(engine)
     )
+    return audit_deployment(log, policy, cfg, notes)
+
+
+def audit_deployment(
+    log: VllmLog, policy: SizingPolicy, cfg: SizingConfig, notes: tuple[str, ...] = ()
+) -> LogAudit:
+    """The log's rows beside the kit's dispatch for a deployment already resolved
+    (`logged_deployment`, then the model runner and attention backend it runs on)."""
+    check_instance("policy", policy, SizingPolicy)
+    check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit is not BatchUnit.TOKENS:  # --cudagraph-metrics and its table are V1's
         raise GraphlabError(
             f"a vLLM log is audited with the vLLM V1 engines {', '.join(V1_ENGINES)}, "

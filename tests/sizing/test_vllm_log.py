@@ -123,6 +123,33 @@ def test_the_audit_agrees_with_a_table_the_kit_predicts(tmp_path, capsys):
         assert key in data["rows"][0]
 
 
+def test_the_log_is_replayed_on_the_backend_runner_and_tier_given(tmp_path, capsys):
+    # vLLM logs the configured cudagraph_mode (the front end's CompilationConfig); its workers lower
+    # FULL to FULL_AND_PIECEWISE on a backend reporting UNIFORM_BATCH, so the mixed batch ran
+    # PIECEWISE: only the deployment the flags give explains the row.
+    rows = [(21, 21, "FULL", 5), (36, 42, "PIECEWISE", 2)]
+    log = ARGS + prefixed(table(rows, mode="FULL", sizes="[7, 14, 21, 28, 35, 42]"))
+    argv = ("--vllm-log", write(tmp_path, log), "--engine", "vllm-0.33.0", "--json")
+    _, out, _ = run(capsys, "audit", *argv)
+    assert [r["kit_runtime_mode"] for r in json.loads(out)["rows"]] == ["FULL", "FULL"]
+    code, out, _ = run(
+        capsys, "audit", *argv, "--attention-backend", "FLASHMLA", "--model-runner", "v1"
+    )
+    data = json.loads(out)
+    assert code == 0 and [r["kit_runtime_mode"] for r in data["rows"]] == ["FULL", "PIECEWISE"]
+    assert all(r["agrees"] for r in data["rows"])
+    assert "model runner V1: --model-runner v1 (VLLM_USE_V2_MODEL_RUNNER=0)" in data["notes"]
+    assert any(n.startswith("attention backend FLASHMLA (as named") for n in data["notes"])
+    # an A100 (the small tier) runs FlashAttention 2, which reports UNIFORM_BATCH: the same lowering
+    for flags in (("--attention-backend", "FLASHMLA"), ("--device-tier", "small")):
+        code, out, _ = run(capsys, "plan", *argv, *flags)
+        plan = json.loads(out)
+        assert code == 0 and plan["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+        assert plan["current"]["families"]["uniform"]["steps"] == 5
+    _, out, _ = run(capsys, "plan", *argv)
+    assert json.loads(out)["cudagraph_mode"] == "FULL"
+
+
 def test_a_disagreement_is_printed_first_with_the_version_assumed(tmp_path, capsys):
     # a version past the kit's newest release (0.34.0): audited with the default engine's rules
     log = "(APIServer pid=7) INFO 12-01 [core.py:133] Initializing a V1 LLM engine (v0.35.0)\n"
