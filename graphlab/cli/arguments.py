@@ -16,7 +16,7 @@ from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
 from graphlab.errors import GraphlabError, check_int, check_output_file
-from graphlab.sizing.attention import RANGES
+from graphlab.sizing.attention import CG_SUPPORTS, RANGES
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
@@ -136,6 +136,17 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         "NAME before `vllm serve`, --attention-backend, --attention-config); default: vLLM's pick "
         "for --device-tier "
         "(FLASH_ATTN, FlashAttention 3 on the h100 tier)",
+    )
+    parser.add_argument(
+        "--attention-cg-support",
+        type=str.upper,
+        choices=CG_SUPPORTS,
+        default=None,
+        metavar="LEVEL",
+        help="the AttentionCGSupport the backend reports for your model "
+        f"({', '.join(CG_SUPPORTS)}), where the kit's table cannot tell (FLASHINFER from "
+        "0.30.0 depends on the model's heads and KV cache) or to override it; vLLM's WARNING "
+        "names it where it lowers cudagraph_mode",
     )
 
 

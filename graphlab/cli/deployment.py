@@ -43,20 +43,24 @@ def deployed(args, policy: SizingPolicy, version: str, cfg: SizingConfig, line) 
     if not hasattr(policy, "model_runners"):  # vLLM V1's engines alone have both
         if (args.model_runner or cfg.model_runner) != "auto":
             raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
-        if backend is not None:
-            raise GraphlabError(
-                f"--attention-backend is vLLM V1's; engine {policy.name!r} has none"
-            )
+        for flag, value in (
+            ("--attention-backend", backend),
+            ("--attention-cg-support", args.attention_cg_support),
+        ):
+            if value is not None:
+                raise GraphlabError(f"{flag} is vLLM V1's; engine {policy.name!r} has none")
         return Deployment(cfg, None, None, backend, notes, notes)
     runs, runner = apply_model_runner(policy, version, args.model_runner, cfg)
-    chosen, support, attention = attention_support(version, backend, args.device_tier)
+    chosen, support, attention = attention_support(
+        version, backend, args.device_tier, args.attention_cg_support
+    )
     runs = replace(runs, attention_cg_support=support, attention_backend=chosen)
     runs = replace(runs, flash_attn_version=FLASH_ATTN_VERSIONS[args.device_tier])
     lowered = policy.cudagraph_mode(runs) != policy.cudagraph_mode(cfg)
     said = list(notes)
     if args.model_runner is not None or cfg.model_runner != "auto" or lowered:
         said.append(f"model runner {runs.model_runner.upper()}: {runner}")
-    if backend is not None or lowered:
+    if backend is not None or args.attention_cg_support is not None or lowered:
         said.append(attention)
     return Deployment(runs, runner, attention, backend, notes, tuple(said))
 

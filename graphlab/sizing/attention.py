@@ -197,13 +197,22 @@ def attention_range(version: str) -> AttentionRange | None:
     return found[-1] if found else None
 
 
-def attention_support(version: str, name: str | None, tier: str) -> tuple[str, str, str]:
+def attention_support(
+    version: str, name: str | None, tier: str, given: str | None = None
+) -> tuple[str, str, str]:
     """(the class vLLM's lowering names, AttentionCGSupport, why) of vLLM backend `name` (None:
-    vLLM's default for the tier) in release `version` on device tier `tier`; GraphlabError where
-    the kit has not read that backend. `tier` is a DEVICE_TIERS key, checked where it enters
-    (--device-tier's choices), as full_graph_support takes it."""
+    vLLM's default for the tier) in release `version` on device tier `tier`, reporting `given`
+    where it is given (the support vLLM reports for the user's model), else the kit's table's;
+    GraphlabError where the kit has not read that backend, or the table has no support for it
+    and none is given. `tier` is a DEVICE_TIERS key, checked where it enters (--device-tier's
+    choices), as full_graph_support takes it."""
     chosen = DEFAULT_BACKEND[tier] if name is None else str(name).upper()
     found = attention_range(version)
+    if found is None and given is not None:
+        raise GraphlabError(
+            f"--attention-cg-support: vLLM {version} has no AttentionCGSupport (vLLM added it "
+            f"with cudagraph_mode in {RANGES[0].first})"
+        )
     if found is None and full_graph_range(version) is not None:
         return _with_assumed_support(*full_graph_support(version, name, tier))
     if found is None:
@@ -220,19 +229,34 @@ def attention_support(version: str, name: str | None, tier: str) -> tuple[str, s
             f"3 on Hopper): vLLM {version} has no AttentionCGSupport (from {RANGES[0].first})",
         )
     backend = found.backends.get(chosen)
-    support = backend and backend.support_on(tier)
-    if support is None:
+    if backend is None:
         raise GraphlabError(
             f"attention backend {chosen!r} on the {tier!r} tier is not in the kit's table for "
-            f"vLLM {version} (its support depends on the model there, or the name is unknown); "
-            f"known: {', '.join(found.backends)}"
+            f"vLLM {version}; known: {', '.join(found.backends)}"
         )
     how = "vLLM's default for a dense model" if name is None else "as named"
+    source = f"vllm/v1/attention/backends/{backend.source}"
+    if given is not None:
+        check_choice("--attention-cg-support", given, CG_SUPPORTS)
+        return (
+            backend.named(found.lowering),
+            given,
+            f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
+            f"AttentionCGSupport.{given} for the model, as --attention-cg-support gives, {source})",
+        )
+    support = backend.support_on(tier)
+    if support is None:
+        raise GraphlabError(
+            f"attention backend {chosen!r} ({how}) on the {tier!r} tier: the AttentionCGSupport "
+            f"vLLM {version}'s {backend.cls} reports depends on the model, {source}; give it with "
+            f"--attention-cg-support ({', '.join(CG_SUPPORTS)}; vLLM's WARNING names it where it "
+            "lowers cudagraph_mode) or name another backend"
+        )
     return (
         backend.named(found.lowering),
         support,
         f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
-        f"AttentionCGSupport.{support}, vllm/v1/attention/backends/{backend.source})",
+        f"AttentionCGSupport.{support}, {source})",
     )
 
 

@@ -15,6 +15,7 @@ import sys
 import pytest
 from helpers import ROOT
 
+from graphlab.cli import main
 from graphlab.errors import GraphlabError
 from graphlab.sizing.attention import (
     CG_SUPPORTS,
@@ -188,7 +189,7 @@ def test_backend_table_and_defaults():
     )
     assert attention_support("0.33.0", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"
     assert attention_support("0.13.0", "FLEX_ATTENTION", "h100")[1] == "NEVER"
-    with pytest.raises(GraphlabError, match="'FLASHINFER' on the 'b200' tier is not in"):
+    with pytest.raises(GraphlabError, match="'FLASHINFER' .* tier: the AttentionCGSupport vLLM 0.33.0's"):
         attention_support("0.33.0", None, "b200")  # vLLM's pick there depends on the model
     assert attention_support("0.20.1", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"  # from 0.20.0
     assert attention_support("0.19.1", "FLEX_ATTENTION", "h100")[1] == "NEVER"
@@ -243,6 +244,39 @@ def test_audit_prints_the_lowering_and_the_backend():
     unknown = _cli(*base, "--attention-backend", "FOO")
     assert unknown.returncode == 2 and "attention backend 'FOO'" in unknown.stderr
     assert "known: FLASH_ATTN, FLASHINFER" in unknown.stderr
+
+
+def test_a_support_the_table_cannot_tell_is_the_users(capsys):
+    # 0.33.0's flashinfer.py get_cudagraph_support reads the model's heads and KV cache
+    # (can_use_trtllm_attention): the user gives what vLLM reports for their model
+    with pytest.raises(GraphlabError, match=r"depends on the model .* --attention-cg-support \("):
+        attention_support("0.33.0", None, "b200")
+    cls, support, why = attention_support("0.33.0", None, "b200", "UNIFORM_BATCH")
+    assert (cls, support) == ("FlashInferBackend", "UNIFORM_BATCH")
+    assert "as --attention-cg-support gives" in why
+    with pytest.raises(GraphlabError, match="vLLM 0.9.2 has no AttentionCGSupport"):
+        attention_support("0.9.2", None, "h100", "ALWAYS")
+
+    def run(*argv):
+        code = main(list(argv))
+        out, err = capsys.readouterr()
+        return code, out, err
+
+    # the given support lowers the mode as the table's would: FULL decode graphs need
+    # UNIFORM_BATCH when a request verifies 1 + k tokens
+    base = ("plan", "--vllm-version", "0.33.0", "--max-num-seqs", "16")
+    base += ("--num-speculative-tokens", "2", "--json")
+    _, out, _ = run(*base, "--attention-cg-support", "uniform_single_token_decode")
+    assert json.loads(out)["cudagraph_mode"] == "PIECEWISE"
+    _, out, _ = run(*base)
+    assert json.loads(out)["cudagraph_mode"] == "FULL_AND_PIECEWISE"
+    b200 = ("audit", "--vllm-version", "0.33.0", "--device-tier", "b200", "--max-num-seqs", "4")
+    code, out, _ = run(*b200, "--attention-cg-support", "UNIFORM_BATCH", "--json")
+    assert code == 0 and json.loads(out)["attention_cg_support"] == "UNIFORM_BATCH"
+    code, out, err = run("audit", "--engine", "sglang", "--max-num-seqs", "4",
+                         "--attention-cg-support", "NEVER")  # fmt: skip
+    assert (code, out) == (2, "")
+    assert err == "error: --attention-cg-support is vLLM V1's; engine 'sglang' has none\n"
 
 
 def test_flash_attention_on_blackwell_is_fa4_and_always_from_0_33_0():
