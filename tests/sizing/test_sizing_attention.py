@@ -189,7 +189,7 @@ def test_backend_table_and_defaults():
     )
     assert attention_support("0.33.0", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"
     assert attention_support("0.13.0", "FLEX_ATTENTION", "h100")[1] == "NEVER"
-    with pytest.raises(GraphlabError, match="'FLASHINFER' .* tier: the AttentionCGSupport vLLM 0.33.0's"):
+    with pytest.raises(GraphlabError, match="'FLASHINFER' .* the AttentionCGSupport vLLM 0.33.0's"):
         attention_support("0.33.0", None, "b200")  # vLLM's pick there depends on the model
     assert attention_support("0.20.1", "FLEX_ATTENTION", "h100")[1] == "ALWAYS"  # from 0.20.0
     assert attention_support("0.19.1", "FLEX_ATTENTION", "h100")[1] == "NEVER"
@@ -249,7 +249,7 @@ def test_audit_prints_the_lowering_and_the_backend():
 def test_a_support_the_table_cannot_tell_is_the_users(capsys):
     # 0.33.0's flashinfer.py get_cudagraph_support reads the model's heads and KV cache
     # (can_use_trtllm_attention): the user gives what vLLM reports for their model
-    with pytest.raises(GraphlabError, match=r"depends on the model .* --attention-cg-support \("):
+    with pytest.raises(GraphlabError, match=r"depends on the model, .* --attention-cg-support \("):
         attention_support("0.33.0", None, "b200")
     cls, support, why = attention_support("0.33.0", None, "b200", "UNIFORM_BATCH")
     assert (cls, support) == ("FlashInferBackend", "UNIFORM_BATCH")
