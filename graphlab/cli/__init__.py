@@ -5,7 +5,7 @@
 the model runner and attention backend a release deploys a config on);
 each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
 registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
-the exit status (plan's output is `plan_output`, its --vllm-log half `log_plan`). Bad input raises
+the exit status (plan's output is `plan_output`). Bad input raises
 GraphlabError, which `main` prints on one line (exit status 2, no traceback); a closed stdout
 (`| head`) ends quietly with status 141. Commands import torch only inside `run`, so audit, plan
 and crash-map stay torch-free.

@@ -1,5 +1,5 @@
-"""`--vllm-log FILE` for `audit` and `plan` (graphlab.cli.log_plan): a vLLM `--cudagraph-metrics`
-log as the config and the traffic; what the log lacks comes from --vllm-args or the flags.
+"""`--vllm-log FILE` for `audit` and `plan`: a vLLM `--cudagraph-metrics` log as the config and the
+traffic; what the log lacks comes from --vllm-args or the flags.
 
 The log is read by graphlab.sizing.log_reader (streamed, "-" for stdin) and audited by
 graphlab.sizing.log_audit; a flag that contradicts the log is an error naming both values.
@@ -10,11 +10,14 @@ from __future__ import annotations
 from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
 from graphlab.cli.deployment import deployed
+from graphlab.cli.plan_output import log_plan_text
 from graphlab.cli.serve_line import read_logged
+from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy
 from graphlab.sizing.log_audit import audit_deployment, logged_deployment
 from graphlab.sizing.log_reader import VllmLog
+from graphlab.sizing.planner.log_plan import log_plan_report
 
 HELP = (
     "a vLLM log written with --cudagraph-metrics (v0.13.0 on), or a CUDAGraph Stats table pasted "
@@ -23,6 +26,10 @@ HELP = (
     "error. The log states cudagraph_mode as configured: --attention-backend, --model-runner and "
     "--device-tier deploy it as without --vllm-log"
 )
+
+
+# Options of the workload planner that price steps or memory, which the log planner does not read.
+UNREAD = ("latency", "graph_memory", "memory_mib", "max_capture_size")
 
 
 def add_option(parser) -> None:
@@ -58,4 +65,21 @@ def run_audit(args) -> int:
     log, policy, cfg, notes, _ = logged_run(args)
     report = audit_deployment(log, policy, cfg, notes)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
+    return 0
+
+
+def run_plan(args) -> int:
+    """`plan --vllm-log`: capture sizes for the logged traffic, per graph family, with the logged
+    steps replayed through the kit's dispatch on the current sizes and on the plan
+    (graphlab.sizing.planner.log_plan)."""
+    given = [f"--{name.replace('_', '-')}" for name in UNREAD if getattr(args, name) is not None]
+    if given:
+        raise GraphlabError(
+            f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
+            "(plan the steps with --batch-sizes to price latency or memory)"
+        )
+    log, policy, cfg, notes, line = logged_run(args)
+    user = None if line is None else line.compilation_config or None
+    _, data = log_plan_report(log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty)
+    print(json_text("plan", data) if args.json else log_plan_text(data))
     return 0

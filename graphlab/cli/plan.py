@@ -257,6 +257,4 @@ def run(args) -> int:
             data = plan_json(result, line, args.engine)
             print(json_text("plan", data | {"notes": [*notes, *data.get("notes", ())]}))
         return 0
-    from graphlab.cli import log_plan
-
-    return log_plan.run(args)
+    return log_option.run_plan(args)

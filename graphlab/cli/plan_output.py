@@ -1,6 +1,7 @@
 """`plan`'s output: its JSON object, and its text: the plan beside the engine's default at the same
 footing, vLLM 0.34.0's decode graphs in requests per query length
-(`VllmConfig._split_cudagraph_capture_sizes`), and how the flag meets a --vllm-args line."""
+(`VllmConfig._split_cudagraph_capture_sizes`), and how the flag meets a --vllm-args line; with
+--vllm-log, the logged steps replayed on the current sizes and on the plan."""
 
 from __future__ import annotations
 
@@ -179,3 +180,90 @@ def plan_json(result, line, engine_name: str | None) -> dict:
         "replaced_flags": list(line.replaced_flags),
         "notes": [*line.notes, *result.notes],
     }
+
+
+# --- plan --vllm-log ------------------------------------------------------------------------------
+
+LOG_LABELS = {
+    "current": "current",
+    "plan": "plan, at most {graphs} sizes",
+    "same_count": "plan, at most the current graphs",
+}
+
+
+def _log_cell(family: dict) -> str:
+    return f"{family['padding_tokens']:>7} / {family['steps_without_graph']:<6}"
+
+
+def log_plan_text(d: dict) -> str:
+    """`plan --vllm-log`'s text: the logged steps replayed on the current sizes and the plan."""
+    mode = d["cudagraph_mode"]
+    lines = [f"note: {note}" for note in d["notes"]]
+    lines.append(
+        f"vLLM log {d['source']}: {d['steps']} steps; planned with {d['engine']} at "
+        f"max_num_seqs={d['max_num_seqs']} num_speculative_tokens={d['num_speculative_tokens']} "
+        f"max_num_batched_tokens={d['max_num_batched_tokens']} cudagraph_mode={mode}; "
+        "uniform decode steps are those vLLM ran on FULL graphs, every other step is mixed"
+    )
+    lines.append(
+        "the logged steps replayed through the kit's dispatch: padding tokens / steps without a "
+        "graph"
+    )
+    lines.append(
+        f"  {'sizing':<36} {'sizes':>5} {'graphs':>6}  {'uniform decode':<16} {'mixed':<16} "
+        f"{'total':<16}"
+    )
+    kinds = ["current", "plan"]
+    if d["same_count"]["capture_sizes"] != d["plan"]["capture_sizes"]:
+        kinds.append("same_count")
+    for kind in kinds:
+        r = d[kind]
+        total = {
+            "padding_tokens": r["padding_tokens"],
+            "steps_without_graph": r["steps_without_graph"],
+        }
+        label = LOG_LABELS[kind].format(graphs=d["max_graphs"])
+        lines.append(
+            f"  {label:<36} {r['num_sizes']:>5} {r['num_graphs']:>6}  "
+            f"{_log_cell(r['families']['uniform'])}  {_log_cell(r['families']['mixed'])}  "
+            f"{_log_cell(total)}"
+        )
+    for kind in kinds:
+        lines.append(
+            f"  {LOG_LABELS[kind].format(graphs=d['max_graphs']) + ':':<36} "
+            f"{', '.join(map(str, d[kind]['capture_sizes']))}"
+        )
+    lines.append(_log_headline(d))
+    served = d["headline"]["served"]
+    lines.append(
+        "what each graph serves (steps): "
+        + ", ".join(f"{s['path'].upper()} {s['graph_size']}: {s['steps']}" for s in served)
+    )
+    if mode == "FULL_DECODE_ONLY":
+        lines.append("mixed steps run eagerly under FULL_DECODE_ONLY whatever the sizes")
+    if d["vllm_flag"] is not None:
+        lines.append(f"vllm: {d['vllm_flag']}")
+    return "\n".join(lines)
+
+
+def _log_headline(d: dict) -> str:
+    current, kind = d["current"], d["headline_kind"]
+    plan = d["plan"]
+    if kind == "current":
+        return (
+            "headline: keep the current sizes: no plan pads less on this traffic without leaving "
+            "more steps without a graph"
+        )
+    head = d[kind]
+    text = (
+        f"headline: {LOG_LABELS[kind].format(graphs=d['max_graphs'])} ({head['num_sizes']} sizes, "
+        f"{head['num_graphs']} graphs): {head['padding_tokens']} padding tokens against the "
+        f"current sizes' {current['padding_tokens']}, {head['steps_without_graph']} steps without "
+        f"a graph against {current['steps_without_graph']}"
+    )
+    if kind == "same_count":
+        text += (
+            f"; within {d['max_graphs']} sizes the best pads {plan['padding_tokens']} with "
+            f"{plan['steps_without_graph']} steps without a graph, worse than the current sizes"
+        )
+    return text
