@@ -29,7 +29,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab.bench import suites, sweeps
-from graphlab.bench.export import partial_path, read_csv, write_csv_atomic
+from graphlab.bench.export import partial_path, read_csv, write_csv_atomic, written_files
 from graphlab.bench.targets import (
     expected_engines,
     loop_memory,
@@ -40,7 +40,13 @@ from graphlab.bench.targets import (
     summarize_targets,
     v1_cliff,
 )
-from graphlab.views.report import clock_lines, gap_line, replay_lines, v1_cliff_lines
+from graphlab.views.report import (
+    clock_lines,
+    gap_line,
+    replay_lines,
+    v1_cliff_lines,
+    written_summary,
+)
 
 HEADLINE = [
     "engine",
@@ -130,7 +136,7 @@ def run_sweeps(args) -> int:
         suite = suites.replace_suite(suite, v1_sizing=None)
     start = time.perf_counter()
     paths = sweeps.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
-    print(sweeps.summary(paths))
+    print(written_summary(written_files(paths)))
     print(f"{', '.join(args.sweeps)} ({suite.name} suite) in {time.perf_counter() - start:.1f} s")
     return 0
 

@@ -1,5 +1,6 @@
-"""The lines the GPU check prints, worded from graphlab.bench's frames and values: the V1 cliff,
-replay checked against eager, the GPU clocks per step and the rows a step left out.
+"""The lines a bench run and the GPU check print, worded from graphlab.bench's frames and values:
+the CSVs a run wrote, the V1 cliff, replay checked against eager, the GPU clocks per step and the
+rows a step left out.
 
 Takes values only (no bench import: views sit beside the engine), so the text a notebook, a
 script or the command line prints is made here once.
@@ -8,6 +9,27 @@ script or the command line prints is made here once.
 from __future__ import annotations
 
 import pandas as pd
+
+
+def _joined(values) -> str:
+    return "/".join(values)
+
+
+def written_summary(files) -> str:
+    """graphlab.bench.export.written_files as lines: one per written CSV (name, rows, backend,
+    device and, where the CSV has the column, memory kind), then one per manifest beside them."""
+    lines = []
+    for row in files.csvs.itertuples():
+        kinds = "" if row.memory_kinds is None else f", memory {_joined(row.memory_kinds)}"
+        lines.append(
+            f"{row.path}: {row.rows} rows, {_joined(row.backends)} on {_joined(row.devices)}{kinds}"
+        )
+    lines += [
+        f"{row.path}: run {row.run_id} {row.state}, {row.run_files} CSVs of this run"
+        f" of {row.files} in the folder"
+        for row in files.manifests.itertuples()
+    ]
+    return "\n".join(lines)
 
 
 def v1_cliff_lines(cliff: pd.DataFrame) -> list[str]:
