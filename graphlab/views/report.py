@@ -1,6 +1,6 @@
 """The lines a bench run and the GPU check print, worded from graphlab.bench's frames and values:
-the CSVs a run wrote, the V1 cliff, replay checked against eager, the GPU clocks per step and the
-rows a step left out.
+the CSVs a run wrote, the V1 cliff, replay checked against eager, the GPU clocks per step, the
+rows a step left out, and the backend and device a run measures on.
 
 Takes values only (no bench import: views sit beside the engine), so the text a notebook, a
 script or the command line prints is made here once.
@@ -9,6 +9,11 @@ script or the command line prints is made here once.
 from __future__ import annotations
 
 import pandas as pd
+
+
+def describe(prov: dict[str, str]) -> str:
+    """One line for a printout: the backend and the device of a provenance block."""
+    return f"{prov['backend']} on {prov['device']}"
 
 
 def _joined(values) -> str:
