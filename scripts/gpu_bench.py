@@ -29,16 +29,23 @@ from pathlib import Path
 import pandas as pd
 
 from graphlab.bench import suites, sweeps
-from graphlab.bench.export import partial_path, read_csv, write_csv_atomic
+from graphlab.bench.export import partial_path, read_csv, write_csv_atomic, written_files
 from graphlab.bench.targets import (
-    clock_lines,
     expected_engines,
     loop_memory,
     missing_rows,
     predictor_accuracy,
-    replay_lines,
+    replay_check,
+    step_clocks,
     summarize_targets,
     v1_cliff,
+)
+from graphlab.views.report import (
+    clock_lines,
+    gap_line,
+    replay_lines,
+    v1_cliff_lines,
+    written_summary,
 )
 
 HEADLINE = [
@@ -129,7 +136,7 @@ def run_sweeps(args) -> int:
         suite = suites.replace_suite(suite, v1_sizing=None)
     start = time.perf_counter()
     paths = sweeps.run_bench(suite, args.device, args.out, sweeps=args.sweeps, progress=False)
-    print(sweeps.summary(paths))
+    print(written_summary(written_files(paths)))
     print(f"{', '.join(args.sweeps)} ({suite.name} suite) in {time.perf_counter() - start:.1f} s")
     return 0
 
@@ -167,7 +174,7 @@ def report(args) -> int:
     table; 1 if a row is missing or a replay missed eager."""
     csvs = {name: _read(args.out, name) for name in _expected(args)}
     gaps = [
-        f"{name.split('/')[0]}/{gap}"
+        f"{name.split('/')[0]}/{gap_line(gap)}"
         for name, engines in _expected(args).items()
         for gap in missing_rows(name.split("/")[1], csvs[name], engines)
     ]
@@ -195,11 +202,11 @@ def report(args) -> int:
             f" median of {row.repeats} copies of {row.copy_bytes / 2**20:.0f} MiB"
             f" on {row.device}"
         )
-    print("\n".join(v1_cliff(frames["latency"])) or "== V1 cliff: no V1 rows in latency.csv")
+    print("\n".join(v1_cliff_lines(v1_cliff(frames["latency"]))))
     if not frames["latency"].empty:
-        lines = replay_lines(frames["latency"])
-        print("\n".join(lines))
-        status |= any("BEYOND" in line for line in lines)
+        replay = replay_check(frames["latency"])
+        print("\n".join(replay_lines(replay)))
+        status |= replay is not None and any(replay["beyond"].map(len))
     if not frames["graph_memory"].empty:
         accuracy = predictor_accuracy(frames["graph_memory"])
         print("== graph memory, predicted / measured")
@@ -214,7 +221,7 @@ def report(args) -> int:
     if steps.exists():
         clocks = args.out / "clocks.csv"
         clocks = pd.read_csv(clocks) if clocks.exists() else None
-        print("\n".join(clock_lines(clocks, pd.read_csv(steps, sep="\t"))))
+        print("\n".join(clock_lines(step_clocks(clocks, pd.read_csv(steps, sep="\t")))))
     # A step that timed out or failed leaves CSVs without some rows: see steps.tsv and logs/.
     print("\n".join(["== rows MISSING", *gaps] if gaps else ["== rows: every one expected"]))
     targets = summarize_targets(frames["latency"], frames["graph_memory"], args.small, args.large)

@@ -5,7 +5,8 @@ while a sweep runs go to `<name>.partial.csv`, so an interrupt or a full disk ne
 complete file with part of one. One writer per folder: `locked_folder` refuses a second run on
 the same folder while the first one's process lives. A run's `manifest.json` says which of the
 folder's CSVs it wrote and whether it finished, so a folder an interrupt left mixed (one CSV new,
-the rest from an earlier run) says which files belong together.
+the rest from an earlier run) says which files belong together; `written_files` reads a run's
+CSVs and manifest back as frames for its summary (graphlab.views.report words it).
 
 Every CSV the kit writes holds lists as JSON (`[1, 0]`) and integers as integers, also in the
 columns that may be empty (`INTEGER_COLUMNS`); `read_csv` loads those as pandas' nullable
@@ -20,6 +21,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -108,6 +110,50 @@ def write_manifest(out, run: dict, sweeps, state: str) -> Path:
 def files_of_run(manifest: dict) -> list[str]:
     """The CSVs of a manifest's folder that its run wrote (the rest are an earlier run's)."""
     return [name for name, run_id in manifest["files"].items() if run_id == manifest["run_id"]]
+
+
+class WrittenFiles(NamedTuple):
+    """What a run's CSVs hold (`csvs`: path, rows, and the sorted backends, devices and memory
+    kinds, None without that column) and the manifests beside them (`manifests`: path, run_id,
+    state, run_files of this run among `files` in the folder)."""
+
+    csvs: pd.DataFrame
+    manifests: pd.DataFrame
+
+
+def written_files(paths: dict[str, Path]) -> WrittenFiles:
+    """The CSVs run_bench wrote (its {name: path}) read back, and their folder's manifest, when
+    a run wrote one there: what a finished run shows its reader."""
+    csvs = []
+    for path in paths.values():
+        frame = read_csv(path)
+        kinds = frame.get("memory_kind")
+        csvs.append(
+            dict(
+                path=path,
+                rows=len(frame),
+                backends=tuple(sorted(frame["backend"].unique())),
+                devices=tuple(sorted(frame["device"].unique())),
+                memory_kinds=None if kinds is None else tuple(sorted(kinds.dropna().unique())),
+            )
+        )
+    manifests = []
+    for path in sorted({p.parent / MANIFEST_NAME for p in paths.values()}):
+        if path.exists():
+            manifest = json.loads(path.read_text())
+            manifests.append(
+                dict(
+                    path=path,
+                    run_id=manifest["run_id"],
+                    state=manifest["state"],
+                    run_files=len(files_of_run(manifest)),
+                    files=len(manifest["files"]),
+                )
+            )
+    return WrittenFiles(
+        pd.DataFrame(csvs, columns=["path", "rows", "backends", "devices", "memory_kinds"]),
+        pd.DataFrame(manifests, columns=["path", "run_id", "state", "run_files", "files"]),
+    )
 
 
 def _run_id_of(path: Path) -> str | None:

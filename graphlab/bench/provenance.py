@@ -156,8 +156,3 @@ def with_provenance(rows, prov: dict) -> pd.DataFrame:
             frame[field] = prov[field]
     own = [c for c in frame.columns if c not in FIELDS]
     return frame[own + list(FIELDS)]
-
-
-def describe(prov: dict[str, str]) -> str:
-    """One line for a plot title or a printout: the backend and the device."""
-    return f"{prov['backend']} on {prov['device']}"

@@ -24,7 +24,6 @@ data/README.md.
 from __future__ import annotations
 
 import contextlib
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,11 +31,8 @@ import pandas as pd
 import torch
 
 from graphlab.bench.export import (
-    MANIFEST_NAME,
     export_csvs,
-    files_of_run,
     locked_folder,
-    read_csv,
     write_checkpoint,
     write_manifest,
 )
@@ -368,29 +364,3 @@ def run_bench(
                 raise
             write_manifest(out, run.provenance, sweeps, "complete")
     return written
-
-
-def summary(paths: dict[str, Path]) -> str:
-    """One line per written CSV: name, rows, backend and (where present) memory kind; then the
-    folder's manifest, when a run wrote one there."""
-    lines = []
-    for path in paths.values():
-        frame = read_csv(path)
-        kinds = (
-            f", memory {'/'.join(sorted(frame['memory_kind'].dropna().unique()))}"
-            if "memory_kind" in frame.columns
-            else ""
-        )
-        lines.append(
-            f"{path}: {len(frame)} rows, {'/'.join(sorted(frame['backend'].unique()))}"
-            f" on {'/'.join(sorted(frame['device'].unique()))}{kinds}"
-        )
-    manifests = {path.parent / MANIFEST_NAME for path in paths.values()}
-    for path in sorted(p for p in manifests if p.exists()):
-        manifest = json.loads(path.read_text())
-        ours = files_of_run(manifest)
-        lines.append(
-            f"{path}: run {manifest['run_id']} {manifest['state']}, {len(ours)} CSVs of this run"
-            f" of {len(manifest['files'])} in the folder"
-        )
-    return "\n".join(lines)

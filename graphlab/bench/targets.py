@@ -1,6 +1,7 @@
-"""The GPU check's targets and what its CSVs say against them: the target table, replay checked
-against eager, the graph-memory predictor's accuracy, the V1 cliff, and which expected rows a run
-left out (so a step that timed out reads incomplete, not a short table).
+"""The GPU check's targets and what its CSVs say against them, as frames and values
+(graphlab.views.report words them): the target table, replay checked against eager, the
+graph-memory predictor's accuracy, the V1 cliff, the GPU clocks per step, and which expected rows
+a run left out (so a step that timed out reads incomplete, not a short table).
 
 Read by scripts/gpu_check.sh's report (scripts/gpu_bench.py) from latency.csv, graph_memory.csv
 and the other sweep CSVs.
@@ -9,6 +10,7 @@ and the other sweep CSVs.
 from __future__ import annotations
 
 import functools
+from typing import NamedTuple
 
 import pandas as pd
 
@@ -32,46 +34,57 @@ TARGETS = {
 REPLAY_MISMATCH = "replay differs from eager"
 
 
-def clock_lines(clocks: pd.DataFrame | None, steps: pd.DataFrame) -> list[str]:
+# Per GPU clock of clocks.csv: the statistics step_clocks gives each step, in its columns' order.
+CLOCKS = ("sm", "mem")
+CLOCK_STATS = ("median", "min", "max")
+
+
+def step_clocks(clocks: pd.DataFrame | None, steps: pd.DataFrame) -> pd.DataFrame | None:
     """Per step of steps.tsv (start_unix, end_unix): the GPU's SM and memory clocks sampled
-    while it ran (clocks.csv: unix_s, sm_mhz, mem_mhz), median (min-max) MHz, so a slow step
-    can be told from a throttled one."""
+    while it ran (clocks.csv: unix_s, sm_mhz, mem_mhz), median, min and max MHz and the sample
+    count, so a slow step can be told from a throttled one; None where nothing was sampled."""
     if clocks is None or clocks.empty:
-        return ["== GPU clocks: not sampled (no nvidia-smi here)"]
+        return None
     clocks = clocks.apply(pd.to_numeric, errors="coerce")  # "[N/A]" where a field is unsupported
-    lines = ["== GPU clocks while each step ran, MHz, median (min-max) of 0.5 s samples"]
+    rows = []
     for step in steps.dropna(subset=["start_unix", "end_unix"]).itertuples():
         during = clocks[clocks["unix_s"].between(step.start_unix, step.end_unix)]
         if during.empty:
             continue
-        sm, mem = during["sm_mhz"], during["mem_mhz"]
-        lines.append(
-            f"{step.step}: SM {sm.median():.0f} ({sm.min():.0f}-{sm.max():.0f}), memory "
-            f"{mem.median():.0f} ({mem.min():.0f}-{mem.max():.0f}), {len(during)} samples"
-        )
-    return lines
+        stats = {
+            f"{clock}_{stat}": getattr(during[f"{clock}_mhz"], stat)()
+            for clock in CLOCKS
+            for stat in CLOCK_STATS
+        }
+        rows.append(dict(step=step.step, **stats, samples=len(during)))
+    columns = ["step", *(f"{c}_{s}" for c in CLOCKS for s in CLOCK_STATS), "samples"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 class ReplayMismatch(ValueError):
     """The graph row's first replay missed the eager logits beyond its tolerance."""
 
 
-def replay_lines(latency: pd.DataFrame) -> list[str]:
-    """Per (model, engine): graph-path rows checked against eager, the worst diff / tolerance,
-    and the batch sizes beyond tolerance, named loudly."""
+def replay_check(latency: pd.DataFrame) -> pd.DataFrame | None:
+    """Per (model, engine): how many graph-path rows were checked against eager (`sizes`), the
+    worst diff over its tolerance (`worst`) and the batch sizes beyond tolerance (`beyond`);
+    None where latency.csv has no max_abs_logit_diff column."""
     if "max_abs_logit_diff" not in latency.columns:
-        return ["== replay vs eager: no max_abs_logit_diff in latency.csv"]
+        return None
     checked = latency[latency["max_abs_logit_diff"].notna()]
-    lines = []
-    for (model, engine), rows in checked.groupby(["model", "engine"], sort=False):
-        ratio = rows["max_abs_logit_diff"] / rows["logit_tolerance"]
-        bad = rows.loc[ratio > 1, "batch_size"].tolist()
-        lines.append(
-            f"== replay vs eager ({model}, {engine}): {len(rows)} graph-path sizes, "
-            f"worst diff {ratio.max():.3g} x tolerance; "
-            + (f"BEYOND TOLERANCE at batch sizes {bad}" if bad else "all within")
+    rows = []
+    for (model, engine), part in checked.groupby(["model", "engine"], sort=False):
+        ratio = part["max_abs_logit_diff"] / part["logit_tolerance"]
+        rows.append(
+            dict(
+                model=model,
+                engine=engine,
+                sizes=len(part),
+                worst=ratio.max(),
+                beyond=part.loc[ratio > 1, "batch_size"].tolist(),
+            )
         )
-    return lines or ["== replay vs eager: no graph-path rows in latency.csv"]
+    return pd.DataFrame(rows, columns=["model", "engine", "sizes", "worst", "beyond"])
 
 
 def summarize_targets(
@@ -185,30 +198,36 @@ def loop_memory(memory: pd.DataFrame) -> pd.DataFrame:
     return frame.reset_index()
 
 
-def v1_cliff(latency: pd.DataFrame) -> list[str]:
-    """Per (model, V1 engine): the largest captured token count and the graph-mode step just
-    below (at) it and just above it, where the verify step leaves the graphs."""
+# What v1_cliff gives of the graph-mode row on each side of the largest captured token count.
+CLIFF_SIDE = ("batch_size", "path", "median_ms")
+
+
+def v1_cliff(latency: pd.DataFrame) -> pd.DataFrame:
+    """Per (model, V1 engine): k, backend, the largest captured token count (graph_limit) and
+    the graph-mode step just below (at) it and just above it (below_* and above_*: empty where
+    the sweep has no such size), where the verify step leaves the graphs."""
+    sides = [f"{side}_{field}" for side in ("below", "above") for field in CLIFF_SIDE]
+    columns = ["model", "engine", "num_speculative_tokens", "backend", "graph_limit", *sides]
     if "batch_unit" not in latency.columns:
-        return []
+        return pd.DataFrame(columns=columns)
     rows = latency[(latency["batch_unit"] == BatchUnit.TOKENS) & (latency["mode"] == RunMode.GRAPH)]
-    lines = []
+    found = []
     for (model, engine), group in rows.groupby(["model", "engine"], sort=False):
         limit = int(group["graph_limit"].iloc[0])
         below, above = group[group["batch_size"] <= limit], group[group["batch_size"] > limit]
-        sides = [
-            f"{int(r['batch_size'])} tokens ({r['path']}) {r['median_ms']:.3g} ms"
-            for r in (
-                below.loc[below["batch_size"].idxmax()] if len(below) else None,
-                above.loc[above["batch_size"].idxmin()] if len(above) else None,
-            )
-            if r is not None
-        ]
-        k, backend = int(group["num_speculative_tokens"].iloc[0]), group["backend"].iloc[0]
-        lines.append(
-            f"== V1 cliff ({engine}, {model}, k={k}, {backend}): largest captured "
-            f"{limit} tokens; median step {' -> '.join(sides)}"
+        row = dict(
+            model=model,
+            engine=engine,
+            num_speculative_tokens=int(group["num_speculative_tokens"].iloc[0]),
+            backend=group["backend"].iloc[0],
+            graph_limit=limit,
         )
-    return lines
+        for side, part, nearest in (("below", below, "idxmax"), ("above", above, "idxmin")):
+            if len(part):
+                at = part.loc[getattr(part["batch_size"], nearest)()]
+                row |= {f"{side}_{field}": at[field] for field in CLIFF_SIDE}
+        found.append(row)
+    return pd.DataFrame(found, columns=columns)
 
 
 # Per sweep CSV: the column whose every value each expected engine must have rows for.
@@ -228,23 +247,34 @@ def expected_engines(suite: Suite, sweep: str, with_v1: bool = True) -> tuple[st
     return ()
 
 
-def missing_rows(sweep: str, frame: pd.DataFrame | None, engines: tuple[str, ...]) -> list[str]:
+class Gap(NamedTuple):
+    """Rows a sweep's CSV lacks: the file (`found` False), any row (no `engine`), an engine's
+    rows, or an engine's rows with one `value` of `column` (EXPECTED_SPLIT)."""
+
+    sweep: str
+    found: bool = True
+    engine: str | None = None
+    column: str | None = None
+    value: str | None = None
+
+
+def missing_rows(sweep: str, frame: pd.DataFrame | None, engines: tuple[str, ...]) -> list[Gap]:
     """What a sweep's CSV lacks of the rows its step writes when it runs to the end: the file,
     any row, an engine's rows, or an engine's rows of one mode (latency) or pool (graph memory).
     A step timed out after its first engine leaves a CSV that exists but is not complete."""
     if frame is None:
-        return [f"{sweep}.csv missing"]
+        return [Gap(sweep, found=False)]
     if frame.empty:
-        return [f"{sweep}.csv has no rows"]
+        return [Gap(sweep)]
     gaps = []
     for engine in engines:
         rows = frame[frame["engine"] == engine]
         if rows.empty:
-            gaps.append(f"{sweep}.csv has no {engine} rows")
+            gaps.append(Gap(sweep, engine=engine))
         elif sweep in EXPECTED_SPLIT:
             column, values = EXPECTED_SPLIT[sweep]
             gaps += [
-                f"{sweep}.csv has no {engine} rows with {column} {value}"
+                Gap(sweep, engine=engine, column=column, value=value)
                 for value in values
                 if value not in set(rows[column])
             ]

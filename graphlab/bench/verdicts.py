@@ -43,11 +43,11 @@ def mode_counts(rows: pd.DataFrame) -> pd.DataFrame:
 
 def throughput_comparisons(
     spec: pd.DataFrame, confidence: float = CONFIDENCE
-) -> list[tuple[str, Comparison, str, str]]:
+) -> list[tuple[tuple[int, int], Comparison, str, str]]:
     """Per (max_num_seqs, k) of repeated spec_decode runs (a `run` column; the engines of one
     run measured back to back), each engine's time per token over that of the engine with the
-    highest median throughput, paired by run, at `confidence`: (cell label, Comparison, engine,
-    fastest engine)."""
+    highest median throughput, paired by run, at `confidence`: ((max_num_seqs, k), Comparison,
+    engine, fastest engine)."""
     found = []
     for (seqs, k), cell in spec.groupby(["max_num_seqs", "num_speculative_tokens"]):
         ms = cell.assign(ms_per_token=1e3 / cell.tokens_per_s).pivot(
@@ -56,7 +56,7 @@ def throughput_comparisons(
         best = ms.median().idxmin()
         for other in ms.columns.drop(best):
             comparison = compare(ms[other].to_numpy(), ms[best].to_numpy(), confidence)
-            found.append((f"S={seqs}, k={k}", comparison, other, best))
+            found.append(((seqs, k), comparison, other, best))
     return found
 
 

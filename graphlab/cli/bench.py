@@ -79,11 +79,12 @@ def _outcome(out: Path, before: dict, where: str = "") -> str:
 
 
 def run(args) -> int:
-    from graphlab.bench.export import check_unlocked
+    from graphlab.bench.export import check_unlocked, written_files
 
     out = check_out_folder(args.out)
     check_unlocked(out)  # before torch's import (tens of seconds): a second run is told at once
     from graphlab.bench import sweeps
+    from graphlab.views.report import written_summary
 
     before = _stamps(out) if out.is_dir() else {}
     try:
@@ -97,5 +98,5 @@ def run(args) -> int:
             f"cannot write {failed} under --out {str(args.out)!r}: "
             f"{error.strerror or error}; {_outcome(out, before)}"
         ) from None
-    print(sweeps.summary(paths))
+    print(written_summary(written_files(paths)))
     return 0

@@ -152,8 +152,9 @@ def throughput_lines(spec: pd.DataFrame, comparisons) -> list[str]:
     backend = spec.backend.iloc[0]
     clock = f", clock {spec.clock.iloc[0]}" if "clock" in spec else ""
     return [
-        f"{cell}, time per token: {sentence(comparison, other, best)}; backend {backend}{clock}"
-        for cell, comparison, other, best in comparisons
+        f"S={seqs}, k={k}, time per token: {sentence(comparison, other, best)}; backend "
+        f"{backend}{clock}"
+        for (seqs, k), comparison, other, best in comparisons
     ]
 
 

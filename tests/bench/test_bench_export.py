@@ -23,6 +23,7 @@ from graphlab.errors import GraphlabError
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import decode_graph_sizes
 from graphlab.sizing.engines import get_engine
+from graphlab.views.report import written_summary
 
 V0 = sweeps.LATENCY_ENGINE
 
@@ -388,9 +389,27 @@ def test_a_failing_sweep_leaves_finished_csvs_and_no_partial_file(tmp_path, monk
 
 def test_a_finished_run_says_complete_and_a_second_run_owns_only_its_files(tmp_path):
     first = sweeps.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map",), progress=False)
-    assert "run " in sweeps.summary(first) and "complete, 1 CSVs of this run of 1" in (
-        sweeps.summary(first)
-    )
+    files = export.written_files(first)
+    manifest = json.loads((tmp_path / export.MANIFEST_NAME).read_text())
+    assert files.csvs.to_dict("records") == [
+        dict(
+            path=first["crash_map"],
+            rows=len(pd.read_csv(first["crash_map"])),
+            backends=("computed",),
+            devices=(manifest["run"]["device"],),
+            memory_kinds=None,
+        )
+    ]
+    assert files.manifests.to_dict("records") == [
+        dict(
+            path=tmp_path / export.MANIFEST_NAME,
+            run_id=manifest["run_id"],
+            state="complete",
+            run_files=1,
+            files=1,
+        )
+    ]
+    assert f"run {manifest['run_id']} complete, 1 CSVs of this run of 1" in written_summary(files)
     frame = sweeps.crash_map_sweep(TINY, "cpu")  # another run's rows, another run_id
     export.export_csvs({"latency": frame}, tmp_path)
     sweeps.run_bench(TINY, "cpu", tmp_path, sweeps=("crash_map",), progress=False)

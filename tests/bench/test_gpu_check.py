@@ -21,6 +21,7 @@ from helpers import ROOT
 from graphlab.bench import suites, sweeps
 from graphlab.bench import targets as gpu_targets
 from graphlab.bench.export import partial_path
+from graphlab.views.report import clock_lines, gap_line, replay_lines, v1_cliff_lines
 
 # What the GPU machine lacks. Its torch probes tqdm and transformers with find_spec when dynamo
 # loads (trace_rules.py): blocking those would switch torch.compile off, not emulate that machine.
@@ -104,6 +105,7 @@ def test_every_module_the_check_uses_imports_without_optional_packages(stripped_
             "engine.v1_runner",
             "progress",
             "specdec.engine",
+            "views.report",
         )
     } <= loaded
 
@@ -232,7 +234,7 @@ def test_summary_ends_with_the_target_table_and_is_printed_last(dry_run):
     assert "== GPU clocks: not sampled (no nvidia-smi here)" in summary
 
 
-def test_clock_lines_read_each_steps_samples_and_say_na():
+def test_clocks_read_each_steps_samples_and_say_na():
     clocks = pd.DataFrame(
         {
             "unix_s": [100.0, 100.5, 101.0, 105.0, 105.5],
@@ -245,10 +247,20 @@ def test_clock_lines_read_each_steps_samples_and_say_na():
     steps = pd.DataFrame(
         {"step": ["latency_100m", "spec_decode"], "start_unix": [100, 105], "end_unix": [101, 106]}
     )
-    lines = gpu_targets.clock_lines(clocks, steps)
-    assert lines[1:] == [
+    per_step = gpu_targets.step_clocks(clocks, steps)
+    # "[N/A]" is no sample of its clock: spec_decode's SM statistics come from one reading.
+    assert per_step.set_index("step")[["sm_median", "sm_min", "sm_max", "samples"]].to_dict(
+        "index"
+    ) == {
+        "latency_100m": {"sm_median": 1980, "sm_min": 1755, "sm_max": 1980, "samples": 3},
+        "spec_decode": {"sm_median": 1200, "sm_min": 1200, "sm_max": 1200, "samples": 2},
+    }
+    assert clock_lines(per_step)[1:] == [
         "latency_100m: SM 1980 (1755-1980), memory 3201 (3201-3201), 3 samples",
         "spec_decode: SM 1200 (1200-1200), memory 3201 (3201-3201), 2 samples",
+    ]
+    assert clock_lines(gpu_targets.step_clocks(None, steps)) == [
+        "== GPU clocks: not sampled (no nvidia-smi here)"
     ]
 
 
@@ -377,7 +389,11 @@ def test_a_replay_that_misses_eager_gives_no_speedup(dry_run):
     ):
         assert pd.isna(targets.loc[name, "value"]) and not targets.loc[name, "met"]
         assert targets.loc[name, "backend"] == gpu_targets.REPLAY_MISMATCH
-    lines = gpu_targets.replay_lines(wrong)
+    check = gpu_targets.replay_check(wrong).set_index(["model", "engine"])
+    assert check.loc[("tiny", sweeps.LATENCY_ENGINE), "beyond"] == [1]
+    assert check.loc[("tiny", sweeps.LATENCY_ENGINE), "worst"] == pytest.approx(10)
+    assert not check.loc[("tiny", "vllm-0.33.0"), "beyond"]
+    lines = replay_lines(gpu_targets.replay_check(wrong))
     assert any("BEYOND TOLERANCE at batch sizes [1]" in line for line in lines)
 
 
@@ -472,6 +488,39 @@ def test_targets_are_the_guards_whatever_v1_rows_the_csvs_hold(dry_run):
     )
 
 
+def lines(sweep, frame, engines):
+    """What the report prints of the rows a sweep's CSV lacks."""
+    return [gap_line(gap) for gap in gpu_targets.missing_rows(sweep, frame, engines)]
+
+
+def test_the_v1_cliff_is_the_graph_steps_either_side_of_the_largest_graph(dry_run):
+    with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
+        latency = pd.read_csv(archive.extractfile("gpu_check/tiny/latency.csv"))
+    cliff = gpu_targets.v1_cliff(latency)
+    assert len(cliff) == 1
+    row = cliff.iloc[0]
+    tokens = latency[(latency["engine"] == "vllm-0.33.0") & (latency["mode"] == "graph")]
+    above = tokens[tokens["batch_size"] > 512]["batch_size"].min()
+    assert (row.engine, row.model, row.num_speculative_tokens, row.graph_limit) == (
+        "vllm-0.33.0",
+        "tiny",
+        3,
+        512,
+    )
+    assert (row.below_batch_size, row.below_path) == (512, "full")
+    assert (row.above_batch_size, row.above_path) == (above, "eager")
+    step = tokens.set_index("batch_size")["median_ms"]
+    assert (row.below_median_ms, row.above_median_ms) == (step[512], step[above])
+    assert v1_cliff_lines(cliff) == [
+        f"== V1 cliff (vllm-0.33.0, tiny, k=3, {row.backend}): largest captured 512 tokens; "
+        f"median step 512 tokens (full) {step[512]:.3g} ms -> {above} tokens (eager) "
+        f"{step[above]:.3g} ms"
+    ]
+    assert v1_cliff_lines(gpu_targets.v1_cliff(latency.drop(columns="batch_unit"))) == [
+        "== V1 cliff: no V1 rows in latency.csv"
+    ]
+
+
 def test_a_latency_csv_without_the_v1_rows_is_not_complete(dry_run):
     with tarfile.open(dry_run[1] / "gpu_check.tar.gz") as archive:
         latency = pd.read_csv(archive.extractfile("gpu_check/tiny/latency.csv"))
@@ -482,13 +531,22 @@ def test_a_latency_csv_without_the_v1_rows_is_not_complete(dry_run):
     # A V1 step timed out after the guard's rows were written: the file exists, rows are missing.
     guard = latency[latency["engine"] == sweeps.LATENCY_ENGINE]
     assert gpu_targets.missing_rows("latency", guard, engines) == [
-        "latency.csv has no vllm-0.33.0 rows"
+        gpu_targets.Gap("latency", engine="vllm-0.33.0")
     ]
+    assert lines("latency", guard, engines) == ["latency.csv has no vllm-0.33.0 rows"]
     eager_only = latency[latency["mode"] == "eager"]
     assert gpu_targets.missing_rows("latency", eager_only, engines) == [
+        gpu_targets.Gap("latency", engine=engine, column="mode", value="graph")
+        for engine in engines
+    ]
+    assert lines("latency", eager_only, engines) == [
         f"latency.csv has no {engine} rows with mode graph" for engine in engines
     ]
-    assert gpu_targets.missing_rows("latency", None, engines) == ["latency.csv missing"]
+    assert gpu_targets.missing_rows("latency", None, engines) == [
+        gpu_targets.Gap("latency", found=False)
+    ]
+    assert lines("latency", None, engines) == ["latency.csv missing"]
+    assert lines("latency", latency.iloc[:0], engines) == ["latency.csv has no rows"]
     assert gpu_targets.expected_engines(quick, "latency", with_v1=False) == (sweeps.LATENCY_ENGINE,)
     assert gpu_targets.expected_engines(quick, "spec_decode") == ("vllm-0.6.0", "adaptive")
 
