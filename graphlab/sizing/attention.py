@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import BadInput, check_choice
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.full_cuda_graph import DEFAULT_BACKEND, full_graph_range, full_graph_support
 from graphlab.sizing.model_runner import release_key
@@ -208,7 +208,7 @@ def attention_support(version: str, name: str | None, tier: str) -> tuple[str, s
         return _with_assumed_support(*full_graph_support(version, name, tier))
     if found is None:
         if name is not None:
-            raise GraphlabError(
+            raise BadInput(
                 f"--attention-backend: vLLM {version} has no AttentionCGSupport (vLLM added it "
                 f"with cudagraph_mode in {RANGES[0].first}); the kit models its graphs with "
                 "FlashAttention 3"
@@ -222,7 +222,7 @@ def attention_support(version: str, name: str | None, tier: str) -> tuple[str, s
     backend = found.backends.get(chosen)
     support = backend and backend.support_on(tier)
     if support is None:
-        raise GraphlabError(
+        raise BadInput(
             f"attention backend {chosen!r} on the {tier!r} tier is not in the kit's table for "
             f"vLLM {version} (its support depends on the model there, or the name is unknown); "
             f"known: {', '.join(found.backends)}"

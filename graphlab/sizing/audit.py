@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, Dispatch
@@ -276,7 +276,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     policy = get_engine(policy)  # a name enters here; a policy passes through
     ns = reachable_batch_sizes(policy, check_limits(cfg))
     if len(ns) > MAX_AUDIT_BATCH_SIZES:
-        raise GraphlabError(
+        raise BadInput(
             f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
             "(lower max_num_seqs or num_speculative_tokens)"

@@ -3,7 +3,7 @@ sweeping for minutes or allocating GBs; `check_limits` applies them however the 
 
 from __future__ import annotations
 
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, check_instance
 from graphlab.sizing.config import SizingConfig
 
 MAX_NUM_SEQS_LIMIT = 65536  # S
@@ -32,5 +32,5 @@ def check_limits(cfg: SizingConfig) -> SizingConfig:
     )
     for name, value, limit in bounds:
         if value is not None and value > limit:
-            raise GraphlabError(f"{name} must be at most {limit}, got {value}")
+            raise BadInput(f"{name} must be at most {limit}, got {value}")
     return cfg
