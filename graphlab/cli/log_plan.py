@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from graphlab.cli.arguments import json_text
 from graphlab.cli.serve_line import read_logged
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.log_audit import logged_deployment
 from graphlab.sizing.planner.log_plan import log_plan_report
 
@@ -32,7 +32,7 @@ def _config(args):
 def run(args) -> int:
     given = [f"--{name.replace('_', '-')}" for name in UNREAD if getattr(args, name) is not None]
     if given:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
