@@ -65,7 +65,7 @@ def first_compile() -> float:
     """Seconds to compile and run a one-kernel function on the CPU with inductor: a check that
     cpu-compiled builds here, which on a new machine (or cache) also pays inductor's one-time
     set-up, kept on disk for every later compile: probing the CPU's vector ISAs (a test build and
-    load each) and building the kernels' precompiled header. GraphlabError if the build fails."""
+    load each) and building the kernels' precompiled header. Unavailable if the build fails."""
     start = time.perf_counter()
     try:
         torch.compile(lambda x: x.sin() * x.sum(), fullgraph=True)(torch.ones(8))

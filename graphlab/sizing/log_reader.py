@@ -298,7 +298,7 @@ class _Reader:
 
 
 def read_vllm_log(path) -> VllmLog:
-    """A vLLM log (a path, or "-" for stdin) read line by line, never whole; GraphlabError naming
+    """A vLLM log (a path, or "-" for stdin) read line by line, never whole; UnreadableInput naming
     the file, the line and the problem for anything that is not a vLLM log with a table."""
     if str(path) == "-":
         return _read(sys.stdin.buffer, "<stdin>")

@@ -120,7 +120,7 @@ def _read_csv(
     may_be_blank: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """A CSV with the required columns (and, when allowed is given, no others), none blank but those
-    in may_be_blank; GraphlabError otherwise."""
+    in may_be_blank; UnreadableInput otherwise."""
     check_input_file("CSV", path)  # a FIFO or device would block the read or never end
     try:
         _check_field_counts(path)
@@ -155,7 +155,7 @@ def _read_csv(
 
 
 def _check_field_counts(path) -> None:
-    """GraphlabError at the first row with more fields than the header: pandas would take the
+    """UnreadableInput at the first row with more fields than the header: pandas would take the
     extra field as an index and shift every column, naming the wrong line and column."""
     with open(path, newline="") as handle:
         rows = csv.reader(handle)
@@ -212,7 +212,7 @@ def _pick(
     frame: pd.DataFrame, path, columns: tuple[str, ...], pick: dict, unit: bool = False
 ) -> pd.DataFrame:
     """The rows with the picked value of each column (then, with unit, V1 token rows when any are
-    left); GraphlabError when a column still holds several values."""
+    left); BadInput when a column still holds several values (pick one)."""
     unknown = set(pick) - set(PICK_COLUMNS)
     if unknown:
         raise BadInput(
