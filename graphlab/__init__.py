@@ -2,7 +2,7 @@
 
 The layers are the subpackages, each importing only from those listed before it:
 
-    errors, progress   bad input and unreadable files as errors, progress bars
+    errors, progress   bad input, unreadable files, what the machine lacks as errors; progress bars
     sizing/            torch-free: engine capture rules, reachable batches, V1 dispatch, audit, plan
     engine/            torch: model, capture/replay, memory, device, the V0- and V1-shaped runners
     specdec/           speculative decoding: requests, drafts, proposer, scorers, rejection sampler

@@ -1,5 +1,19 @@
-"""The exception types for bad user input (GraphlabError and its two kinds), and the checks that
-raise them."""
+"""The exception types for what the user gave or the machine lacks, and the checks that raise them.
+
+Every one is a GraphlabError, which the command line prints on one line (exit status 2); catch it
+for any refusal, or one kind:
+
+- BadInput: a value, option or config is refused (a typo, a number out of range, options that
+  conflict, a config vLLM refuses or the kit does not model); catch it to ask the user again.
+- UnreadableInput: a file, folder, CSV, checkpoint or log the user named cannot be read, or its
+  content is malformed (missing columns, bad rows, lines that do not parse); catch it to ask for
+  another file.
+- Unavailable: this machine lacks what the call needs (vllm not importable, no CUDA device,
+  torch.compile failing); catch it to skip that part.
+
+A plain GraphlabError is none of these: a write that failed, a vLLM run that failed or timed out,
+a folder another run holds, or a call out of order (a replay before its capture).
+"""
 
 from __future__ import annotations
 
@@ -13,7 +27,7 @@ from pathlib import Path
 
 
 class GraphlabError(ValueError):
-    """A bad value from the user: the message names it and what is allowed.
+    """A refusal the user can act on: the message names what and what is allowed.
 
     The command line prints it on one line and exits with status 2, so callers never see a
     traceback from deep inside for a typo.
@@ -21,11 +35,17 @@ class GraphlabError(ValueError):
 
 
 class BadInput(GraphlabError):
-    """A value that is not allowed: a typo, a wrong type, a number out of range."""
+    """A value that is not allowed: a typo, a wrong type, a number out of range, options that
+    conflict, a config vLLM refuses."""
 
 
 class UnreadableInput(GraphlabError):
-    """An input file that cannot be read: missing, no permission, or not a regular file."""
+    """An input file that cannot be read (missing, no permission, not a regular file) or whose
+    content is malformed (a missing column, a bad row, a line that does not parse)."""
+
+
+class Unavailable(GraphlabError):
+    """Raised where this machine lacks what the call needs: vllm, a CUDA device, torch.compile."""
 
 
 def check_choice(name: str, value, allowed) -> None:

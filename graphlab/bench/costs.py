@@ -35,7 +35,7 @@ from graphlab.engine.device import Backend
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, check_instance
 from graphlab.sizing.audit import audit
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
@@ -196,7 +196,7 @@ def adaptive_price(
     engine measured.
     """
     if not isinstance(repeats, int) or repeats < 1:
-        raise GraphlabError(f"repeats={repeats!r} must be an integer >= 1")
+        raise BadInput(f"repeats={repeats!r} must be an integer >= 1")
     policies = {engine: get_engine(engine) for engine in engines}  # names enter here, once
     engines = list(policies)
     configs = [(k, engine, SizingConfig(max_num_seqs, k)) for k in ks for engine in engines]

@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from graphlab.errors import (
+    BadInput,
     GraphlabError,
     check_choice,
     check_file_name,
@@ -175,12 +176,12 @@ def export_csvs(frames: dict[str, pd.DataFrame], out) -> dict[str, Path]:
     check_instance("frames", frames, dict)
     for name in frames:
         if check_file_name("frame name", name).endswith(PARTIAL_NAME):
-            raise GraphlabError(
+            raise BadInput(
                 f"frame name {name!r} ends in {PARTIAL_NAME!r}, the name of a sweep's checkpoint"
             )
     out = check_path("out", out)
     if out.exists() and not out.is_dir():
-        raise GraphlabError(f"out {str(out)!r} is not a folder; give a folder for the CSVs")
+        raise BadInput(f"out {str(out)!r} is not a folder; give a folder for the CSVs")
     out.mkdir(parents=True, exist_ok=True)
     written = {}
     for name, frame in frames.items():
@@ -273,7 +274,7 @@ def _integer(column: str, value) -> int | None:
     except (TypeError, ValueError):
         integer = False
     if not integer or isinstance(value, bool):
-        raise GraphlabError(f"column {column!r} holds integers or blanks, got {value!r}")
+        raise BadInput(f"column {column!r} holds integers or blanks, got {value!r}")
     return int(value)
 
 

@@ -17,7 +17,7 @@ import pandas as pd
 
 from graphlab.checkout import VERSION, git_commit
 from graphlab.engine.device import cpu_name, device_name, resolve_backend, resolve_device
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, check_instance
 
 # Tables computed from the engines' sizing rules (the crash map): no model ran, no device used.
 COMPUTED = "computed"
@@ -144,11 +144,11 @@ def with_provenance(rows, prov: dict) -> pd.DataFrame:
     """
     check_instance("prov", prov, dict)
     if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
-        raise GraphlabError(f"rows must be a DataFrame or an iterable of dicts, got {rows!r}")
+        raise BadInput(f"rows must be a DataFrame or an iterable of dicts, got {rows!r}")
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame(list(rows))
     missing = [field for field in FIELDS if field not in frame.columns and field not in prov]
     if missing:
-        raise GraphlabError(f"prov lacks the provenance fields {', '.join(missing)}")
+        raise BadInput(f"prov lacks the provenance fields {', '.join(missing)}")
     if "preset" in frame.columns and "model" not in frame.columns:
         frame = frame.rename(columns={"preset": "model"})
     for field in FIELDS:

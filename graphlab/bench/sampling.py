@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from graphlab.engine.device import Backend
-from graphlab.errors import GraphlabError, check_float, check_int
+from graphlab.errors import BadInput, check_float, check_int
 from graphlab.stats import (
     EFFECT,
     MIN_SAMPLES,
@@ -42,7 +42,7 @@ class Timing:
 
     def __post_init__(self):
         if not isinstance(self.backend, Backend):
-            raise GraphlabError(
+            raise BadInput(
                 f"Timing's backend must be a resolved Backend "
                 f"(graphlab.engine.device.resolve_backend), got {self.backend!r}"
             )

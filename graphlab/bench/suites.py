@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError, lookup
+from graphlab.errors import BadInput, lookup
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
 from graphlab.sizing.versions import DEFAULT_ENGINE
@@ -71,23 +71,23 @@ class Suite:
         for bound, fields in ((1, positive), (0, non_negative)):
             for name, values in fields.items():
                 if len(values) == 0 or any(not isinstance(v, int) or v < bound for v in values):
-                    raise GraphlabError(
+                    raise BadInput(
                         f"suite {self.name!r}: {name}={values!r} must be "
                         f"non-empty integers >= {bound}"
                     )
         if self.v1_sizing is not None and not isinstance(self.v1_sizing, SizingConfig):
-            raise GraphlabError(
+            raise BadInput(
                 f"suite {self.name!r}: v1_sizing must be a "
                 f"graphlab.sizing.config.SizingConfig or None, got {self.v1_sizing!r}"
             )
         if self.v1_engine not in V1_ENGINES:
-            raise GraphlabError(
+            raise BadInput(
                 f"suite {self.name!r}: v1_engine {self.v1_engine!r} must be "
                 f"among {', '.join(V1_ENGINES)}"
             )
         bad = [p for p in self.spec_engines if p not in V0_ENGINES]
         if bad or not self.spec_engines:
-            raise GraphlabError(
+            raise BadInput(
                 f"suite {self.name!r}: spec_engines {bad or '()'} must be among "
                 f"{', '.join(V0_ENGINES)}"
             )

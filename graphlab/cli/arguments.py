@@ -15,7 +15,7 @@ import re
 from pathlib import Path
 
 from graphlab.against_vllm.installed import installed_vllm_version
-from graphlab.errors import GraphlabError, check_int, check_output_file
+from graphlab.errors import BadInput, GraphlabError, check_int, check_output_file
 from graphlab.sizing.attention import CG_SUPPORTS, RANGES
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import SizingPolicy, get_engine
@@ -52,7 +52,7 @@ class Parser(argparse.ArgumentParser):
         self._negative_number_matcher = re.compile(r"^-\d+(:-?\d+)?$|^-\d*\.\d+$")
 
     def error(self, message):
-        raise GraphlabError(message)
+        raise BadInput(message)
 
     def parse_known_args(self, args=None, namespace=None):
         # vLLM's FlexibleArgumentParser reads --max_num_seqs as --max-num-seqs: so does the kit,
@@ -225,7 +225,7 @@ def _check_writable(folder: Path, path) -> None:
     given)."""
     existing = next(p for p in (folder, *folder.absolute().parents) if p.exists())
     if not existing.is_dir():
-        raise GraphlabError(f"cannot create --out {str(path)!r}: {str(existing)!r} is a file")
+        raise BadInput(f"cannot create --out {str(path)!r}: {str(existing)!r} is a file")
     if not os.access(existing, os.W_OK | os.X_OK):
         raise GraphlabError(f"cannot write --out {str(path)!r}: {str(existing)!r} is not writable")
 
@@ -234,12 +234,12 @@ def check_out_folder(path) -> Path:
     """--out as a folder: an existing writable folder, or one that can be created. Checked before
     work."""
     if not str(path):
-        raise GraphlabError("--out is empty; give a folder for the CSVs")
+        raise BadInput("--out is empty; give a folder for the CSVs")
     if str(path) == "-":  # standard output where one CSV is written (crash-map), not a folder
-        raise GraphlabError("--out '-' is standard output; give a folder for the CSVs")
+        raise BadInput("--out '-' is standard output; give a folder for the CSVs")
     out = Path(path)
     if out.exists() and not out.is_dir():
-        raise GraphlabError(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")
+        raise BadInput(f"--out {str(path)!r} is an existing file; give a folder for the CSVs")
     _check_writable(out, path)
     return out
 
@@ -247,10 +247,10 @@ def check_out_folder(path) -> Path:
 def check_out_file(path) -> Path:
     """--out as a CSV file in a writable folder (created when missing). Checked before work."""
     if not str(path):
-        raise GraphlabError("--out is empty; give a CSV file path")
+        raise BadInput("--out is empty; give a CSV file path")
     out = Path(path)
     if out.is_dir():
-        raise GraphlabError(f"--out {str(path)!r} is a folder; give a CSV file path")
+        raise BadInput(f"--out {str(path)!r} is a folder; give a CSV file path")
     _check_writable(out.parent, path)
     check_output_file("--out", out)  # a device, FIFO or socket: writing would replace the node
     return out

@@ -18,7 +18,7 @@ from graphlab.cli.arguments import (
 )
 from graphlab.cli.deployment import deployed
 from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.attention import attention_range
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
 from graphlab.sizing.config import SizingConfig
@@ -105,7 +105,7 @@ def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, obj
     if line is not None:
         return line.config, line
     if args.max_num_seqs is None:
-        raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
+        raise BadInput("--max-num-seqs is required (or give --vllm-args)")
     k = args.num_speculative_tokens or 0
     return SizingConfig(**{**flags, "num_speculative_tokens": k}).within_limits(), None
 
@@ -114,7 +114,7 @@ def run(args) -> int:
     if args.vllm_log is not None:
         return log_option.run_audit(args)
     if args.engine is None:
-        raise GraphlabError("--engine is required (or give --vllm-log)")
+        raise BadInput("--engine is required (or give --vllm-log)")
     policy, version = args.engine.policy, args.engine.release
     cfg, line = _config(args, policy, version)
     deployment = deployed(args, policy, version, cfg, line)

@@ -17,7 +17,7 @@ from graphlab.cli.arguments import (
     json_text,
     writing_out,
 )
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.crash_maps import CRASH_MAP_MAX_BATCH_SIZES, crash_map
 from graphlab.sizing.engines import ENGINES
 from graphlab.sizing.limits import NUM_SPECULATIVE_TOKENS_LIMIT
@@ -85,7 +85,7 @@ def run(args) -> int:
     from graphlab.bench.provenance import computed_provenance, with_provenance
 
     if args.json == (args.out is not None):
-        raise GraphlabError("crash-map needs exactly one of --out CSV (or --out -) and --json")
+        raise BadInput("crash-map needs exactly one of --out CSV (or --out -) and --json")
     to_file = args.out is not None and args.out != "-"
     if to_file:
         check_out_file(args.out)

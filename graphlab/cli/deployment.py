@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from graphlab.against_vllm.serve_args import ServeLine
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.attention import attention_support
 from graphlab.sizing.attention_names import (
     ATTENTION_ENV_DEPRECATION,
@@ -42,13 +42,13 @@ def deployed(args, policy: SizingPolicy, version: str, cfg: SizingConfig, line) 
     backend, notes = line_attention_backend(line, version, args.attention_backend)
     if not hasattr(policy, "model_runners"):  # vLLM V1's engines alone have both
         if (args.model_runner or cfg.model_runner) != "auto":
-            raise GraphlabError(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
+            raise BadInput(f"--model-runner is vLLM V1's; engine {policy.name!r} has none")
         for flag, value in (
             ("--attention-backend", backend),
             ("--attention-cg-support", args.attention_cg_support),
         ):
             if value is not None:
-                raise GraphlabError(f"{flag} is vLLM V1's; engine {policy.name!r} has none")
+                raise BadInput(f"{flag} is vLLM V1's; engine {policy.name!r} has none")
         return Deployment(cfg, None, None, backend, notes, notes)
     runs, runner = apply_model_runner(policy, version, args.model_runner, cfg)
     chosen, support, attention = attention_support(
@@ -79,7 +79,7 @@ def apply_model_runner(
         cfg.num_speculative_tokens_per_batch_size is not None,
     )
     if runner not in policy.model_runners:
-        raise GraphlabError(
+        raise BadInput(
             f"vLLM {version}: model runner {runner.upper()} is not modelled ({why}); "
             f"{policy.unmodelled_runner}"
         )
@@ -104,7 +104,7 @@ def line_attention_backend(
     has_options = release_key(version) >= release_key(ATTENTION_OPTIONS_FROM)
     if (option or nested) and not has_options:
         given = "--attention-backend" if option else "--attention-config's backend"
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args: {given} does not exist in vLLM {version} (added in "
             f"{ATTENTION_OPTIONS_FROM}); that release reads VLLM_ATTENTION_BACKEND=NAME before "
             "`vllm serve`"
@@ -122,14 +122,14 @@ def line_attention_backend(
             notes.append(f"vLLM logs a WARNING: {ATTENTION_ENV_DEPRECATION}")
             nested = env or nested  # the variable overrides attention_config.backend
     if option and nested:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args: vLLM {version} refuses to start: ValueError: attention_backend and "
             "attention_config.backend are mutually exclusive"
             + (" (VLLM_ATTENTION_BACKEND sets attention_config.backend)" if env else "")
         )
     backend = option or nested or env
     if backend is not None and flag is not None:
-        raise GraphlabError(
+        raise BadInput(
             f"--attention-backend {flag} and the --vllm-args line's attention backend {backend} "
             "are both given; drop --attention-backend"
         )

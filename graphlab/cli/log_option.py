@@ -12,7 +12,7 @@ from graphlab.cli.arguments import int_in, json_text
 from graphlab.cli.deployment import deployed
 from graphlab.cli.plan_output import log_plan_text
 from graphlab.cli.serve_line import read_logged
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy
 from graphlab.sizing.log_audit import audit_deployment, logged_deployment
@@ -74,7 +74,7 @@ def run_plan(args) -> int:
     (graphlab.sizing.planner.log_plan)."""
     given = [f"--{name.replace('_', '-')}" for name in UNREAD if getattr(args, name) is not None]
     if given:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )

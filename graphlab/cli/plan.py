@@ -25,7 +25,7 @@ from graphlab.cli.serve_line import (
     config_options,
     read_serve_line,
 )
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
     GRAPH_POOLS,
@@ -195,7 +195,7 @@ def _config(args, policy: SizingPolicy, version: str):
     if line is not None:
         return line.config, line
     if args.max_num_seqs is None:
-        raise GraphlabError("--max-num-seqs is required (or give --vllm-args)")
+        raise BadInput("--max-num-seqs is required (or give --vllm-args)")
     cfg = SizingConfig(
         max_num_seqs=args.max_num_seqs,
         num_speculative_tokens=args.num_speculative_tokens or 0,
@@ -218,7 +218,7 @@ def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...
     if policy.cudagraph_mode(cfg) == "NONE":
         return None, line, deployment.said
     if args.memory_mib is not None and args.graph_memory is None:
-        raise GraphlabError("--memory-mib needs --graph-memory CSV (bytes per graph size)")
+        raise BadInput("--memory-mib needs --graph-memory CSV (bytes per graph size)")
     pick = dict(
         model=args.model,
         dtype=args.dtype,

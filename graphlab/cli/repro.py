@@ -15,7 +15,7 @@ from graphlab.cli.arguments import (
     json_text,
 )
 from graphlab.engine.device import DEVICES
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import V0_ENGINES, V1_ENGINES
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT, NUM_SPECULATIVE_TOKENS_LIMIT
@@ -164,7 +164,7 @@ def run(args) -> int:
     from graphlab.specdec.requests import RequestLoad
 
     if args.num_requests * args.max_model_len > REPRO_MAX_TOKENS:
-        raise GraphlabError(
+        raise BadInput(
             f"--num-requests {args.num_requests} x --max-model-len "
             f"{args.max_model_len} = {args.num_requests * args.max_model_len} "
             f"tokens; at most {REPRO_MAX_TOKENS}"

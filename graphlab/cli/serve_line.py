@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
     DEVICE_TIERS,
@@ -59,7 +59,7 @@ def _check_device_tier(version: str, device_tier: str) -> None:
     """GraphlabError for --device-tier b200 on a release without that tier."""
     early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
     if device_tier == "b200" and early:
-        raise GraphlabError(
+        raise BadInput(
             f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
             f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
         )
@@ -82,19 +82,19 @@ def read_serve_line(
         _check_device_tier(version, device_tier)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
-        raise GraphlabError(f"--vllm-args already sets the config; drop {', '.join(flags)}")
+        raise BadInput(f"--vllm-args already sets the config; drop {', '.join(flags)}")
     line = read_vllm_args(command_line, device_tier)
     if policy is None:  # --vllm-log: the release is the log's
         return line
     split = line.config.split_capture_settings
     if split and not policy.splits_capture_sizes:
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args sets {' / '.join(split)}, which {policy.name} does not have (vLLM "
             "added the prefill and decode capture settings in 0.34.0; --vllm-version 0.34.0)"
         )
     mode = line.config.performance_mode
     if mode is not None and not getattr(policy, "has_performance_mode", False):
-        raise GraphlabError(
+        raise BadInput(
             f"--vllm-args sets --performance-mode {mode}, which {policy.name} does not have "
             f"(vLLM added it in {PERFORMANCE_MODE_FROM})"
         )

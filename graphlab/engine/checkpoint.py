@@ -16,21 +16,21 @@ import torch
 
 from graphlab.engine.config import DTYPES, Llama3RopeScaling, ModelConfig, resolve_dtype
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, UnreadableInput, check_choice
+from graphlab.errors import UnreadableInput, check_choice
 
 
 def config_from_hf(hf: dict) -> ModelConfig:
     """A ModelConfig from a Hugging Face Llama config.json (transformers 4.x or 5.x layout)."""
     archs = hf.get("architectures") or ["LlamaForCausalLM"]
     if hf.get("model_type", "llama") != "llama" or "LlamaForCausalLM" not in archs:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"not a Llama checkpoint: model_type={hf.get('model_type')!r}, "
             f"architectures={archs}; expected llama / LlamaForCausalLM"
         )
     unsupported = {"attention_bias": False, "mlp_bias": False, "hidden_act": "silu"}
     for key, expected in unsupported.items():
         if hf.get(key, expected) != expected:
-            raise GraphlabError(
+            raise UnreadableInput(
                 f"unsupported {key}={hf[key]!r}; graphlab's Llama needs {expected!r}"
             )
     rope = dict(hf.get("rope_scaling") or {})
@@ -56,7 +56,7 @@ def config_from_hf(hf: dict) -> ModelConfig:
         rope_scaling=scaling,
     )
     if hf.get("head_dim") not in (None, config.head_dim):
-        raise GraphlabError(
+        raise UnreadableInput(
             f"unsupported head_dim={hf['head_dim']}; graphlab's Llama needs "
             f"hidden_size / num_attention_heads = {config.head_dim}"
         )
@@ -114,14 +114,14 @@ def load_checkpoint(path, dtype: str | torch.dtype | None = None, device="cpu") 
     params = model.hf_parameters()  # a tied lm_head is the embedding, listed once
     missing, unexpected = params.keys() - state.keys(), state.keys() - params.keys()
     if missing or unexpected:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"checkpoint {path} does not match its config: missing "
             f"{sorted(missing)[:5]}, unexpected {sorted(unexpected)[:5]}"
         )
     with torch.no_grad():
         for name, param in params.items():
             if param.shape != state[name].shape:
-                raise GraphlabError(
+                raise UnreadableInput(
                     f"checkpoint {path}: {name} has shape "
                     f"{tuple(state[name].shape)}, its config needs "
                     f"{tuple(param.shape)}"

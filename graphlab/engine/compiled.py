@@ -36,7 +36,7 @@ from pathlib import Path
 import torch
 
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError
+from graphlab.errors import GraphlabError, Unavailable
 
 # Model configs (target, draft, test configs) a process may compile; past dynamo's default of 8
 # per code object a fullgraph compile raises.
@@ -65,7 +65,7 @@ def first_compile() -> float:
     """Seconds to compile and run a one-kernel function on the CPU with inductor: a check that
     cpu-compiled builds here, which on a new machine (or cache) also pays inductor's one-time
     set-up, kept on disk for every later compile: probing the CPU's vector ISAs (a test build and
-    load each) and building the kernels' precompiled header. GraphlabError if the build fails."""
+    load each) and building the kernels' precompiled header. Unavailable if the build fails."""
     start = time.perf_counter()
     try:
         torch.compile(lambda x: x.sin() * x.sum(), fullgraph=True)(torch.ones(8))
@@ -73,7 +73,7 @@ def first_compile() -> float:
         cause = getattr(error, "inner_exception", error)  # dynamo's wrapper names only the backend
         # Inductor's build errors run to pages (the command, the compiler's output): the first line.
         reason = f"{type(cause).__name__}: {(str(cause).strip().splitlines() or [''])[0]}"
-        raise GraphlabError(f"torch.compile failed on this CPU ({reason})") from error
+        raise Unavailable(f"torch.compile failed on this CPU ({reason})") from error
     return time.perf_counter() - start
 
 

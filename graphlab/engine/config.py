@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from graphlab.errors import GraphlabError, check_choice, check_int, lookup
+from graphlab.errors import BadInput, check_choice, check_int, lookup
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -26,7 +26,7 @@ class Llama3RopeScaling:
 
     def __post_init__(self):
         if not self.high_freq_factor > self.low_freq_factor > 0 or self.factor <= 0:
-            raise GraphlabError(
+            raise BadInput(
                 f"bad llama3 rope scaling {self}: need factor > 0 and "
                 "high_freq_factor > low_freq_factor > 0"
             )
@@ -58,19 +58,19 @@ class ModelConfig:
         ):
             check_int(f"ModelConfig.{name}", getattr(self, name), 1)
         if self.hidden_size % self.num_attention_heads:
-            raise GraphlabError(
+            raise BadInput(
                 f"hidden_size={self.hidden_size} is not divisible by "
                 f"num_attention_heads={self.num_attention_heads}"
             )
         if self.num_attention_heads % self.num_key_value_heads:
-            raise GraphlabError(
+            raise BadInput(
                 f"num_attention_heads={self.num_attention_heads} is not divisible "
                 f"by num_key_value_heads={self.num_key_value_heads}"
             )
         if self.head_dim % 2:
-            raise GraphlabError(f"head_dim={self.head_dim} must be even for rotary embeddings")
+            raise BadInput(f"head_dim={self.head_dim} must be even for rotary embeddings")
         if self.rms_norm_eps <= 0 or self.rope_theta <= 0:
-            raise GraphlabError(
+            raise BadInput(
                 f"rms_norm_eps={self.rms_norm_eps} and rope_theta={self.rope_theta} must be > 0"
             )
 

@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import BadInput, Unavailable, check_choice
 
 CUDA_GRAPH, COMPILED_CUDA_GRAPH = "cuda-graph", "compiled-cuda-graph"
 CPU_COMPILED, CPU_EMULATED = "cpu-compiled", "cpu-emulated"
@@ -36,7 +36,7 @@ def resolve_device(device="auto"):
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name.startswith("cuda") and not torch.cuda.is_available():
-        raise GraphlabError(
+        raise Unavailable(
             f"device {name!r} requested but torch {torch.__version__} sees no CUDA device"
         )
     return torch.device(name)
@@ -96,7 +96,7 @@ def resolve_backend(backend: str | Backend, device, purpose: str = "logic") -> B
             "needs the model on a CUDA device" if chosen.device_type == "cuda" else "runs on a CPU"
         )
         allowed = [b for b, v in BACKEND_VALUES.items() if v.device_type == device.type]
-        raise GraphlabError(
+        raise BadInput(
             f"backend {name!r} {where}, not {device}; use {' or '.join(map(repr, allowed))}"
         )
     if chosen.compiled and device.type == "cpu":
@@ -132,7 +132,7 @@ def pin_threads(threads: int = 1) -> int:
     import torch
 
     if not isinstance(threads, int) or threads < 1:
-        raise GraphlabError(f"threads={threads!r} must be an integer >= 1")
+        raise BadInput(f"threads={threads!r} must be an integer >= 1")
     torch.set_num_threads(threads)
     return torch.get_num_threads()
 

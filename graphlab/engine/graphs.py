@@ -30,7 +30,14 @@ from graphlab.engine.compiled import compiled_step
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.memory import MemorySnapshot, predict_graph_memory, predict_pool_bytes
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice, check_instance, check_int, check_sizes
+from graphlab.errors import (
+    BadInput,
+    GraphlabError,
+    check_choice,
+    check_instance,
+    check_int,
+    check_sizes,
+)
 from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import GRAPH_POOLS
 
@@ -142,7 +149,7 @@ class CapturedGraph:
         n = input_ids.numel()
         if n > self.size:
             unit = "rows" if self.buffers.query_len == 1 else "tokens"
-            raise GraphlabError(
+            raise BadInput(
                 f"a batch of {n} {unit} does not fit the graph captured for {self.size} {unit}"
             )
         self.buffers.fill(input_ids, positions, seq_slots, self.size)
@@ -311,7 +318,7 @@ def capture_full(
     if not sizes:
         return {}
     if any(size % query_len for size in sizes):
-        raise GraphlabError(
+        raise BadInput(
             f"capture sizes {sizes} must be multiples of query_len={query_len}: "
             f"a graph holds whole rows"
         )

@@ -19,7 +19,7 @@ from torch import nn
 from graphlab.engine.config import ModelConfig, resolve_config, resolve_dtype
 from graphlab.engine.device import resolve_device
 from graphlab.engine.sdpa import sdpa_context
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import BadInput, GraphlabError, check_int
 
 
 def rope_inv_freq(config: ModelConfig) -> torch.Tensor:
@@ -263,20 +263,20 @@ class LlamaForCausalLM(nn.Module):
         named = (("input_ids", input_ids), ("positions", positions), ("seq_slots", seq_slots))
         for name, t in named:
             if not isinstance(t, torch.Tensor) or t.is_meta:  # meta: no values to check or run
-                raise GraphlabError(f"{name} must be a tensor with values, got {t!r:.40}")
+                raise BadInput(f"{name} must be a tensor with values, got {t!r:.40}")
             if t.dtype != torch.long:
-                raise GraphlabError(f"{name} must be int64 (torch.long), got {t.dtype}")
+                raise BadInput(f"{name} must be int64 (torch.long), got {t.dtype}")
         if input_ids.dim() != 2 or positions.shape != input_ids.shape:
-            raise GraphlabError(
+            raise BadInput(
                 f"input_ids {tuple(input_ids.shape)} and positions "
                 f"{tuple(positions.shape)} must both be [n, L]"
             )
         if seq_slots.shape != input_ids.shape[:1]:
-            raise GraphlabError(
+            raise BadInput(
                 f"seq_slots {tuple(seq_slots.shape)} must be [n] with n={input_ids.shape[0]}"
             )
         if input_ids.shape[0] < 1 or input_ids.shape[1] < 1:
-            raise GraphlabError(f"empty batch: input_ids shape {tuple(input_ids.shape)}")
+            raise BadInput(f"empty batch: input_ids shape {tuple(input_ids.shape)}")
         checks = (
             ("input_ids", input_ids, self.config.vocab_size, "vocab_size"),
             ("positions", positions, self.max_seq_len, "max_seq_len"),
@@ -289,12 +289,12 @@ class LlamaForCausalLM(nn.Module):
         for i, (name, _, bound, bound_name) in enumerate(checks):
             lo, hi = stats[2 * i], stats[2 * i + 1]
             if lo < 0 or hi >= bound:
-                raise GraphlabError(
+                raise BadInput(
                     f"{name} out of range: values in [{lo}, {hi}], allowed "
                     f"[0, {bound - 1}] ({bound_name}={bound})"
                 )
         if stats[-1]:
-            raise GraphlabError(
+            raise BadInput(
                 "two tokens in one step write the same KV cache cell "
                 "(same seq_slot and position); each (seq_slot, position) once "
                 "per step"

@@ -13,7 +13,14 @@ import torch
 from graphlab.engine.device import Backend, resolve_backend
 from graphlab.engine.graphs import NUM_WARMUPS, CaptureSession, GraphRecord
 from graphlab.engine.model import LlamaForCausalLM
-from graphlab.errors import GraphlabError, check_choice, check_instance, check_int, check_sizes
+from graphlab.errors import (
+    BadInput,
+    GraphlabError,
+    check_choice,
+    check_instance,
+    check_int,
+    check_sizes,
+)
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit
 from graphlab.sizing.engines import GRAPH_POOLS, SizingPolicy, get_engine
@@ -62,7 +69,7 @@ class DecodeRunner:
             f"the {self.runner_shape}-shaped runner's engine", self.engine.name, self.engines
         )
         if not isinstance(cfg, SizingConfig):
-            raise GraphlabError(
+            raise BadInput(
                 f"cfg must be a graphlab.sizing.config.SizingConfig, got {type(cfg).__name__}"
             )
         check_choice("graph_pool", graph_pool, GRAPH_POOLS)
@@ -116,7 +123,7 @@ class DecodeRunner:
             return (q,) * num_reqs
         counts = check_sizes("num_scheduled_tokens", num_scheduled_tokens, 1, q)
         if len(counts) != num_reqs:
-            raise GraphlabError(
+            raise BadInput(
                 f"num_scheduled_tokens must hold {num_reqs} values in [1, {q}], got {list(counts)}"
             )
         return counts
@@ -165,7 +172,7 @@ def replay_check(replayed: torch.Tensor, eager: torch.Tensor, dtype: torch.dtype
     """max_abs_logit_diff of a replay against the eager step on the same batch, the tolerance
     (REPLAY_RTOL[dtype] x the largest eager logit) and replay_matches_eager."""
     if replayed.shape != eager.shape:
-        raise GraphlabError(
+        raise BadInput(
             f"replayed logits {tuple(replayed.shape)} and eager logits "
             f"{tuple(eager.shape)} differ in shape"
         )

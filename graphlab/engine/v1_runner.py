@@ -22,7 +22,7 @@ from graphlab.engine.graphs import CaptureSession, capture_full
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.piecewise import capture_piecewise
 from graphlab.engine.runner import DecodeRunner, StepRecord
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import BadInput, check_int
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, graph_families
 from graphlab.sizing.engines import V1_ENGINES
 
@@ -41,10 +41,10 @@ class V1ModelRunner(DecodeRunner):
         """The engine's sizes for cfg, what to capture, and where graphs stop."""
         error = self.engine.startup_error(self.cfg)
         if error:
-            raise GraphlabError(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
+            raise BadInput(f"{self.engine.name} refuses to start with {self.cfg}: {error}")
         self.families = graph_families(self.engine, self.cfg)
         if self.families.mixed_family is BatchPath.FULL:
-            raise GraphlabError(
+            raise BadInput(
                 "cudagraph_mode FULL (FULL graphs for every batch) is not modelled "
                 "by the V1-shaped runner; allowed: NONE, PIECEWISE, "
                 "FULL_DECODE_ONLY, FULL_AND_PIECEWISE"
@@ -92,7 +92,7 @@ class V1ModelRunner(DecodeRunner):
         counts = self._scheduled_tokens(input_ids, positions, seq_slots, num_scheduled_tokens)
         num_reqs, q = input_ids.shape
         if q != self.query_len:
-            raise GraphlabError(
+            raise BadInput(
                 f"input_ids must be a [B, {self.query_len}] tensor: q = 1 + k tokens per "
                 f"request (uniform decode), got {tuple(input_ids.shape)}"
             )
@@ -117,11 +117,11 @@ def uniform_decode_batch(
         position = model.max_seq_len // 2
     position = check_int("position", position, 0)
     if num_reqs > model.num_slots:
-        raise GraphlabError(
+        raise BadInput(
             f"{num_reqs} requests need {num_reqs} slots; the cache has {model.num_slots}"
         )
     if position + query_len > model.max_seq_len:
-        raise GraphlabError(
+        raise BadInput(
             f"positions up to {position + query_len - 1} exceed the cache's "
             f"max_seq_len={model.max_seq_len}"
         )

@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError, check_choice
+from graphlab.errors import BadInput, check_choice
 from graphlab.sizing.dispatch import BatchPath, CUDAGraphMode
 from graphlab.sizing.full_cuda_graph import DEFAULT_BACKEND, full_graph_range, full_graph_support
 from graphlab.sizing.model_runner import release_key
@@ -209,7 +209,7 @@ def attention_support(
     chosen = DEFAULT_BACKEND[tier] if name is None else str(name).upper()
     found = attention_range(version)
     if found is None and given is not None:
-        raise GraphlabError(
+        raise BadInput(
             f"--attention-cg-support: vLLM {version} has no AttentionCGSupport (vLLM added it "
             f"with cudagraph_mode in {RANGES[0].first})"
         )
@@ -217,7 +217,7 @@ def attention_support(
         return _with_assumed_support(*full_graph_support(version, name, tier))
     if found is None:
         if name is not None:
-            raise GraphlabError(
+            raise BadInput(
                 f"--attention-backend: vLLM {version} has no AttentionCGSupport (vLLM added it "
                 f"with cudagraph_mode in {RANGES[0].first}); the kit models its graphs with "
                 "FlashAttention 3"
@@ -230,7 +230,7 @@ def attention_support(
         )
     backend = found.backends.get(chosen)
     if backend is None:
-        raise GraphlabError(
+        raise BadInput(
             f"attention backend {chosen!r} on the {tier!r} tier is not in the kit's table for "
             f"vLLM {version}; known: {', '.join(found.backends)}"
         )
@@ -246,7 +246,7 @@ def attention_support(
         )
     support = backend.support_on(tier)
     if support is None:
-        raise GraphlabError(
+        raise BadInput(
             f"attention backend {chosen!r} ({how}) on the {tier!r} tier: the AttentionCGSupport "
             f"vLLM {version}'s {backend.cls} reports depends on the model, {source}; give it with "
             f"--attention-cg-support ({', '.join(CG_SUPPORTS)}; vLLM's WARNING names it where it "

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.model_runner import release_key
 
 # VLLM_ATTENTION_BACKEND: read to 0.14.1 (from 0.13.0 by AttentionConfig.__post_init__, which sets
@@ -61,7 +61,7 @@ def env_backend_name(version: str, value: str) -> tuple[str | None, str | None]:
             if at < release_key(_ENV_CHOICES_FROM)
             else f"Invalid value '{name}' for VLLM_ATTENTION_BACKEND"
         )
-        raise GraphlabError(
+        raise BadInput(
             f"vLLM {version} refuses to start: ValueError: {words} (no backend of that name in "
             f"that release{hint})"
         )

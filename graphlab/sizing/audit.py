@@ -30,7 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, check_instance
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, Dispatch
@@ -277,7 +277,7 @@ def audit(policy: SizingPolicy | str, cfg: SizingConfig) -> AuditReport:
     check_instance("cfg", cfg, SizingConfig)
     ns = reachable_batch_sizes(policy, cfg.within_limits())
     if len(ns) > MAX_AUDIT_BATCH_SIZES:
-        raise GraphlabError(
+        raise BadInput(
             f"max_num_seqs={cfg.max_num_seqs}, k={cfg.num_speculative_tokens} reach {len(ns)} "
             f"batch sizes on {policy.name}; audit lists at most {MAX_AUDIT_BATCH_SIZES} "
             "(lower max_num_seqs or num_speculative_tokens)"

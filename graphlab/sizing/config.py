@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import BadInput, GraphlabError, check_choice, check_int, check_sizes
+from graphlab.errors import BadInput, check_choice, check_int, check_sizes
 from graphlab.sizing.attention import CG_SUPPORTS, DEFAULT_CG_SUPPORT
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.limits import (
@@ -93,12 +93,12 @@ class SizingConfig:
         check_choice("attention_cg_support", self.attention_cg_support, CG_SUPPORTS)
         check_choice("flash_attn_version", self.flash_attn_version, (2, 3))
         if self.speculative_method is not None and not isinstance(self.speculative_method, str):
-            raise GraphlabError(
+            raise BadInput(
                 f"speculative_method must be a method name, got {self.speculative_method!r}"
             )
         given = self.speculative_method_as_given
         if given is not None and not isinstance(given, str):
-            raise GraphlabError(f"speculative_method_as_given must be a method name, got {given!r}")
+            raise BadInput(f"speculative_method_as_given must be a method name, got {given!r}")
         if given is None or normalized_method(given) != normalized_method(self.speculative_method):
             given = self.speculative_method  # replace() keeps the name given with the same method
         object.__setattr__(self, "speculative_method_as_given", given)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError, check_sizes
+from graphlab.errors import BadInput, check_sizes
 from graphlab.progress import progress as progress_bar
 from graphlab.sizing.audit import fails_first, parse_engines, proposer_audit
 from graphlab.sizing.batches import reachable_batch_sizes, verify_requests
@@ -77,7 +77,7 @@ def crash_map(
     k_values = list(check_sizes("k_range", k_range, 0))
     sweep = len(policies) * sum(seqs_values) * sum(1 + k for k in k_values)
     if sweep > CRASH_MAP_MAX_BATCH_SIZES:
-        raise GraphlabError(
+        raise BadInput(
             f"a crash map over max_num_seqs {seqs_values[0]}..{seqs_values[-1]}, k "
             f"{k_values[0]}..{k_values[-1]} and {len(policies)} engine(s) sweeps "
             f"{sweep} batch sizes; at most {CRASH_MAP_MAX_BATCH_SIZES} (narrow the "

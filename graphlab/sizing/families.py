@@ -32,7 +32,7 @@ from enum import Enum
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.dispatch import (
     BatchDescriptor,
     BatchPath,
@@ -182,7 +182,7 @@ class GraphFamilies:
             key = full * _QUERY_LEN_KEY + np.asarray(query_lens, dtype=np.int64)
             full = np.where(np.isin(key, captured), full, 0)
         elif uniform_decode and len(self.full_query_lens) > 1:
-            raise GraphlabError(
+            raise BadInput(
                 f"FULL graphs at query lengths {self.full_query_lens} (dynamic speculation): "
                 "give each uniform batch's query length"
             )

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.batch_defaults import DEVICE_TIERS
 from graphlab.sizing.model_runner import release_key
 
@@ -122,7 +122,7 @@ def full_graph_support(version: str, name: str | None, tier: str) -> tuple[str, 
     found = full_graph_range(version)
     chosen = found.defaults[tier] if name is None else str(name).upper()
     if chosen not in found.classes:
-        raise GraphlabError(
+        raise BadInput(
             f"attention backend {chosen!r} is not in the kit's table for vLLM {version}; known: "
             f"{', '.join(found.classes)}"
         )

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, GraphlabError, check_instance
 from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
 from graphlab.sizing.dispatch import (
     RUNTIME_MODES,
@@ -89,14 +89,14 @@ def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, .
         logged = getattr(log, name)
         value, where = given.get(name, (None, None))
         if logged is not None and value is not None and _differs(name, logged.value, value):
-            raise GraphlabError(
+            raise BadInput(
                 f"{name}: the log says {logged.value!r} ({log.source}:{logged.line}), "
                 f"{where} says {value!r}"
             )
         values[name] = logged.value if logged is not None else value
     for name in REQUIRED:
         if values[name] is None:
-            raise GraphlabError(
+            raise BadInput(
                 f"{log.source}: the log does not say {name} (vLLM logs it in `non-default args` "
                 f"or its config dump); give --{name.replace('_', '-')} or --vllm-args"
             )
@@ -329,7 +329,7 @@ def audit_deployment(
     check_instance("policy", policy, SizingPolicy)
     check_instance("cfg", cfg, SizingConfig)
     if policy.batch_unit is not BatchUnit.TOKENS:  # --cudagraph-metrics and its table are V1's
-        raise GraphlabError(
+        raise BadInput(
             f"a vLLM log is audited with the vLLM V1 engines {', '.join(V1_ENGINES)}, "
             f"got {policy.name!r}"
         )
@@ -341,7 +341,7 @@ def audit_deployment(
         )
     error = policy.startup_error(cfg)
     if error:
-        raise GraphlabError(f"{policy.name} refuses the log's config: {error}")
+        raise BadInput(f"{policy.name} refuses the log's config: {error}")
     logged = log.value("capture_sizes")
     default = families_for(policy, cfg)
     families = default if logged is None else families_for(policy, cfg, logged)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, fields
 
 import pandas as pd
 
-from graphlab.errors import GraphlabError, UnreadableInput, check_input_file
+from graphlab.errors import UnreadableInput, check_input_file
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES, RUNTIME_MODES
 
 COLUMNS = ("Unpadded Tokens", "Padded Tokens", "Num Paddings", "Runtime Mode", "Count")
@@ -140,7 +140,7 @@ class _Reader:
         self.in_settings = False
 
     def fail(self, problem: str, line: int | None = None):
-        raise GraphlabError(f"{self.source}:{line or self.line}: {problem}")
+        raise UnreadableInput(f"{self.source}:{line or self.line}: {problem}")
 
     def keep(self, kind: str, name: str, value) -> None:
         kept = self.values[kind].setdefault(name, Logged(value, self.line))
@@ -298,7 +298,7 @@ class _Reader:
 
 
 def read_vllm_log(path) -> VllmLog:
-    """A vLLM log (a path, or "-" for stdin) read line by line, never whole; GraphlabError naming
+    """A vLLM log (a path, or "-" for stdin) read line by line, never whole; UnreadableInput naming
     the file, the line and the problem for anything that is not a vLLM log with a table."""
     if str(path) == "-":
         return _read(sys.stdin.buffer, "<stdin>")

@@ -9,7 +9,7 @@ from abc import ABC, abstractmethod
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import (
     BatchDescriptor,
@@ -98,13 +98,13 @@ class SizingPolicy(ABC):
             from graphlab.sizing.engines import ENGINES  # the registry imports this module
 
             readers = ", ".join(name for name, p in ENGINES.items() if p.reads_capture_settings)
-            raise GraphlabError(
+            raise BadInput(
                 f"engine {self.name!r} has no cudagraph_capture_sizes / "
                 "max_cudagraph_capture_size / "
                 f"cudagraph_mode setting; only {readers} read them"
             )
         if cfg.split_capture_settings and not self.splits_capture_sizes:
-            raise GraphlabError(
+            raise BadInput(
                 f"engine {self.name!r} has no {' / '.join(cfg.split_capture_settings)} setting "
                 "(vLLM added the prefill and decode capture settings in 0.34.0)"
             )
@@ -116,7 +116,7 @@ class SizingPolicy(ABC):
             from graphlab.sizing.engines import ENGINES  # the registry imports this module
 
             modelled = ", ".join(n for n, p in ENGINES.items() if p.models_dynamic_speculation)
-            raise GraphlabError(
+            raise BadInput(
                 f"engine {self.name!r} does not model num_speculative_tokens_per_batch_size: "
                 f"vLLM added it in {DYNAMIC_SPECULATION_FROM} (PR 32374); the kit models it on "
                 f"{modelled}"

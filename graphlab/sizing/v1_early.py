@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.attention import (
     DEFAULT_CG_SUPPORT,
     INITIAL,
@@ -89,18 +89,18 @@ class _EarlyV1Policy(V1Policy):
     def check_config(self, cfg: SizingConfig) -> None:
         super().check_config(cfg)
         if cfg.max_cudagraph_capture_size is not None:
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.name}: vLLM {self.release} has no max_cudagraph_capture_size "
                 "(compilation_config gained it in 0.11.1)"
             )
         if cfg.cudagraph_mode is not None and cfg.cudagraph_mode not in self.cudagraph_modes:
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.name}: cudagraph_mode {cfg.cudagraph_mode!r} does not exist in vLLM "
                 f"{self.release}; {self.mode_choices}"
             )
         self._check_method(cfg)
         if not self.reads_attention_support and cfg.attention_cg_support != DEFAULT_CG_SUPPORT:
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.name}: the kit models vLLM {self.release}'s graphs with an attention "
                 f"backend reporting AttentionCGSupport.{DEFAULT_CG_SUPPORT} only, not "
                 f"{cfg.attention_cg_support}"
@@ -134,7 +134,7 @@ class _EarlyV1Policy(V1Policy):
             else f"V1 does not run it ({', '.join(self.v1_methods)} alone; "
             "EngineArgs._is_v1_supported_oracle)"
         )
-        raise GraphlabError(
+        raise BadInput(
             f"{self.name}: speculative method {method!r} on vLLM {self.release}: {why}, so vLLM "
             "falls back to its V0 engine, which the kit does not model for this release"
             + ("; --model-runner v1 sets VLLM_USE_V1=1" if runs else "")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.attention import LOWERING, Lowering, lower_cudagraph_mode
 from graphlab.sizing.capture_settings import (
     set_cudagraph_sizes,
@@ -103,7 +103,7 @@ class V1Policy(SizingPolicy):
             cfg.num_speculative_tokens_per_batch_size is not None,
         )
         if runner not in self.model_runners:
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.name}: model runner {runner.upper()} is not modelled for this release "
                 f"({why}); {self.unmodelled_runner}"
             )
@@ -121,7 +121,7 @@ class V1Policy(SizingPolicy):
     def check_config(self, cfg: SizingConfig) -> None:
         super().check_config(cfg)
         if cfg.performance_mode is not None and not self.has_performance_mode:
-            raise GraphlabError(
+            raise BadInput(
                 f"performance_mode {cfg.performance_mode!r}: {self.name} does not have "
                 f"--performance-mode (vLLM added it in {PERFORMANCE_MODE_FROM})"
             )
@@ -133,7 +133,7 @@ class V1Policy(SizingPolicy):
             and cfg.num_speculative_tokens_per_batch_size is not None
             and method not in (None, *V1_DYNAMIC_METHODS)
         ):
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.name} models vLLM 0.32.0 and 0.33.0, which differ here: 0.33.0's "
                 "_maybe_disable_dynamic_sd_for_v1 drops num_speculative_tokens_per_batch_size "
                 f"for speculative method {method!r} on model runner V1 (static "

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, GraphlabError
 from graphlab.sizing.capture_settings import (
     decode_capture_shapes,
     decode_request_grid,
@@ -67,7 +67,7 @@ def _explicit(sizes, limit: int, cap: int | None, name: str, cap_name: str, warn
             f"Dropping {sorted(set(sizes) - set(kept))} from {name}: outside [1, {limit}]."
         )
     if cap is not None and kept and kept[-1] > cap:
-        raise GraphlabError(f"{name} holds {kept[-1]}, above {cap_name}={cap}.")
+        raise BadInput(f"{name} holds {kept[-1]}, above {cap_name}={cap}.")
     return kept
 
 
@@ -113,7 +113,7 @@ class Vllm034(Vllm033):
         """("v2", why); GraphlabError for --model-runner v1, which vLLM 0.34.0 refuses."""
         runner, why = choose_model_runner(self.release, cfg.model_runner, cfg.speculative_method)
         if runner != "v2":
-            raise GraphlabError(f"{self.name}: {why}")
+            raise BadInput(f"{self.name}: {why}")
         return runner, why
 
     def sizing_key(self, cfg):

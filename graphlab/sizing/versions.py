@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.engines import ENGINES
 
 # Every vllm release on PyPI from 0.5.0 to the newest, oldest first (`pip index versions vllm`).
@@ -288,7 +288,7 @@ def release(version: str) -> str:
     are accepted; GraphlabError naming the known releases otherwise."""
     text = re.sub(r"^(vllm(-cpu)?==|v)", "", str(version).strip()).split("+")[0]
     if text not in RELEASES:
-        raise GraphlabError(
+        raise BadInput(
             f"vLLM version {version!r} is not a vllm release from {RELEASES[0]} to "
             f"{RELEASES[-1]} (the releases the kit has read)"
         )
@@ -319,7 +319,7 @@ def engine_for_version(version: str) -> str:
     found = next(r for r in RANGES if text in r)
     if found.engine is None:
         modelled = ", ".join(str(r) for r in RANGES if r.engine)
-        raise GraphlabError(
+        raise BadInput(
             f"vLLM {text}'s graph sizing is not modelled ({found.why}); modelled releases: "
             f"{modelled}"
         )

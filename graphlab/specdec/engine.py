@@ -36,7 +36,7 @@ from graphlab.engine.device import resolve_device
 from graphlab.engine.factory import make_runner
 from graphlab.engine.model import LlamaForCausalLM
 from graphlab.engine.runner import Span
-from graphlab.errors import GraphlabError, check_instance
+from graphlab.errors import BadInput, check_instance
 from graphlab.sizing.dispatch import BatchPath
 from graphlab.specdec.drafts import build_draft, build_target
 from graphlab.specdec.prefill import prefill
@@ -68,14 +68,14 @@ class SpecDecodeEngine:
     ):
         k = config.sizing.num_speculative_tokens
         if k > 0 and draft is None:
-            raise GraphlabError(f"num_speculative_tokens={k} needs a draft model")
+            raise BadInput(f"num_speculative_tokens={k} needs a draft model")
         if draft is not None and draft.config.vocab_size != target.config.vocab_size:
-            raise GraphlabError(
+            raise BadInput(
                 f"draft vocab_size={draft.config.vocab_size} differs from the "
                 f"target's {target.config.vocab_size}: they must share a vocabulary"
             )
         if draft is not None and draft is target:
-            raise GraphlabError(
+            raise BadInput(
                 "the draft must be its own model object (it has its own KV cache); "
                 "use build_draft(target, 'target') for a copy"
             )
@@ -85,7 +85,7 @@ class SpecDecodeEngine:
             (draft if k > 0 else None, config.max_model_len),
         ):
             if model is not None and length > model.config.max_position_embeddings:
-                raise GraphlabError(
+                raise BadInput(
                     f"max_model_len={config.max_model_len} needs {length} cache "
                     f"positions, more than max_position_embeddings="
                     f"{model.config.max_position_embeddings}"
@@ -260,17 +260,17 @@ class SpecDecodeEngine:
     def _check_requests(self, requests: list[Request]) -> None:
         vocab, max_len = self.target.config.vocab_size, self.config.max_model_len
         if not requests:
-            raise GraphlabError("no requests to generate")
+            raise BadInput("no requests to generate")
         for i, r in enumerate(requests):
             if not r.prompt_token_ids or r.max_tokens < 1:
-                raise GraphlabError(f"request {i}: needs a non-empty prompt and max_tokens >= 1")
+                raise BadInput(f"request {i}: needs a non-empty prompt and max_tokens >= 1")
             if len(r.prompt_token_ids) + r.max_tokens > max_len:
-                raise GraphlabError(
+                raise BadInput(
                     f"request {i}: prompt ({len(r.prompt_token_ids)}) + max_tokens "
                     f"({r.max_tokens}) exceeds max_model_len={max_len}"
                 )
             if not all(0 <= t < vocab for t in r.prompt_token_ids):
-                raise GraphlabError(f"request {i}: token ids must be in [0, {vocab - 1}]")
+                raise BadInput(f"request {i}: token ids must be in [0, {vocab - 1}]")
 
 
 # ---- the repro command ---------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from graphlab.engine.device import BACKENDS
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import BadInput, check_choice, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath
 from graphlab.sizing.engines import GRAPH_POOLS, V0_ENGINES, V1_ENGINES
@@ -56,7 +56,7 @@ class SpecDecodeConfig:
 
     def __post_init__(self):
         if not isinstance(self.sizing, SizingConfig):
-            raise GraphlabError(f"sizing must be a graphlab.SizingConfig, got {self.sizing!r}")
+            raise BadInput(f"sizing must be a graphlab.SizingConfig, got {self.sizing!r}")
         check_choice("engine", self.engine, V0_ENGINES + V1_ENGINES)
         v1 = self.engine in V1_ENGINES
         # Defaults that follow the engine: the draft stays on the V0-shaped runner, under V1 with
@@ -75,7 +75,7 @@ class SpecDecodeConfig:
         t = self.temperature
         real = isinstance(t, numbers.Real) and not isinstance(t, bool)  # numpy scalars too
         if not (real and (t == 0 or MIN_TEMPERATURE <= t <= MAX_TEMPERATURE)):
-            raise GraphlabError(
+            raise BadInput(
                 f"temperature={t!r}: must be 0 (greedy) or a number in "
                 f"{MIN_TEMPERATURE:g}..{MAX_TEMPERATURE:g}"
             )
@@ -85,7 +85,7 @@ class SpecDecodeConfig:
         check_choice("backend", self.backend, ("auto",) + BACKENDS)
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
         if not v1 and self.sizing.sets_capture_sizes:
-            raise GraphlabError(
+            raise BadInput(
                 f"cudagraph_capture_sizes / max_cudagraph_capture_size / "
                 f"cudagraph_mode with engine {self.engine}: only the V1 engines "
                 f"read them, allowed: {', '.join(V1_ENGINES)}"

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 
 # Marks the positions of a row after its last emitted token.
 NO_TOKEN = -1
@@ -33,17 +33,17 @@ class RejectionOutput:
 
 def _check_shapes(draft_tokens, draft_probs, target_probs) -> int:
     if target_probs.dim() != 3 or draft_tokens.dim() != 2:
-        raise GraphlabError(
+        raise BadInput(
             f"target_probs must be [B, k+1, vocab] and draft_tokens [B, k]; got "
             f"{tuple(target_probs.shape)} and {tuple(draft_tokens.shape)}"
         )
     b, k = draft_tokens.shape
     if target_probs.shape[:2] != (b, k + 1):
-        raise GraphlabError(
+        raise BadInput(
             f"target_probs {tuple(target_probs.shape)} must be [B={b}, k+1={k + 1}, vocab]"
         )
     if draft_probs is not None and draft_probs.shape != (b, k, target_probs.shape[2]):
-        raise GraphlabError(
+        raise BadInput(
             f"draft_probs {tuple(draft_probs.shape)} must be [B={b}, k={k}, "
             f"vocab={target_probs.shape[2]}] (draft and target share a vocabulary)"
         )
@@ -127,9 +127,7 @@ class SpecDecodeMetrics:
 
     def __post_init__(self):
         if self.num_speculative_tokens < 0:
-            raise GraphlabError(
-                f"num_speculative_tokens={self.num_speculative_tokens}: must be >= 0"
-            )
+            raise BadInput(f"num_speculative_tokens={self.num_speculative_tokens}: must be >= 0")
         if self.num_accepted_tokens_per_pos is None:
             self.num_accepted_tokens_per_pos = np.zeros(self.num_speculative_tokens, dtype=np.int64)
 

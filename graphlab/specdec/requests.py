@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import BadInput, check_choice, check_int
 from graphlab.sizing.batches import batch_expansion_sizes
 from graphlab.sizing.config import SizingConfig
 
@@ -44,11 +44,11 @@ def make_requests(
         ("max_tokens", max_tokens, 1),
     ):
         if value < low:
-            raise GraphlabError(f"{name}={value}: must be >= {low}")
+            raise BadInput(f"{name}={value}: must be >= {low}")
     rng = np.random.default_rng(seed)
     longest_prompt = max(2, min(16, max_model_len // 4))
     if max_model_len < longest_prompt + 2:
-        raise GraphlabError(
+        raise BadInput(
             f"max_model_len={max_model_len} is too short for a load (need >= {longest_prompt + 2})"
         )
     requests, arrival = [], 0
@@ -80,7 +80,7 @@ def coverage_requests(
     """
     max_num_seqs, k = sizing.max_num_seqs, sizing.num_speculative_tokens
     if max_model_len < k + 3:
-        raise GraphlabError(
+        raise BadInput(
             f"max_model_len={max_model_len}: a coverage load needs >= k + 3 = "
             f"{k + 3} (a speculating prompt, its first token and k proposals)"
         )

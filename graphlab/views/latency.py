@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.dispatch import REPLAYS, BatchPath, BatchUnit, RunMode
 from graphlab.views.style import (
     MODE_COLORS,
@@ -138,7 +138,7 @@ def plot_eager_ratio(df: pd.DataFrame, smallest: int, largest: int) -> Figure:
     require_columns(df, ("model", "batch_size", "mode", "median_ms"))
     near = df[(df["batch_size"] >= smallest) & (df["batch_size"] <= largest)]
     if near.empty:
-        raise GraphlabError(f"no latency rows at batch sizes {smallest}..{largest}")
+        raise BadInput(f"no latency rows at batch sizes {smallest}..{largest}")
     table = near.pivot_table(index=["model", "batch_size"], columns="mode", values="median_ms")
     fig = Figure(figsize=(WIDTH_IN, 3.4), layout="constrained")
     ax = fig.add_subplot()

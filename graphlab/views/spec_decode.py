@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.engines import MIB
 from graphlab.views.style import WIDTH_IN, provenance_title, require_columns
 
@@ -42,7 +42,7 @@ def plot_spec_decode(df: pd.DataFrame) -> Figure:
     )
     present = [a for a in _ACCEPTANCE if a[0] in df.columns]
     if not present:
-        raise GraphlabError(
+        raise BadInput(
             f"frame lacks an acceptance column (one of "
             f"{[a[0] for a in _ACCEPTANCE]}); see data/README.md for the schema"
         )

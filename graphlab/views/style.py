@@ -11,7 +11,7 @@ import textwrap
 import pandas as pd
 from matplotlib.figure import Figure
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.dispatch import BatchUnit
 
 # A notebook's output area is about 850 px wide and figures are drawn at 100 dpi: at most this many
@@ -67,10 +67,10 @@ def _figure_text(fig: Figure) -> str:
 def single_value(df: pd.DataFrame, column: str) -> str:
     """The single value of a provenance column; mixing machines in one figure would mislead."""
     if column not in df.columns:
-        raise GraphlabError(f"frame has no {column!r} column; plots need the provenance columns")
+        raise BadInput(f"frame has no {column!r} column; plots need the provenance columns")
     values = sorted(df[column].dropna().astype(str).unique())
     if len(values) != 1:
-        raise GraphlabError(f"frame mixes {column} values {values}; plot one {column} at a time")
+        raise BadInput(f"frame mixes {column} values {values}; plot one {column} at a time")
     return values[0]
 
 
@@ -101,9 +101,9 @@ def provenance_title(df: pd.DataFrame, what: str) -> str:
 def require_columns(df: pd.DataFrame, columns: tuple[str, ...]) -> None:
     missing = [c for c in columns if c not in df.columns]
     if missing:
-        raise GraphlabError(f"frame lacks columns {missing}; see data/README.md for the schema")
+        raise BadInput(f"frame lacks columns {missing}; see data/README.md for the schema")
     if df.empty:
-        raise GraphlabError("frame is empty: nothing to plot")
+        raise BadInput("frame is empty: nothing to plot")
 
 
 def batch_unit_of(rows: pd.DataFrame) -> BatchUnit:

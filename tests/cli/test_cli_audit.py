@@ -12,7 +12,7 @@ import pytest
 
 from graphlab.cli import main
 from graphlab.cli.arguments import EXIT_REFUSED
-from graphlab.errors import GraphlabError
+from graphlab.errors import Unavailable
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
@@ -330,7 +330,7 @@ def test_vllm_args_without_vllm_is_a_clear_error(monkeypatch):
         "vllm.entrypoints.launchers.cli_args",
     ):
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(GraphlabError, match="vllm is not importable .*to read --vllm-args"):
+    with pytest.raises(Unavailable, match="vllm is not importable .*to read --vllm-args"):
         read_vllm_args("--max-num-seqs 4")
 
 

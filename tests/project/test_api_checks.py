@@ -1,5 +1,5 @@
 """The API says no like the command line: a wrong type or value at a public entry point raises one
-GraphlabError naming the argument, never a raw AttributeError or TypeError from deep inside."""
+BadInput naming the argument, never a raw AttributeError or TypeError from deep inside."""
 
 import argparse
 import os
@@ -23,7 +23,7 @@ from graphlab.engine.device import BACKEND_VALUES
 from graphlab.engine.graphs import capture_graphs
 from graphlab.engine.runner import REPLAY_RTOL, replay_check
 from graphlab.engine.v1_runner import uniform_decode_batch
-from graphlab.errors import GraphlabError, check_float, check_sizes
+from graphlab.errors import BadInput, GraphlabError, UnreadableInput, check_float, check_sizes
 from graphlab.sizing.audit import audit_table
 from graphlab.sizing.batches import batch_expansion_sizes, reachable_batch_sizes
 from graphlab.sizing.dispatch import decode_graph_sizes, verify_batches
@@ -114,7 +114,7 @@ SIZING_CALLS = {
 
 @pytest.mark.parametrize("call, named", SIZING_CALLS.values(), ids=SIZING_CALLS)
 def test_sizing_entry_points_refuse_bad_arguments_by_name(call, named):
-    with pytest.raises(GraphlabError, match=named):
+    with pytest.raises(BadInput, match=named):
         call()
 
 
@@ -226,16 +226,11 @@ TORCH_CALLS = {
     "eager_ratio None": (lambda m, d: eager_ratio(None), "samples must be"),
     "run_bench out None": (lambda m, d: g.run_bench("quick", "cpu", None), "out must be"),
 }
-if not torch.cuda.is_available():
-    TORCH_CALLS["build_model on cuda without one"] = (
-        lambda m, d: g.build_model("tiny", device="cuda"),
-        "device 'cuda' requested but torch .* sees no CUDA device",
-    )
 
 
 @pytest.mark.parametrize("call, named", TORCH_CALLS.values(), ids=TORCH_CALLS)
 def test_torch_entry_points_refuse_bad_arguments_by_name(call, named, model, tmp_path):
-    with pytest.raises(GraphlabError, match=named):
+    with pytest.raises(BadInput, match=named):
         call(model, tmp_path)
     assert list(tmp_path.iterdir()) == [] and not (tmp_path.parent / "escaped.csv").exists()
 
@@ -275,7 +270,7 @@ MEMORY = (
 def test_a_bad_latency_in_a_row_the_planner_drops_is_refused(value, tmp_path):
     path = tmp_path / "latency.csv"
     path.write_text(LATENCY.format(v0=value))
-    with pytest.raises(GraphlabError, match="line 4|median_ms"):
+    with pytest.raises(UnreadableInput, match="line 4|median_ms"):
         read_latency(path)
     path.write_text(LATENCY.format(v0="3.0"))
     assert read_latency(path)[0].values.tolist() == [1.0]  # the V1 rows, V0's dropped
@@ -285,7 +280,7 @@ def test_a_bad_latency_in_a_row_the_planner_drops_is_refused(value, tmp_path):
 def test_a_bad_predicted_bytes_in_a_row_the_planner_drops_is_refused(value, tmp_path):
     path = tmp_path / "graph_memory.csv"
     path.write_text(MEMORY.format(v0=value))
-    with pytest.raises(GraphlabError, match="predicted_bytes"):
+    with pytest.raises(UnreadableInput, match="predicted_bytes"):
         read_graph_memory(path)
 
 
@@ -294,7 +289,7 @@ def test_a_row_with_an_extra_field_names_its_line(tmp_path):
     rows = LATENCY.format(v0="3.0").splitlines()
     rows[1] += ",9.0"  # the first data row: pandas would shift every column by one
     path.write_text("\n".join(rows) + "\n")
-    with pytest.raises(GraphlabError, match="line 2 has 12 fields, the header 11"):
+    with pytest.raises(UnreadableInput, match="line 2 has 12 fields, the header 11"):
         read_latency(path)
 
 

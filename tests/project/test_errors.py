@@ -1,4 +1,5 @@
-"""The two kinds of GraphlabError: a value not allowed, and an input file that cannot be read."""
+"""BadInput and UnreadableInput, the kinds the checks raise: a value not allowed, an input file that
+cannot be read."""
 
 from __future__ import annotations
 

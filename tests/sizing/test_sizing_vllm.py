@@ -12,7 +12,7 @@ from dataclasses import replace
 import pytest
 
 from graphlab.against_vllm.installed import installed_capture_sizes
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, GraphlabError, Unavailable
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import CUDAGRAPH_MODES
 from graphlab.sizing.engines import Vllm033, get_engine
@@ -145,7 +145,7 @@ def test_missing_vllm_is_a_graphlab_error(monkeypatch):
         "vllm.config.vllm",
     ):
         monkeypatch.setitem(sys.modules, name, None)
-    with pytest.raises(GraphlabError, match="vllm is not importable"):
+    with pytest.raises(Unavailable, match="vllm is not importable"):
         installed_capture_sizes(SizingConfig(8, 4))
 
 
@@ -234,9 +234,7 @@ def test_issue_54933_truncated_maximum_leaves_the_verify_batch_eager(installed):
 
 
 def test_installed_capture_sizes_names_vllms_refusal(installed):
-    with pytest.raises(
-        GraphlabError, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"
-    ):
+    with pytest.raises(BadInput, match=r"should be consistent .*cudagraph_capture_sizes\(=4\)"):
         installed_capture_sizes(
             SizingConfig(8, 0, cudagraph_capture_sizes=(1, 2, 4), max_cudagraph_capture_size=8)
         )

@@ -12,7 +12,7 @@ import tracemalloc
 import pytest
 
 from graphlab.cli import main
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput, UnreadableInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import get_engine
 from graphlab.sizing.log_audit import audit_log, engine_for_version, logged_config
@@ -293,7 +293,7 @@ def test_the_audit_of_an_empty_capture_list_runs_every_step_without_a_graph(tmp_
     log = write(tmp_path, ARGS + prefixed(table([(7, 7, "NONE", 3)], mode="NONE", sizes="[]")))
     report = audit_log(read_vllm_log(log))
     assert report.summary()["steps_without_graph"] == 3 and report.rows.agrees.all()
-    with pytest.raises(GraphlabError, match="refuses"):
+    with pytest.raises(BadInput, match="refuses"):
         audit_log(read_vllm_log(log), {"max_num_batched_tokens": (2, "--x")})
 
 
@@ -510,7 +510,7 @@ def test_the_same_capture_sizes_in_another_order_do_not_contradict_the_log(tmp_p
     log = read_vllm_log(write(tmp_path, args + prefixed(table([(7, 7, "FULL", 1)]))))
     cfg, _ = logged_config(log, {"cudagraph_capture_sizes": ((14, 7), "--cudagraph-capture-sizes")})
     assert sorted(cfg.cudagraph_capture_sizes) == [7, 14]
-    with pytest.raises(GraphlabError, match="cudagraph_capture_sizes: the log says"):
+    with pytest.raises(BadInput, match="cudagraph_capture_sizes: the log says"):
         logged_config(log, {"cudagraph_capture_sizes": ((7, 21), "--cudagraph-capture-sizes")})
 
 
@@ -521,7 +521,7 @@ def test_a_fifo_or_a_descriptor_number_is_refused_at_once(tmp_path, capsys):
         err = one_error_line(capsys, command, "--vllm-log", str(fifo))
         assert f"--vllm-log {str(fifo)!r} is a FIFO; give a regular file" in err
     before = os.fstat(1)
-    with pytest.raises(GraphlabError, match="--vllm-log must be a non-empty path, got 1"):
+    with pytest.raises(BadInput, match="--vllm-log must be a non-empty path, got 1"):
         read_vllm_log(1)
     assert os.fstat(1).st_ino == before.st_ino  # standard output still open
 
@@ -579,7 +579,7 @@ def test_the_printed_table_fits_a_notebooks_width(tmp_path, capsys):
 def test_a_row_of_no_tokens_is_not_a_step(tmp_path):
     # vLLM's dispatcher never runs a step of 0 tokens: such a row is not from its table.
     path = write(tmp_path, HEADER + "| 0 | 0 | 0 | NONE | 2 |\n")
-    with pytest.raises(GraphlabError, match=r":3: CUDAGraph Stats row .* is not a step vLLM logs"):
+    with pytest.raises(UnreadableInput, match=r":3: CUDAGraph Stats row .* is not a step vLLM"):
         read_vllm_log(path)
 
 
@@ -595,7 +595,7 @@ def test_a_nul_past_the_first_megabytes_of_an_over_long_line_is_binary(tmp_path)
     path.write_bytes(
         b"x" * (5 * 2**19) + b"\0" + b"x" * 2**19 + b"\n" + table([(4, 4, "FULL", 1)]).encode()
     )
-    with pytest.raises(GraphlabError, match=r":1: binary data"):
+    with pytest.raises(UnreadableInput, match=r":1: binary data"):
         read_vllm_log(path)
 
 
@@ -1167,14 +1167,14 @@ def test_a_config_dump_silent_on_speculation_leaves_the_draft_tokens_unknown(tmp
 def test_a_number_vllm_never_logs_is_named_by_its_setting(tmp_path, old, new, message):
     log = (ARGS + prefixed(table([(4, 4, "FULL", 1)]))).replace(old, new)
     with pytest.raises(
-        GraphlabError, match=f"^{tmp_path}.*:[0-9]+: {message} is not a whole number"
+        UnreadableInput, match=f"^{tmp_path}.*:[0-9]+: {message} is not a whole number"
     ):
         read_vllm_log(write(tmp_path, log))
 
 
 def test_a_cut_capture_size_list_is_refused(tmp_path):
     log = prefixed(table([(4, 4, "FULL", 1)], sizes="[1, 2, 4"))
-    with pytest.raises(GraphlabError, match=r":4: capture sizes '\[1, 2, 4' are not a list like"):
+    with pytest.raises(UnreadableInput, match=r":4: capture sizes '\[1, 2, 4' are not a list like"):
         read_vllm_log(write(tmp_path, log))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from graphlab.errors import GraphlabError
+from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy, get_engine
 from graphlab.sizing.planner.inputs import SizeTable, Workload
@@ -75,7 +75,7 @@ def eager_penalty_tokens(latency: tuple[SizeTable, SizeTable]) -> float:
     sizes = eager_ms.sizes[inside]
     slope = np.polyfit(graph_ms.sizes, graph_ms.values, 1)[0] if len(graph_ms.sizes) > 1 else 0.0
     if not len(sizes) or slope <= 0:
-        raise GraphlabError(
+        raise BadInput(
             f"{graph_ms.what}: no eager penalty in tokens: it needs graph latency that grows with "
             "size and eager rows inside the graph rows' sizes"
         )

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from graphlab.errors import GraphlabError, UnreadableInput, check_input_file
+from graphlab.errors import BadInput, UnreadableInput, check_input_file
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchPath, BatchUnit, RunMode
 from graphlab.sizing.limits import MAX_NUM_BATCHED_TOKENS_LIMIT
@@ -49,17 +49,17 @@ class Workload:
             or sizes.dtype.kind not in "iu"
             or sizes.shape != weights.shape
         ):
-            raise GraphlabError(
+            raise BadInput(
                 f"workload {self.source!r}: sizes must be a non-empty list of integers, "
                 f"one weight each, got {self.sizes!r}"
             )
         if sizes[0] < 1 or (np.diff(sizes) <= 0).any():
-            raise GraphlabError(
+            raise BadInput(
                 f"workload {self.source!r}: sizes must be ascending and unique integers >= 1 "
                 f"(tokens per step), got {sizes.tolist()[:8]}"
             )
         if not (np.isfinite(weights) & (weights >= 0)).all() or not np.isclose(weights.sum(), 1.0):
-            raise GraphlabError(
+            raise BadInput(
                 f"workload {self.source!r}: weights must be finite, >= 0 and sum to 1 "
                 "(Workload.from_counts takes counts)"
             )
@@ -69,9 +69,9 @@ class Workload:
         """Counts per batch size (repeated sizes add up; zero-count sizes are left out)."""
         sizes, counts = np.asarray(sizes), np.asarray(counts)
         if sizes.dtype.kind not in "iu" or sizes.shape != counts.shape or sizes.ndim != 1:
-            raise GraphlabError(f"workload {source!r}: sizes must be integers, one count each")
+            raise BadInput(f"workload {source!r}: sizes must be integers, one count each")
         if counts.dtype.kind not in "iuf" or not (np.isfinite(counts) & (counts >= 0)).all():
-            raise GraphlabError(
+            raise BadInput(
                 f"workload {source!r}: counts must be finite numbers >= 0, "
                 f"got {counts.tolist()[:8]}"
             )
@@ -79,7 +79,7 @@ class Workload:
         grouped = frame.groupby("n", sort=True)["w"].sum()
         grouped = grouped[grouped > 0]
         if grouped.empty:
-            raise GraphlabError(f"workload {source!r} has no batch with a positive count")
+            raise BadInput(f"workload {source!r} has no batch with a positive count")
         return cls(
             grouped.index.to_numpy(np.int64), (grouped / grouped.sum()).to_numpy(float), source
         )
@@ -100,7 +100,7 @@ class SizeTable:
         sizes = np.asarray(sizes, dtype=float)
         outside = (sizes < self.sizes[0]) | (sizes > self.sizes[-1])
         if outside.any():
-            raise GraphlabError(
+            raise BadInput(
                 f"{self.what} has sizes {int(self.sizes[0])}..{int(self.sizes[-1])}; size "
                 f"{int(sizes[outside][0])} is outside that range "
                 "(measure it, or plan a smaller config)"
@@ -120,7 +120,7 @@ def _read_csv(
     may_be_blank: tuple[str, ...] = (),
 ) -> pd.DataFrame:
     """A CSV with the required columns (and, when allowed is given, no others), none blank but those
-    in may_be_blank; GraphlabError otherwise."""
+    in may_be_blank; UnreadableInput otherwise."""
     check_input_file("CSV", path)  # a FIFO or device would block the read or never end
     try:
         _check_field_counts(path)
@@ -131,23 +131,23 @@ def _read_csv(
         ) from None
     unknown = [c for c in frame.columns if allowed is not None and c not in allowed]
     if unknown:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: unknown column {unknown[0]!r}; allowed: {', '.join(allowed)}"
         )
     missing = [c for c in required if c not in frame.columns]
     if missing:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: missing column {missing[0]!r}; needs {', '.join(required)}"
         )
     if frame.empty:
-        raise GraphlabError(f"{str(path)!r} has no rows")
+        raise UnreadableInput(f"{str(path)!r} has no rows")
     checked = [
         c for c in frame.columns if c in (*required, *(allowed or ())) and c not in may_be_blank
     ]
     blank = frame[checked].isna().to_numpy()
     if blank.any():  # a blank cell or a line cut short (pandas reads both as NaN)
         row, column = map(int, np.argwhere(blank)[0])
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: line {row + 2} has no value in column {checked[column]!r}; "
             f"every row needs {', '.join(checked)}"
         )
@@ -155,14 +155,14 @@ def _read_csv(
 
 
 def _check_field_counts(path) -> None:
-    """GraphlabError at the first row with more fields than the header: pandas would take the
+    """UnreadableInput at the first row with more fields than the header: pandas would take the
     extra field as an index and shift every column, naming the wrong line and column."""
     with open(path, newline="") as handle:
         rows = csv.reader(handle)
         header = next(rows, [])
         for row in rows:
             if len(row) > len(header):
-                raise GraphlabError(
+                raise UnreadableInput(
                     f"{str(path)!r}: line {rows.line_num} has {len(row)} fields, the header "
                     f"{len(header)} ({', '.join(header)})"
                 )
@@ -190,7 +190,7 @@ def _positive_ints(
         | (values > maximum)
     )
     if bad.any():
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: column {column!r} needs integers in {minimum}..{maximum}, "
             f"got {_plain(frame[column].iloc[int(np.argmax(bad))])}"
         )
@@ -201,7 +201,7 @@ def _milliseconds(frame: pd.DataFrame, path) -> np.ndarray:
     values = pd.to_numeric(frame.median_ms, errors="coerce").to_numpy(float)
     bad = ~np.isfinite(values) | (values < 0)
     if bad.any():
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: column 'median_ms' needs finite numbers >= 0, "
             f"got {_plain(frame.median_ms.iloc[int(np.argmax(bad))])}"
         )
@@ -212,10 +212,10 @@ def _pick(
     frame: pd.DataFrame, path, columns: tuple[str, ...], pick: dict, unit: bool = False
 ) -> pd.DataFrame:
     """The rows with the picked value of each column (then, with unit, V1 token rows when any are
-    left); GraphlabError when a column still holds several values."""
+    left); BadInput when a column still holds several values (pick one)."""
     unknown = set(pick) - set(PICK_COLUMNS)
     if unknown:
-        raise GraphlabError(
+        raise BadInput(
             f"cannot pick rows by {sorted(unknown)[0]!r}; pick by {', '.join(PICK_COLUMNS)}"
         )
     for column, wanted in pick.items():
@@ -223,7 +223,7 @@ def _pick(
             choices = sorted(frame[column].astype(str).unique())
             frame = frame[frame[column].astype(str) == str(wanted)]
             if frame.empty:
-                raise GraphlabError(
+                raise BadInput(
                     f"{str(path)!r} has no rows with {column}={wanted}; it has {', '.join(choices)}"
                 )
     if unit and (frame.batch_unit == BatchUnit.TOKENS).any():  # a V1 plan pads token counts
@@ -231,7 +231,7 @@ def _pick(
     for column in columns:
         choices = sorted(frame[column].astype(str).unique())
         if len(choices) > 1:
-            raise GraphlabError(
+            raise BadInput(
                 f"{str(path)!r} holds rows of several {column}: {', '.join(choices)}; "
                 f"pick one with {PICK_OPTIONS[column]}"
             )
@@ -243,7 +243,7 @@ def _bench_rows(frame: pd.DataFrame, path, what: str, pick: dict) -> tuple[pd.Da
     (noted)."""
     units = set(frame.batch_unit.astype(str))
     if not units <= {"tokens", "rows"}:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r}: column 'batch_unit' needs tokens or rows, "
             f"got {sorted(units - {'tokens', 'rows'})[0]!r}"
         )
@@ -297,14 +297,14 @@ def read_spec_decode_steps(
         found = sorted(
             {(str(s), str(k)) for s, k in zip(frame.max_num_seqs, frame.num_speculative_tokens)}
         )
-        raise GraphlabError(
+        raise BadInput(
             f"{str(path)!r} has no run with max_num_seqs={cfg.max_num_seqs}, "
             f"k={cfg.num_speculative_tokens}; it has (max_num_seqs, k) in "
             f"{', '.join(f'({s}, {k})' for s, k in found)}"
         )
     decode = runs[(runs.engine == runs.engine.iloc[0]) & (runs.kind == "decode")]
     if decode.empty:
-        raise GraphlabError(f"{str(path)!r}: the run has no decode step")
+        raise UnreadableInput(f"{str(path)!r}: the run has no decode step")
     proposals = _positive_ints(decode, "num_speculating", path, 0) * cfg.num_speculative_tokens
     tokens = _positive_ints(decode, "num_seqs", path) + proposals
     return Workload.from_counts(tokens, np.ones(len(tokens)), str(path))
@@ -370,7 +370,7 @@ def read_latency(path, **pick) -> tuple[SizeTable, SizeTable]:
     graph = rows[rows.path.isin(("graph", "full"))]  # V0 graphs, V1 FULL decode graphs
     eager = rows[(rows.path == BatchPath.EAGER) & (rows["mode"] == RunMode.EAGER)]
     if graph.empty or eager.empty:
-        raise GraphlabError(
+        raise UnreadableInput(
             f"{str(path)!r} needs rows with path graph (V1: full) and rows with mode and path eager"
         )
 

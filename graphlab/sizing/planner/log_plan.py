@@ -31,7 +31,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_int
+from graphlab.errors import BadInput, check_int
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import PATH_CODES, CUDAGraphMode
 from graphlab.sizing.engines import SizingPolicy, round_up
@@ -277,11 +277,11 @@ def plan_for_log(
     graphs than current_sizes (the plan too when max_graphs is None); see the module docstring."""
     current = tuple(sorted({int(s) for s in current_sizes}))
     if not current:
-        raise GraphlabError("the log's deployment captured no graph: there are no sizes to plan")
+        raise BadInput("the log's deployment captured no graph: there are no sizes to plan")
     if max_graphs is not None:
         check_int("max_graphs", max_graphs, 1)
     if eager_penalty is not None and not (0 <= eager_penalty < np.inf):
-        raise GraphlabError(f"eager_penalty must be a finite number >= 0, got {eager_penalty!r}")
+        raise BadInput(f"eager_penalty must be a finite number >= 0, got {eager_penalty!r}")
     current_replay = replay(policy, cfg, traffic, current)
 
     def best(graphs: int) -> Replay:
@@ -342,7 +342,7 @@ def log_plan_report(
     logged padding. What `plan --vllm-log` prints and vLLM's stat logger plugin writes."""
     error = policy.startup_error(cfg)
     if error:
-        raise GraphlabError(f"{policy.name} refuses the log's config: {error}")
+        raise BadInput(f"{policy.name} refuses the log's config: {error}")
     current = log.value("capture_sizes") or policy.capture_sizes(cfg)
     frame = log.frame()
     traffic = LoggedTraffic.from_frame(frame, policy.cudagraph_mode(cfg), log.source)

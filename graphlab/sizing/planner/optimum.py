@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_choice, check_int
+from graphlab.errors import BadInput, check_choice, check_int
 from graphlab.sizing.engines import GRAPH_POOLS, MIB, round_up
 from graphlab.sizing.planner.inputs import SizeTable, Workload
 
@@ -41,7 +41,7 @@ class Budget:
             memory, bool
         )
         if memory is not None and not (real and 0 < memory < np.inf):
-            raise GraphlabError(
+            raise BadInput(
                 f"memory budget must be a finite number > 0 MiB, got {str(self.memory_mib)!r}"
             )
         check_choice("graph_pool", self.graph_pool, GRAPH_POOLS)
@@ -156,14 +156,14 @@ def _candidates(workload: Workload, q: int, ceiling: int, bound: str) -> np.ndar
     setting `bound` names; graphlab.sizing.planner.plan's docstring says why they suffice."""
     candidates = np.unique(round_up(workload.sizes, q))
     if candidates[0] > ceiling:
-        raise GraphlabError(
+        raise BadInput(
             f"{bound}={ceiling} is below the smallest graph the workload "
             f"can use ({candidates[0]} tokens, a multiple of 1+k={q})"
         )
     # A multiple of q above T: only the steps above it are lost.
     candidates = candidates[candidates <= ceiling]
     if len(candidates) > MAX_CANDIDATES:  # the programme holds candidates x candidates cost tables
-        raise GraphlabError(
+        raise BadInput(
             f"{len(candidates)} candidate graph sizes; plan handles at most {MAX_CANDIDATES} "
             "(lower max_num_seqs, max_num_batched_tokens or max_capture_size)"
         )
@@ -175,7 +175,7 @@ def _check_work(num_candidates: int, budget: Budget) -> None:
     graphs = min(budget.max_graphs or num_candidates, num_candidates)
     if graphs * num_candidates**2 > MAX_PROGRAMME_CELLS:
         most = max(1, MAX_PROGRAMME_CELLS // num_candidates**2)
-        raise GraphlabError(
+        raise BadInput(
             f"{graphs} graphs over {num_candidates} candidate sizes is too large a programme; "
             f"with {num_candidates} candidates plan handles at most {most} graphs "
             "(lower max_graphs, max_num_seqs or max_num_batched_tokens)"
@@ -191,7 +191,7 @@ def _affordable(
         return candidates, own, None
     affordable = own <= budget.memory_mib * MIB
     if not affordable.any():
-        raise GraphlabError(
+        raise BadInput(
             f"memory budget {budget.memory_mib} MiB is below the smallest graph the workload uses "
             f"({candidates[0]} tokens: {own[0] / MIB:.3f} MiB)"
         )

@@ -31,7 +31,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from graphlab.errors import GraphlabError, check_instance, check_int, check_json_object
+from graphlab.errors import BadInput, check_instance, check_int, check_json_object
 from graphlab.sizing.batches import reachable_batch_sizes
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.dispatch import BatchUnit, CUDAGraphMode
@@ -110,9 +110,7 @@ class PlanRequest:
         check_instance("cfg", self.config, SizingConfig)
         if self.config.num_speculative_tokens_per_batch_size is not None:
             # the planner rounds FULL graphs for one query length; audit models the tiers
-            raise GraphlabError(
-                "plan does not model num_speculative_tokens_per_batch_size; use audit"
-            )
+            raise BadInput("plan does not model num_speculative_tokens_per_batch_size; use audit")
         check_instance("budget", self.budget, Budget)
         for name, kind in (("workload", Workload), ("memory", SizeTable)):
             if getattr(self, name) is not None:
@@ -121,7 +119,7 @@ class PlanRequest:
         if latency is not None:
             pair = isinstance(latency, tuple) and len(latency) == 2
             if not pair or not all(isinstance(table, SizeTable) for table in latency):
-                raise GraphlabError(
+                raise BadInput(
                     f"latency must be a (graph, eager) pair of SizeTables (read_latency), "
                     f"got {type(latency).__name__}"
                 )
@@ -130,11 +128,11 @@ class PlanRequest:
         if eager_penalty is not None:
             real = isinstance(eager_penalty, (int, float, np.integer, np.floating))
             if isinstance(eager_penalty, bool) or not (real and 0 <= eager_penalty < np.inf):
-                raise GraphlabError(
+                raise BadInput(
                     f"eager_penalty must be a finite number >= 0 (tokens), got {eager_penalty!r}"
                 )
             if latency is not None:
-                raise GraphlabError(
+                raise BadInput(
                     "give latency or eager_penalty, not both: latency prices an eager step from "
                     "the eager curve, eager_penalty in padding tokens"
                 )
@@ -147,7 +145,7 @@ def uniform_workload(policy: SizingPolicy, cfg: SizingConfig) -> Workload:
     max_num_batched_tokens, once."""
     sizes = reachable_batch_sizes(policy, cfg)
     if len(sizes) == 0:
-        raise GraphlabError(
+        raise BadInput(
             f"no decode batch is reachable: one request's 1+k = {cfg.decode_query_len} tokens "
             f"exceed max_num_batched_tokens={policy.effective_max_num_batched_tokens(cfg)}"
         )
@@ -160,18 +158,18 @@ def _checked_workload(
     """The workload to plan for (uniform when None); GraphlabError for what vLLM or the budget
     refuses."""
     if policy.batch_unit is not BatchUnit.TOKENS:
-        raise GraphlabError(
+        raise BadInput(
             f"plan supports the vLLM V1 engines {', '.join(V1_ENGINES)}, got {policy.name!r}"
         )
     error = policy.startup_error(cfg)
     if error and "max_num_batched_tokens" in error:
-        raise GraphlabError(f"vLLM refuses this config: {error}")
+        raise BadInput(f"vLLM refuses this config: {error}")
     if budget.memory_mib is not None and memory is None:
-        raise GraphlabError("a memory budget needs per-size graph memory (a graph_memory.csv)")
+        raise BadInput("a memory budget needs per-size graph memory (a graph_memory.csv)")
     workload = uniform_workload(policy, cfg) if workload is None else workload
     tokens = policy.effective_max_num_batched_tokens(cfg)
     if workload.sizes[-1] > tokens:
-        raise GraphlabError(
+        raise BadInput(
             f"workload batch of {workload.sizes[-1]} tokens exceeds max_num_batched_tokens={tokens}"
         )
     return workload
@@ -219,7 +217,7 @@ def plan_for(request: PlanRequest) -> Plan:
     """`plan` of a request whose engine is resolved."""
     policy, cfg, memory, latency = request.policy, request.config, request.memory, request.latency
     if policy.batch_unit is BatchUnit.TOKENS and policy.cudagraph_mode(cfg) is CUDAGraphMode.NONE:
-        raise GraphlabError(NO_GRAPHS)
+        raise BadInput(NO_GRAPHS)
     workload = _checked_workload(policy, cfg, request.workload, request.budget, memory)
     budget = request.budget
     drafter_notes = planned_sizes_notes(policy, cfg)  # the deployment's, whatever the plan
