@@ -1,8 +1,8 @@
 """The command line, `python -m graphlab <command>`: the top layer, which may import every layer.
 
 `arguments` holds what the commands share (the parser, argument types, --out checks, limits),
-`serve_line`, `log_option` and `deployment` what audit and plan share (--vllm-args, --vllm-log,
-the model runner and attention backend a release deploys a config on);
+`serve_line` and `log_option` what audit and plan share (--vllm-args and the options that deploy
+a config on a model runner and attention backend, graphlab.sizing.deployment; --vllm-log);
 each command is one module (`audit`, `crash_map`, `repro`, `bench`, `plan`) whose `add_parser`
 registers its arguments and sets `handler` to its `run`, which takes the parsed args and returns
 the exit status (plan's output is `plan_output`). Bad input raises

@@ -16,8 +16,7 @@ from graphlab.cli.arguments import (
     int_in,
     json_text,
 )
-from graphlab.cli.deployment import deployed
-from graphlab.cli.serve_line import add_vllm_args, config_options, read_serve_line
+from graphlab.cli.serve_line import add_vllm_args, config_options, deployed, read_serve_line
 from graphlab.errors import BadInput
 from graphlab.sizing.attention import attention_range
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 from graphlab.against_vllm.serve_args import ServeLine
 from graphlab.cli.arguments import int_in, json_text
-from graphlab.cli.deployment import deployed
 from graphlab.cli.plan_output import log_plan_text
-from graphlab.cli.serve_line import read_logged
+from graphlab.cli.serve_line import deployed, read_logged
 from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy

@@ -18,11 +18,11 @@ from graphlab.cli.arguments import (
     nonnegative_float,
     positive_float,
 )
-from graphlab.cli.deployment import deployed
 from graphlab.cli.plan_output import plan_json, plan_text
 from graphlab.cli.serve_line import (
     add_vllm_args,
     config_options,
+    deployed,
     read_serve_line,
 )
 from graphlab.errors import BadInput

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
+from graphlab.against_vllm.serve_attention import line_backend
 from graphlab.errors import BadInput
 from graphlab.sizing.batch_defaults import (
     DEFAULT_DEVICE_TIER,
@@ -14,7 +15,8 @@ from graphlab.sizing.batch_defaults import (
     LARGE_TIER_FROM,
     describe_tiers,
 )
-from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS
+from graphlab.sizing.config import SPLIT_CAPTURE_SETTINGS, SizingConfig
+from graphlab.sizing.deployment import Deployment, deploy
 from graphlab.sizing.log_audit import FIELDS
 from graphlab.sizing.log_reader import VllmLog, read_vllm_log
 from graphlab.sizing.model_runner import release_key
@@ -121,3 +123,22 @@ def read_logged(args) -> tuple[VllmLog, dict, ServeLine | None]:
         if getattr(line.config, name) is not None and name not in line.from_defaults
     }
     return log, given, line
+
+
+def deployed(
+    args, policy: SizingPolicy, version: str, cfg: SizingConfig, line: ServeLine | None
+) -> Deployment:
+    """cfg deployed on what the command line asks (graphlab.sizing.deployment): --model-runner,
+    the --vllm-args line's attention backend or --attention-backend, --attention-cg-support and
+    --device-tier."""
+    backend, notes = line_backend(line, version, args.attention_backend)
+    return deploy(
+        policy,
+        version,
+        cfg,
+        model_runner=args.model_runner,
+        backend=backend,
+        tier=args.device_tier,
+        cg_support=args.attention_cg_support,
+        notes=notes,
+    )
