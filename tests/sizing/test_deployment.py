@@ -26,6 +26,12 @@ def test_an_a100_lowers_full_and_says_which_runner_and_backend():
     assert attention.startswith("attention backend FLASH_ATTN (vLLM's default for a dense model")
     # on the h100 tier FlashAttention 3 reports ALWAYS: nothing lowered, nothing said
     assert deploy(V033, "0.33.0", cfg).said == ()
+    # a support the user gives is said even where it lowers nothing
+    (given,) = deploy(V033, "0.33.0", cfg, cg_support="ALWAYS").said
+    assert given.endswith(
+        "reports AttentionCGSupport.ALWAYS for the model, as "
+        "--attention-cg-support gives, vllm/v1/attention/backends/flash_attn.py)"
+    )
 
 
 def test_the_command_line_deploys_as_the_function_does(capsys):
