@@ -144,9 +144,10 @@ def add_attention_backend(parser: argparse.ArgumentParser) -> None:
         default=None,
         metavar="LEVEL",
         help="the AttentionCGSupport the backend reports for your model "
-        f"({', '.join(CG_SUPPORTS)}), where the kit's table cannot tell (FLASHINFER from "
-        "0.30.0 depends on the model's heads and KV cache) or to override it; vLLM's WARNING "
-        "names it where it lowers cudagraph_mode",
+        f"({', '.join(CG_SUPPORTS)}), where the kit's table cannot tell (FLASHINFER's depends "
+        "on the model's heads and KV cache: on the b200 tier, where vLLM picks it, from 0.11.1, "
+        "on h100 from 0.30.0, everywhere from 0.33.0) or to override it; vLLM's WARNING names "
+        "it where it lowers cudagraph_mode",
     )
 
 
