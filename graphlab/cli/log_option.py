@@ -14,7 +14,7 @@ from graphlab.cli.serve_line import deployed, read_logged
 from graphlab.errors import BadInput
 from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import SizingPolicy
-from graphlab.sizing.log_audit import audit_deployment, logged_deployment
+from graphlab.sizing.log_audit import audit_deployment, logged_deployment, logged_release
 from graphlab.sizing.log_reader import VllmLog
 from graphlab.sizing.planner.log_plan import log_plan_report
 
@@ -42,18 +42,19 @@ def add_option(parser) -> None:
     )
 
 
-def logged_run(
+def deployed_log(
     args,
 ) -> tuple[VllmLog, SizingPolicy, SizingConfig, tuple[str, ...], ServeLine | None]:
     """(the --vllm-log log, the engine, the config, notes, the --vllm-args line or None): the log's
-    config filled by --vllm-args or the flags, under --engine or the log's release, deployed on the
+    config filled by --vllm-args or the flags, under --engine or the log's release (with that
+    release's rules: graphlab.sizing.log_audit.logged_release), deployed on the
     model runner and attention backend vLLM runs it on (--model-runner; --attention-backend or the
     line's, else vLLM's pick for --device-tier): the log states the configured cudagraph_mode,
     which the workers lower to what the backend supports."""
     log, given, line = read_logged(args)
     engine = None if args.engine is None else args.engine.policy
     policy, cfg, notes = logged_deployment(log, given, engine)
-    version = args.engine.release if args.engine is not None else getattr(policy, "release", "")
+    version = args.engine.release if args.engine is not None else logged_release(log, policy)
     deployment = deployed(args, policy, version, cfg, line)
     return log, policy, deployment.config, notes + deployment.said, line
 
@@ -61,7 +62,7 @@ def logged_run(
 def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
-    log, policy, cfg, notes, _ = logged_run(args)
+    log, policy, cfg, notes, _ = deployed_log(args)
     report = audit_deployment(log, policy, cfg, notes)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0
@@ -77,7 +78,7 @@ def run_plan(args) -> int:
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
-    log, policy, cfg, notes, line = logged_run(args)
+    log, policy, cfg, notes, line = deployed_log(args)
     user = None if line is None else line.compilation_config or None
     _, data = log_plan_report(log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty)
     print(json_text("plan", data) if args.json else log_plan_text(data))

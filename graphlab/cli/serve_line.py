@@ -5,6 +5,7 @@ and the engine's release; and what a --vllm-log run takes from the line or the c
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from graphlab.against_vllm.serve_args import ServeLine, read_vllm_args
 from graphlab.against_vllm.serve_attention import line_backend
@@ -57,14 +58,17 @@ def config_options(args: argparse.Namespace) -> dict:
     return {name: getattr(args, name) for name in CONFIG_OPTIONS if hasattr(args, name)}
 
 
-def _check_device_tier(version: str, device_tier: str) -> None:
-    """GraphlabError for --device-tier b200 on a release without that tier."""
+def _defaults_tier(version: str, device_tier: str) -> tuple[str, tuple[str, ...]]:
+    """The tier whose batch defaults vLLM `version` gives a device of `device_tier`, and the note
+    where they are another tier's: before LARGE_TIER_FROM, get_batch_defaults has no >= 160 GiB
+    tier and gives a B200 the h100 tier's (its attention backend stays a B200's)."""
     early = bool(version) and release_key(version) < release_key(LARGE_TIER_FROM)
-    if device_tier == "b200" and early:
-        raise BadInput(
-            f"--device-tier b200: vLLM {version} has no >= 160 GiB tier (first in "
-            f"{LARGE_TIER_FROM}); a B200 gets the h100 tier's defaults there (--device-tier h100)"
-        )
+    if device_tier != "b200" or not early:
+        return device_tier, ()
+    return "h100", (
+        f"vLLM {version} has no >= 160 GiB tier (get_batch_defaults, first in {LARGE_TIER_FROM}): "
+        "a B200 gets the h100 tier's batch defaults there",
+    )
 
 
 def read_serve_line(
@@ -80,12 +84,13 @@ def read_serve_line(
     names), also a setting the release does not have."""
     if command_line is None:
         return None
-    if policy is not None:
-        _check_device_tier(version, device_tier)
     flags = [f"--{name.replace('_', '-')}" for name, value in given.items() if value is not None]
     if flags:
         raise BadInput(f"--vllm-args already sets the config; drop {', '.join(flags)}")
-    line = read_vllm_args(command_line, device_tier)
+    tier, tier_note = _defaults_tier(version, device_tier)
+    line = read_vllm_args(command_line, tier)
+    if line.from_defaults:
+        line = replace(line, notes=(*tier_note, *line.notes))
     if policy is None:  # --vllm-log: the release is the log's
         return line
     split = line.config.split_capture_settings

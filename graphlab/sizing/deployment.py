@@ -21,7 +21,6 @@ class Deployment:
     config: SizingConfig
     model_runner: str | None  # why that runner; None for engines without model runners
     attention: str | None  # which backend and the support it reports; None likewise
-    backend: str | None  # the backend named (the --vllm-args line's, else --attention-backend)
     notes: tuple[str, ...]  # how the line's backend was read
     # What a result that does not name the runner and backend (plan's) prints beside it.
     said: tuple[str, ...]
@@ -53,7 +52,7 @@ def deploy(
         ):
             if value is not None:
                 raise BadInput(f"{flag} is vLLM V1's; engine {policy.name!r} has none")
-        return Deployment(cfg, None, None, backend, notes, notes)
+        return Deployment(cfg, None, None, notes, notes)
     runs, runner = apply_model_runner(policy, version, model_runner, cfg)
     chosen, support, attention = attention_support(version, backend, tier, cg_support)
     runs = replace(runs, attention_cg_support=support, attention_backend=chosen)
@@ -64,7 +63,7 @@ def deploy(
         said.append(f"model runner {runs.model_runner.upper()}: {runner}")
     if backend is not None or cg_support is not None or lowered:
         said.append(attention)
-    return Deployment(runs, runner, attention, backend, notes, tuple(said))
+    return Deployment(runs, runner, attention, notes, tuple(said))
 
 
 def apply_model_runner(

@@ -1,6 +1,7 @@
 """The kit's upper bounds on a sizing config, so a huge value fails at once instead of sweeping
-for minutes or allocating GBs; `SizingConfig.within_limits` applies them however the config was
-given, and the command line's options take them as their ranges."""
+for minutes or allocating GBs: the command line's options take them as their ranges, and
+`SizingConfig.within_limits` holds a config to them where one enters from a serve line, a log
+or `audit`."""
 
 MAX_NUM_SEQS_LIMIT = 65536  # S
 NUM_SPECULATIVE_TOKENS_LIMIT = 64  # k

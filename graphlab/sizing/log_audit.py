@@ -111,7 +111,7 @@ def logged_config(log: VllmLog, given: dict) -> tuple[SizingConfig, tuple[str, .
     if log.capture_sizes is None:
         notes.append("capture sizes: not in the log, the kit's own sizing is used")
     split = {name: given[name][0] for name in SPLIT_CAPTURE_SETTINGS if name in given}
-    return SizingConfig(**values, **split), tuple(notes)
+    return SizingConfig(**values, **split).within_limits(), tuple(notes)
 
 
 def logged_deployment(
@@ -124,7 +124,27 @@ def logged_deployment(
     if policy is None:
         name, note = engine_for_version(log.value("vllm_version"))
         policy, notes = ENGINES[name], (note,) * (note is not None) + notes
+    _check_v1(policy)
     return policy, cfg, notes
+
+
+def logged_release(log: VllmLog, policy: SizingPolicy) -> str:
+    """The vLLM release whose rules deploy the log's config on `policy` (model runner, attention
+    backend): the log's own version where graphlab.sizing.versions maps it to that engine, else
+    the engine's release."""
+    version = log.value("vllm_version")
+    if version is not None and engine_for_version(version) == (policy.name, None):
+        return version
+    return getattr(policy, "release", "")
+
+
+def _check_v1(policy: SizingPolicy) -> None:
+    """BadInput unless `policy` is a vLLM V1 engine: --cudagraph-metrics and its table are V1's."""
+    if policy.batch_unit is not BatchUnit.TOKENS:
+        raise BadInput(
+            f"a vLLM log is audited with the vLLM V1 engines {', '.join(V1_ENGINES)}, "
+            f"got {policy.name!r}"
+        )
 
 
 def _differs(name: str, logged, value) -> bool:
@@ -328,11 +348,7 @@ def audit_deployment(
     (`logged_deployment`, then the model runner and attention backend it runs on)."""
     check_instance("policy", policy, SizingPolicy)
     check_instance("cfg", cfg, SizingConfig)
-    if policy.batch_unit is not BatchUnit.TOKENS:  # --cudagraph-metrics and its table are V1's
-        raise BadInput(
-            f"a vLLM log is audited with the vLLM V1 engines {', '.join(V1_ENGINES)}, "
-            f"got {policy.name!r}"
-        )
+    _check_v1(policy)
     if len(log.engines) > 1 or "aggregated" in log.engines:
         notes += (
             "data parallel: vLLM pads each rank's step to the largest rank's token count "

@@ -220,10 +220,16 @@ def test_performance_mode_and_the_large_tier_per_release():
     for engine in ("vllm-0.12.0", "vllm-0.13.0"):
         with pytest.raises(GraphlabError, match="does not have --performance-mode"):
             get_engine(engine).capture_sizes(fast)
-    # the >= 160 GiB tier of get_batch_defaults is first in 0.28.0
-    line = ["--vllm-args", "vllm serve m --max-num-seqs 8", "--device-tier", "b200"]
-    early = _cli("audit", "--vllm-version", "0.20.1", *line)
-    assert early.returncode == 2 and "vLLM 0.20.1 has no >= 160 GiB tier" in early.stderr
+    # the >= 160 GiB tier of get_batch_defaults is first in 0.28.0: before it a B200 gets the
+    # h100 tier's batch defaults, and its attention backend stays vLLM's pick for SM100
+    line = ["--vllm-args", "vllm serve m", "--device-tier", "b200", "--json"]
+    line += ["--attention-cg-support", "UNIFORM_BATCH"]  # FLASHINFER's depends on the model
+    for version, tokens in (("0.20.1", 8192), ("0.28.0", 16384)):
+        data = json.loads(_cli("audit", "--vllm-version", version, *line).stdout)
+        assert (data["max_num_seqs"], data["max_num_batched_tokens"]) == (1024, tokens)
+        assert data["attention"].startswith("attention backend FLASHINFER")
+        early = "a B200 gets the h100 tier's batch defaults there" in data["notes"][0]
+        assert early == (version == "0.20.1")
 
 
 @pytest.mark.parametrize("extra", [(), ("0.35.0",), ("0.34.0.post1",)])

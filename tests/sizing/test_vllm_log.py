@@ -1294,8 +1294,37 @@ def test_top_cuts_pr_53407s_rows_to_the_most_frequent_too(tmp_path, capsys):
 def test_a_v0_engine_is_refused_for_a_log_naming_the_v1_engines(tmp_path, capsys):
     # --cudagraph-metrics and its table are V1's: V0 engines have no cudagraph_mode to audit with
     path = write(tmp_path, ARGS + prefixed(table([(21, 21, "FULL", 5)])))
-    err = one_error_line(capsys, "audit", "--vllm-log", path, "--engine", "vllm-0.6.0")
-    assert "audited with the vLLM V1 engines vllm-0.12.0" in err and "got 'vllm-0.6.0'" in err
+    for flags in ((), ("--attention-backend", "FLASH_ATTN"), ("--model-runner", "v2")):
+        argv = ("audit", "--vllm-log", path, "--engine", "vllm-0.6.0", *flags)
+        err = one_error_line(capsys, *argv)  # plan's --engine lists the V1 engines alone
+        assert "audited with the vLLM V1 engines vllm-0.12.0" in err and "got 'vllm-0.6.0'" in err
+
+
+def test_the_log_is_deployed_with_its_own_releases_rules(tmp_path, capsys):
+    # FLASHINFER's support depends on the model on the h100 tier from 0.30.0 (its engine is
+    # vllm-0.29.0, whose release reads it as UNIFORM_SINGLE_TOKEN_DECODE): the log's 0.30.0 decides
+    version = "(APIServer pid=7) INFO 12-01 [core.py:133] Initializing a V1 LLM engine (v{})\n"
+    rows = prefixed(table([(21, 21, "FULL", 5)], sizes="[7, 14, 21, 28, 35, 42]"))
+    argv = ("audit", "--attention-backend", "FLASHINFER", "--json")
+    log = write(tmp_path, version.format("0.30.0") + ARGS + rows, "v030.log")
+    err = one_error_line(capsys, *argv, "--vllm-log", log)
+    assert "the AttentionCGSupport vLLM 0.30.0's FlashInferBackend reports depends on the" in err
+    code, out, _ = run(capsys, *argv, "--vllm-log", log, "--attention-cg-support", "UNIFORM_BATCH")
+    assert code == 0 and json.loads(out)["engine"] == "vllm-0.29.0"
+    log = write(tmp_path, version.format("0.29.0") + ARGS + rows, "v029.log")
+    code, out, _ = run(capsys, *argv, "--vllm-log", log)
+    assert code == 0 and any(
+        "reports AttentionCGSupport.UNIFORM_SINGLE_TOKEN_DECODE" in note
+        for note in json.loads(out)["notes"]
+    )
+
+
+def test_a_log_past_the_kits_limits_is_refused(tmp_path, capsys):
+    args = ARGS.replace("'max_num_seqs': 6", "'max_num_seqs': 70000")
+    path = write(tmp_path, args + prefixed(table([(21, 21, "FULL", 5)])))
+    for command in ("audit", "plan"):
+        err = one_error_line(capsys, command, "--vllm-log", path)
+        assert err == "error: max_num_seqs must be at most 65536, got 70000\n"
 
 
 def test_the_summarys_disagreements_are_rows_not_steps(tmp_path, capsys):
