@@ -566,3 +566,13 @@ def test_a_schedule_before_0_24_0_is_refused_by_the_target_not_drawn():
     # 0.31.0's draft decode manager reads k = 1 of 3 as query length -1
     refused = drafter(get_engine("vllm-0.31.0"), cfg)
     assert refused.steps == () and "(-1, 1; fixed in 0.32.0)" in refused.note
+
+
+def test_the_drawn_and_the_refused_methods_are_apart():
+    # drafter() decides model runner V2's refusal under a schedule before the methods it does not
+    # draw: that order is the same answer only while no drawn method is also refused
+    from graphlab.sizing.drafter import HISTORY_METHODS
+    from graphlab.sizing.drafter_methods import UNMODELLED
+
+    assert not set(UNMODELLED) & set(DRAFTER_METHODS)
+    assert not set(HISTORY_METHODS) & set(DRAFTER_METHODS) and "dflash" not in DRAFTER_METHODS
