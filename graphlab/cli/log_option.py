@@ -42,7 +42,7 @@ def add_option(parser) -> None:
     )
 
 
-def deployed_log(
+def read_deployment(
     args,
 ) -> tuple[VllmLog, SizingPolicy, SizingConfig, tuple[str, ...], ServeLine | None]:
     """(the --vllm-log log, the engine, the config, notes, the --vllm-args line or None): the log's
@@ -62,7 +62,7 @@ def deployed_log(
 def run_audit(args) -> int:
     """`audit --vllm-log`: the logged rows beside the kit's dispatch (exit 0 also when they
     disagree: the disagreement is the finding, printed first)."""
-    log, policy, cfg, notes, _ = deployed_log(args)
+    log, policy, cfg, notes, _ = read_deployment(args)
     report = audit_deployment(log, policy, cfg, notes)
     print(json_text("audit", report.to_dict()) if args.json else report.format_table(args.top))
     return 0
@@ -78,7 +78,7 @@ def run_plan(args) -> int:
             f"--vllm-log plans padding tokens on the logged steps; it does not read {given[0]} "
             "(plan the steps with --batch-sizes to price latency or memory)"
         )
-    log, policy, cfg, notes, line = deployed_log(args)
+    log, policy, cfg, notes, line = read_deployment(args)
     user = None if line is None else line.compilation_config or None
     _, data = log_plan_report(log, policy, cfg, notes, user, args.max_graphs, args.eager_penalty)
     print(json_text("plan", data) if args.json else log_plan_text(data))
