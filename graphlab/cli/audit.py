@@ -16,12 +16,11 @@ from graphlab.cli.arguments import (
     int_in,
     json_text,
 )
-from graphlab.cli.serve_line import add_vllm_args, config_options, deployed, read_serve_line
+from graphlab.cli.serve_line import add_vllm_args, deployed_config
 from graphlab.errors import BadInput
 from graphlab.sizing.attention import attention_range
 from graphlab.sizing.audit import MAX_AUDIT_BATCH_SIZES, audit
-from graphlab.sizing.config import SizingConfig
-from graphlab.sizing.engines import ENGINES, SizingPolicy
+from graphlab.sizing.engines import ENGINES
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
     MAX_NUM_SEQS_LIMIT,
@@ -97,26 +96,13 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _config(args, policy: SizingPolicy, version: str) -> tuple[SizingConfig, object]:
-    """The config to audit, and the ServeLine of --vllm-args (None without it)."""
-    flags = config_options(args)
-    line = read_serve_line(args.vllm_args, args.device_tier, flags, policy, version)
-    if line is not None:
-        return line.config, line
-    if args.max_num_seqs is None:
-        raise BadInput("--max-num-seqs is required (or give --vllm-args)")
-    k = args.num_speculative_tokens or 0
-    return SizingConfig(**{**flags, "num_speculative_tokens": k}).within_limits(), None
-
-
 def run(args) -> int:
     if args.vllm_log is not None:
         return log_option.run_audit(args)
     if args.engine is None:
         raise BadInput("--engine is required (or give --vllm-log)")
     policy, version = args.engine.policy, args.engine.release
-    cfg, line = _config(args, policy, version)
-    deployment = deployed(args, policy, version, cfg, line)
+    deployment, line = deployed_config(args, policy, version)
     cfg, runner, attention = deployment.config, deployment.model_runner, deployment.attention
     notes = (line.notes if line is not None else ()) + deployment.notes
     report = audit(policy, cfg)

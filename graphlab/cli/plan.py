@@ -19,18 +19,11 @@ from graphlab.cli.arguments import (
     positive_float,
 )
 from graphlab.cli.plan_output import plan_json, plan_text
-from graphlab.cli.serve_line import (
-    add_vllm_args,
-    config_options,
-    deployed,
-    read_serve_line,
-)
+from graphlab.cli.serve_line import add_vllm_args, deployed_config
 from graphlab.errors import BadInput
-from graphlab.sizing.config import SizingConfig
 from graphlab.sizing.engines import (
     GRAPH_POOLS,
     V1_ENGINES,
-    SizingPolicy,
 )
 from graphlab.sizing.limits import (
     MAX_NUM_BATCHED_TOKENS_LIMIT,
@@ -188,23 +181,6 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _config(args, policy: SizingPolicy, version: str):
-    """(config, the ServeLine of --vllm-args or None)."""
-    options = config_options(args)
-    line = read_serve_line(args.vllm_args, args.device_tier, options, policy, version)
-    if line is not None:
-        return line.config, line
-    if args.max_num_seqs is None:
-        raise BadInput("--max-num-seqs is required (or give --vllm-args)")
-    cfg = SizingConfig(
-        max_num_seqs=args.max_num_seqs,
-        num_speculative_tokens=args.num_speculative_tokens or 0,
-        max_num_batched_tokens=args.max_num_batched_tokens,
-        cudagraph_mode=args.cudagraph_mode,
-    )
-    return cfg, None
-
-
 def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...]]:
     """What the flags ask, resolved once: the planner's request (the engine's policy, the config
     as vLLM deploys it, the workload, budget and tables the flags name, the line's compilation
@@ -212,8 +188,7 @@ def _request(args) -> tuple[PlanRequest | None, ServeLine | None, tuple[str, ...
     --vllm-args (None without it) and the deployment's notes."""
     chosen = args.engine or DEFAULT
     policy, version = chosen.policy, chosen.release
-    cfg, line = _config(args, policy, version)
-    deployment = deployed(args, policy, version, cfg, line)
+    deployment, line = deployed_config(args, policy, version)
     cfg = deployment.config
     if policy.cudagraph_mode(cfg) == "NONE":
         return None, line, deployment.said

@@ -147,3 +147,21 @@ def deployed(
         cg_support=args.attention_cg_support,
         notes=notes,
     )
+
+
+def deployed_config(
+    args, policy: SizingPolicy, version: str
+) -> tuple[Deployment, ServeLine | None]:
+    """The config the command line gives (its --vllm-args line, else its config options) as vLLM
+    `version` deploys it (`deployed`), and the line (None without --vllm-args); BadInput without
+    max_num_seqs."""
+    options = config_options(args)
+    line = read_serve_line(args.vllm_args, args.device_tier, options, policy, version)
+    if line is not None:
+        cfg = line.config
+    elif args.max_num_seqs is None:
+        raise BadInput("--max-num-seqs is required (or give --vllm-args)")
+    else:
+        k = args.num_speculative_tokens or 0
+        cfg = SizingConfig(**{**options, "num_speculative_tokens": k}).within_limits()
+    return deployed(args, policy, version, cfg, line), line
