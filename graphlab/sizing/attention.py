@@ -238,13 +238,7 @@ def attention_support(
     source = f"vllm/v1/attention/backends/{backend.source}"
     if given is not None:
         check_choice("--attention-cg-support", given, CG_SUPPORTS)
-        return (
-            backend.named(found.lowering),
-            given,
-            f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
-            f"AttentionCGSupport.{given} for the model, as --attention-cg-support gives, {source})",
-        )
-    support = backend.support_on(tier)
+    support = backend.support_on(tier) if given is None else given
     if support is None:
         raise BadInput(
             f"attention backend {chosen!r} ({how}) on the {tier!r} tier: the AttentionCGSupport "
@@ -252,11 +246,12 @@ def attention_support(
             f"--attention-cg-support ({', '.join(CG_SUPPORTS)}; vLLM's WARNING names it where it "
             "lowers cudagraph_mode) or name another backend"
         )
+    given_by = "" if given is None else " for the model, as --attention-cg-support gives"
     return (
         backend.named(found.lowering),
         support,
         f"attention backend {chosen} ({how} on the {tier!r} tier; {backend.cls} reports "
-        f"AttentionCGSupport.{support}, {source})",
+        f"AttentionCGSupport.{support}{given_by}, {source})",
     )
 
 
